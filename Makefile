@@ -1,0 +1,95 @@
+# ferry: an rsync-compatible file sync client and daemon.
+# `make` builds ./ferry; `make check` installs what the tests need, builds, and
+# runs the unit and interop suites twice (plain and under ASan+UBSan).
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+CC      ?= cc
+
+PKGS    := libmd libbsd-overlay libxxhash libzstd liblz4 zlib libssh
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(WARN) -I. $(PKG_CFLAGS)
+OPT     ?= -O2 -g
+SAN     :=
+BUILD   ?= build/release
+
+CFLAGS_ALL = $(BASE_CFLAGS) $(OPT) $(SAN) $(CFLAGS)
+LDLIBS_ALL = $(PKG_LIBS) -lpthread $(LDLIBS)
+
+LIB_SRCS  := $(sort $(wildcard proto/*.c client/*.c daemon/*.c))
+LIB_SRCS  := $(filter-out client/main.c,$(LIB_SRCS))
+LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+MAIN_OBJ  := $(BUILD)/client/main.o
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+
+.PHONY: all ferry deps check check-asan unit run install clean bench bench-quick
+
+all: ferry
+
+ferry: $(BUILD)/ferry
+	@if [ "$(BUILD)" = build/release ]; then cp -f $(BUILD)/ferry ./ferry; fi
+
+$(BUILD)/ferry: $(MAIN_OBJ) $(BUILD)/libferry.a
+	$(CC) $(CFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
+
+$(BUILD)/libferry.a: $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libferry.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libferry.a $(LDLIBS_ALL) -lcmocka
+
+unit: $(UNIT_BINS)
+
+-include $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d)
+
+# Build and test dependencies, Debian 12 package names. Only what is missing
+# is installed, so a second run costs one dpkg-query.
+BUILD_DEPS := gcc make pkg-config libssh-dev zlib1g-dev libxxhash-dev libbsd-dev \
+              libmd-dev libzstd-dev liblz4-dev libcmocka-dev
+TEST_DEPS  := rsync openssh-server openssh-client python3 procps iproute2
+
+deps:
+	@missing=""; for p in $(BUILD_DEPS) $(TEST_DEPS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "make deps: need root to install:$$missing" >&2; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	fi
+
+check: deps
+	$(MAKE) all unit
+	$(MAKE) BUILD=build/asan OPT="-O1 -g -fno-omit-frame-pointer" \
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" unit build/asan/ferry
+	tests/check.sh build/release build/asan
+
+check-asan: deps
+	$(MAKE) BUILD=build/asan OPT="-O1 -g -fno-omit-frame-pointer" \
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" unit build/asan/ferry
+	tests/check.sh build/asan
+
+run: deps all
+	@FERRY_PORT=$${FERRY_PORT:-8873}; FERRY_ROOT=$${FERRY_ROOT:-$$(pwd)}; \
+	echo "ferry daemon: module 'files' serving $$FERRY_ROOT on 127.0.0.1:$$FERRY_PORT"; \
+	echo "connect with:  rsync rsync://127.0.0.1:$$FERRY_PORT/files/"; \
+	FERRY_ROOT=$$FERRY_ROOT exec ./ferry --daemon --no-detach --address=127.0.0.1 --port=$$FERRY_PORT
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5
+	install -m 755 ferry $(DESTDIR)$(PREFIX)/bin/ferry
+	install -m 644 man/ferry.1 $(DESTDIR)$(PREFIX)/share/man/man1/ferry.1
+	install -m 644 man/ferryd.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/ferryd.conf.5
+
+clean:
+	rm -rf build ferry

@@ -1,0 +1,197 @@
+/*
+ * The client side of the daemon dialogue (rsync clientserver.c:
+ * start_inband_exchange, exchange_protocols; authenticate.c: auth_client):
+ * greetings, module request, MOTD, authentication, and the argument list.
+ */
+#include "client/daemon_client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proto/checksum.h"
+#include "proto/negotiate.h"
+
+#define LINE_MAX_LEN 5120
+
+/* "@RSYNCD: 31.0 sha512 ..." -> version, sub-version, digest list. */
+static bool parse_greeting(const char *line, int *version, int *sub, char *digests,
+			   size_t dsize)
+{
+	int n = 0;
+
+	if (strncmp(line, "@RSYNCD: ", 9) != 0)
+		return false;
+	if (sscanf(line + 9, "%d%n", version, &n) != 1)
+		return false;
+	const char *p = line + 9 + n;
+	*sub = 0;
+	if (*p == '.') {
+		int m = 0;
+		if (sscanf(p + 1, "%d%n", sub, &m) != 1)
+			return false;
+		p += 1 + m;
+	}
+	while (*p == ' ')
+		p++;
+	snprintf(digests, dsize, "%s", p);
+	return true;
+}
+
+/* The password: --password-file, then RSYNC_PASSWORD, then a prompt
+ * (authenticate.c: getpassf). */
+static bool get_password(const struct ferry_opts *o, char *buf, size_t size, int *exit_code)
+{
+	if (o->password_file) {
+		struct stat st;
+		int fd = strcmp(o->password_file, "-") == 0 ? 0 : open(o->password_file, O_RDONLY);
+		if (fd < 0) {
+			fprintf(stderr, "ferry: could not open password file %s: %s\n",
+				o->password_file, strerror(errno));
+			*exit_code = 5;
+			return false;
+		}
+		if (fd != 0 && fstat(fd, &st) == 0 && (st.st_mode & 06) != 0) {
+			fprintf(stderr, "ferry: ERROR: password file must not be other-accessible\n");
+			close(fd);
+			*exit_code = 5;
+			return false;
+		}
+		ssize_t n = read(fd, buf, size - 1);
+		if (fd != 0)
+			close(fd);
+		if (n < 0)
+			n = 0;
+		buf[n] = '\0';
+		buf[strcspn(buf, "\r\n")] = '\0';
+		return true;
+	}
+	const char *env = getenv("RSYNC_PASSWORD");
+	if (env) {
+		snprintf(buf, size, "%s", env);
+		return true;
+	}
+	char *p = getpass("Password: ");
+	snprintf(buf, size, "%s", p ? p : "");
+	return true;
+}
+
+static void default_user(const struct remote_spec *r, char *buf, size_t size)
+{
+	const char *u = r->user[0] ? r->user : getenv("USER");
+
+	if (!u || !*u)
+		u = getenv("LOGNAME");
+	if (!u || !*u) {
+		struct passwd *pw = getpwuid(getuid());
+		u = pw ? pw->pw_name : "nobody";
+	}
+	snprintf(buf, size, "%s", u);
+}
+
+static bool answer_challenge(struct session *s, const struct remote_spec *r,
+			     const char *challenge, const struct daemon_peer *peer, int *exit_code)
+{
+	char user[256], password[1024], response[256], pick[32];
+	enum csum_type t;
+	bool legacy = false;
+
+	if (peer->digests[0]) {
+		if (!negotiate_pick(auth_default_list(), peer->digests, pick, sizeof pick) ||
+		    auth_parse(pick, &t) < 0) {
+			fprintf(stderr, "ferry: the daemon offers no auth digest we know: %s\n",
+				peer->digests);
+			*exit_code = 5;
+			return false;
+		}
+	} else if (s->protocol >= 30) {
+		t = CSUM_MD5;
+	} else {
+		t = CSUM_MD4;
+		legacy = true;
+	}
+	default_user(r, user, sizeof user);
+	if (!get_password(s->opts, password, sizeof password, exit_code))
+		return false;
+	auth_response(t, legacy, password, challenge, response, sizeof response);
+	memset(password, 0, sizeof password);
+	char line[600];
+	snprintf(line, sizeof line, "%s %s\n", user, response);
+	return wire_write(&s->out, line, strlen(line)) && wire_flush(&s->out);
+}
+
+/* Send the server's argument list: NUL-separated for protocol >= 30, else
+ * newline-separated; ended by an empty argument. */
+static bool send_args(struct session *s, char **args)
+{
+	char sep = s->protocol >= 30 ? '\0' : '\n';
+
+	for (int i = 0; args[i]; i++)
+		if (!wire_write(&s->out, args[i], strlen(args[i])) || !wire_write(&s->out, &sep, 1))
+			return false;
+	return wire_write(&s->out, &sep, 1) && wire_flush(&s->out);
+}
+
+int daemon_handshake(struct session *s, const struct remote_spec *r, char **args,
+		     struct daemon_peer *peer, int *exit_code)
+{
+	const struct ferry_opts *o = s->opts;
+	int ours = o->protocol ? o->protocol : PROTOCOL_NEWEST;
+	char line[LINE_MAX_LEN];
+
+	snprintf(line, sizeof line, "@RSYNCD: %d.0 %s\n", ours, auth_default_list());
+	if (!wire_write(&s->out, line, strlen(line)) || !wire_flush(&s->out))
+		goto stream_error;
+	if (!wire_read_line(&s->in, line, sizeof line))
+		goto stream_error;
+	if (!parse_greeting(line, &peer->version, &peer->sub, peer->digests,
+			    sizeof peer->digests)) {
+		fprintf(stderr, "ferry: server sent \"%s\" rather than greeting\n", line);
+		*exit_code = 5;
+		return -1;
+	}
+	int proto = peer->version < ours ? peer->version : ours;
+	if (peer->version < ours && peer->sub)
+		proto--;
+	s->protocol = s->in.protocol = s->out.protocol = proto;
+	snprintf(line, sizeof line, "%s\n", r->module);
+	if (!wire_write(&s->out, line, strlen(line)) || !wire_flush(&s->out))
+		goto stream_error;
+	for (;;) {
+		if (!wire_read_line(&s->in, line, sizeof line))
+			goto stream_error;
+		if (strncmp(line, "@RSYNCD: AUTHREQD ", 18) == 0) {
+			if (!answer_challenge(s, r, line + 18, peer, exit_code))
+				return -1;
+			continue;
+		}
+		if (strcmp(line, "@RSYNCD: OK") == 0)
+			break;
+		if (strcmp(line, "@RSYNCD: EXIT") == 0) {
+			*exit_code = 0;
+			return -1;
+		}
+		if (strncmp(line, "@ERROR", 6) == 0) {
+			fflush(stdout);
+			fprintf(stderr, "%s\n", line);
+			*exit_code = 5;
+			return -1;
+		}
+		/* MOTD (or, for a listing, the module lines) */
+		if (!o->no_motd || !r->module[0])
+			printf("%s\n", line);
+	}
+	if (!send_args(s, args))
+		goto stream_error;
+	return 0;
+
+stream_error:
+	fprintf(stderr, "ferry: %s\n", s->err.msg[0] ? s->err.msg : "connection lost");
+	*exit_code = 5;
+	return -1;
+}

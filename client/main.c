@@ -1,0 +1,74 @@
+/*
+ * ferry's entry point: one executable that is the client, the daemon
+ * (--daemon) and the server (--server), like rsync.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "client/options.h"
+#include "client/pull.h"
+#include "client/remote.h"
+
+#define MAX_SOURCES 64
+
+static int run_client(const struct ferry_opts *o)
+{
+	struct remote_spec srcs[MAX_SOURCES], dst;
+	int nsrc = o->nargs > 1 ? o->nargs - 1 : o->nargs;
+	const char *dest = o->nargs > 1 ? o->args[o->nargs - 1] : NULL;
+
+	if (nsrc > MAX_SOURCES) {
+		fprintf(stderr, "ferry: too many source arguments (at most %d)\n", MAX_SOURCES);
+		return RERR_SYNTAX;
+	}
+	for (int i = 0; i < nsrc; i++)
+		remote_parse(o->args[i], &srcs[i]);
+	if (dest) {
+		remote_parse(dest, &dst);
+		if (dst.kind != REMOTE_LOCAL) {
+			fprintf(stderr, "ferry: pushing to a remote destination is not supported yet\n");
+			return RERR_UNSUPPORTED;
+		}
+	}
+	for (int i = 0; i < nsrc; i++) {
+		if (srcs[i].kind == REMOTE_SHELL) {
+			fprintf(stderr, "ferry: remote-shell transfers (host:path) are not supported yet\n");
+			return RERR_UNSUPPORTED;
+		}
+		if (srcs[i].kind == REMOTE_LOCAL) {
+			fprintf(stderr, "ferry: local copies are not supported yet; "
+					"use host::module/path or rsync://host/module/path as the source\n");
+			return RERR_UNSUPPORTED;
+		}
+		if (strcmp(srcs[i].host, srcs[0].host) != 0 || srcs[i].port != srcs[0].port) {
+			fprintf(stderr, "ferry: all sources of a pull must be on the same daemon\n");
+			return RERR_SYNTAX;
+		}
+	}
+	return client_pull(o, srcs, nsrc, o->list_only ? NULL : dest);
+}
+
+int main(int argc, char **argv)
+{
+	struct ferry_opts o;
+	int rc = options_parse(&o, argc, argv);
+
+	if (rc == FERRY_OPTS_EXIT_OK) {
+		rc = 0;
+	} else if (rc == 0) {
+		if (o.daemon) {
+			fprintf(stderr, "ferry: --daemon is not supported yet\n");
+			rc = RERR_UNSUPPORTED;
+		} else if (o.server) {
+			fprintf(stderr, "ferry: --server is not supported yet\n");
+			rc = RERR_UNSUPPORTED;
+		} else if (!o.nargs) {
+			usage_print_help(stderr);
+			rc = RERR_SYNTAX;
+		} else {
+			rc = run_client(&o);
+		}
+	}
+	options_free(&o);
+	return rc;
+}

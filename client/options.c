@@ -1,0 +1,988 @@
+/*
+ * Command-line parsing into struct ferry_opts, mirroring rsync options.c:
+ * parse_arguments(). getopt_long does the tokenising; the table in
+ * options_table.c says what each option is and whether we support it.
+ * The argument vector sent to a server is built in options_server.c.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "client/options.h"
+#include "proto/checksum.h"
+
+#define MAX_BLOCK_SIZE (1L << 17)     /* rsync.h, protocol >= 30 */
+#define OLD_MAX_BLOCK_SIZE (1L << 29) /* protocol < 30 */
+#define MAX_DPARAMS ((int)(sizeof ((struct ferry_opts *)0)->dparam / sizeof (char *)))
+#define RESTART_DAEMON (-2)           /* internal: re-parse with the daemon rows */
+#define LONG_BASE 1000                /* getopt val of table row i is LONG_BASE + i */
+
+static _Thread_local char last_error[512];
+
+const char *options_last_error(void)
+{
+	return last_error;
+}
+
+/* Parser state that is not part of the result. */
+struct pstate {
+	struct ferry_opts *o;
+	unsigned flags;
+	unsigned mode;      /* OM_CLIENT or OM_DAEMON */
+	int argc;
+	char **argv;
+	const char *elem;   /* the argv element being parsed, for messages */
+	int dirs;           /* rsync's xfer_dirs: -1 unset, 0, 2 (-d), 4 (--old-d) */
+	int del_before, del_during, del_after, del_plain;
+	int version_cnt, f_cnt;
+	bool from0, daemon_opt;
+	size_t args_cap, filters_cap;
+};
+
+/* ---- errors ---- */
+
+static void vreport(struct pstate *ps, const char *fmt, va_list ap)
+{
+	vsnprintf(last_error, sizeof last_error, fmt, ap);
+	if (!(ps->flags & OPTS_FROM_REMOTE))
+		fprintf(stderr, "ferry: %s\n", last_error);
+}
+
+/* A usage error: message, the "how to get help" hint, RERR_SYNTAX. */
+static int usage_err(struct pstate *ps, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int usage_err(struct pstate *ps, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport(ps, fmt, ap);
+	va_end(ap);
+	if (!(ps->flags & OPTS_FROM_REMOTE)) {
+		if (ps->mode == OM_DAEMON)
+			fprintf(stderr, "(Type \"ferry --daemon --help\" for assistance with daemon mode.)\n");
+		else
+			fprintf(stderr, "Try 'ferry --help' for more information.\n");
+	}
+	return RERR_SYNTAX;
+}
+
+static int other_err(struct pstate *ps, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int other_err(struct pstate *ps, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport(ps, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* "on remote machine: " when we are a server, as rsync's option errors. */
+static const char *where_prefix(struct pstate *ps)
+{
+	return ps->o->server ? "on remote machine: " : "";
+}
+
+/* ---- small helpers ---- */
+
+static int oom(struct pstate *ps)
+{
+	return other_err(ps, RERR_MALLOC, "out of memory while parsing options");
+}
+
+static int set_str(struct pstate *ps, char **dst, const char *val)
+{
+	char *s = strdup(val);
+
+	if (!s)
+		return oom(ps);
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+/* Append val to *dst with a comma between (repeated --info, --chmod). */
+static int join_str(struct pstate *ps, char **dst, const char *val)
+{
+	size_t old = *dst ? strlen(*dst) : 0, add = strlen(val);
+	char *s;
+
+	if (!*dst)
+		return set_str(ps, dst, val);
+	if (!add)
+		return 0;
+	if (!(s = realloc(*dst, old + 1 + add + 1)))
+		return oom(ps);
+	s[old] = ',';
+	memcpy(s + old + 1, val, add + 1);
+	*dst = s;
+	return 0;
+}
+
+static int add_arg(struct pstate *ps, const char *arg)
+{
+	struct ferry_opts *o = ps->o;
+
+	if ((size_t)o->nargs + 2 > ps->args_cap) {
+		size_t cap = ps->args_cap ? ps->args_cap * 2 : 8;
+		char **a = realloc(o->args, cap * sizeof *a);
+		if (!a)
+			return oom(ps);
+		o->args = a;
+		ps->args_cap = cap;
+	}
+	if (!(o->args[o->nargs] = strdup(arg)))
+		return oom(ps);
+	o->args[++o->nargs] = NULL;
+	return 0;
+}
+
+/* Add one filter rule in rsync's rule text form. */
+static int add_rule(struct pstate *ps, const char *prefix, const char *text)
+{
+	struct ferry_opts *o = ps->o;
+	size_t plen = strlen(prefix), tlen = strlen(text);
+	char *s;
+
+	if (o->nfilters + 1 > ps->filters_cap) {
+		size_t cap = ps->filters_cap ? ps->filters_cap * 2 : 8;
+		struct filter_arg *f = realloc(o->filters, cap * sizeof *f);
+		if (!f)
+			return oom(ps);
+		o->filters = f;
+		ps->filters_cap = cap;
+	}
+	if (!(s = malloc(plen + tlen + 1)))
+		return oom(ps);
+	memcpy(s, prefix, plen);
+	memcpy(s + plen, text, tlen + 1);
+	o->filters[o->nfilters++].text = s;
+	return 0;
+}
+
+/* An --exclude/--include pattern (or a line of an -from file): only the
+ * optional "- " / "+ " prefixes and a lone "!" are special, as rsync
+ * exclude.c:parse_rule_tok() with XFLG_OLD_PREFIXES. */
+static int add_old_rule(struct pstate *ps, const char *pat, bool include)
+{
+	if (!*pat)
+		return 0;
+	if ((pat[0] == '-' || pat[0] == '+') && pat[1] == ' ')
+		return add_rule(ps, "", pat);
+	if (pat[0] == '!' && !pat[1])
+		return add_rule(ps, "", "!");
+	return add_rule(ps, include ? "+ " : "- ", pat);
+}
+
+/* Read an --exclude-from/--include-from file now, as rsync does
+ * (exclude.c: parse_filter_file): one pattern per line (NUL-separated with
+ * --from0), CR/LF/CRLF ends a line, empty lines and lines starting with
+ * ';' or '#' are skipped; "-" is stdin. */
+static int read_rule_file(struct pstate *ps, const char *fname, bool include)
+{
+	bool use_stdin = !strcmp(fname, "-") && !ps->o->server;
+	FILE *fp;
+	char *line = NULL;
+	size_t len = 0, cap = 0;
+	int ch, rc = 0;
+
+	if (!*fname)
+		return 0;
+	if (use_stdin && (ps->flags & OPTS_FROM_REMOTE))
+		return usage_err(ps, "%s--%sclude-from=- is not allowed here",
+				 where_prefix(ps), include ? "in" : "ex");
+	fp = use_stdin ? stdin : fopen(fname, "rb");
+	if (!fp)
+		return other_err(ps, RERR_FILEIO, "failed to open %sclude file %s: %s (%d)",
+				 include ? "in" : "ex", fname, strerror(errno), errno);
+	for (;;) {
+		ch = getc(fp);
+		bool eol = ch == EOF || (ps->from0 ? ch == 0 : (ch == '\n' || ch == '\r'));
+		if (!eol) {
+			if (len + 2 > cap) {
+				size_t ncap = cap ? cap * 2 : 256;
+				char *n = realloc(line, ncap);
+				if (!n) {
+					rc = oom(ps);
+					break;
+				}
+				line = n;
+				cap = ncap;
+			}
+			line[len++] = (char)ch;
+			continue;
+		}
+		if (ch == '\r') { /* CRLF is one line */
+			int nxt = getc(fp);
+			if (nxt != '\n' && nxt != EOF)
+				ungetc(nxt, fp);
+		}
+		if (len && line[0] != ';' && line[0] != '#') {
+			line[len] = '\0';
+			if ((rc = add_old_rule(ps, line, include)) != 0)
+				break;
+		}
+		len = 0;
+		if (ch == EOF)
+			break;
+	}
+	free(line);
+	if (!use_stdin)
+		fclose(fp);
+	return rc;
+}
+
+/* popt's POPT_ARG_INT: strtol base 0, the whole string, int range. */
+static int parse_int(struct pstate *ps, const char *arg, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 0);
+	if (end == arg || *end)
+		return usage_err(ps, "%s%s: invalid numeric value", where_prefix(ps), ps->elem);
+	if (errno == ERANGE || v < INT_MIN || v > INT_MAX)
+		return usage_err(ps, "%s%s: number too large or too small", where_prefix(ps),
+				 ps->elem);
+	if (v < lo || v > hi) {
+		if (lo == 0 && v < 0)
+			return usage_err(ps, "%s%s: the value must not be negative",
+					 where_prefix(ps), ps->elem);
+		return usage_err(ps, "%s%s: the value must be between %ld and %ld",
+				 where_prefix(ps), ps->elem, lo, hi);
+	}
+	*out = v;
+	return 0;
+}
+
+/* rsync's do_big_num(n, 3): 1024-based units with two decimals. */
+static void big_num(long n, char *buf, size_t sz)
+{
+	static const char units[] = "KMGTP";
+	double d = (double)n;
+	int u = -1;
+
+	while (d >= 1024.0 && u < 4) {
+		d /= 1024.0;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, sz, "%ld", n);
+	else
+		snprintf(buf, sz, "%.2f%c", d, units[u]);
+}
+
+/* rsync options.c:parse_size_arg() for --block-size ('b' default suffix,
+ * 1024/1000 multipliers, "+1"/"-1" adjustments). Returns -1 on error with
+ * *err set to "invalid" or "too large". */
+static long parse_size(const char *size_arg, char def_suf, long max_value, const char **err)
+{
+	const char *arg;
+	long size = 1, mult;
+	int reps;
+	double dsize;
+
+	*err = "invalid";
+	for (arg = size_arg; isdigit((unsigned char)*arg); arg++) {}
+	if (*arg == '.')
+		for (arg++; isdigit((unsigned char)*arg); arg++) {}
+	switch (*arg && *arg != '+' && *arg != '-' ? *arg++ : def_suf) {
+	case 'b': case 'B': reps = 0; break;
+	case 'k': case 'K': reps = 1; break;
+	case 'm': case 'M': reps = 2; break;
+	case 'g': case 'G': reps = 3; break;
+	case 't': case 'T': reps = 4; break;
+	case 'p': case 'P': reps = 5; break;
+	default: return -1;
+	}
+	if (*arg == 'b' || *arg == 'B')
+		mult = 1000, arg++;
+	else if (!*arg || *arg == '+' || *arg == '-')
+		mult = 1024;
+	else if (strncasecmp(arg, "ib", 2) == 0)
+		mult = 1024, arg += 2;
+	else
+		return -1;
+	while (reps--) {
+		if (size > max_value / mult) {
+			*err = "too large";
+			return -1;
+		}
+		size *= mult;
+	}
+	errno = 0;
+	dsize = strtod(size_arg, NULL);
+	if (errno == ERANGE || dsize < 0 || dsize > (double)max_value / (double)size) {
+		*err = "too large";
+		return -1;
+	}
+	size = (long)(dsize * (double)size);
+	if ((*arg == '+' || *arg == '-') && arg[1] == '1' && arg != size_arg) {
+		size += *arg == '+' ? 1 : -1;
+		arg += 2;
+	}
+	if (*arg)
+		return -1;
+	if (size < 0 || size > max_value) {
+		*err = "too large";
+		return -1;
+	}
+	return size;
+}
+
+/* Syntax check of a --chmod value, the state machine of rsync
+ * chmod.c:parse_chmod() without building the modes. */
+static bool chmod_valid(const char *s)
+{
+	enum { ERR, FIRST, SECOND, OCTAL } state = FIRST;
+	int where = 0, what = 0, op = 0, topoct = 0, copybits = 0;
+	bool dirs_only = false, files_only = false;
+
+	for (;; s++) {
+		if (!*s || *s == ',') {
+			if (!op)
+				return false;
+			if (!*s)
+				return true;
+			state = FIRST;
+			where = what = op = topoct = copybits = 0;
+			dirs_only = files_only = false;
+			continue;
+		}
+		switch (state) {
+		case FIRST:
+			switch (*s) {
+			case 'D': if (files_only) return false; dirs_only = true; break;
+			case 'F': if (dirs_only) return false; files_only = true; break;
+			case 'u': case 'g': case 'o': case 'a': where = 1; break;
+			case '+': case '-': case '=': op = 1; state = SECOND; break;
+			default:
+				if (*s >= '0' && *s <= '7' && !where) {
+					op = 1;
+					state = OCTAL;
+					what = *s - '0';
+				} else
+					return false;
+			}
+			break;
+		case SECOND:
+			switch (*s) {
+			case 'r': case 'w': case 'X': case 'x':
+				if (copybits) return false;
+				what = 1;
+				break;
+			case 's': case 't':
+				if (copybits) return false;
+				topoct = 1;
+				break;
+			case 'u': case 'g': case 'o':
+				if (what || topoct || copybits) return false;
+				copybits = 1;
+				break;
+			default:
+				return false;
+			}
+			break;
+		case OCTAL:
+			if (*s < '0' || *s > '7')
+				return false;
+			what = what * 8 + (*s - '0');
+			if (what > 07777)
+				return false;
+			break;
+		case ERR:
+			return false;
+		}
+	}
+}
+
+/* mirrors rsync options.c:parse_output_words(); see options.h */
+int options_parse_words(const struct output_word *words, const char *str, short *levels,
+			bool *set, bool tolerant, char *bad, size_t badsz)
+{
+	while (str) {
+		const char *comma = strchr(str, ',');
+		size_t len = comma ? (size_t)(comma - str) : strlen(str);
+		const char *next = comma ? comma + 1 : NULL;
+		int lev = 1, j;
+
+		if (!len) {
+			str = next;
+			continue;
+		}
+		if (!isdigit((unsigned char)str[0])) {
+			size_t n = len;
+			while (n && isdigit((unsigned char)str[n - 1]))
+				n--;
+			if (n < len) {
+				long l = strtol(str + n, NULL, 10);
+				lev = l > 4 || l < 0 ? 4 : (int)l;
+			}
+			len = n;
+		}
+		if (len == 4 && strncasecmp(str, "help", 4) == 0)
+			return 1;
+		if (len == 4 && strncasecmp(str, "none", 4) == 0)
+			len = 0, lev = 0;
+		else if (len == 3 && strncasecmp(str, "all", 3) == 0)
+			len = 0;
+		for (j = 0; words[j].name; j++) {
+			if (!len || (strlen(words[j].name) == len
+				     && strncasecmp(str, words[j].name, len) == 0)) {
+				levels[j] = (short)lev;
+				set[j] = true;
+				if (len)
+					break;
+			}
+		}
+		if (len && !words[j].name && !tolerant) {
+			snprintf(bad, badsz, "%.*s", (int)len, str);
+			return -1;
+		}
+		str = next;
+	}
+	return 0;
+}
+
+static int handle_words(struct pstate *ps, bool debug, const char *arg)
+{
+	const struct output_word *words = debug ? options_debug_words : options_info_words;
+	short levels[OPTIONS_MAX_WORDS];
+	bool set[OPTIONS_MAX_WORDS];
+	char bad[64];
+	int r = options_parse_words(words, arg, levels, set, ps->o->server, bad, sizeof bad);
+
+	if (r == 1) {
+		if (ps->flags & OPTS_FROM_REMOTE)
+			return usage_err(ps, "%s--%s=help is not allowed here", where_prefix(ps),
+					 debug ? "debug" : "info");
+		usage_print_output_words(stdout, debug);
+		return FERRY_OPTS_EXIT_OK;
+	}
+	if (r < 0)
+		return usage_err(ps, "Unknown --%s item: \"%s\"", debug ? "debug" : "info", bad);
+	return join_str(ps, debug ? &ps->o->debug : &ps->o->info, arg);
+}
+
+/* The name to use in "not supported" messages: what the user typed. */
+static void opt_label(const struct opt_spec *sp, const char *elem, char *buf, size_t sz)
+{
+	if (sp->name && (!sp->shortopt || !strncmp(elem, "--", 2)))
+		snprintf(buf, sz, "--%s", sp->name);
+	else if (sp->name)
+		snprintf(buf, sz, "-%c (--%s)", sp->shortopt, sp->name);
+	else
+		snprintf(buf, sz, "-%c", sp->shortopt);
+}
+
+/* ---- one option ---- */
+
+static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
+{
+	struct ferry_opts *o = ps->o;
+	int v = sp->val;
+	long n;
+	int rc;
+
+	if (!sp->supported) {
+		char label[64];
+		opt_label(sp, ps->elem, label, sizeof label);
+		return usage_err(ps, "%s%s is not supported yet", where_prefix(ps), label);
+	}
+
+	switch ((enum opt_id)sp->id) {
+	case OPT_HELP:
+		if (ps->flags & OPTS_FROM_REMOTE)
+			return usage_err(ps, "%s--help: unknown option", where_prefix(ps));
+		if (ps->mode == OM_DAEMON)
+			usage_print_daemon_help(stdout);
+		else
+			usage_print_help(stdout);
+		return FERRY_OPTS_EXIT_OK;
+	case OPT_VERSION: ps->version_cnt++; break;
+	case OPT_VERBOSE: o->verbose = v ? o->verbose + 1 : 0; break;
+	case OPT_QUIET: o->quiet = true; break;
+	case OPT_INFO: return handle_words(ps, false, arg);
+	case OPT_DEBUG: return handle_words(ps, true, arg);
+	case OPT_STDERR: {
+		size_t len = strlen(arg);
+		if (len && !strncmp("errors", arg, len))
+			o->msgs2stderr = o->no_msgs2stderr = false;
+		else if (len && !strncmp("all", arg, len))
+			o->msgs2stderr = true, o->no_msgs2stderr = false;
+		else if (len && !strncmp("client", arg, len))
+			o->msgs2stderr = false, o->no_msgs2stderr = true;
+		else
+			return usage_err(ps, "--stderr mode \"%s\" is not one of errors, all, or client",
+					 arg);
+		break;
+	}
+	case OPT_MSGS2STDERR: o->msgs2stderr = v; o->no_msgs2stderr = !v; break;
+	case OPT_MOTD: o->no_motd = !v; break;
+	case OPT_CHECKSUM: o->checksum = v; break;
+	case OPT_ARCHIVE:
+		o->recursive = o->links = o->perms = o->times = true;
+		o->group = o->owner = o->devices = o->specials = true;
+		break;
+	case OPT_RECURSIVE: o->recursive = v; break;
+	case OPT_RELATIVE: o->relative = v; break;
+	case OPT_UPDATE: o->update = true; break;
+	case OPT_INPLACE: o->inplace = v; break;
+	case OPT_DIRS: case OPT_OLD_DIRS: ps->dirs = v; break;
+	case OPT_LINKS: o->links = v; break;
+	case OPT_HARD_LINKS: o->hard_links = v; break;
+	case OPT_PERMS: o->perms = v; break;
+	case OPT_EXECUTABILITY: o->executability = true; break;
+	case OPT_CHMOD:
+		if (!chmod_valid(arg))
+			return usage_err(ps, "Invalid argument passed to --chmod (%s)", arg);
+		return join_str(ps, &o->chmod, arg);
+	case OPT_OWNER: o->owner = v; break;
+	case OPT_GROUP: o->group = v; break;
+	case OPT_DEVICES: o->devices = v; break;
+	case OPT_SPECIALS: o->specials = v; break;
+	case OPT_D: o->devices = o->specials = v; break;
+	case OPT_TIMES: o->times = v; break;
+	case OPT_OMIT_DIR_TIMES: o->omit_dir_times = v; break;
+	case OPT_OMIT_LINK_TIMES: o->omit_link_times = v; break;
+	case OPT_DRY_RUN: o->dry_run = true; break;
+	case OPT_WHOLE_FILE: o->whole_file = v; break;
+	case OPT_CHECKSUM_CHOICE: return set_str(ps, &o->checksum_choice, arg);
+	case OPT_BLOCK_SIZE: {
+		/* Checked against the --protocol seen so far, as rsync does. */
+		long max = o->protocol && o->protocol < 30 ? OLD_MAX_BLOCK_SIZE : MAX_BLOCK_SIZE;
+		const char *err;
+		long size = parse_size(arg, 'b', max, &err);
+		if (size < 0) {
+			char lim[32];
+			big_num(max, lim, sizeof lim);
+			if (!strcmp(err, "too large"))
+				return usage_err(ps, "--block-size=%s is too large (max: %s)", arg, lim);
+			return usage_err(ps, "--block-size=%s is invalid", arg);
+		}
+		o->block_size = size;
+		break;
+	}
+	case OPT_RSH: return set_str(ps, &o->rsh, arg);
+	case OPT_RSYNC_PATH: return set_str(ps, &o->rsync_path, arg);
+	case OPT_EXISTING: o->existing = true; break;
+	case OPT_IGNORE_EXISTING: o->ignore_existing = true; break;
+	case OPT_DEL: case OPT_DELETE_DURING: case OPT_DELETE_DELAY: ps->del_during = v; break;
+	case OPT_DELETE: ps->del_plain = 1; break;
+	case OPT_DELETE_BEFORE: ps->del_before = 1; break;
+	case OPT_DELETE_AFTER: ps->del_after = 1; break;
+	case OPT_DELETE_EXCLUDED: o->delete_excluded = true; break;
+	case OPT_IGNORE_ERRORS: o->ignore_errors = v; break;
+	case OPT_FORCE: o->force = v; break;
+	case OPT_MAX_DELETE:
+		if ((rc = parse_int(ps, arg, INT_MIN, INT_MAX, &n)) != 0)
+			return rc;
+		if (n < 0) {
+			/* rsync treats a negative value as "no deletions"; its
+			 * client sends --max-delete=-1 for --max-delete=0. */
+			if (!o->server)
+				return usage_err(ps, "%s: the value must not be negative "
+						 "(use --max-delete=0 to allow no deletions)", ps->elem);
+			n = 0;
+		}
+		o->max_delete = n;
+		break;
+	case OPT_PARTIAL: o->partial = v; break;
+	case OPT_NUMERIC_IDS: o->numeric_ids = v; break;
+	case OPT_TIMEOUT: case OPT_CONTIMEOUT:
+		n = 0;
+		if (v && (rc = parse_int(ps, arg, 0, INT_MAX, &n)) != 0)
+			return rc;
+		*(sp->id == OPT_TIMEOUT ? &o->timeout : &o->contimeout) = (int)n;
+		break;
+	case OPT_IGNORE_TIMES: o->ignore_times = true; break;
+	case OPT_SIZE_ONLY: o->size_only = true; break;
+	case OPT_MODIFY_WINDOW:
+		if ((rc = parse_int(ps, arg, INT_MIN, INT_MAX, &n)) != 0)
+			return rc;
+		o->modify_window = (int)n;
+		o->modify_window_set = true;
+		break;
+	case OPT_COMPRESS:
+		if (v)
+			o->compress++;
+		else {
+			o->compress = 0;
+			free(o->compress_choice);
+			o->compress_choice = NULL;
+		}
+		break;
+	case OPT_OLD_COMPRESS: return set_str(ps, &o->compress_choice, "zlib");
+	case OPT_NEW_COMPRESS: return set_str(ps, &o->compress_choice, "zlibx");
+	case OPT_COMPRESS_CHOICE: return set_str(ps, &o->compress_choice, arg);
+	case OPT_COMPRESS_LEVEL:
+		if ((rc = parse_int(ps, arg, INT_MIN, INT_MAX, &n)) != 0)
+			return rc;
+		o->compress_level = (int)n;
+		o->compress_level_set = true;
+		break;
+	case OPT_FILTER: return *arg ? add_rule(ps, "", arg) : 0;
+	case OPT_F:
+		if (++ps->f_cnt == 1)
+			return add_rule(ps, "", ": /.rsync-filter");
+		if (ps->f_cnt == 2)
+			return add_rule(ps, "", "- .rsync-filter");
+		break;
+	case OPT_EXCLUDE: return add_old_rule(ps, arg, false);
+	case OPT_INCLUDE: return add_old_rule(ps, arg, true);
+	case OPT_EXCLUDE_FROM: return read_rule_file(ps, arg, false);
+	case OPT_INCLUDE_FROM: return read_rule_file(ps, arg, true);
+	case OPT_FROM0: ps->from0 = v; break;
+	case OPT_ADDRESS: return set_str(ps, &o->bind_address, arg);
+	case OPT_PORT:
+		if ((rc = parse_int(ps, arg, 1, 65535, &n)) != 0)
+			return rc;
+		o->port = (int)n;
+		break;
+	case OPT_SOCKOPTS: return set_str(ps, &o->sockopts, arg);
+	case OPT_STATS: o->stats = true; break;
+	case OPT_8BIT: o->eight_bit_output = v; break;
+	case OPT_HUMAN: o->human = v ? o->human + 1 : 0; break;
+	case OPT_PROGRESS: o->progress = v; break;
+	case OPT_P: o->progress = o->partial = true; break;
+	case OPT_ITEMIZE: o->itemize = v ? o->itemize + 1 : 0; break;
+	case OPT_REMOTE_OPTION: {
+		char **ro;
+		if (*arg != '-')
+			return usage_err(ps, "Remote option must start with a dash: %s", arg);
+		ro = realloc(o->remote_options, (size_t)(o->nremote_options + 2) * sizeof *ro);
+		if (!ro)
+			return oom(ps);
+		o->remote_options = ro;
+		if (!(ro[o->nremote_options] = strdup(arg)))
+			return oom(ps);
+		ro[++o->nremote_options] = NULL;
+		break;
+	}
+	case OPT_OUT_FORMAT: return set_str(ps, &o->out_format, arg);
+	case OPT_PASSWORD_FILE: return set_str(ps, &o->password_file, arg);
+	case OPT_LIST_ONLY: o->list_only = o->list_only_opt = true; break;
+	case OPT_PROTOCOL:
+		if ((rc = parse_int(ps, arg, INT_MIN, INT_MAX, &n)) != 0)
+			return rc;
+		if (n < FERRY_PROTOCOL_OLDEST || n > FERRY_PROTOCOL_VERSION)
+			return usage_err(ps, "%s%s: protocol version must be between %d and %d",
+					 where_prefix(ps), ps->elem, FERRY_PROTOCOL_OLDEST,
+					 FERRY_PROTOCOL_VERSION);
+		o->protocol = (int)n;
+		break;
+	case OPT_CHECKSUM_SEED:
+		if ((rc = parse_int(ps, arg, INT_MIN, INT_MAX, &n)) != 0)
+			return rc;
+		o->checksum_seed = (uint32_t)(int32_t)n;
+		o->checksum_seed_set = true;
+		break;
+	case OPT_IPV4: case OPT_IPV6: o->ip_family = v; break;
+	case OPT_SERVER: o->server = true; break;
+	case OPT_SENDER:
+		if (!o->server)
+			return usage_err(ps, "--sender may only be used with --server");
+		o->sender = true;
+		break;
+	case OPT_DAEMON: case OPT_CONFIG: case OPT_DPARAM: case OPT_DETACH:
+		if (ps->mode == OM_CLIENT)
+			return RESTART_DAEMON;
+		if (sp->id == OPT_DAEMON)
+			ps->daemon_opt = true;
+		else if (sp->id == OPT_CONFIG)
+			return set_str(ps, &o->config_file, arg);
+		else if (sp->id == OPT_DETACH)
+			o->no_detach = !v;
+		else {
+			if (!strchr(arg, '='))
+				return usage_err(ps, "--dparam value is missing an '=': %s", arg);
+			if (o->ndparam >= MAX_DPARAMS)
+				return usage_err(ps, "too many --dparam values (at most %d)", MAX_DPARAMS);
+			if (!(o->dparam[o->ndparam] = strdup(arg)))
+				return oom(ps);
+			o->ndparam++;
+		}
+		break;
+	default:
+		/* Recognised, supported, nothing to store (e.g. --no-i-r: we
+		 * never use incremental recursion). */
+		break;
+	}
+	return 0;
+}
+
+/* ---- the getopt loop ---- */
+
+static int run_getopt(struct pstate *ps)
+{
+	struct option *lo;
+	char so[3 + 3 * 128];
+	short shortidx[256];
+	int i, nlo = 0, nso = 0, rc = 0;
+
+	if (!(lo = calloc((size_t)options_table_len + 1, sizeof *lo)))
+		return oom(ps);
+	memset(shortidx, -1, sizeof shortidx);
+	so[nso++] = '-'; /* non-options come back in order as 1 */
+	so[nso++] = ':'; /* a missing argument is ':' */
+	for (i = 0; i < options_table_len; i++) {
+		const struct opt_spec *sp = &options_table[i];
+		if (!(sp->modes & ps->mode) || sp->id == OPT_NONE)
+			continue;
+		if (sp->name) {
+			lo[nlo].name = sp->name;
+			lo[nlo].has_arg = sp->arg == OA_REQ ? required_argument : no_argument;
+			lo[nlo].val = LONG_BASE + i;
+			nlo++;
+		}
+		if (sp->shortopt && shortidx[(unsigned char)sp->shortopt] < 0) {
+			shortidx[(unsigned char)sp->shortopt] = (short)i;
+			so[nso++] = sp->shortopt;
+			if (sp->arg == OA_REQ)
+				so[nso++] = ':';
+		}
+	}
+	so[nso] = '\0';
+
+	optind = 0; /* full re-initialisation of glibc's getopt */
+	opterr = 0;
+	for (;;) {
+		int prev = optind < 1 ? 1 : optind, c, idx;
+		const struct opt_spec *sp;
+
+		c = getopt_long(ps->argc, ps->argv, so, lo, NULL);
+		if (c == -1)
+			break;
+		ps->elem = ps->argv[prev];
+		if (c == 1) {
+			if ((rc = add_arg(ps, optarg)) != 0)
+				break;
+			continue;
+		}
+		if (c == '?') {
+			if (optopt >= LONG_BASE)
+				rc = usage_err(ps, "%s%s: option does not take an argument",
+					       where_prefix(ps), ps->elem);
+			else
+				rc = usage_err(ps, "%s%s: unknown option%s", where_prefix(ps),
+					       ps->elem, ps->mode == OM_DAEMON ? " (in daemon mode)" : "");
+			break;
+		}
+		if (c == ':') {
+			rc = usage_err(ps, "%s%s: missing argument", where_prefix(ps), ps->elem);
+			break;
+		}
+		idx = c >= LONG_BASE ? c - LONG_BASE : shortidx[(unsigned char)c];
+		if (idx < 0 || idx >= options_table_len) {
+			rc = usage_err(ps, "%s%s: unknown option", where_prefix(ps), ps->elem);
+			break;
+		}
+		sp = &options_table[idx];
+		if (c >= LONG_BASE) {
+			/* getopt_long takes unique abbreviations; rsync (popt) does not. */
+			size_t nl = strlen(sp->name);
+			const char *e = ps->elem;
+			if (strncmp(e, "--", 2) || strncmp(e + 2, sp->name, nl)
+			    || (e[2 + nl] && e[2 + nl] != '=')) {
+				rc = usage_err(ps, "%s%s: unknown option%s", where_prefix(ps), e,
+					       ps->mode == OM_DAEMON ? " (in daemon mode)" : "");
+				break;
+			}
+		}
+		if ((rc = handle(ps, sp, optarg)) != 0)
+			break;
+	}
+	if (!rc)
+		for (i = optind; i < ps->argc; i++)
+			if ((rc = add_arg(ps, ps->argv[i])) != 0)
+				break;
+	free(lo);
+	return rc;
+}
+
+static void opts_init(struct ferry_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->whole_file = -1;
+	o->max_delete = -1;
+	o->human = 1;
+}
+
+/* Check --checksum-choice (rsync checksum.c:parse_checksum_choice()):
+ * "auto" (or "auto,auto") means no choice; "none" for the transfer sum
+ * forces --whole-file. */
+static int check_checksum_choice(struct pstate *ps)
+{
+	struct ferry_opts *o = ps->o;
+	const char *cc = o->checksum_choice, *comma;
+	size_t len1;
+	enum csum_type t1 = CSUM_MD5, t2 = CSUM_MD5;
+
+	if (!cc)
+		return 0;
+	if (!strcasecmp(cc, "auto") || !strcasecmp(cc, "auto,auto")) {
+		free(o->checksum_choice);
+		o->checksum_choice = NULL;
+		return 0;
+	}
+	comma = strchr(cc, ',');
+	len1 = comma ? (size_t)(comma - cc) : strlen(cc);
+	if (csum_parse_n(cc, len1, &t1) < 0)
+		return other_err(ps, RERR_UNSUPPORTED, "unknown checksum name: %.*s", (int)len1, cc);
+	if (comma && csum_parse(comma + 1, &t2) < 0)
+		return other_err(ps, RERR_UNSUPPORTED, "unknown checksum name: %s", comma + 1);
+	if (t1 == CSUM_NONE && !(len1 == 4 && !strncasecmp(cc, "auto", 4)))
+		o->whole_file = 1;
+	return 0;
+}
+
+/* rsync parse_arguments() after the option loop. */
+static int finish(struct pstate *ps)
+{
+	struct ferry_opts *o = ps->o;
+	int rc;
+
+	if (ps->mode == OM_DAEMON) {
+		if (!ps->daemon_opt)
+			return usage_err(ps, "Daemon option(s) used without --daemon.");
+		o->daemon = true;
+		return 0;
+	}
+	if (ps->version_cnt) {
+		if (ps->flags & OPTS_FROM_REMOTE)
+			return usage_err(ps, "%s--version: unknown option", where_prefix(ps));
+		usage_print_version(stdout);
+		return FERRY_OPTS_EXIT_OK;
+	}
+	if ((rc = check_checksum_choice(ps)) != 0)
+		return rc;
+	/* The old meaning of 'h' (--help) on its own. */
+	if (o->human > 1 && ps->argc == 2 && !o->server) {
+		usage_print_help(stdout);
+		return FERRY_OPTS_EXIT_OK;
+	}
+	if (o->server && o->rsh && (rc = set_str(ps, &o->server_caps, o->rsh)) != 0)
+		return rc;
+	if (o->nargs < 2 && !o->server)
+		o->list_only = true;
+
+	if (ps->dirs >= 4) {
+		if ((rc = add_rule(ps, "", "- /*/*")) != 0)
+			return rc;
+		o->recursive = o->dirs = true;
+	} else if (o->recursive)
+		o->dirs = true;
+	else if (ps->dirs < 0)
+		o->dirs = o->list_only;
+	else
+		o->dirs = ps->dirs != 0;
+	o->dirs_explicit = ps->dirs == 2 && !o->recursive;
+
+	if (ps->del_before + !!ps->del_during + ps->del_after > 1)
+		return usage_err(ps, "You may not combine multiple --delete-WHEN options.");
+	if (ps->del_before)
+		o->delete_mode = DELETE_BEFORE;
+	else if (ps->del_during == 2)
+		o->delete_mode = DELETE_DELAY;
+	else if (ps->del_during)
+		o->delete_mode = DELETE_DURING;
+	else if (ps->del_after)
+		o->delete_mode = DELETE_AFTER;
+	else if (ps->del_plain || o->delete_excluded)
+		o->delete_mode = DELETE_DEFAULT;
+	if (!o->dirs && o->delete_mode != DELETE_NONE)
+		return usage_err(ps, "--delete does not work without --recursive (-r) or --dirs (-d).");
+
+	/* --inplace keeps partial data by nature; rsync clears keep_partial. */
+	if (o->inplace)
+		o->partial = false;
+	return 0;
+}
+
+int options_parse_flags(struct ferry_opts *o, int argc, char **argv, unsigned flags)
+{
+	struct pstate ps;
+	int rc;
+
+	last_error[0] = '\0';
+	opts_init(o);
+	memset(&ps, 0, sizeof ps);
+	ps.o = o;
+	ps.flags = flags;
+	ps.argc = argc;
+	ps.argv = argv;
+	ps.mode = OM_CLIENT;
+	ps.dirs = -1;
+	ps.elem = "";
+	if (argc < 1)
+		return 0;
+	rc = run_getopt(&ps);
+	if (rc == RESTART_DAEMON) {
+		/* rsync re-parses the whole command line with its daemon table. */
+		if (flags & OPTS_FROM_REMOTE)
+			return other_err(&ps, RERR_SYNTAX, "Attempt to hack rsync thwarted!");
+		options_free(o);
+		opts_init(o);
+		memset(&ps, 0, sizeof ps);
+		ps.o = o;
+		ps.flags = flags;
+		ps.argc = argc;
+		ps.argv = argv;
+		ps.mode = OM_DAEMON;
+		ps.dirs = -1;
+		ps.elem = "";
+		rc = run_getopt(&ps);
+	}
+	if (rc)
+		return rc;
+	return finish(&ps);
+}
+
+int options_parse(struct ferry_opts *o, int argc, char **argv)
+{
+	return options_parse_flags(o, argc, argv, 0);
+}
+
+void options_free(struct ferry_opts *o)
+{
+	int i;
+	size_t j;
+
+	if (!o)
+		return;
+	free(o->config_file);
+	for (i = 0; i < o->ndparam; i++)
+		free(o->dparam[i]);
+	free(o->out_format);
+	free(o->info);
+	free(o->debug);
+	free(o->chmod);
+	free(o->checksum_choice);
+	for (j = 0; j < o->nfilters; j++)
+		free(o->filters[j].text);
+	free(o->filters);
+	free(o->bind_address);
+	free(o->password_file);
+	free(o->rsh);
+	free(o->rsync_path);
+	free(o->sockopts);
+	free(o->compress_choice);
+	for (i = 0; i < o->nremote_options; i++)
+		free(o->remote_options[i]);
+	free(o->remote_options);
+	free(o->server_caps);
+	for (i = 0; i < o->nargs; i++)
+		free(o->args[i]);
+	free(o->args);
+	opts_init(o);
+}

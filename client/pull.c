@@ -1,0 +1,264 @@
+/*
+ * A client pull from an rsync daemon: connect, handshake, protocol set-up,
+ * filter list, file list, then the receiving side (proto/recv.c).
+ * Mirrors rsync main.c: client_run() for a receiving client.
+ */
+#include "client/pull.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/connect.h"
+#include "client/daemon_client.h"
+#include "client/options.h"
+#include "proto/filter.h"
+#include "proto/fileio.h"
+#include "proto/logfmt.h"
+#include "proto/negotiate.h"
+#include "proto/recvside.h"
+
+/* rsync measures the rate over whole seconds of time(NULL). */
+static double now_sec(void)
+{
+	return (double)time(NULL);
+}
+
+/* The server's argument vector plus the module paths we ask for. */
+static char **build_args(const struct ferry_opts *o, const struct remote_spec *srcs, int nsrc,
+			 int protocol)
+{
+	char **base = options_server_argv(o, true, protocol);
+	int n = 0;
+
+	if (!base)
+		return NULL;
+	while (base[n])
+		n++;
+	char **args = realloc(base, (size_t)(n + nsrc + 1) * sizeof *args);
+	if (!args) {
+		options_free_argv(base);
+		return NULL;
+	}
+	for (int i = 0; i < nsrc; i++) {
+		size_t len = strlen(srcs[i].module) + strlen(srcs[i].path) + 3;
+		char *a = malloc(len);
+		if (!a)
+			return NULL;
+		snprintf(a, len, "%s/%s", srcs[i].module, srcs[i].path);
+		args[n++] = a;
+	}
+	args[n] = NULL;
+	return args;
+}
+
+/* rsync generator.c: list_file_entry(), for --list-only. */
+static void list_entry(const struct ferry_opts *o, const struct file_entry *f)
+{
+	char perms[11], size[32], when[32], name[MAXPATHLEN_WIRE * 2];
+	static const char kinds[] = "?pc?d?b?-?l?s???";
+	struct tm tm;
+	time_t t = (time_t)f->mtime;
+
+	perms[0] = kinds[(f->mode >> 12) & 15];
+	for (int i = 0; i < 9; i++)
+		perms[1 + i] = (f->mode & (1u << (8 - i))) ? "rwxrwxrwx"[i] : '-';
+	if (f->mode & S_ISUID)
+		perms[3] = perms[3] == 'x' ? 's' : 'S';
+	if (f->mode & S_ISGID)
+		perms[6] = perms[6] == 'x' ? 's' : 'S';
+	if (f->mode & S_ISVTX)
+		perms[9] = perms[9] == 'x' ? 't' : 'T';
+	perms[10] = '\0';
+	localtime_r(&t, &tm);
+	strftime(when, sizeof when, "%Y/%m/%d %H:%M:%S", &tm);
+	flist_path(f, name, sizeof name);
+	printf("%s %*s %s %s%s%s\n", perms, o->human ? 14 : 11,
+	       fmt_num(f->size, o->human, size, sizeof size), when, name,
+	       S_ISLNK(f->mode) && o->links ? " -> " : "", S_ISLNK(f->mode) && o->links ? f->link : "");
+}
+
+/* Where the entries go (main.c: get_local_name): a directory (rootfd), or
+ * for a single non-directory a file name inside the parent directory. */
+static int open_destination(const struct ferry_opts *o, struct flist *fl, const char *dest,
+			    struct recv_ctx *rc, char *solo, size_t solosize)
+{
+	struct stat st;
+	size_t active = 0;
+	const struct file_entry *only = NULL;
+
+	for (size_t i = fl->low; i <= fl->high && i < fl->count; i++) {
+		if (fl->sorted[i]->flags & FE_ACTIVE) {
+			active++;
+			only = fl->sorted[i];
+		}
+	}
+	size_t dlen = strlen(dest);
+	bool trailing_slash = dlen > 0 && dest[dlen - 1] == '/';
+	int statret = stat(dest, &st);
+	if (statret == 0 && S_ISDIR(st.st_mode))
+		return fs_open_root(dest, false, false);
+	if (statret == 0 && active > 1) {
+		fprintf(stderr, "ferry: ERROR: destination must be a directory when copying more than 1 file\n");
+		return -RERR_FILESELECT;
+	}
+	if (statret == 0 && only && S_ISDIR(only->mode)) {
+		fprintf(stderr, "ferry: ERROR: cannot overwrite non-directory with a directory\n");
+		return -RERR_FILESELECT;
+	}
+	if (statret < 0 && errno != ENOENT) {
+		fprintf(stderr, "ferry: ERROR: cannot stat destination \"%s\": %s\n", dest,
+			strerror(errno));
+		return -RERR_FILESELECT;
+	}
+	if (active > 1 || trailing_slash || (only && S_ISDIR(only->mode))) {
+		if (statret == 0) {
+			fprintf(stderr, "ferry: ERROR: destination path is not a directory\n");
+			return -RERR_SYNTAX;
+		}
+		if (o->dry_run) {
+			rc->dry_run_missing_root = true;
+			return fs_open_root(".", false, false);
+		}
+		int fd = fs_open_root(dest, true, false);
+		if (fd < 0) {
+			fprintf(stderr, "ferry: mkdir \"%s\" failed: %s\n", dest, strerror(errno));
+			return -RERR_FILEIO;
+		}
+		if (o->verbose || o->itemize) {
+			/* rsync names it without the trailing slash */
+			int n = (int)dlen;
+			while (n > 1 && dest[n - 1] == '/')
+				n--;
+			printf("created directory %.*s\n", n, dest);
+		}
+		return fd;
+	}
+	/* A single file written under the destination's name. */
+	const char *slash = strrchr(dest, '/');
+	char parent[4096];
+	snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash - dest) : 1,
+		 slash ? dest : ".");
+	if (slash == dest)
+		snprintf(parent, sizeof parent, "/");
+	snprintf(solo, solosize, "%s", slash ? slash + 1 : dest);
+	rc->solo_name = solo;
+	return fs_open_root(parent, false, false);
+}
+
+static void print_summary(const struct ferry_opts *o, struct session *s, double elapsed)
+{
+	s->stats.total_written = (int64_t)s->out.total_written;
+	s->stats.total_read = (int64_t)s->in.total_read;
+	if (o->stats)
+		stats_print(stdout, &s->stats, s->protocol, o->human, false);
+	if (o->verbose || o->stats)
+		summary_print(stdout, &s->stats, elapsed, o->human, o->dry_run);
+	fflush(stdout);
+}
+
+static int receive_and_apply(struct session *s, const char *dest, struct filter_list *filters,
+			     double start)
+{
+	const struct ferry_opts *o = s->opts;
+	struct flist fl;
+	struct recv_ctx rc;
+	char solo[4096];
+	int code;
+
+	flist_init(&fl);
+	/* rsync's "receiving file list ... done" (without incremental recursion) */
+	bool show = o->verbose && !o->quiet && !o->list_only && dest;
+	if (show) {
+		printf("receiving file list ... ");
+		fflush(stdout);
+	}
+	bool ok = flist_recv(s, &fl) && flist_sort_and_clean(s, &fl);
+	if (show && ok)
+		printf("done\n");
+	if (!ok) {
+		flist_free(&fl);
+		return session_exit_code(s);
+	}
+	memset(&rc, 0, sizeof rc);
+	rc.s = s;
+	rc.fl = &fl;
+	rc.filters = filters;
+	rc.rootfd = -1;
+	if (o->list_only || !dest) {
+		for (size_t i = fl.low; i <= fl.high && i < fl.count; i++)
+			if (fl.sorted[i]->flags & FE_ACTIVE)
+				list_entry(o, fl.sorted[i]);
+		fflush(stdout);
+		rc.list_only = true;
+	} else if (fl.count > 0) {
+		rc.rootfd = open_destination(o, &fl, dest, &rc, solo, sizeof solo);
+		if (rc.rootfd < 0) {
+			flist_free(&fl);
+			return rc.rootfd < -1 ? -rc.rootfd : RERR_FILEIO;
+		}
+	}
+	code = recv_run(&rc);
+	if (rc.rootfd >= 0)
+		close(rc.rootfd);
+	flist_free(&fl);
+	if (code == 0 || code == RERR_PARTIAL || code == RERR_VANISHED || code == RERR_DEL_LIMIT)
+		print_summary(o, s, now_sec() - start);
+	return code;
+}
+
+int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int nsrc,
+		const char *dest)
+{
+	struct session s;
+	struct daemon_peer peer;
+	struct filter_list filters;
+	char err[512];
+	int exit_code = 0;
+	double start = now_sec();
+
+	filter_list_init(&filters);
+	if (filter_list_from_opts(&filters, o, err, sizeof err) < 0) {
+		fprintf(stderr, "ferry: %s\n", err);
+		return RERR_SYNTAX;
+	}
+	int port = srcs[0].port ? srcs[0].port : o->port ? o->port : 873;
+	int fd = tcp_connect(srcs[0].host, port, o->ip_family, o->bind_address, o->contimeout,
+			     &exit_code);
+	if (fd < 0)
+		return exit_code;
+	session_init(&s, o, fd, fd);
+	char **args = build_args(o, srcs, nsrc, o->protocol ? o->protocol : PROTOCOL_NEWEST);
+	if (!args) {
+		session_free(&s);
+		close(fd);
+		return RERR_MALLOC;
+	}
+	if (daemon_handshake(&s, &srcs[0], args, &peer, &exit_code) < 0)
+		goto out;
+	if (!negotiate_client(&s, s.protocol))
+		goto stream_error;
+	s.in.mux = true; /* the server multiplexes from here (protocol >= 23) */
+	s.out.mux = s.protocol >= 30;
+	if (!filter_send(&s, &filters, false) || !wire_flush(&s.out))
+		goto stream_error;
+	exit_code = receive_and_apply(&s, srcs[0].module[0] ? dest : NULL, &filters, start);
+	if (exit_code && wire_error_code(&s.err) && s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
+		fprintf(stderr, "ferry: %s\n", s.err.msg);
+	goto out;
+
+stream_error:
+	exit_code = session_exit_code(&s);
+	if (s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
+		fprintf(stderr, "ferry: %s\n", s.err.msg);
+out:
+	options_free_argv(args);
+	filter_list_free(&filters);
+	session_free(&s);
+	close(fd);
+	return exit_code;
+}

@@ -1,0 +1,15 @@
+/*
+ * Pulling from an rsync daemon.
+ */
+#ifndef FERRY_CLIENT_PULL_H
+#define FERRY_CLIENT_PULL_H
+
+#include "client/remote.h"
+#include "proto/opts.h"
+
+/* Pull the sources (all on the same daemon) into dest, or list them when
+ * dest is NULL / --list-only. Returns rsync's exit code. */
+int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int nsrc,
+		const char *dest);
+
+#endif

@@ -1,0 +1,122 @@
+/*
+ * Setting the attributes of received entries (rsync.c: set_file_attrs)
+ * and printing the receiving side's item lines (log.c: log_item,
+ * maybe_log_item).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/logfmt.h"
+#include "proto/recvside.h"
+
+static pthread_mutex_t print_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct file_entry *f,
+		const struct stat *st, bool set_times)
+{
+	const struct ferry_opts *o = rc->s->opts;
+	struct stat now;
+	int changed = 0;
+
+	if (!st) {
+		if (fstatat(dirfd, leaf, &now, AT_SYMLINK_NOFOLLOW) < 0) {
+			session_err(rc->s, "stat \"%s\" failed: %s", leaf, strerror(errno));
+			return -1;
+		}
+		st = &now;
+	}
+	bool change_uid = o->owner && rc->s->am_root && st->st_uid != f->uid;
+	bool change_gid = o->group && st->st_gid != f->gid;
+	if (change_uid || change_gid) {
+		if (fchownat(dirfd, leaf, change_uid ? f->uid : (uid_t)-1,
+			     change_gid ? f->gid : (gid_t)-1, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (change_uid || errno != EPERM) {
+				session_err(rc->s, "chown \"%s\" failed: %s", leaf, strerror(errno));
+				rc->s->got_xfer_error = true;
+			}
+		} else {
+			changed |= (change_uid ? ITEM_REPORT_OWNER : 0) |
+				   (change_gid ? ITEM_REPORT_GROUP : 0);
+		}
+	}
+	bool keep_time = set_times && o->times && !(S_ISDIR(f->mode) && o->omit_dir_times) &&
+			 !(S_ISLNK(f->mode) && o->omit_link_times);
+	if (keep_time && (st->st_mtim.tv_sec != f->mtime ||
+			  (uint32_t)st->st_mtim.tv_nsec != f->mtime_nsec)) {
+		if (fs_set_mtime(dirfd, leaf, f->mtime, f->mtime_nsec) < 0) {
+			if (!S_ISLNK(f->mode)) {
+				session_err(rc->s, "failed to set times on \"%s\": %s", leaf,
+					    strerror(errno));
+				rc->s->got_xfer_error = true;
+			}
+		} else {
+			changed |= ITEM_REPORT_TIME;
+		}
+	}
+	/* chown may clear set-id bits, so the mode comes last. */
+	/* Without -p the generator already chose the mode to keep (dest_mode). */
+	if (!S_ISLNK(f->mode) && (st->st_mode & 07777) != (f->mode & 07777)) {
+		if (fchmodat(dirfd, leaf, f->mode & 07777, 0) < 0) {
+			session_err(rc->s, "chmod \"%s\" failed: %s", leaf, strerror(errno));
+			rc->s->got_xfer_error = true;
+		} else {
+			changed |= ITEM_REPORT_PERMS;
+		}
+	}
+	return changed;
+}
+
+/* The format of our item lines, as rsync picks it (options.c). */
+static const char *item_format(const struct ferry_opts *o)
+{
+	if (o->out_format)
+		return o->out_format;
+	if (o->itemize)
+		return "%i %n%L";
+	if (o->verbose)
+		return "%n%L";
+	return NULL;
+}
+
+void recv_log_item(struct recv_ctx *rc, const struct file_entry *f, int iflags, const char *xname)
+{
+	const struct ferry_opts *o = rc->s->opts;
+	const char *fmt = item_format(o);
+	char name[MAXPATHLEN_WIRE * 2], line[MAXPATHLEN_WIRE * 3];
+
+	if (!fmt || rc->s->am_server)
+		return;
+	bool has_i = strstr(fmt, "%i") != NULL;
+	int significant = iflags & SIGNIFICANT_ITEM_FLAGS & 0xffff;
+	if (!(iflags & ITEM_TRANSFER)) {
+		/* maybe_log_item: what rsync shows of an untransferred item */
+		bool see = has_i && (significant || (xname && *xname) || o->itemize > 1 ||
+				     (o->verbose > 1 && has_i));
+		bool local_change = (iflags & ITEM_LOCAL_CHANGE) && significant;
+		if (!see && !local_change && !(xname && *xname) &&
+		    !(S_ISDIR(f->mode) && significant))
+			return;
+	}
+	if (rc->solo_name && S_ISREG(f->mode))
+		snprintf(name, sizeof name, "%s", f->basename);
+	else if (!flist_path(f, name, sizeof name))
+		return;
+	struct log_item it = {
+		.file = f,
+		.name = name,
+		.iflags = iflags,
+		.xname = xname,
+		.human = o->human,
+		.preserve_times = o->times,
+	};
+	log_format(fmt, &it, line, sizeof line);
+	pthread_mutex_lock(&print_lock);
+	fprintf(rc->s->info, "%s\n", line);
+	fflush(rc->s->info);
+	pthread_mutex_unlock(&print_lock);
+}

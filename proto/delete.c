@@ -1,0 +1,262 @@
+/*
+ * --delete (generator.c: delete_in_dir, do_delete_pass; delete.c:
+ * delete_item). Only directories marked as content directories are
+ * scanned; names the filter rules exclude are kept unless
+ * --delete-excluded; after a sender I/O error nothing is deleted unless
+ * --ignore-errors.
+ */
+#include "proto/delete.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proto/filter.h"
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
+	return h;
+}
+
+bool delete_index_build(struct recv_ctx *rc)
+{
+	struct flist *fl = rc->fl;
+	char path[MAXPATHLEN_WIRE * 2];
+	size_t cap = 16;
+
+	while (cap < fl->count * 2 + 16)
+		cap *= 2;
+	rc->names = calloc(cap, sizeof *rc->names);
+	if (!rc->names)
+		return false;
+	rc->names_cap = cap;
+	for (size_t i = 0; i < fl->count; i++) {
+		struct file_entry *f = &fl->files[i];
+		if (!(f->flags & FE_ACTIVE) || !flist_path(f, path, sizeof path))
+			continue;
+		size_t h = hash_str(path) & (cap - 1);
+		while (rc->names[h])
+			h = (h + 1) & (cap - 1);
+		rc->names[h] = flist_strdup(fl, path, strlen(path));
+	}
+	return true;
+}
+
+void delete_index_free(struct recv_ctx *rc)
+{
+	free(rc->names); /* the strings live in the file list's arena */
+	rc->names = NULL;
+}
+
+static bool listed(const struct recv_ctx *rc, const char *path)
+{
+	size_t h = hash_str(path) & (rc->names_cap - 1);
+
+	while (rc->names[h]) {
+		if (strcmp(rc->names[h], path) == 0)
+			return true;
+		h = (h + 1) & (rc->names_cap - 1);
+	}
+	return false;
+}
+
+static bool protected_by_filter(struct recv_ctx *rc, const char *path, bool is_dir)
+{
+	if (!rc->filters || rc->s->opts->delete_excluded)
+		return false;
+	return filter_check(rc->filters, path, is_dir, true) < 0;
+}
+
+static void log_deletion(struct recv_ctx *rc, const char *path, bool is_dir)
+{
+	const struct ferry_opts *o = rc->s->opts;
+
+	if (o->itemize)
+		session_info(rc->s, "*deleting   %s%s\n", path, is_dir ? "/" : "");
+	else if (o->verbose)
+		session_info(rc->s, "deleting %s%s\n", path, is_dir ? "/" : "");
+}
+
+static void count_deletion(struct stats *st, mode_t mode)
+{
+	st->deleted_files++;
+	if (S_ISDIR(mode))
+		st->deleted_dirs++;
+	else if (S_ISLNK(mode))
+		st->deleted_symlinks++;
+	else if (S_ISCHR(mode) || S_ISBLK(mode))
+		st->deleted_devices++;
+	else if (!S_ISREG(mode))
+		st->deleted_specials++;
+}
+
+static bool may_delete_more(struct recv_ctx *rc)
+{
+	long max = rc->s->opts->max_delete;
+
+	if (max >= 0 && rc->deletions >= max) {
+		rc->skipped_deletes++;
+		return false;
+	}
+	return true;
+}
+
+static bool delete_item(struct recv_ctx *rc, int dirfd, const char *leaf, const char *path);
+
+/* Delete a directory's contents, deepest first, logging each. */
+static bool delete_dir_contents(struct recv_ctx *rc, int dirfd, const char *leaf,
+				const char *path)
+{
+	char child[MAXPATHLEN_WIRE * 2];
+	bool all = true;
+	int fd = openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return false;
+	}
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(child, sizeof child, "%s/%s", path, de->d_name);
+		struct stat st;
+		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (protected_by_filter(rc, child, S_ISDIR(st.st_mode))) {
+			all = false;
+			continue;
+		}
+		if (!delete_item(rc, fd, de->d_name, child))
+			all = false;
+	}
+	closedir(d);
+	return all;
+}
+
+static bool delete_item(struct recv_ctx *rc, int dirfd, const char *leaf, const char *path)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT;
+	if (!may_delete_more(rc))
+		return false;
+	if (S_ISDIR(st.st_mode) && !delete_dir_contents(rc, dirfd, leaf, path)) {
+		session_err(rc->s, "cannot delete non-empty directory: %s", path);
+		return false;
+	}
+	if (!rc->s->opts->dry_run &&
+	    unlinkat(dirfd, leaf, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0) {
+		session_err(rc->s, "delete_file: %s \"%s\" failed: %s",
+			    S_ISDIR(st.st_mode) ? "rmdir" : "unlink", path, strerror(errno));
+		rc->s->got_xfer_error = true;
+		return false;
+	}
+	log_deletion(rc, path, S_ISDIR(st.st_mode));
+	count_deletion(&rc->s->stats, st.st_mode);
+	rc->deletions++;
+	return true;
+}
+
+static bool deletions_allowed(struct recv_ctx *rc)
+{
+	if ((rc->s->io_error & IOERR_GENERAL) && !rc->s->opts->ignore_errors) {
+		if (!rc->warned_io_error)
+			session_err(rc->s, "IO error encountered -- skipping file deletion");
+		rc->warned_io_error = true;
+		return false;
+	}
+	return true;
+}
+
+void delete_in_dir(struct recv_ctx *rc, struct dir_cursor *dirs, const char *dirpath,
+		   int32_t ndx)
+{
+	char path[MAXPATHLEN_WIRE * 2];
+	(void)ndx;
+
+	if (!deletions_allowed(rc) || rc->solo_name)
+		return;
+	int dfd = dir_cursor_open(dirs, strcmp(dirpath, ".") == 0 ? "" : dirpath);
+	if (dfd < 0)
+		return;
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	/* Collect first: deleting while reading a directory is unspecified. */
+	char **doomed = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (strcmp(dirpath, ".") == 0)
+			snprintf(path, sizeof path, "%s", de->d_name);
+		else
+			snprintf(path, sizeof path, "%s/%s", dirpath, de->d_name);
+		if (listed(rc, path))
+			continue;
+		struct stat st;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (protected_by_filter(rc, path, S_ISDIR(st.st_mode)))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			char **t = realloc(doomed, cap * sizeof *t);
+			if (!t)
+				break;
+			doomed = t;
+		}
+		doomed[n++] = strdup(de->d_name);
+	}
+	closedir(d);
+	for (size_t i = 0; i < n; i++) {
+		if (!doomed[i])
+			continue;
+		if (strcmp(dirpath, ".") == 0)
+			snprintf(path, sizeof path, "%s", doomed[i]);
+		else
+			snprintf(path, sizeof path, "%s/%s", dirpath, doomed[i]);
+		dfd = dir_cursor_open(dirs, strcmp(dirpath, ".") == 0 ? "" : dirpath);
+		if (dfd >= 0)
+			delete_item(rc, dfd, doomed[i], path);
+		free(doomed[i]);
+	}
+	free(doomed);
+	if (rc->skipped_deletes && rc->s->opts->max_delete >= 0)
+		rc->s->io_error |= IOERR_DEL_LIMIT;
+}
+
+void delete_pass(struct recv_ctx *rc, struct dir_cursor *dirs)
+{
+	struct flist *fl = rc->fl;
+	char path[MAXPATHLEN_WIRE * 2];
+
+	for (size_t i = fl->low; i <= fl->high && i < fl->count; i++) {
+		struct file_entry *f = fl->sorted[i];
+		if (!(f->flags & FE_ACTIVE) || !S_ISDIR(f->mode) || !(f->flags & FE_CONTENT_DIR))
+			continue;
+		if (!flist_path(f, path, sizeof path))
+			continue;
+		delete_in_dir(rc, dirs, path, (int32_t)i);
+	}
+}

@@ -1,0 +1,26 @@
+/*
+ * --delete: removing what the sender does not have, inside the directories
+ * whose contents are part of the transfer.
+ */
+#ifndef FERRY_DELETE_H
+#define FERRY_DELETE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto/fileio.h"
+#include "proto/recvside.h"
+
+/* Build the set of names the file list holds (call once, after sorting). */
+bool delete_index_build(struct recv_ctx *rc);
+void delete_index_free(struct recv_ctx *rc);
+
+/* Delete the extraneous entries of one content directory (generator.c:
+ * delete_in_dir). ndx is the directory's index in the sorted list. */
+void delete_in_dir(struct recv_ctx *rc, struct dir_cursor *dirs, const char *dirpath,
+		   int32_t ndx);
+
+/* --delete-before / --delete-after: one pass over every content directory. */
+void delete_pass(struct recv_ctx *rc, struct dir_cursor *dirs);
+
+#endif

@@ -1,0 +1,271 @@
+/*
+ * The confined file layer (see fileio.h).
+ */
+#include "proto/fileio.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DIR_OPEN_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+void dir_cursor_init(struct dir_cursor *c, int rootfd)
+{
+	c->rootfd = rootfd;
+	c->path[0] = '\0';
+	c->fd = -1;
+}
+
+void dir_cursor_reset(struct dir_cursor *c)
+{
+	if (c->fd >= 0 && c->fd != c->rootfd)
+		close(c->fd);
+	c->fd = -1;
+	c->path[0] = '\0';
+}
+
+void dir_cursor_close(struct dir_cursor *c)
+{
+	dir_cursor_reset(c);
+}
+
+bool fs_path_is_safe(const char *p)
+{
+	if (*p == '/')
+		return false;
+	while (*p) {
+		const char *e = strchr(p, '/');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		if (n == 0 || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		p += n;
+		if (*p == '/')
+			p++;
+	}
+	return true;
+}
+
+/* Walk dir one component at a time from the root, refusing symlinks. */
+static int open_beneath(int rootfd, const char *dir)
+{
+	char comp[256];
+	int fd = dup(rootfd);
+
+	if (fd < 0)
+		return -1;
+	while (*dir) {
+		const char *e = strchr(dir, '/');
+		size_t n = e ? (size_t)(e - dir) : strlen(dir);
+		if (n == 0 || n >= sizeof comp || (n == 2 && dir[0] == '.' && dir[1] == '.')) {
+			close(fd);
+			errno = n >= sizeof comp ? ENAMETOOLONG : EINVAL;
+			return -1;
+		}
+		memcpy(comp, dir, n);
+		comp[n] = '\0';
+		if (!(n == 1 && comp[0] == '.')) {
+			int next = openat(fd, comp, DIR_OPEN_FLAGS);
+			int saved = errno;
+			close(fd);
+			if (next < 0) {
+				errno = saved;
+				return -1;
+			}
+			fd = next;
+		}
+		dir += n;
+		if (*dir == '/')
+			dir++;
+	}
+	return fd;
+}
+
+int dir_cursor_open(struct dir_cursor *c, const char *dir)
+{
+	if (!dir || strcmp(dir, ".") == 0)
+		dir = "";
+	if (c->fd >= 0 && strcmp(c->path, dir) == 0)
+		return c->fd;
+	if (strlen(dir) >= sizeof c->path) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	dir_cursor_reset(c);
+	if (*dir == '\0') {
+		c->fd = c->rootfd;
+		return c->fd;
+	}
+	int fd = open_beneath(c->rootfd, dir);
+	if (fd < 0)
+		return -1;
+	c->fd = fd;
+	snprintf(c->path, sizeof c->path, "%s", dir);
+	return fd;
+}
+
+int dir_cursor_parent(struct dir_cursor *c, const char *relpath, const char **leaf)
+{
+	char dir[4096];
+	const char *slash = strrchr(relpath, '/');
+
+	if (!fs_path_is_safe(relpath)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!slash) {
+		*leaf = relpath;
+		return dir_cursor_open(c, "");
+	}
+	if ((size_t)(slash - relpath) >= sizeof dir) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(dir, relpath, (size_t)(slash - relpath));
+	dir[slash - relpath] = '\0';
+	*leaf = slash + 1;
+	return dir_cursor_open(c, dir);
+}
+
+int fs_create_temp(int dirfd, const char *leaf, char *tmpname, size_t tmpsize)
+{
+	static const char alnum[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	/* rsync's ".name.XXXXXX", with the name cut so the whole fits NAME_MAX. */
+	size_t room = 255 - 1 - 7;
+	size_t n = strlen(leaf);
+
+	if (n > room)
+		n = room;
+	for (int attempt = 0; attempt < 100; attempt++) {
+		uint8_t rnd[6];
+		char suffix[7];
+		if (getrandom(rnd, sizeof rnd, 0) != sizeof rnd) {
+			uint64_t t = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 16 ^ (uint64_t)attempt;
+			memcpy(rnd, &t, sizeof rnd);
+		}
+		for (int i = 0; i < 6; i++)
+			suffix[i] = alnum[rnd[i] % (sizeof alnum - 1)];
+		suffix[6] = '\0';
+		if ((size_t)snprintf(tmpname, tmpsize, ".%.*s.%s", (int)n, leaf, suffix) >= tmpsize) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		int fd = openat(dirfd, tmpname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				0600);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+int fs_remove_tree(int dirfd, const char *leaf)
+{
+	int fd = openat(dirfd, leaf, DIR_OPEN_FLAGS);
+	if (fd < 0)
+		return -1;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -1;
+	}
+	int result = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fs_remove_any(fd, de->d_name, true) < 0)
+			result = -1;
+	}
+	closedir(d);
+	if (result == 0)
+		result = unlinkat(dirfd, leaf, AT_REMOVEDIR);
+	return result;
+}
+
+int fs_remove_any(int dirfd, const char *leaf, bool recursive)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -1;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(dirfd, leaf, 0);
+	if (unlinkat(dirfd, leaf, AT_REMOVEDIR) == 0)
+		return 0;
+	if ((errno == ENOTEMPTY || errno == EEXIST) && recursive)
+		return fs_remove_tree(dirfd, leaf);
+	return -1;
+}
+
+int fs_open_root(const char *path, bool create, bool mkpath)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd >= 0 || errno != ENOENT || !create)
+		return fd;
+	if (mkpath) {
+		char buf[4096];
+		snprintf(buf, sizeof buf, "%s", path);
+		for (char *p = buf + 1; *p; p++) {
+			if (*p != '/')
+				continue;
+			*p = '\0';
+			if (mkdir(buf, 0777) < 0 && errno != EEXIST)
+				return -1;
+			*p = '/';
+		}
+	}
+	if (mkdir(path, 0777) < 0 && errno != EEXIST)
+		return -1;
+	return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+bool fs_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return false;
+		p += w;
+		len -= (size_t)w;
+	}
+	return true;
+}
+
+ssize_t fs_pread_full(int fd, void *buf, size_t len, off_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t r = pread(fd, (char *)buf + done, len - done, off + (off_t)done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+int fs_set_mtime(int dirfd, const char *leaf, int64_t sec, uint32_t nsec)
+{
+	struct timespec ts[2] = {
+		{.tv_sec = 0, .tv_nsec = UTIME_OMIT},
+		{.tv_sec = (time_t)sec, .tv_nsec = (long)nsec},
+	};
+
+	return utimensat(dirfd, leaf, ts, AT_SYMLINK_NOFOLLOW);
+}

@@ -1,0 +1,67 @@
+/*
+ * The confined file layer: every path the engine touches is resolved
+ * beneath a root directory fd, one component at a time, with O_NOFOLLOW, so
+ * no name from the peer (and no symlink planted in the tree) can lead
+ * outside the root. Path strings are never re-resolved from "/".
+ */
+#ifndef FERRY_FILEIO_H
+#define FERRY_FILEIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* A cache of the last directory opened, for runs of entries in one dir. */
+struct dir_cursor {
+	int rootfd;
+	char path[4096];   /* relative dir path of fd ("" = root) */
+	int fd;            /* -1 when nothing is cached */
+};
+
+void dir_cursor_init(struct dir_cursor *c, int rootfd);
+void dir_cursor_reset(struct dir_cursor *c);
+void dir_cursor_close(struct dir_cursor *c);
+
+/* Open (or reuse) the directory `dir` beneath the root (NULL or "" = the
+ * root itself). Returns an fd owned by the cursor, or -1 with errno set
+ * (ELOOP/ENOTDIR when a component is a symlink or not a directory). */
+int dir_cursor_open(struct dir_cursor *c, const char *dir);
+
+/* Open the directory containing relpath and point *leaf at its last
+ * component. Returns a cursor-owned fd or -1 with errno. relpath must be
+ * relative with no ".." component (EINVAL otherwise). */
+int dir_cursor_parent(struct dir_cursor *c, const char *relpath, const char **leaf);
+
+/* Is a relative path safe to resolve: not absolute, no "..", no empty
+ * component? */
+bool fs_path_is_safe(const char *relpath);
+
+/* Create a unique temporary file ".leaf.XXXXXX" in dirfd for writing;
+ * the chosen name is written into tmpname. Returns fd or -1. */
+int fs_create_temp(int dirfd, const char *leaf, char *tmpname, size_t tmpsize);
+
+/* Remove a directory tree beneath dirfd (never following symlinks).
+ * Returns 0 or -1 with errno. */
+int fs_remove_tree(int dirfd, const char *leaf);
+
+/* Remove whatever is at leaf (a file, link, or with recursive a tree). */
+int fs_remove_any(int dirfd, const char *leaf, bool recursive);
+
+/* Create the destination root directory if it does not exist (only its last
+ * component, like rsync; with mkpath all missing components). Returns an
+ * O_DIRECTORY fd or -1 with errno. */
+int fs_open_root(const char *path, bool create, bool mkpath);
+
+/* Write all of buf; false with errno on failure. */
+bool fs_write_all(int fd, const void *buf, size_t len);
+/* Read exactly len bytes at offset (short only at EOF): returns bytes read
+ * or -1. */
+ssize_t fs_pread_full(int fd, void *buf, size_t len, off_t off);
+
+/* Set the modification time (with nanoseconds) without following a
+ * symlink. */
+int fs_set_mtime(int dirfd, const char *leaf, int64_t sec, uint32_t nsec);
+
+#endif

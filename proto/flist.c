@@ -1,0 +1,851 @@
+/*
+ * Receiving and ordering the file list. Each decoder bounds what it reads
+ * before using it: a hostile sender can at worst end the session.
+ */
+#include "proto/flist.h"
+
+#include <grp.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "proto/session.h"
+
+#define ARENA_BLOCK (256 * 1024)
+
+struct hl_pair {
+	int64_t dev, ino;
+	int32_t group;
+};
+
+void flist_init(struct flist *fl)
+{
+	memset(fl, 0, sizeof *fl);
+}
+
+void flist_free(struct flist *fl)
+{
+	for (size_t i = 0; i < fl->nblocks; i++)
+		free(fl->blocks[i]);
+	free(fl->blocks);
+	free(fl->files);
+	free(fl->sorted);
+	memset(fl, 0, sizeof *fl);
+}
+
+static void *arena_alloc(struct flist *fl, size_t len)
+{
+	len = (len + 7) & ~(size_t)7;
+	if (fl->nblocks == 0 || fl->block_cap - fl->block_used < len) {
+		size_t cap = len > ARENA_BLOCK ? len : ARENA_BLOCK;
+		char **blocks = realloc(fl->blocks, (fl->nblocks + 1) * sizeof *blocks);
+		if (!blocks)
+			return NULL;
+		fl->blocks = blocks;
+		if (!(fl->blocks[fl->nblocks] = malloc(cap)))
+			return NULL;
+		fl->nblocks++;
+		fl->block_used = 0;
+		fl->block_cap = cap;
+	}
+	void *p = fl->blocks[fl->nblocks - 1] + fl->block_used;
+	fl->block_used += len;
+	return p;
+}
+
+char *flist_strdup(struct flist *fl, const char *s, size_t len)
+{
+	char *p = arena_alloc(fl, len + 1);
+
+	if (p) {
+		memcpy(p, s, len);
+		p[len] = '\0';
+	}
+	return p;
+}
+
+/* mirrors rsync util1.c:clean_fname(name, CFN_REFUSE_DOT_DOT_DIRS) */
+bool flist_clean_name(char *name)
+{
+	char *t = name, *f = name;
+	bool anchored = *f == '/';
+
+	if (anchored)
+		*t++ = *f++;
+	while (*f) {
+		if (*f == '/') {
+			f++;
+			continue;
+		}
+		if (*f == '.') {
+			if (f[1] == '/') {
+				f += 2;
+				continue;
+			}
+			if (f[1] == '.' && (f[2] == '/' || f[2] == '\0'))
+				return false;
+		}
+		while (*f && (*t++ = *f++) != '/')
+			;
+	}
+	if (t > name + anchored && t[-1] == '/')
+		t--;
+	if (t == name)
+		*t++ = '.';
+	*t = '\0';
+	return true;
+}
+
+bool flist_path(const struct file_entry *f, char *buf, size_t size)
+{
+	int n;
+
+	if (f->dirname)
+		n = snprintf(buf, size, "%s/%s", f->dirname, f->basename);
+	else
+		n = snprintf(buf, size, "%s", f->basename);
+	return n >= 0 && (size_t)n < size;
+}
+
+/* ---- sorting: mirrors rsync flist.c:f_name_cmp() ---- */
+
+enum cmp_state { ST_DIR, ST_SLASH, ST_BASE, ST_TRAILING };
+
+struct cmp_cursor {
+	const struct file_entry *f;
+	bool is_dir;          /* S_ISDIR, possibly overridden by the caller */
+	bool path;            /* current piece is a path (dir) component */
+	enum cmp_state state;
+	const unsigned char *c;
+};
+
+/* Position the cursor on the entry's basename. */
+static void cursor_base(struct cmp_cursor *k, bool dirs_as_path)
+{
+	k->path = k->is_dir && dirs_as_path;
+	k->c = (const unsigned char *)k->f->basename;
+	if (k->path && k->c[0] == '.' && k->c[1] == '\0') {
+		k->path = false;
+		k->state = ST_TRAILING;
+		k->c = (const unsigned char *)"";
+	} else {
+		k->state = ST_BASE;
+	}
+}
+
+static void cursor_start(struct cmp_cursor *k, const struct file_entry *f, bool is_dir,
+			 bool dirs_as_path, bool same_dir)
+{
+	k->f = f;
+	k->is_dir = is_dir;
+	if (!f->dirname || same_dir) {
+		cursor_base(k, dirs_as_path);
+	} else {
+		k->path = dirs_as_path;
+		k->state = ST_DIR;
+		k->c = (const unsigned char *)f->dirname;
+	}
+}
+
+/* Step past the end of the current piece. Returns true when the cursor
+ * ran out entirely (only possible from ST_TRAILING). */
+static bool cursor_next_piece(struct cmp_cursor *k, bool dirs_as_path)
+{
+	switch (k->state) {
+	case ST_DIR:
+		k->state = ST_SLASH;
+		k->c = (const unsigned char *)"/";
+		return false;
+	case ST_SLASH:
+		cursor_base(k, dirs_as_path);
+		return false;
+	case ST_BASE:
+		k->state = ST_TRAILING;
+		if (k->path) {
+			k->c = (const unsigned char *)"/";
+			return false;
+		}
+		k->path = false;
+		return false;
+	case ST_TRAILING:
+		k->path = false;
+		return true;
+	}
+	return true;
+}
+
+static int name_cmp_modes(const struct file_entry *f1, bool dir1, const struct file_entry *f2,
+			  bool dir2, int protocol)
+{
+	bool dirs_as_path = protocol >= 29;
+	bool same_dir = f1->dirname == f2->dirname ||
+			(f1->dirname && f2->dirname && strcmp(f1->dirname, f2->dirname) == 0);
+	struct cmp_cursor a, b;
+	int dif;
+
+	cursor_start(&a, f1, dir1, dirs_as_path, same_dir);
+	cursor_start(&b, f2, dir2, dirs_as_path, same_dir);
+	if (a.path != b.path)
+		return a.path ? 1 : -1;
+	do {
+		if (!*a.c) {
+			/* A trailing piece of "" marks the end of the name. */
+			bool was_trailing = a.state == ST_TRAILING;
+			cursor_next_piece(&a, dirs_as_path);
+			if (was_trailing)
+				a.path = false;
+			if (*b.c && a.path != b.path)
+				return a.path ? 1 : -1;
+		}
+		if (!*b.c) {
+			bool was_trailing = b.state == ST_TRAILING;
+			cursor_next_piece(&b, dirs_as_path);
+			if (was_trailing) {
+				if (!*a.c)
+					return 0;
+				b.path = false;
+			}
+			if (a.path != b.path)
+				return a.path ? 1 : -1;
+		}
+		dif = (int)*a.c++ - (int)*b.c++;
+	} while (dif == 0);
+	return dif;
+}
+
+int flist_name_cmp(const struct file_entry *a, const struct file_entry *b, int protocol)
+{
+	return name_cmp_modes(a, S_ISDIR(a->mode), b, S_ISDIR(b->mode), protocol);
+}
+
+struct sort_ctx {
+	int protocol;
+};
+
+static int entry_cmp(const struct sort_ctx *c, const struct file_entry *a,
+		     const struct file_entry *b)
+{
+	bool act_a = a->flags & FE_ACTIVE, act_b = b->flags & FE_ACTIVE;
+
+	if (!act_a)
+		return act_b ? -1 : 0;
+	if (!act_b)
+		return 1;
+	return flist_name_cmp(a, b, c->protocol);
+}
+
+/* A stable merge sort: equal names keep their arrival order, which decides
+ * which duplicate survives (mirrors rsync flist.c:fsort_tmp()). */
+static void merge_sort(const struct sort_ctx *c, struct file_entry **v, size_t n,
+		       struct file_entry **tmp)
+{
+	size_t n1 = n / 2, n2 = n - n1;
+	struct file_entry **a = v, **b = v + n1, **out = v;
+
+	if (n1 > 1)
+		merge_sort(c, a, n1, tmp);
+	if (n2 > 1)
+		merge_sort(c, b, n2, tmp);
+	while (n1 > 0 && entry_cmp(c, *a, *b) <= 0) {
+		a++;
+		n1--;
+	}
+	if (n1 == 0)
+		return;
+	memcpy(tmp, a, n1 * sizeof *tmp);
+	out = a;
+	struct file_entry **t = tmp;
+	*out++ = *b++;
+	n2--;
+	while (n1 > 0 && n2 > 0) {
+		if (entry_cmp(c, *t, *b) <= 0) {
+			*out++ = *t++;
+			n1--;
+		} else {
+			*out++ = *b++;
+			n2--;
+		}
+	}
+	if (n1 > 0)
+		memcpy(out, t, n1 * sizeof *t);
+}
+
+/* Binary search of sorted[low..high] for an entry named like f, with f
+ * taken as a non-directory (mirrors rsync flist.c:flist_find()). */
+static long find_as_file(struct flist *fl, const struct file_entry *f, size_t low,
+			 size_t high, int protocol)
+{
+	long lo = (long)low, hi = (long)high;
+
+	while (lo <= hi) {
+		long mid = (lo + hi) / 2, up = mid;
+		while (up <= hi && !(fl->sorted[up]->flags & FE_ACTIVE))
+			up++;
+		if (up > hi) {
+			hi = mid - 1;
+			continue;
+		}
+		const struct file_entry *m = fl->sorted[up];
+		int d = name_cmp_modes(m, S_ISDIR(m->mode), f, false, protocol);
+		if (d == 0)
+			return up;
+		if (d < 0)
+			lo = up + 1;
+		else
+			hi = mid - 1;
+	}
+	return -1;
+}
+
+bool flist_sort_and_clean(struct session *s, struct flist *fl)
+{
+	struct sort_ctx c = {.protocol = s->protocol};
+	size_t i, prev;
+
+	fl->low = 0;
+	fl->high = 0;
+	if (fl->count == 0)
+		return true;
+	struct file_entry **tmp = malloc((fl->count + 1) / 2 * sizeof *tmp + sizeof *tmp);
+	fl->sorted = malloc(fl->count * sizeof *fl->sorted);
+	if (!tmp || !fl->sorted) {
+		free(tmp);
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory sorting the file list");
+	}
+	for (i = 0; i < fl->count; i++)
+		fl->sorted[i] = &fl->files[i];
+	merge_sort(&c, fl->sorted, fl->count, tmp);
+	free(tmp);
+
+	/* Remove duplicates as the receiver does: keep the first, but prefer
+	 * a directory over a non-directory (flist_sort_and_clean). */
+	for (prev = 0; prev < fl->count && !(fl->sorted[prev]->flags & FE_ACTIVE); prev++)
+		;
+	fl->low = prev;
+	for (i = prev + 1; i < fl->count; i++) {
+		struct file_entry *f = fl->sorted[i];
+		long j;
+		if (!(f->flags & FE_ACTIVE))
+			continue;
+		if (flist_name_cmp(f, fl->sorted[prev], s->protocol) == 0)
+			j = (long)prev;
+		else if (s->protocol >= 29 && S_ISDIR(f->mode))
+			j = find_as_file(fl, f, fl->low, prev, s->protocol);
+		else
+			j = -1;
+		if (j < 0) {
+			prev = i;
+			continue;
+		}
+		struct file_entry *other = fl->sorted[j];
+		size_t keep = (size_t)j, drop = i;
+		if (S_ISDIR(f->mode) && !S_ISDIR(other->mode)) {
+			keep = i;
+			drop = (size_t)j;
+		} else if (S_ISDIR(f->mode)) {
+			other->flags |= f->flags & (FE_TOP_DIR | FE_CONTENT_DIR);
+			other->flags &= f->flags | ~FE_IMPLIED_DIR;
+		}
+		fl->sorted[drop]->flags &= ~FE_ACTIVE;
+		if (keep == i) {
+			if (fl->low == drop) {
+				size_t k = drop + 1;
+				while (k < i && !(fl->sorted[k]->flags & FE_ACTIVE))
+					k++;
+				fl->low = k;
+			}
+			prev = i;
+		}
+	}
+	fl->high = prev;
+	return true;
+}
+
+/* ---- receiving ---- */
+
+static struct file_entry *new_entry(struct session *s, struct flist *fl)
+{
+	if (fl->count == fl->cap) {
+		size_t cap = fl->cap ? fl->cap * 2 : 1024;
+		if (cap > (size_t)INT32_MAX) {
+			wire_fail(&s->err, RERR_PROTOCOL, "file list too long");
+			return NULL;
+		}
+		struct file_entry *files = realloc(fl->files, cap * sizeof *files);
+		if (!files) {
+			wire_fail(&s->err, RERR_MALLOC, "out of memory receiving the file list");
+			return NULL;
+		}
+		fl->files = files;
+		fl->cap = cap;
+	}
+	struct file_entry *f = &fl->files[fl->count];
+	memset(f, 0, sizeof *f);
+	f->hlink_group = -1;
+	return f;
+}
+
+static bool valid_type(uint32_t mode)
+{
+	return S_ISREG(mode) || S_ISDIR(mode) || S_ISLNK(mode) || S_ISCHR(mode) ||
+	       S_ISBLK(mode) || S_ISFIFO(mode) || S_ISSOCK(mode);
+}
+
+static bool is_device(uint32_t mode)
+{
+	return S_ISCHR(mode) || S_ISBLK(mode);
+}
+
+static bool is_special(uint32_t mode)
+{
+	return S_ISFIFO(mode) || S_ISSOCK(mode);
+}
+
+/* Read the entry's name and split it into a shared dirname and basename. */
+static bool recv_name(struct session *s, struct flist *fl, struct file_entry *f, uint32_t xflags)
+{
+	struct flist_codec *k = &s->fl;
+	char name[MAXPATHLEN_WIRE];
+	uint8_t l1 = 0, b;
+	int32_t l2;
+
+	if ((xflags & XMIT_SAME_NAME) && !wire_read_u8(&s->in, &l1))
+		return false;
+	if (xflags & XMIT_LONG_NAME) {
+		if (!wire_read_varint30(&s->in, &l2))
+			return false;
+	} else {
+		if (!wire_read_u8(&s->in, &b))
+			return false;
+		l2 = b;
+	}
+	if (l2 < 0 || (size_t)l2 + l1 >= MAXPATHLEN_WIRE || l1 > strlen(k->lastname))
+		return wire_fail(&s->err, RERR_PROTOCOL,
+				 "overflow: file name lengths l1=%u l2=%d from sender", l1, l2);
+	memcpy(name, k->lastname, l1);
+	if (!wire_read(&s->in, name + l1, (size_t)l2))
+		return false;
+	name[l1 + l2] = '\0';
+	memcpy(k->lastname, name, (size_t)l1 + (size_t)l2 + 1);
+	if (memchr(name, '\0', (size_t)l1 + (size_t)l2))
+		return wire_fail(&s->err, RERR_UNSUPPORTED,
+				 "ABORTING due to unsafe pathname from sender (NUL byte)");
+	if (*name && (!flist_clean_name(name) || (!s->opts->relative && *name == '/')))
+		return wire_fail(&s->err, RERR_UNSUPPORTED,
+				 "ABORTING due to unsafe pathname from sender: %s", name);
+	char *slash = strrchr(name, '/');
+	if (slash) {
+		size_t dlen = (size_t)(slash - name);
+		if (!k->lastdir || dlen != k->lastdir_len || memcmp(name, k->lastdir, dlen) != 0) {
+			k->lastdir = flist_strdup(fl, name, dlen);
+			k->lastdir_len = dlen;
+			if (!k->lastdir)
+				return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+			k->lastdir_depth = 1;
+			for (size_t i = 0; i < dlen; i++)
+				k->lastdir_depth += name[i] == '/';
+		}
+		f->dirname = k->lastdir;
+		f->depth = k->lastdir_depth + 1;
+		f->basename = flist_strdup(fl, slash + 1, strlen(slash + 1));
+	} else {
+		f->depth = 1;
+		f->basename = flist_strdup(fl, name, strlen(name));
+	}
+	if (!f->basename)
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+	return true;
+}
+
+/* Copy what an abbreviated hard-link follower shares with its leader. */
+static void take_from_leader(struct session *s, struct file_entry *f, const struct file_entry *lead)
+{
+	struct flist_codec *k = &s->fl;
+
+	f->size = lead->size;
+	f->mtime = k->mtime = lead->mtime;
+	f->mtime_nsec = lead->mtime_nsec;
+	f->mode = k->mode = lead->mode;
+	f->uid = lead->uid;
+	f->gid = lead->gid;
+	if (s->opts->owner)
+		k->uid = lead->uid;
+	if (s->opts->group)
+		k->gid = lead->gid;
+	f->rdev_major = lead->rdev_major;
+	f->rdev_minor = lead->rdev_minor;
+	if (s->opts->devices && is_device(lead->mode))
+		k->rdev_major = lead->rdev_major;
+	f->link = lead->link;
+	f->sum = lead->sum;
+}
+
+static bool recv_owner_name(struct session *s, struct id_map *map, uint32_t id, bool is_user)
+{
+	char name[256];
+	uint8_t len;
+
+	if (!wire_read_u8(&s->in, &len) || !wire_read(&s->in, name, len))
+		return false;
+	name[len] = '\0';
+	return id_map_add(s, map, id, name, is_user);
+}
+
+static bool recv_rdev(struct session *s, struct file_entry *f, uint32_t xflags)
+{
+	struct flist_codec *k = &s->fl;
+	int32_t v;
+	uint8_t b;
+
+	if (s->protocol < 28) {
+		if (!(xflags & XMIT_SAME_RDEV_PRE28)) {
+			if (!wire_read_i32(&s->in, &v))
+				return false;
+			k->rdev_major = major((dev_t)(uint32_t)v);
+			k->rdev_minor = minor((dev_t)(uint32_t)v);
+		}
+	} else {
+		if (!(xflags & XMIT_SAME_RDEV_MAJOR)) {
+			if (!wire_read_varint30(&s->in, &v))
+				return false;
+			k->rdev_major = (uint32_t)v;
+		}
+		if (s->protocol >= 30) {
+			if (!wire_read_varint(&s->in, &v))
+				return false;
+		} else if (xflags & XMIT_RDEV_MINOR_8_PRE30) {
+			if (!wire_read_u8(&s->in, &b))
+				return false;
+			v = b;
+		} else if (!wire_read_i32(&s->in, &v)) {
+			return false;
+		}
+		k->rdev_minor = (uint32_t)v;
+	}
+	f->rdev_major = k->rdev_major;
+	f->rdev_minor = k->rdev_minor;
+	f->size = 0;
+	return true;
+}
+
+static int32_t hl_group_for(struct session *s, int64_t dev, int64_t ino, int32_t ndx)
+{
+	struct flist_codec *k = &s->fl;
+
+	/* Linear probing in a table that stays under half full. */
+	if (k->hl_count * 2 >= k->hl_cap) {
+		size_t cap = k->hl_cap ? k->hl_cap * 2 : 1024;
+		struct hl_pair *t = calloc(cap, sizeof *t);
+		if (!t)
+			return -2;
+		for (size_t i = 0; i < k->hl_cap; i++) {
+			if (k->hl_pairs[i].group == 0)
+				continue;
+			size_t h = (size_t)(k->hl_pairs[i].ino * 31 + k->hl_pairs[i].dev) & (cap - 1);
+			while (t[h].group)
+				h = (h + 1) & (cap - 1);
+			t[h] = k->hl_pairs[i];
+		}
+		free(k->hl_pairs);
+		k->hl_pairs = t;
+		k->hl_cap = cap;
+	}
+	size_t h = (size_t)(ino * 31 + dev) & (k->hl_cap - 1);
+	while (k->hl_pairs[h].group) {
+		if (k->hl_pairs[h].dev == dev && k->hl_pairs[h].ino == ino)
+			return k->hl_pairs[h].group - 1;
+		h = (h + 1) & (k->hl_cap - 1);
+	}
+	k->hl_pairs[h] = (struct hl_pair){.dev = dev, .ino = ino, .group = ndx + 1};
+	k->hl_count++;
+	return ndx;
+}
+
+static bool recv_old_hlink(struct session *s, struct file_entry *f, uint32_t xflags, int32_t ndx)
+{
+	struct flist_codec *k = &s->fl;
+	int64_t ino;
+
+	if (!(xflags & XMIT_SAME_DEV_PRE30) && !wire_read_longint(&s->in, &k->dev))
+		return false;
+	if (!wire_read_longint(&s->in, &ino))
+		return false;
+	f->hlink_group = hl_group_for(s, k->dev, ino, ndx);
+	if (f->hlink_group == -2)
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+	f->flags |= FE_HLINKED;
+	if (f->hlink_group == ndx)
+		f->flags |= FE_HLINK_FIRST;
+	return true;
+}
+
+/* The fields after the name of a fully sent entry. */
+static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f, uint32_t xflags)
+{
+	const struct ferry_opts *o = s->opts;
+	struct flist_codec *k = &s->fl;
+	int32_t v;
+
+	if (!wire_read_varlong30(&s->in, 3, &f->size))
+		return false;
+	if (!(xflags & XMIT_SAME_TIME)) {
+		if (s->protocol >= 30) {
+			if (!wire_read_varlong(&s->in, 4, &k->mtime))
+				return false;
+		} else {
+			if (!wire_read_i32(&s->in, &v))
+				return false;
+			k->mtime = (int64_t)(uint32_t)v;
+		}
+	}
+	f->mtime = k->mtime;
+	if (xflags & XMIT_MOD_NSEC) {
+		if (!wire_read_varint(&s->in, &v))
+			return false;
+		if (v < 0 || v > 999999999)
+			return wire_fail(&s->err, RERR_PROTOCOL, "invalid nanoseconds %d", v);
+		f->mtime_nsec = (uint32_t)v;
+		f->flags |= FE_MOD_NSEC;
+	}
+	if (!(xflags & XMIT_SAME_MODE)) {
+		if (!wire_read_i32(&s->in, &v))
+			return false;
+		k->mode = (uint32_t)v;
+		if (!valid_type(k->mode))
+			return wire_fail(&s->err, RERR_PROTOCOL, "invalid file mode 0%o from sender",
+					 k->mode);
+	}
+	f->mode = k->mode;
+	if (o->owner && !(xflags & XMIT_SAME_UID)) {
+		if (!wire_read_varint30(&s->in, &v))
+			return false;
+		k->uid = (uint32_t)v;
+		if (s->protocol >= 30 && (xflags & XMIT_USER_NAME_FOLLOWS) &&
+		    !recv_owner_name(s, &s->uids, k->uid, true))
+			return false;
+	}
+	f->uid = k->uid;
+	if (o->group && !(xflags & XMIT_SAME_GID)) {
+		if (!wire_read_varint30(&s->in, &v))
+			return false;
+		k->gid = (uint32_t)v;
+		if (s->protocol >= 30 && (xflags & XMIT_GROUP_NAME_FOLLOWS) &&
+		    !recv_owner_name(s, &s->gids, k->gid, false))
+			return false;
+	}
+	f->gid = k->gid;
+	if ((o->devices && is_device(f->mode)) ||
+	    (o->specials && is_special(f->mode) && s->protocol < 31)) {
+		if (!recv_rdev(s, f, xflags))
+			return false;
+	} else if (is_device(f->mode)) {
+		f->size = 0;
+	}
+	if (o->links && S_ISLNK(f->mode)) {
+		if (!wire_read_varint30(&s->in, &v))
+			return false;
+		if (v < 0 || v >= MAXPATHLEN_WIRE)
+			return wire_fail(&s->err, RERR_PROTOCOL, "overflow: symlink length %d", v);
+		char *t = arena_alloc(fl, (size_t)v + 1);
+		if (!t)
+			return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+		if (!wire_read(&s->in, t, (size_t)v))
+			return false;
+		t[v] = '\0';
+		if (memchr(t, '\0', (size_t)v))
+			return wire_fail(&s->err, RERR_PROTOCOL, "NUL byte in a symlink target");
+		f->link = t;
+	} else if (S_ISLNK(f->mode)) {
+		f->link = "";
+	}
+	return true;
+}
+
+static bool recv_entry(struct session *s, struct flist *fl, uint32_t xflags)
+{
+	const struct ferry_opts *o = s->opts;
+	int32_t ndx = (int32_t)fl->count;
+	struct file_entry *f = new_entry(s, fl);
+	const struct file_entry *lead = NULL;
+
+	if (!f || !recv_name(s, fl, f, xflags))
+		return false;
+	if (s->protocol >= 30 && (xflags & XMIT_HLINKED) && !(xflags & XMIT_HLINK_FIRST)) {
+		int32_t first;
+		if (!wire_read_varint(&s->in, &first))
+			return false;
+		if (first < 0 || first >= ndx)
+			return wire_fail(&s->err, RERR_PROTOCOL,
+					 "hard-link reference out of range: %d (%d)", first, ndx);
+		lead = &fl->files[first];
+		take_from_leader(s, f, lead);
+		f->hlink_group = lead->hlink_group >= 0 ? lead->hlink_group : first;
+	} else if (!recv_attrs(s, fl, f, xflags)) {
+		return false;
+	}
+	if (f->size < 0)
+		return wire_fail(&s->err, RERR_UNSUPPORTED, "negative file length from sender");
+	if (strcmp(f->basename, ".") == 0 && !f->dirname && !S_ISDIR(f->mode))
+		return wire_fail(&s->err, RERR_PROTOCOL,
+				 "ERROR: rejecting non-directory transfer-root entry: .");
+	if (xflags & XMIT_HLINKED) {
+		if (s->protocol >= 30) {
+			f->flags |= FE_HLINKED;
+			if (xflags & XMIT_HLINK_FIRST) {
+				f->flags |= FE_HLINK_FIRST;
+				f->hlink_group = ndx;
+			}
+		} else if (o->hard_links && !lead && !recv_old_hlink(s, f, xflags, ndx)) {
+			return false;
+		}
+	} else if (s->protocol < 28 && o->hard_links && S_ISREG(f->mode) &&
+		   !recv_old_hlink(s, f, xflags, ndx)) {
+		return false;
+	}
+	if (o->checksum && (S_ISREG(f->mode) || s->protocol < 28)) {
+		size_t n = csum_len(s->flist_csum);
+		uint8_t *sum = arena_alloc(fl, n);
+		if (!sum)
+			return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+		if (lead && lead->sum)
+			memcpy(sum, lead->sum, n);
+		else if (!wire_read(&s->in, sum, n))
+			return false;
+		if (S_ISREG(f->mode))
+			f->sum = sum;
+	}
+	if (!o->hard_links)
+		f->flags &= ~(FE_HLINKED | FE_HLINK_FIRST);
+	f->flags |= FE_ACTIVE;
+	if (S_ISDIR(f->mode)) {
+		if (strcmp(f->basename, ".") == 0)
+			f->depth--;
+		if (s->protocol >= 30) {
+			if (!(xflags & XMIT_NO_CONTENT_DIR)) {
+				if (xflags & XMIT_TOP_DIR)
+					f->flags |= FE_TOP_DIR;
+				f->flags |= FE_CONTENT_DIR;
+			} else if (xflags & XMIT_TOP_DIR) {
+				f->flags |= FE_IMPLIED_DIR;
+			}
+		} else if (xflags & XMIT_TOP_DIR) {
+			f->flags |= FE_TOP_DIR | FE_CONTENT_DIR;
+		} else {
+			f->flags |= FE_CONTENT_DIR;
+		}
+	}
+	fl->count++;
+	return true;
+}
+
+static void count_entry(struct stats *st, const struct file_entry *f)
+{
+	if (S_ISREG(f->mode)) {
+		st->num_reg++;
+		st->total_size += f->size;
+	} else if (S_ISDIR(f->mode)) {
+		st->num_dirs++;
+	} else if (S_ISLNK(f->mode)) {
+		st->num_symlinks++;
+		st->total_size += f->size;
+	} else if (is_device(f->mode)) {
+		st->num_devices++;
+	} else {
+		st->num_specials++;
+	}
+	st->num_files++;
+}
+
+/* Read the flags word of the next entry; *end set at the end marker. */
+static bool recv_flags(struct session *s, struct flist *fl, uint32_t *xflags, bool *end)
+{
+	int32_t v;
+	uint8_t b;
+
+	*end = false;
+	if (s->varint_flist_flags) {
+		if (!wire_read_varint(&s->in, &v))
+			return false;
+		if (v == 0) {
+			if (!wire_read_varint(&s->in, &v))
+				return false;
+			fl->io_error |= v & IOERR_VALID_MASK;
+			*end = true;
+		}
+		*xflags = (uint32_t)v;
+		return true;
+	}
+	if (!wire_read_u8(&s->in, &b))
+		return false;
+	if (b == 0) {
+		*end = true;
+		return true;
+	}
+	*xflags = b;
+	if (s->protocol >= 28 && (b & XMIT_EXTENDED_FLAGS)) {
+		if (!wire_read_u8(&s->in, &b))
+			return false;
+		*xflags |= (uint32_t)b << 8;
+	}
+	if (*xflags == (XMIT_EXTENDED_FLAGS | XMIT_IO_ERROR_ENDLIST)) {
+		if (!s->safe_flist)
+			return wire_fail(&s->err, RERR_PROTOCOL, "Invalid flist flag: %x", *xflags);
+		if (!wire_read_varint(&s->in, &v))
+			return false;
+		fl->io_error |= v & IOERR_VALID_MASK;
+		*end = true;
+	}
+	return true;
+}
+
+/* uid and gid name lists after the entries (uidlist.c: recv_id_list). */
+static bool recv_id_list(struct session *s, struct id_map *map, bool is_user)
+{
+	int32_t id;
+
+	for (;;) {
+		if (!wire_read_varint30(&s->in, &id))
+			return false;
+		if (id == 0)
+			break;
+		if (!recv_owner_name(s, map, (uint32_t)id, is_user))
+			return false;
+	}
+	return !s->id0_names || recv_owner_name(s, map, 0, is_user);
+}
+
+bool flist_recv(struct session *s, struct flist *fl)
+{
+	const struct ferry_opts *o = s->opts;
+	uint64_t start = s->in.total_read;
+	uint32_t xflags;
+	bool end;
+
+	for (;;) {
+		if (!recv_flags(s, fl, &xflags, &end))
+			return false;
+		if (end)
+			break;
+		if (!recv_entry(s, fl, xflags))
+			return false;
+		count_entry(&s->stats, &fl->files[fl->count - 1]);
+	}
+	if (o->owner && !o->numeric_ids && !recv_id_list(s, &s->uids, true))
+		return false;
+	if (o->group && !o->numeric_ids && !recv_id_list(s, &s->gids, false))
+		return false;
+	if (s->protocol < 30) {
+		int32_t err;
+		if (!wire_read_i32(&s->in, &err))
+			return false;
+		fl->io_error |= err & IOERR_VALID_MASK;
+	}
+	if (!o->ignore_errors)
+		s->io_error |= fl->io_error;
+	for (size_t i = 0; i < fl->count; i++)
+		id_map_apply(s, &fl->files[i]);
+	s->stats.flist_size = (int64_t)(s->in.total_read - start);
+	return true;
+}

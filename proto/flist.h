@@ -1,0 +1,131 @@
+/*
+ * The file list: entries as rsync sends them, decoded, sorted and cleaned
+ * exactly as rsync does, so that file indexes mean the same on both sides.
+ */
+#ifndef FERRY_FLIST_H
+#define FERRY_FLIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct session;
+struct wire_in;
+
+/* Transmission flags of an entry (rsync.h: XMIT_*). */
+#define XMIT_TOP_DIR (1u << 0)
+#define XMIT_SAME_MODE (1u << 1)
+#define XMIT_EXTENDED_FLAGS (1u << 2)
+#define XMIT_SAME_RDEV_PRE28 XMIT_EXTENDED_FLAGS
+#define XMIT_SAME_UID (1u << 3)
+#define XMIT_SAME_GID (1u << 4)
+#define XMIT_SAME_NAME (1u << 5)
+#define XMIT_LONG_NAME (1u << 6)
+#define XMIT_SAME_TIME (1u << 7)
+#define XMIT_SAME_RDEV_MAJOR (1u << 8)
+#define XMIT_NO_CONTENT_DIR (1u << 8)
+#define XMIT_HLINKED (1u << 9)
+#define XMIT_SAME_DEV_PRE30 (1u << 10)
+#define XMIT_USER_NAME_FOLLOWS (1u << 10)
+#define XMIT_RDEV_MINOR_8_PRE30 (1u << 11)
+#define XMIT_GROUP_NAME_FOLLOWS (1u << 11)
+#define XMIT_HLINK_FIRST (1u << 12)
+#define XMIT_IO_ERROR_ENDLIST (1u << 12)
+#define XMIT_MOD_NSEC (1u << 13)
+#define XMIT_SAME_ATIME (1u << 14)
+#define XMIT_CRTIME_EQ_MTIME (1u << 17)
+
+/* io_error bits (rsync.h: IOERR_*). */
+#define IOERR_GENERAL 1
+#define IOERR_VANISHED 2
+#define IOERR_DEL_LIMIT 4
+#define IOERR_VALID_MASK 7
+
+/* Entry flags we keep (a subset of rsync's FLAG_*). */
+#define FE_ACTIVE 0x0001       /* not a removed duplicate */
+#define FE_TOP_DIR 0x0002      /* a transfer root directory */
+#define FE_CONTENT_DIR 0x0004  /* its contents are part of the transfer */
+#define FE_IMPLIED_DIR 0x0008  /* an implied parent (-R) */
+#define FE_HLINKED 0x0010      /* member of a hard-link group */
+#define FE_HLINK_FIRST 0x0020  /* leader of its group (first sent) */
+#define FE_SKIP_HLINK 0x0040   /* follower: link to the leader when done */
+#define FE_MOD_NSEC 0x0080
+
+#define MAXPATHLEN_WIRE 4096
+
+struct file_entry {
+	const char *dirname;   /* shared between entries of one dir; NULL at top */
+	const char *basename;
+	const char *link;      /* symlink target, or NULL */
+	uint8_t *sum;          /* --checksum sum, or NULL */
+	int64_t size;
+	int64_t mtime;
+	uint32_t mtime_nsec;
+	uint32_t mode;
+	uint32_t uid, gid;
+	uint32_t rdev_major, rdev_minor;
+	int32_t hlink_group;   /* group id (leader's arrival index), -1 if none */
+	int32_t hl_first;      /* sorted index of the group's first member */
+	uint32_t flags;        /* FE_* */
+	int32_t depth;
+};
+
+/* What the previous entry left behind: rsync compresses each entry against
+ * it, for the whole session (flist.c: recv_file_entry's statics). */
+struct flist_codec {
+	char lastname[MAXPATHLEN_WIRE];
+	const char *lastdir;
+	size_t lastdir_len;
+	int32_t lastdir_depth;
+	int64_t mtime;
+	uint32_t mode;
+	uint32_t uid, gid;
+	uint32_t rdev_major, rdev_minor;
+	int64_t dev; /* protocol < 30 hard links */
+	int32_t hlink_count;
+	/* (dev, ino) -> group for protocol < 30 hard links */
+	struct hl_pair *hl_pairs;
+	size_t hl_count, hl_cap;
+};
+
+struct flist {
+	struct file_entry *files;  /* in arrival order */
+	size_t count, cap;
+	struct file_entry **sorted; /* the order indexes refer to */
+	size_t low, high;          /* active range of sorted (high < low: empty) */
+	/* string arena */
+	char **blocks;
+	size_t nblocks;
+	size_t block_used, block_cap;
+	/* id name maps from the sender (uid/gid -> name), see uidmap in session */
+	int io_error;
+};
+
+void flist_init(struct flist *fl);
+void flist_free(struct flist *fl);
+
+/* Read a whole file list (entries, end marker, id lists, io_error) from the
+ * session's input. Validates every field; on failure the session error says
+ * why. mirrors rsync flist.c:recv_file_list() without incremental recursion. */
+bool flist_recv(struct session *s, struct flist *fl);
+
+/* Sort and remove duplicates as the receiver does (flist_sort_and_clean). */
+bool flist_sort_and_clean(struct session *s, struct flist *fl);
+
+/* rsync's f_name_cmp() for the negotiated protocol. */
+int flist_name_cmp(const struct file_entry *a, const struct file_entry *b, int protocol);
+
+/* Full relative path of an entry into buf ("." for the top dir). Returns
+ * false if it does not fit. */
+bool flist_path(const struct file_entry *f, char *buf, size_t size);
+
+/* Allocate a copy of a string in the list's arena. */
+char *flist_strdup(struct flist *fl, const char *s, size_t len);
+
+/* Clean a received name in place: collapse "//" and "./", strip a trailing
+ * "/"; returns false for names with a ".." component or a NUL (rsync
+ * clean_fname with CFN_REFUSE_DOT_DOT_DIRS). */
+bool flist_clean_name(char *name);
+
+#endif

@@ -1,0 +1,802 @@
+/*
+ * The generator: walks the sorted file list, brings directories, symlinks
+ * and devices into shape locally, and asks the sender for every regular
+ * file that is missing or out of date, with the block sums of the version
+ * we already have. Mirrors rsync generator.c:generate_files() and
+ * recv_generator(), without incremental recursion.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "proto/delete.h"
+#include "proto/fileio.h"
+#include "proto/recvside.h"
+
+#define SUMS_READ_BUF (1024 * 1024)
+
+struct gen {
+	struct recv_ctx *rc;
+	struct session *s;
+	const struct ferry_opts *o;
+	struct dir_cursor dirs;
+	uint8_t *buf;            /* basis read buffer */
+	mode_t dflt_perms;
+};
+
+static void redo_request(struct gen *g, int32_t ndx, bool allow);
+
+/* ---- block sums ---- */
+
+/* mirrors rsync generator.c:sum_sizes_sqroot() */
+void sum_sizes_sqroot(struct sum_head *h, int64_t len, int protocol, long block_size,
+		      size_t digest_len, bool redo)
+{
+	int32_t max_s2 = digest_len < 16 ? (int32_t)digest_len : 16;
+	int32_t blength;
+
+	if (block_size) {
+		blength = (int32_t)block_size;
+	} else if (len <= 700 * 700) {
+		blength = 700;
+	} else {
+		int32_t max_blength = protocol < 30 ? (1 << 29) : (1 << 17);
+		int32_t c = 1;
+		for (int64_t l = len; l >>= 2;)
+			c <<= 1;
+		if (c < 0 || c >= max_blength) {
+			blength = max_blength;
+		} else {
+			blength = 0;
+			do {
+				blength |= c;
+				if (len < (int64_t)blength * blength)
+					blength &= ~c;
+				c >>= 1;
+			} while (c >= 8);
+			if (blength < 700)
+				blength = 700;
+		}
+	}
+	if (redo) {
+		h->s2length = max_s2;
+	} else {
+		int b = 10;
+		for (int64_t l = len; l >>= 1;)
+			b += 2;
+		for (int32_t c = blength; (c >>= 1) && b;)
+			b--;
+		int32_t s2 = (b + 1 - 32 + 7) / 8;
+		if (s2 < 2)
+			s2 = 2;
+		h->s2length = s2 < max_s2 ? s2 : max_s2;
+	}
+	h->blength = blength;
+	h->remainder = (int32_t)(len % blength);
+	h->count = (int32_t)(len / blength + (h->remainder != 0));
+}
+
+static bool write_sum_head(struct session *s, const struct sum_head *h)
+{
+	return wire_write_i32(&s->out, h->count) && wire_write_i32(&s->out, h->blength) &&
+	       (s->protocol < 27 || wire_write_i32(&s->out, h->s2length)) &&
+	       wire_write_i32(&s->out, h->remainder);
+}
+
+/* Send the sum head and the block sums of the basis open on fd. */
+static bool send_sums(struct gen *g, int fd, int64_t len, bool redo)
+{
+	struct session *s = g->s;
+	struct sum_head h;
+	uint8_t strong[CSUM_MAX_DIGEST];
+	int64_t off = 0;
+
+	sum_sizes_sqroot(&h, len, s->protocol, g->o->block_size, csum_len(s->xfer_csum), redo);
+	if (!write_sum_head(s, &h))
+		return false;
+	size_t per_read = SUMS_READ_BUF - SUMS_READ_BUF % (size_t)h.blength;
+	while (off < len) {
+		size_t want = len - off < (int64_t)per_read ? (size_t)(len - off) : per_read;
+		ssize_t got = fs_pread_full(fd, g->buf, want, off);
+		if (got <= 0)
+			break; /* shrank under us: the sums we sent still describe a prefix */
+		for (size_t p = 0; p < (size_t)got; p += (size_t)h.blength) {
+			size_t n = (size_t)got - p < (size_t)h.blength ? (size_t)got - p
+								    : (size_t)h.blength;
+			uint32_t sum1 = csum_rolling(g->buf + p, n);
+			csum_block(s->xfer_csum, s->seed, s->proper_seed_order, g->buf + p, n,
+				   strong);
+			if (!wire_write_i32(&s->out, (int32_t)sum1) ||
+			    !wire_write(&s->out, strong, (size_t)h.s2length))
+				return false;
+		}
+		off += got;
+		if ((size_t)got < want)
+			break;
+	}
+	/* A basis that shrank while we read it: pad with sums that match
+	 * nothing, so the count we promised holds. */
+	int64_t sent_blocks = (off + h.blength - 1) / h.blength;
+	memset(strong, 0, sizeof strong);
+	for (int64_t i = sent_blocks; i < h.count; i++)
+		if (!wire_write_i32(&s->out, 0) || !wire_write(&s->out, strong, (size_t)h.s2length))
+			return false;
+	return true;
+}
+
+static bool send_null_sums(struct session *s)
+{
+	struct sum_head h = {0, 0, 0, 0};
+
+	return write_sum_head(s, &h);
+}
+
+/* ---- comparing what we have with what the sender has ---- */
+
+static bool mtime_differs(const struct ferry_opts *o, const struct stat *st,
+			  const struct file_entry *f)
+{
+	int64_t diff = (int64_t)st->st_mtim.tv_sec - f->mtime;
+
+	if (o->modify_window == 0)
+		return diff != 0 || (uint32_t)st->st_mtim.tv_nsec != f->mtime_nsec;
+	if (o->modify_window < 0)
+		return diff != 0;
+	return diff > o->modify_window || diff < -o->modify_window;
+}
+
+/* Attribute bits that differ between the entry and what is on disk
+ * (generator.c: itemize, the statret >= 0 branch). */
+static int attr_change_bits(struct gen *g, const struct file_entry *f, const struct stat *st)
+{
+	const struct ferry_opts *o = g->o;
+	int iflags = 0;
+	bool keep_time = o->times && !(S_ISDIR(f->mode) && o->omit_dir_times) &&
+			 !(S_ISLNK(f->mode) && o->omit_link_times);
+
+	if (S_ISREG(f->mode) && f->size != st->st_size)
+		iflags |= ITEM_REPORT_SIZE;
+	if (keep_time && !S_ISLNK(f->mode) && mtime_differs(o, st, f))
+		iflags |= ITEM_REPORT_TIME;
+	if (!S_ISLNK(f->mode)) {
+		if (o->perms) {
+			if ((st->st_mode & 07777) != (f->mode & 07777))
+				iflags |= ITEM_REPORT_PERMS;
+		} else if (o->executability &&
+			   (!!(st->st_mode & 0111) ^ !!(f->mode & 0111))) {
+			iflags |= ITEM_REPORT_PERMS;
+		}
+	}
+	if (o->owner && g->s->am_root && f->uid != st->st_uid)
+		iflags |= ITEM_REPORT_OWNER;
+	if (o->group && f->gid != st->st_gid)
+		iflags |= ITEM_REPORT_GROUP;
+	return iflags;
+}
+
+/* A report-only record: sent to the sender for protocol >= 29 (which
+ * echoes it to our receiver, who prints it in order), printed here before. */
+static bool report_item(struct gen *g, int32_t ndx, int iflags, const char *xname)
+{
+	struct session *s = g->s;
+	const struct ferry_opts *o = g->o;
+	bool want = (iflags & SIGNIFICANT_ITEM_FLAGS & 0xffff) || o->itemize > 1 ||
+		    o->verbose > 1 || (xname && *xname);
+
+	if (!want || (!o->itemize && !o->verbose && !o->out_format))
+		return true;
+	if (s->protocol < 29) {
+		recv_log_item(g->rc, g->rc->fl->sorted[ndx], iflags, xname);
+		return true;
+	}
+	if (xname)
+		iflags |= ITEM_XNAME_FOLLOWS;
+	wire_out_lock(&s->out);
+	bool ok = wire_write_ndx(&s->out, ndx) && wire_write_u16(&s->out, (uint16_t)iflags) &&
+		  (!xname || wire_write_vstring(&s->out, xname));
+	wire_out_unlock(&s->out);
+	return ok;
+}
+
+/* mirrors rsync generator.c:dest_mode() for when -p is off */
+static uint32_t dest_mode(struct gen *g, uint32_t flist_mode, uint32_t stat_mode, bool exists)
+{
+	uint32_t m;
+
+	if (!exists)
+		return flist_mode & (~07777u | g->dflt_perms);
+	m = (flist_mode & ~07777u) | (stat_mode & 07777u);
+	if (g->o->executability && S_ISREG(flist_mode)) {
+		if (!(flist_mode & 0111))
+			m &= ~0111u;
+		else if (!(stat_mode & 0111))
+			m |= (m & 0444) >> 2;
+	}
+	return m;
+}
+
+/* ---- one entry ---- */
+
+static void file_error(struct gen *g, const char *what, const char *name)
+{
+	session_err(g->s, "%s \"%s\" failed: %s", what, name, strerror(errno));
+	g->s->got_xfer_error = true;
+}
+
+/* Remove what stands where an entry of another type must go. */
+static bool clear_way(struct gen *g, int dirfd, const char *leaf, const char *path,
+		      const struct stat *st)
+{
+	bool recursive = g->o->delete_mode != DELETE_NONE || g->o->force;
+
+	if (g->o->dry_run)
+		return true;
+	if (S_ISDIR(st->st_mode) && !recursive) {
+		if (unlinkat(dirfd, leaf, AT_REMOVEDIR) == 0)
+			return true;
+		session_err(g->s, "cannot delete non-empty directory: %s", path);
+		g->s->got_xfer_error = true;
+		return false;
+	}
+	if (fs_remove_any(dirfd, leaf, true) < 0) {
+		file_error(g, "delete", path);
+		return false;
+	}
+	if (S_ISDIR(st->st_mode))
+		dir_cursor_reset(&g->dirs);
+	return true;
+}
+
+static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
+{
+	const char *leaf;
+	struct stat st;
+	int statret, dirfd = dir_cursor_parent(&g->dirs, path, &leaf);
+
+	if (strcmp(path, ".") == 0) {
+		dirfd = g->rc->rootfd;
+		leaf = ".";
+	}
+	if (dirfd < 0) {
+		file_error(g, "recv_generator: open parent of", path);
+		g->rc->state[ndx] |= FS_FAILED;
+		recv_mark_dir_failed(g->rc, path);
+		return;
+	}
+	statret = fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW);
+	if (statret == 0 && !S_ISDIR(st.st_mode)) {
+		if (!clear_way(g, dirfd, leaf, path, &st)) {
+			g->rc->state[ndx] |= FS_FAILED;
+			recv_mark_dir_failed(g->rc, path);
+			return;
+		}
+		statret = -1;
+	}
+	if (!g->o->perms)
+		f->mode = dest_mode(g, f->mode, statret == 0 ? st.st_mode : 0, statret == 0);
+	int iflags = statret == 0 ? attr_change_bits(g, f, &st) : ITEM_LOCAL_CHANGE | ITEM_IS_NEW;
+	report_item(g, ndx, iflags, NULL);
+	if (statret != 0 && !g->o->dry_run) {
+		if (mkdirat(dirfd, leaf, (f->mode | 0700) & 07777) < 0 && errno != EEXIST) {
+			file_error(g, "recv_generator: mkdir", path);
+			session_err(g->s, "*** Skipping any contents from this failed directory ***");
+			g->rc->state[ndx] |= FS_FAILED;
+			recv_mark_dir_failed(g->rc, path);
+			return;
+		}
+		if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			file_error(g, "stat", path);
+			return;
+		}
+		g->s->stats.created_dirs++;
+		g->s->stats.created_files++;
+	}
+	if (!g->o->dry_run)
+		apply_attrs(g->rc, dirfd, leaf, f, &st, false);
+	if (g->o->delete_mode == DELETE_DURING || g->o->delete_mode == DELETE_DEFAULT) {
+		if ((f->flags & FE_CONTENT_DIR) && !(g->rc->state[ndx] & FS_FAILED))
+			delete_in_dir(g->rc, &g->dirs, path, ndx);
+	}
+}
+
+static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
+{
+	const char *leaf;
+	struct stat st;
+	char cur[MAXPATHLEN_WIRE + 1];
+	int dirfd = dir_cursor_parent(&g->dirs, path, &leaf);
+
+	if (dirfd < 0) {
+		file_error(g, "recv_generator: open parent of", path);
+		return;
+	}
+	if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISLNK(st.st_mode)) {
+			ssize_t n = readlinkat(dirfd, leaf, cur, sizeof cur - 1);
+			if (n >= 0) {
+				cur[n] = '\0';
+				if (strcmp(cur, f->link) == 0) {
+					report_item(g, ndx, attr_change_bits(g, f, &st), NULL);
+					if (!g->o->dry_run)
+						apply_attrs(g->rc, dirfd, leaf, f, &st, true);
+					return;
+				}
+			}
+		}
+		if (!S_ISLNK(st.st_mode) || g->o->dry_run) {
+			if (!clear_way(g, dirfd, leaf, path, &st))
+				return;
+		}
+		report_item(g, ndx, ITEM_LOCAL_CHANGE | attr_change_bits(g, f, &st), NULL);
+	} else {
+		report_item(g, ndx, ITEM_LOCAL_CHANGE | ITEM_IS_NEW, NULL);
+	}
+	if (g->o->dry_run)
+		return;
+	/* Create under a temporary name and rename over, so a reader never
+	 * sees the name missing (rsync's atomic_create). */
+	char tmp[300];
+	int fd = fs_create_temp(dirfd, leaf, tmp, sizeof tmp);
+	if (fd < 0) {
+		file_error(g, "symlink", path);
+		return;
+	}
+	close(fd);
+	unlinkat(dirfd, tmp, 0);
+	if (symlinkat(f->link, dirfd, tmp) < 0 || renameat(dirfd, tmp, dirfd, leaf) < 0) {
+		file_error(g, "symlink", path);
+		unlinkat(dirfd, tmp, 0);
+		return;
+	}
+	g->s->stats.created_symlinks++;
+	g->s->stats.created_files++;
+	apply_attrs(g->rc, dirfd, leaf, f, NULL, true);
+}
+
+static void gen_device(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
+{
+	const char *leaf;
+	struct stat st;
+	dev_t rdev = makedev(f->rdev_major, f->rdev_minor);
+	int dirfd = dir_cursor_parent(&g->dirs, path, &leaf);
+
+	if (dirfd < 0) {
+		file_error(g, "recv_generator: open parent of", path);
+		return;
+	}
+	if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if ((st.st_mode & S_IFMT) == (f->mode & S_IFMT) &&
+		    (!(S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) || st.st_rdev == rdev)) {
+			report_item(g, ndx, attr_change_bits(g, f, &st), NULL);
+			if (!g->o->dry_run)
+				apply_attrs(g->rc, dirfd, leaf, f, &st, true);
+			return;
+		}
+		if (!clear_way(g, dirfd, leaf, path, &st))
+			return;
+		report_item(g, ndx, ITEM_LOCAL_CHANGE | attr_change_bits(g, f, &st), NULL);
+	} else {
+		report_item(g, ndx, ITEM_LOCAL_CHANGE | ITEM_IS_NEW, NULL);
+	}
+	if (g->o->dry_run)
+		return;
+	if (mknodat(dirfd, leaf, (f->mode & S_IFMT) | 0600, rdev) < 0) {
+		file_error(g, "mknod", path);
+		return;
+	}
+	if (S_ISCHR(f->mode) || S_ISBLK(f->mode))
+		g->s->stats.created_devices++;
+	else
+		g->s->stats.created_specials++;
+	g->s->stats.created_files++;
+	apply_attrs(g->rc, dirfd, leaf, f, NULL, true);
+}
+
+/* The quick check (generator.c: quick_check_ok for regular files). */
+static bool regular_up_to_date(struct gen *g, const struct file_entry *f, int dirfd,
+			       const char *leaf, const struct stat *st)
+{
+	const struct ferry_opts *o = g->o;
+
+	if (st->st_size != f->size)
+		return false;
+	if (o->checksum) {
+		uint8_t sum[CSUM_MAX_DIGEST];
+		struct csum_ctx c;
+		int fd = openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || !f->sum) {
+			if (fd >= 0)
+				close(fd);
+			return false;
+		}
+		csum_file_init(&c, g->s->flist_csum, 0);
+		int64_t off = 0;
+		ssize_t got;
+		while ((got = fs_pread_full(fd, g->buf, SUMS_READ_BUF, off)) > 0) {
+			csum_file_update(&c, g->buf, (size_t)got);
+			off += got;
+		}
+		close(fd);
+		csum_file_final(&c, sum);
+		return memcmp(sum, f->sum, csum_len(g->s->flist_csum)) == 0;
+	}
+	if (o->size_only)
+		return true;
+	if (o->ignore_times)
+		return false;
+	return !mtime_differs(o, st, f);
+}
+
+/* Ask the sender for the file; our current copy (if any) is the basis. */
+static bool request_file(struct gen *g, int32_t ndx, const struct file_entry *f, int dirfd,
+			 const char *leaf, const struct stat *st, int iflags, bool redo)
+{
+	struct session *s = g->s;
+	int fd = -1;
+	bool ok;
+
+	iflags |= ITEM_TRANSFER;
+	if (g->o->checksum)
+		iflags |= ITEM_REPORT_CHANGE;
+	if (st && S_ISREG(st->st_mode) && st->st_size > 0 && g->o->whole_file != 1 &&
+	    !g->o->dry_run && s->xfer_csum != CSUM_NONE)
+		fd = openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	g->rc->state[ndx] |= FS_REQUESTED;
+	wire_out_lock(&s->out);
+	ok = wire_write_ndx(&s->out, ndx) &&
+	     (s->protocol < 29 || wire_write_u16(&s->out, (uint16_t)(iflags & 0xffff)));
+	if (ok && !g->o->dry_run)
+		ok = fd >= 0 ? send_sums(g, fd, st->st_size, redo) : send_null_sums(s);
+	wire_out_unlock(&s->out);
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
+{
+	const struct ferry_opts *o = g->o;
+	const char *leaf;
+	struct stat st;
+	int dirfd;
+
+	if (f->flags & FE_SKIP_HLINK)
+		return; /* linked to its leader after the transfer */
+	if (g->rc->solo_name) {
+		dirfd = g->rc->rootfd;
+		leaf = g->rc->solo_name;
+	} else {
+		dirfd = dir_cursor_parent(&g->dirs, path, &leaf);
+	}
+	if (dirfd < 0) {
+		file_error(g, "recv_generator: open parent of", path);
+		return;
+	}
+	int statret = fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW);
+	if (statret < 0) {
+		if (o->existing) {
+			if (o->verbose > 1)
+				session_info(g->s, "not creating new file \"%s\"\n", path);
+			return;
+		}
+		if (!o->perms)
+			f->mode = dest_mode(g, f->mode, 0, false);
+		request_file(g, ndx, f, dirfd, leaf, NULL, ITEM_IS_NEW, false);
+		return;
+	}
+	if (o->ignore_existing)
+		return;
+	if (!S_ISREG(st.st_mode)) {
+		if (!clear_way(g, dirfd, leaf, path, &st))
+			return;
+		if (!o->perms)
+			f->mode = dest_mode(g, f->mode, 0, false);
+		request_file(g, ndx, f, dirfd, leaf, NULL, ITEM_IS_NEW, false);
+		return;
+	}
+	if (o->update && (st.st_mtim.tv_sec > f->mtime ||
+			  (st.st_mtim.tv_sec == f->mtime &&
+			   (uint32_t)st.st_mtim.tv_nsec > f->mtime_nsec))) {
+		if (o->verbose > 1)
+			session_info(g->s, "%s is newer\n", path);
+		return;
+	}
+	if (!o->perms)
+		f->mode = dest_mode(g, f->mode, st.st_mode, true);
+	int iflags = attr_change_bits(g, f, &st);
+	if (regular_up_to_date(g, f, dirfd, leaf, &st)) {
+		report_item(g, ndx, iflags, NULL);
+		if (!o->dry_run)
+			apply_attrs(g->rc, dirfd, leaf, f, &st, true);
+		g->rc->state[ndx] |= FS_DONE;
+		return;
+	}
+	request_file(g, ndx, f, dirfd, leaf, &st, iflags, false);
+}
+
+static void gen_entry(struct gen *g, int32_t ndx)
+{
+	struct file_entry *f = g->rc->fl->sorted[ndx];
+	const struct ferry_opts *o = g->o;
+	char path[MAXPATHLEN_WIRE * 2];
+
+	if (!(f->flags & FE_ACTIVE) || !flist_path(f, path, sizeof path))
+		return;
+	if (parent_failed(g->rc, f))
+		return;
+	if (S_ISDIR(f->mode)) {
+		if (o->recursive || o->dirs || (f->flags & FE_TOP_DIR) || strcmp(path, ".") == 0)
+			gen_dir(g, ndx, f, path);
+	} else if (S_ISLNK(f->mode)) {
+		if (o->links)
+			gen_symlink(g, ndx, f, path);
+		else if (o->verbose)
+			session_info(g->s, "skipping non-regular file \"%s\"\n", path);
+	} else if (S_ISREG(f->mode)) {
+		gen_regular(g, ndx, f, path);
+	} else if (((S_ISCHR(f->mode) || S_ISBLK(f->mode)) && o->devices) ||
+		   ((S_ISFIFO(f->mode) || S_ISSOCK(f->mode)) && o->specials)) {
+		gen_device(g, ndx, f, path);
+	} else if (o->verbose) {
+		session_info(g->s, "skipping non-regular file \"%s\"\n", path);
+	}
+}
+
+/* ---- phases ---- */
+
+/* Wait until the receiver has seen `count` NDX_DONEs, requesting again
+ * every file it queued for a redo meanwhile. */
+static bool wait_phase(struct gen *g, int count, bool allow_redo)
+{
+	struct recv_ctx *rc = g->rc;
+
+	for (;;) {
+		pthread_mutex_lock(&rc->lock);
+		while (rc->nredo == 0 && rc->done_count < count && !rc->receiver_failed &&
+		       !wire_error_code(&g->s->err))
+			pthread_cond_wait(&rc->cond, &rc->lock);
+		size_t n = rc->nredo;
+		int32_t *todo = NULL;
+		if (n) {
+			todo = malloc(n * sizeof *todo);
+			if (todo)
+				memcpy(todo, rc->redo, n * sizeof *todo);
+			rc->nredo = 0;
+		}
+		bool reached = rc->done_count >= count;
+		bool failed = rc->receiver_failed || wire_error_code(&g->s->err);
+		pthread_mutex_unlock(&rc->lock);
+		for (size_t i = 0; todo && i < n; i++)
+			redo_request(g, todo[i], allow_redo);
+		free(todo);
+		if (!wire_flush(&g->s->out))
+			return false;
+		if (failed)
+			return false;
+		if (reached && n == 0)
+			return true;
+	}
+}
+
+static void redo_request(struct gen *g, int32_t ndx, bool allow)
+{
+	struct file_entry *f = g->rc->fl->sorted[ndx];
+	char path[MAXPATHLEN_WIRE * 2];
+	const char *leaf;
+	struct stat st;
+	int dirfd;
+
+	if (!allow || !flist_path(f, path, sizeof path)) {
+		g->rc->state[ndx] |= FS_FAILED;
+		return;
+	}
+	if (g->rc->solo_name) {
+		dirfd = g->rc->rootfd;
+		leaf = g->rc->solo_name;
+	} else {
+		dirfd = dir_cursor_parent(&g->dirs, path, &leaf);
+	}
+	if (dirfd < 0) {
+		g->rc->state[ndx] |= FS_FAILED;
+		return;
+	}
+	bool have = fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+	request_file(g, ndx, f, dirfd, leaf, have ? &st : NULL,
+		     have ? attr_change_bits(g, f, &st) : ITEM_IS_NEW, true);
+}
+
+/* Is the entry below a directory we failed to create? Entries are sorted
+ * so that a directory precedes its contents; we keep the failed ones in
+ * the state array and look the parent up by name. */
+bool parent_failed(struct recv_ctx *rc, const struct file_entry *f)
+{
+	if (!f->dirname || !rc->failed_dirs)
+		return false;
+	for (size_t i = 0; i < rc->nfailed_dirs; i++) {
+		size_t n = strlen(rc->failed_dirs[i]);
+		if (strncmp(f->dirname, rc->failed_dirs[i], n) == 0 &&
+		    (f->dirname[n] == '\0' || f->dirname[n] == '/'))
+			return true;
+	}
+	return false;
+}
+
+/* Make every hard-link follower a link to its group's leader, once the
+ * leader is in place (hlink.c: finish_hard_link). */
+static void link_followers(struct gen *g)
+{
+	struct flist *fl = g->rc->fl;
+	char path[MAXPATHLEN_WIRE * 2], lpath[MAXPATHLEN_WIRE * 2];
+
+	for (size_t i = fl->low; i <= fl->high && i < fl->count; i++) {
+		struct file_entry *f = fl->sorted[i];
+		if (!(f->flags & FE_ACTIVE) || !(f->flags & FE_SKIP_HLINK))
+			continue;
+		struct file_entry *lead = fl->sorted[f->hl_first];
+		if ((g->rc->state[f->hl_first] & FS_FAILED) || !flist_path(f, path, sizeof path) ||
+		    !flist_path(lead, lpath, sizeof lpath))
+			continue;
+		const char *leaf, *lleaf;
+		int dirfd = dir_cursor_parent(&g->dirs, path, &leaf);
+		struct dir_cursor lc;
+		dir_cursor_init(&lc, g->rc->rootfd);
+		int ldirfd = dir_cursor_parent(&lc, lpath, &lleaf);
+		struct stat st, lst;
+		if (dirfd < 0 || ldirfd < 0 || fstatat(ldirfd, lleaf, &lst, AT_SYMLINK_NOFOLLOW) < 0) {
+			dir_cursor_close(&lc);
+			continue;
+		}
+		if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			if (st.st_ino == lst.st_ino && st.st_dev == lst.st_dev) {
+				dir_cursor_close(&lc);
+				continue;
+			}
+		}
+		recv_log_item(g->rc, f, ITEM_LOCAL_CHANGE | ITEM_XNAME_FOLLOWS, lpath);
+		if (!g->o->dry_run) {
+			char tmp[300];
+			int fd = fs_create_temp(dirfd, leaf, tmp, sizeof tmp);
+			if (fd >= 0) {
+				close(fd);
+				unlinkat(dirfd, tmp, 0);
+			}
+			if (fd < 0 || linkat(ldirfd, lleaf, dirfd, tmp, 0) < 0 ||
+			    renameat(dirfd, tmp, dirfd, leaf) < 0) {
+				file_error(g, "link", path);
+				unlinkat(dirfd, tmp, 0);
+			}
+		}
+		dir_cursor_close(&lc);
+	}
+}
+
+/* Directories get their times after everything inside them is written
+ * (generator.c: touch_up_dirs). */
+static void touch_up_dirs(struct gen *g)
+{
+	struct flist *fl = g->rc->fl;
+	char path[MAXPATHLEN_WIRE * 2];
+
+	if (!g->o->times || g->o->omit_dir_times || g->o->dry_run)
+		return;
+	for (size_t i = fl->low; i <= fl->high && i < fl->count; i++) {
+		struct file_entry *f = fl->sorted[i];
+		if (!(f->flags & FE_ACTIVE) || !S_ISDIR(f->mode) || (g->rc->state[i] & FS_FAILED))
+			continue;
+		if (!flist_path(f, path, sizeof path))
+			continue;
+		const char *leaf;
+		int dirfd = strcmp(path, ".") == 0 ? g->rc->rootfd
+						   : dir_cursor_parent(&g->dirs, path, &leaf);
+		if (strcmp(path, ".") == 0)
+			leaf = ".";
+		if (dirfd < 0 || fs_set_mtime(dirfd, leaf, f->mtime, f->mtime_nsec) < 0) {
+			file_error(g, "failed to set times on", path);
+			continue;
+		}
+	}
+}
+
+static bool send_done(struct gen *g)
+{
+	return wire_write_ndx(&g->s->out, NDX_DONE);
+}
+
+static bool delete_stats(struct gen *g)
+{
+	struct stats *st = &g->s->stats;
+	struct wire_out *out = &g->s->out;
+
+	if (g->o->delete_mode == DELETE_NONE && !g->o->force)
+		return true;
+	return wire_write_ndx(out, NDX_DEL_STATS) &&
+	       wire_write_varint(out, st->deleted_files - st->deleted_dirs - st->deleted_symlinks -
+					      st->deleted_devices - st->deleted_specials) &&
+	       wire_write_varint(out, st->deleted_dirs) &&
+	       wire_write_varint(out, st->deleted_symlinks) &&
+	       wire_write_varint(out, st->deleted_devices) &&
+	       wire_write_varint(out, st->deleted_specials);
+}
+
+static bool generate_files(struct gen *g)
+{
+	struct recv_ctx *rc = g->rc;
+	struct flist *fl = rc->fl;
+	struct session *s = g->s;
+	bool late_delete = g->o->delete_mode == DELETE_AFTER || g->o->delete_mode == DELETE_DELAY;
+
+	if (g->o->delete_mode == DELETE_BEFORE && !rc->list_only)
+		delete_pass(rc, &g->dirs);
+	for (size_t i = fl->low; i <= fl->high && i < fl->count && !rc->list_only; i++) {
+		if (wire_error_code(&s->err))
+			return false;
+		gen_entry(g, (int32_t)i);
+	}
+	/* A: end of phase 0 */
+	if (!send_done(g) || !wire_flush(&s->out))
+		return false;
+	if (!wait_phase(g, 1, true))
+		return false;
+	if (!rc->list_only)
+		link_followers(g);
+	/* B, and C/D early when nothing delays them (generate_files). */
+	if (!send_done(g))
+		return false;
+	if (s->protocol >= 29 && !send_done(g))
+		return false;
+	if (s->protocol >= 31 && !late_delete && (!delete_stats(g) || !send_done(g)))
+		return false;
+	if (!wire_flush(&s->out) || !wait_phase(g, 2, false))
+		return false;
+	if (s->protocol >= 29 && !wait_phase(g, 3, false))
+		return false;
+	if (late_delete && !rc->list_only)
+		delete_pass(rc, &g->dirs);
+	if (s->protocol >= 31 && late_delete && (!delete_stats(g) || !send_done(g)))
+		return false;
+	if (!wire_flush(&s->out))
+		return false;
+	if (!rc->list_only)
+		touch_up_dirs(g);
+	/* Wait for the receiver to finish reading (stats and, for protocol 31,
+	 * the echo of D) before the goodbye. */
+	pthread_mutex_lock(&rc->lock);
+	while (!rc->receiver_finished && !rc->receiver_failed && !wire_error_code(&s->err))
+		pthread_cond_wait(&rc->cond, &rc->lock);
+	bool ok = rc->receiver_finished;
+	pthread_mutex_unlock(&rc->lock);
+	if (!ok)
+		return false;
+	/* E: the final goodbye */
+	return send_done(g) && wire_flush(&s->out);
+}
+
+void *generator_main(void *arg)
+{
+	struct recv_ctx *rc = arg;
+	struct gen g = {.rc = rc, .s = rc->s, .o = rc->s->opts};
+	mode_t um = umask(0);
+
+	umask(um);
+	g.dflt_perms = 0777 & ~um;
+	dir_cursor_init(&g.dirs, rc->rootfd);
+	g.buf = malloc(SUMS_READ_BUF);
+	if (!g.buf) {
+		wire_fail(&rc->s->err, RERR_MALLOC, "out of memory");
+	} else if (!generate_files(&g)) {
+		wire_fail(&rc->s->err, RERR_STREAMIO, "generator stopped");
+		/* Wake the receiver if it still waits for the peer. */
+		shutdown(rc->s->in.fd, SHUT_RDWR);
+	}
+	pthread_mutex_lock(&rc->lock);
+	pthread_cond_broadcast(&rc->cond);
+	pthread_mutex_unlock(&rc->lock);
+	free(g.buf);
+	dir_cursor_close(&g.dirs);
+	return NULL;
+}

@@ -1,0 +1,158 @@
+/*
+ * Protocol set-up after the argument list: version (remote shell only),
+ * compat flags, checksum negotiation and the checksum seed.
+ */
+#include "proto/negotiate.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define NEGOTIATE_LIST_MAX 1024
+
+/* Does the space-separated list contain the name? */
+static bool list_has(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = list; *p;) {
+		while (*p == ' ')
+			p++;
+		const char *e = p;
+		while (*e && *e != ' ')
+			e++;
+		if ((size_t)(e - p) == n && strncasecmp(p, name, n) == 0)
+			return true;
+		if ((size_t)(e - p) == 6 && strncasecmp(p, "xxhash", 6) == 0 &&
+		    strcasecmp(name, "xxh64") == 0)
+			return true;
+		p = e;
+	}
+	return false;
+}
+
+bool negotiate_pick(const char *ours, const char *theirs, char *out, size_t outsz)
+{
+	/* rsync >= 3.5 takes, from the peer's list, the name it ranks highest
+	 * in its own list; with both lists in the standard order that is also
+	 * what older peers compute (compat.c: parse_negotiate_str). */
+	for (const char *p = ours; *p;) {
+		while (*p == ' ')
+			p++;
+		const char *e = p;
+		while (*e && *e != ' ')
+			e++;
+		size_t n = (size_t)(e - p);
+		if (n > 0 && n < outsz) {
+			memcpy(out, p, n);
+			out[n] = '\0';
+			if (list_has(theirs, out))
+				return true;
+		}
+		p = e;
+	}
+	return false;
+}
+
+static bool apply_checksum_choice(struct session *s, const char *choice)
+{
+	char a[32], b[32];
+	const char *comma = strchr(choice, ',');
+	enum csum_type ta = csum_implied(s->protocol), tb = ta;
+
+	if (comma) {
+		snprintf(a, sizeof a, "%.*s", (int)(comma - choice), choice);
+		snprintf(b, sizeof b, "%s", comma + 1);
+	} else {
+		snprintf(a, sizeof a, "%s", choice);
+		snprintf(b, sizeof b, "%s", choice);
+	}
+	if (csum_parse(a, &ta) < 0 || csum_parse(b, &tb) < 0)
+		return wire_fail(&s->err, RERR_UNSUPPORTED, "unknown checksum name in \"%s\"", choice);
+	/* A named md4 stays plain md4 even below protocol 30: rsync only
+	 * switches to the seeded legacy form for the implied default. */
+	s->xfer_csum = ta;
+	s->flist_csum = csum_flist_type(tb);
+	/* rsync hashes the seed first for md5 chosen by name. */
+	if (ta == CSUM_MD5)
+		s->proper_seed_order = true;
+	return true;
+}
+
+static bool negotiate_checksums(struct session *s)
+{
+	char theirs[NEGOTIATE_LIST_MAX], pick[32];
+	const char *ours = csum_default_list(s->am_server);
+	enum csum_type t;
+
+	if (s->opts->checksum_choice)
+		return apply_checksum_choice(s, s->opts->checksum_choice);
+	if (!s->varint_flist_flags) {
+		s->xfer_csum = csum_implied(s->protocol);
+		s->flist_csum = csum_flist_type(s->xfer_csum);
+		return true;
+	}
+	if (!wire_write_vstring(&s->out, ours) || !wire_flush(&s->out))
+		return false;
+	if (!wire_read_vstring(&s->in, theirs, sizeof theirs))
+		return false;
+	if (!negotiate_pick(ours, theirs, pick, sizeof pick) || csum_parse(pick, &t) < 0)
+		return wire_fail(&s->err, RERR_UNSUPPORTED,
+				 "Failed to negotiate a checksum choice (peer offers \"%s\")", theirs);
+	s->xfer_csum = t;
+	s->flist_csum = csum_flist_type(t);
+	if (t == CSUM_MD5)
+		s->proper_seed_order = true;
+	return true;
+}
+
+static void adopt_compat_flags(struct session *s, uint32_t flags)
+{
+	s->compat_flags = flags;
+	s->varint_flist_flags = flags & CF_VARINT_FLIST_FLAGS;
+	s->proper_seed_order = flags & CF_CHKSUM_SEED_FIX;
+	s->id0_names = flags & CF_ID0_NAMES;
+	s->safe_flist = (flags & CF_SAFE_FLIST) || s->protocol >= 31;
+}
+
+static void set_protocol(struct session *s, int protocol)
+{
+	s->protocol = protocol;
+	s->in.protocol = protocol;
+	s->out.protocol = protocol;
+}
+
+bool negotiate_client(struct session *s, int remote_protocol)
+{
+	int ours = s->opts->protocol ? s->opts->protocol : PROTOCOL_NEWEST;
+	int32_t v;
+
+	if (remote_protocol == 0) {
+		if (!wire_write_i32(&s->out, ours) || !wire_flush(&s->out))
+			return false;
+		if (!wire_read_i32(&s->in, &v))
+			return false;
+		if (v < 20 || v > 40)
+			return wire_fail(&s->err, RERR_PROTOCOL,
+					 "protocol version mismatch -- is your shell clean?");
+		remote_protocol = v;
+	}
+	set_protocol(s, remote_protocol < ours ? remote_protocol : ours);
+	if (s->protocol < PROTOCOL_OLDEST)
+		return wire_fail(&s->err, RERR_PROTOCOL,
+				 "the peer speaks protocol %d; ferry needs at least %d",
+				 s->protocol, PROTOCOL_OLDEST);
+	if (s->protocol >= 30) {
+		if (!wire_read_varint(&s->in, &v))
+			return false;
+		if (v & CF_INC_RECURSE)
+			return wire_fail(&s->err, RERR_PROTOCOL,
+					 "Incompatible options specified for inc-recursive connection");
+		adopt_compat_flags(s, (uint32_t)v);
+	}
+	if (!negotiate_checksums(s))
+		return false;
+	if (!wire_read_i32(&s->in, &s->seed))
+		return false;
+	return true;
+}

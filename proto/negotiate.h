@@ -1,0 +1,20 @@
+/*
+ * Protocol set-up (compat.c: setup_protocol and the string negotiation).
+ */
+#ifndef FERRY_NEGOTIATE_H
+#define FERRY_NEGOTIATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "proto/session.h"
+
+/* Client side. remote_protocol is the version from the daemon greeting, or
+ * 0 over a remote shell (then the 4-byte versions are exchanged first).
+ * Sets s->protocol, compat flags, checksum choice and seed. */
+bool negotiate_client(struct session *s, int remote_protocol);
+
+/* Pick the first name of `ours` that `theirs` also lists; false if none. */
+bool negotiate_pick(const char *ours, const char *theirs, char *out, size_t outsz);
+
+#endif

@@ -1,0 +1,135 @@
+/*
+ * The transfer options: everything the engine needs to know about what the
+ * user asked for. Filled once by the command-line parser (client/options.c),
+ * for a client from argv and for a server from the argument vector the client
+ * sent; read-only afterwards.
+ */
+#ifndef FERRY_OPTS_H
+#define FERRY_OPTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+enum delete_mode {
+	DELETE_NONE = 0,
+	DELETE_DEFAULT, /* --delete: during for protocol >= 30, else before */
+	DELETE_BEFORE,
+	DELETE_DURING,
+	DELETE_DELAY,
+	DELETE_AFTER,
+};
+
+/* One --include/--exclude/--filter/-from rule, kept as rsync's rule text
+ * ("- *.o", "+ dir/", ": .rules"), in command-line order. */
+struct filter_arg {
+	char *text;
+};
+
+struct ferry_opts {
+	/* mode of operation */
+	bool server;       /* --server */
+	bool sender;       /* --sender (with --server) */
+	bool daemon;       /* --daemon */
+	bool no_detach;    /* --no-detach */
+	char *config_file; /* --config */
+	char *dparam[32];  /* --dparam NAME=VALUE, daemon only */
+	int ndparam;
+
+	/* verbosity and output */
+	int verbose;       /* -v count */
+	bool quiet;        /* -q */
+	bool no_motd;      /* --no-motd */
+	int itemize;       /* -i count */
+	char *out_format;  /* --out-format / --log-format */
+	bool stats;        /* --stats */
+	int human;         /* -h count; 1 is rsync's default output unit */
+	bool progress;     /* --progress */
+	bool list_only;    /* --list-only, or implied by a lone source */
+	char *info;        /* --info=FLAGS, as given (comma-joined if repeated) */
+	char *debug;       /* --debug=FLAGS, as given */
+	bool msgs2stderr;  /* --msgs2stderr */
+
+	/* what to transfer */
+	bool recursive;    /* -r */
+	bool dirs;         /* -d; as rsync's xfer_dirs also set by -r and by a listing */
+	bool links;        /* -l */
+	bool perms;        /* -p */
+	bool executability; /* -E */
+	bool times;        /* -t */
+	bool omit_dir_times;  /* -O */
+	bool omit_link_times; /* -J */
+	bool group;        /* -g */
+	bool owner;        /* -o */
+	bool devices;      /* --devices (-D) */
+	bool specials;     /* --specials (-D) */
+	bool hard_links;   /* -H */
+	bool numeric_ids;  /* --numeric-ids */
+	bool relative;     /* -R */
+	char *chmod;       /* --chmod=CHMOD (comma-joined if repeated) */
+
+	/* how to decide what changed */
+	bool checksum;     /* -c */
+	bool size_only;    /* --size-only */
+	bool ignore_times; /* -I */
+	bool update;       /* -u */
+	bool existing;     /* --existing */
+	bool ignore_existing; /* --ignore-existing */
+	int modify_window; /* --modify-window */
+
+	/* how to transfer */
+	int whole_file;    /* -W: 1 on, 0 off (--no-W), -1 default */
+	bool inplace;      /* --inplace */
+	bool partial;      /* --partial */
+	bool dry_run;      /* -n */
+	long block_size;   /* -B, 0 = automatic */
+	char *checksum_choice; /* --checksum-choice / --cc */
+	uint32_t checksum_seed; /* --checksum-seed */
+	bool checksum_seed_set;
+
+	/* deletion */
+	enum delete_mode delete_mode;
+	bool delete_excluded; /* --delete-excluded */
+	long max_delete;   /* --max-delete, -1 = unlimited */
+	bool ignore_errors; /* --ignore-errors */
+	bool force;        /* --force */
+
+	/* filters */
+	struct filter_arg *filters;
+	size_t nfilters;
+
+	/* connection */
+	int port;          /* --port, 0 = default */
+	char *bind_address; /* --address */
+	int ip_family;     /* 0, 4 or 6 (-4/-6) */
+	int timeout;       /* --timeout seconds, 0 = none */
+	int contimeout;    /* --contimeout seconds, 0 = none */
+	char *password_file; /* --password-file */
+	int protocol;      /* --protocol, 0 = newest */
+	char *rsh;         /* -e / --rsh */
+	char *rsync_path;  /* --rsync-path */
+	char *sockopts;    /* --sockopts */
+
+	/* compression (not supported yet; kept so the parser can refuse it) */
+	int compress;      /* -z count */
+	char *compress_choice;
+	int compress_level;
+
+	/* added for the option parser (client/options.c) */
+	bool dirs_explicit;   /* -d given without -r: sent to a server as 'd' */
+	bool list_only_opt;   /* --list-only given (not just implied): sent on */
+	bool no_msgs2stderr;  /* --no-msgs2stderr (rsync's --stderr=client) */
+	bool modify_window_set; /* --modify-window / -@ given */
+	bool eight_bit_output; /* -8 */
+	bool compress_level_set; /* --compress-level / --zl given */
+	char **remote_options; /* -M/--remote-option values, sent to the server */
+	int nremote_options;
+	char *server_caps;    /* with --server: the -e capability letters the
+	                       * client sent (".LsfxCIvu"); rsh is set too */
+
+	/* the remaining non-option arguments */
+	char **args;
+	int nargs;
+};
+
+#endif

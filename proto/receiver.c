@@ -1,0 +1,404 @@
+/*
+ * The receiver: reads the sender's replies, rebuilds each file from
+ * literal data and blocks of the basis into a temporary file beside it,
+ * checks the whole-file sum, and renames it into place. Mirrors rsync
+ * receiver.c:recv_files() and receive_data().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proto/fileio.h"
+#include "proto/recvside.h"
+#include "proto/tempfile.h"
+
+#define OUT_BUF (256 * 1024)
+/* rsync sends literal runs of at most 32 KiB; anything far beyond that is
+ * not a stream any sender produces, so refuse it rather than trust it. */
+#define MAX_LITERAL_TOKEN (16 * 1024 * 1024)
+
+struct rcv {
+	struct recv_ctx *rc;
+	struct session *s;
+	const struct ferry_opts *o;
+	struct dir_cursor dirs;
+	uint8_t *data;     /* literal / block buffer */
+	uint8_t *out;      /* pending output */
+	size_t out_len;
+	int phase_dones;   /* NDX_DONEs read from the sender */
+};
+
+void recv_note_done(struct recv_ctx *rc)
+{
+	pthread_mutex_lock(&rc->lock);
+	rc->done_count++;
+	pthread_cond_broadcast(&rc->cond);
+	pthread_mutex_unlock(&rc->lock);
+}
+
+void recv_queue_redo(struct recv_ctx *rc, int32_t ndx)
+{
+	pthread_mutex_lock(&rc->lock);
+	if (rc->nredo == rc->redo_cap) {
+		size_t cap = rc->redo_cap ? rc->redo_cap * 2 : 16;
+		int32_t *r = realloc(rc->redo, cap * sizeof *r);
+		if (r) {
+			rc->redo = r;
+			rc->redo_cap = cap;
+		}
+	}
+	if (rc->nredo < rc->redo_cap)
+		rc->redo[rc->nredo++] = ndx;
+	pthread_cond_broadcast(&rc->cond);
+	pthread_mutex_unlock(&rc->lock);
+}
+
+/* mirrors the bounds of rsync io.c:read_sum_head() */
+static bool read_sum_head(struct rcv *r, struct sum_head *h)
+{
+	struct session *s = r->s;
+	int32_t max_block = s->protocol < 30 ? (1 << 29) : (1 << 17);
+
+	if (!wire_read_i32(&s->in, &h->count) || !wire_read_i32(&s->in, &h->blength))
+		return false;
+	if (s->protocol >= 27) {
+		if (!wire_read_i32(&s->in, &h->s2length))
+			return false;
+	} else {
+		h->s2length = 2;
+	}
+	if (!wire_read_i32(&s->in, &h->remainder))
+		return false;
+	if (h->count < 0)
+		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid checksum count %d", h->count);
+	if (h->blength < 0 || h->blength > max_block || (h->count > 0 && h->blength == 0))
+		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid block length %d", h->blength);
+	if (h->s2length < 0 || (size_t)h->s2length > csum_len(s->xfer_csum))
+		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid checksum length %d",
+				 h->s2length);
+	if (h->remainder < 0 || h->remainder > h->blength)
+		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid remainder length %d",
+				 h->remainder);
+	return true;
+}
+
+static bool flush_out(struct rcv *r, int fd, const char *path)
+{
+	if (r->out_len == 0)
+		return true;
+	if (fd >= 0 && !fs_write_all(fd, r->out, r->out_len)) {
+		session_err(r->s, "write failed on \"%s\": %s", path, strerror(errno));
+		r->out_len = 0;
+		return false;
+	}
+	r->out_len = 0;
+	return true;
+}
+
+static bool emit(struct rcv *r, int fd, const char *path, const uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		size_t k = OUT_BUF - r->out_len < n ? OUT_BUF - r->out_len : n;
+		memcpy(r->out + r->out_len, p, k);
+		r->out_len += k;
+		p += k;
+		n -= k;
+		if (r->out_len == OUT_BUF && !flush_out(r, fd, path))
+			return false;
+	}
+	return true;
+}
+
+/* Read the token stream of one file, writing the result to fd (or
+ * discarding it when fd < 0). Returns false only on a stream error; a
+ * local write error sets *write_ok = false and keeps reading. */
+static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, int fd,
+			 const char *path, struct csum_ctx *sum, bool *write_ok)
+{
+	struct session *s = r->s;
+	int32_t token;
+
+	for (;;) {
+		if (!wire_read_i32(&s->in, &token))
+			return false;
+		if (token == 0)
+			break;
+		if (token > 0) {
+			if (token > MAX_LITERAL_TOKEN)
+				return wire_fail(&s->err, RERR_PROTOCOL,
+						 "literal run of %d bytes from sender is too long", token);
+			size_t left = (size_t)token;
+			s->stats.literal_data += token;
+			while (left > 0) {
+				size_t k = left < OUT_BUF ? left : OUT_BUF;
+				if (!wire_read(&s->in, r->data, k))
+					return false;
+				csum_file_update(sum, r->data, k);
+				if (*write_ok && !emit(r, fd, path, r->data, k))
+					*write_ok = false;
+				left -= k;
+			}
+			continue;
+		}
+		int64_t block = -(int64_t)token - 1;
+		if (block >= h->count)
+			return wire_fail(&s->err, RERR_PROTOCOL,
+					 "block index %lld out of range (count %d) for \"%s\"",
+					 (long long)block, h->count, path);
+		if (basis_fd < 0)
+			return wire_fail(&s->err, RERR_PROTOCOL,
+					 "sender referenced a block but no basis exists for \"%s\"", path);
+		size_t len = (block == h->count - 1 && h->remainder) ? (size_t)h->remainder
+								      : (size_t)h->blength;
+		off_t off = (off_t)block * h->blength;
+		ssize_t got = fs_pread_full(basis_fd, r->data, len, off);
+		if (got < (ssize_t)len) {
+			/* The basis changed under us: the sum check fails and the
+			 * redo pass fetches the whole file. */
+			memset(r->data + (got > 0 ? got : 0), 0, len - (size_t)(got > 0 ? got : 0));
+		}
+		s->stats.matched_data += (int64_t)len;
+		csum_file_update(sum, r->data, len);
+		if (*write_ok && !emit(r, fd, path, r->data, len))
+			*write_ok = false;
+	}
+	if (*write_ok && !flush_out(r, fd, path))
+		*write_ok = false;
+	return true;
+}
+
+static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, char *xname,
+			      size_t xsize)
+{
+	struct session *s = r->s;
+	uint16_t fl16;
+
+	for (;;) {
+		if (!wire_read_ndx(&s->in, ndx))
+			return false;
+		if (*ndx >= 0 || *ndx == NDX_DONE)
+			break;
+		if (*ndx == NDX_DEL_STATS) {
+			int32_t v;
+			for (int i = 0; i < 5; i++)
+				if (!wire_read_varint(&s->in, &v))
+					return false;
+			continue;
+		}
+		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid file index: %d", *ndx);
+	}
+	if (*ndx == NDX_DONE)
+		return true;
+	if ((size_t)*ndx >= r->rc->fl->count || !(r->rc->fl->sorted[*ndx]->flags & FE_ACTIVE))
+		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid file index: %d (count %zu)", *ndx,
+				 r->rc->fl->count);
+	if (s->protocol >= 29) {
+		if (!wire_read_u16(&s->in, &fl16))
+			return false;
+		*iflags = fl16;
+	} else {
+		*iflags = ITEM_TRANSFER | ITEM_MISSING_DATA;
+	}
+	if (*iflags & ITEM_BASIS_TYPE_FOLLOWS) {
+		uint8_t type;
+		if (!wire_read_u8(&s->in, &type))
+			return false;
+		/* We only ever ask with the destination file as basis. */
+		if (type != FNAMECMP_FNAME)
+			return wire_fail(&s->err, RERR_PROTOCOL,
+					 "sender named a basis (type %#x) we did not ask for", type);
+	}
+	xname[0] = '\0';
+	if ((*iflags & ITEM_XNAME_FOLLOWS) && !wire_read_vstring(&s->in, xname, xsize))
+		return false;
+	return true;
+}
+
+/* Open the basis we computed sums from: the destination file itself. */
+static int open_basis(struct rcv *r, const struct file_entry *f, const char *path)
+{
+	const char *leaf;
+	int dirfd;
+
+	if (r->rc->solo_name) {
+		dirfd = r->rc->rootfd;
+		leaf = r->rc->solo_name;
+	} else {
+		dirfd = dir_cursor_parent(&r->dirs, path, &leaf);
+	}
+	if (dirfd < 0)
+		return -1;
+	(void)f;
+	return openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static void discard_failed(struct rcv *r, int32_t ndx, const char *path, bool redo_allowed)
+{
+	struct recv_ctx *rc = r->rc;
+
+	if (redo_allowed && !(rc->state[ndx] & FS_REDO)) {
+		rc->state[ndx] |= FS_REDO;
+		if (r->o->verbose)
+			session_info(r->s,
+				     "WARNING: %s failed verification -- update discarded (will try again).\n",
+				     path);
+		recv_queue_redo(rc, ndx);
+	} else {
+		session_err(r->s, "ERROR: %s failed verification -- update discarded.", path);
+		rc->state[ndx] |= FS_FAILED;
+		r->s->got_xfer_error = true;
+	}
+}
+
+/* Receive one file's data into place. Returns false on a stream error. */
+static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags)
+{
+	struct recv_ctx *rc = r->rc;
+	struct session *s = r->s;
+	struct file_entry *f = rc->fl->sorted[ndx];
+	char path[MAXPATHLEN_WIRE * 2];
+	struct sum_head h;
+	struct csum_ctx sum;
+	uint8_t ours[CSUM_MAX_DIGEST], theirs[CSUM_MAX_DIGEST];
+	struct temp_file tf;
+	bool write_ok = true;
+
+	if (!flist_path(f, path, sizeof path))
+		return wire_fail(&s->err, RERR_PROTOCOL, "file name too long");
+	if (!S_ISREG(f->mode))
+		return wire_fail(&s->err, RERR_PROTOCOL,
+				 "received request to transfer non-regular file: %d", ndx);
+	if (!(rc->state[ndx] & FS_REQUESTED))
+		return wire_fail(&s->err, RERR_PROTOCOL, "sender sent \"%s\", which we did not request",
+				 path);
+	recv_log_item(rc, f, iflags, NULL);
+	if (r->o->dry_run)
+		return true;
+	if (!read_sum_head(r, &h))
+		return false;
+	int basis_fd = h.count > 0 ? open_basis(r, f, path) : -1;
+	if (!temp_open(&tf, rc, &r->dirs, path, f))
+		write_ok = false;
+	csum_file_init(&sum, s->xfer_csum, s->seed);
+	s->stats.total_transferred_size += f->size;
+	bool ok = receive_data(r, &h, basis_fd, write_ok ? tf.fd : -1, path, &sum, &write_ok);
+	if (basis_fd >= 0)
+		close(basis_fd);
+	if (!ok) {
+		temp_abandon(&tf);
+		return false;
+	}
+	size_t n = csum_len(s->xfer_csum);
+	if (!wire_read(&s->in, theirs, n)) {
+		temp_abandon(&tf);
+		return false;
+	}
+	csum_file_final(&sum, ours);
+	if (!write_ok) {
+		temp_discard(&tf);
+		rc->state[ndx] |= FS_FAILED;
+		s->got_xfer_error = true;
+		return true;
+	}
+	if (memcmp(ours, theirs, n) != 0 && s->xfer_csum != CSUM_NONE) {
+		temp_discard(&tf);
+		discard_failed(r, ndx, path, true);
+		return true;
+	}
+	if (!temp_commit(&tf, f)) {
+		rc->state[ndx] |= FS_FAILED;
+		s->got_xfer_error = true;
+		return true;
+	}
+	rc->state[ndx] |= FS_DONE;
+	s->stats.xferred_files++;
+	if (iflags & ITEM_IS_NEW) {
+		s->stats.created_files++;
+		s->stats.created_reg++;
+	}
+	return true;
+}
+
+/* The sender's statistics after its last phase (main.c: handle_stats). */
+static bool read_stats(struct rcv *r)
+{
+	struct session *s = r->s;
+	int64_t v[5] = {0};
+	int n = s->protocol >= 29 ? 5 : 3;
+
+	for (int i = 0; i < n; i++)
+		if (!wire_read_varlong30(&s->in, 3, &v[i]))
+			return false;
+	/* The sender's "read" is what we wrote, and the other way round. */
+	s->stats.total_read = v[1];
+	s->stats.total_written = v[0];
+	s->stats.flist_buildtime_ms = v[3];
+	s->stats.flist_xfertime_ms = v[4];
+	return true;
+}
+
+static bool receive_replies(struct rcv *r)
+{
+	struct session *s = r->s;
+	int max_phase = s->protocol >= 29 ? 2 : 1;
+	char xname[MAXPATHLEN_WIRE];
+	int32_t ndx;
+	int iflags;
+
+	for (;;) {
+		if (!read_reply_header(r, &ndx, &iflags, xname, sizeof xname))
+			return false;
+		if (ndx == NDX_DONE) {
+			r->phase_dones++;
+			recv_note_done(r->rc);
+			if (r->phase_dones > max_phase)
+				break;
+			continue;
+		}
+		if (!(iflags & ITEM_TRANSFER)) {
+			recv_log_item(r->rc, r->rc->fl->sorted[ndx], iflags, xname[0] ? xname : NULL);
+			continue;
+		}
+		if (r->phase_dones >= 2)
+			return wire_fail(&s->err, RERR_PROTOCOL, "got transfer request in phase 2");
+		if (!recv_one_file(r, ndx, iflags))
+			return false;
+	}
+	if (!s->am_server && !read_stats(r))
+		return false;
+	if (s->protocol >= 31) {
+		if (!read_reply_header(r, &ndx, &iflags, xname, sizeof xname))
+			return false;
+		if (ndx != NDX_DONE)
+			return wire_fail(&s->err, RERR_PROTOCOL, "Invalid packet at end of run (%d)", ndx);
+		recv_note_done(r->rc);
+	}
+	return true;
+}
+
+bool receiver_run(struct recv_ctx *rc)
+{
+	struct rcv r = {.rc = rc, .s = rc->s, .o = rc->s->opts};
+	bool ok;
+
+	dir_cursor_init(&r.dirs, rc->rootfd);
+	r.data = malloc(OUT_BUF);
+	r.out = malloc(OUT_BUF);
+	ok = r.data && r.out ? receive_replies(&r)
+			     : wire_fail(&rc->s->err, RERR_MALLOC, "out of memory");
+	free(r.data);
+	free(r.out);
+	dir_cursor_close(&r.dirs);
+	pthread_mutex_lock(&rc->lock);
+	if (ok)
+		rc->receiver_finished = true;
+	else
+		rc->receiver_failed = true;
+	pthread_cond_broadcast(&rc->cond);
+	pthread_mutex_unlock(&rc->lock);
+	return ok;
+}

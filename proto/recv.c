@@ -1,0 +1,99 @@
+/*
+ * Running the receiving side: shared state, the two threads, and the end.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "proto/delete.h"
+#include "proto/recvside.h"
+#include "proto/tempfile.h"
+
+void recv_mark_dir_failed(struct recv_ctx *rc, const char *path)
+{
+	char **t = realloc(rc->failed_dirs, (rc->nfailed_dirs + 1) * sizeof *t);
+
+	if (!t)
+		return;
+	rc->failed_dirs = t;
+	rc->failed_dirs[rc->nfailed_dirs] = strdup(path);
+	if (rc->failed_dirs[rc->nfailed_dirs])
+		rc->nfailed_dirs++;
+}
+
+/* Within each hard-link group the first member in sorted order is the one
+ * transferred; the others are linked to it (hlink.c: match_hard_links). */
+static bool match_hard_links(struct recv_ctx *rc)
+{
+	struct flist *fl = rc->fl;
+	int32_t *first = malloc(fl->count * sizeof *first);
+
+	if (!first)
+		return false;
+	for (size_t i = 0; i < fl->count; i++)
+		first[i] = -1;
+	for (size_t i = 0; i < fl->count; i++) {
+		struct file_entry *f = fl->sorted[i];
+		if (!(f->flags & FE_ACTIVE) || !(f->flags & FE_HLINKED) || S_ISDIR(f->mode))
+			continue;
+		int32_t g = f->hlink_group;
+		if (g < 0 || (size_t)g >= fl->count)
+			continue;
+		if (first[g] < 0) {
+			first[g] = (int32_t)i;
+			f->hl_first = (int32_t)i;
+		} else {
+			f->hl_first = first[g];
+			f->flags |= FE_SKIP_HLINK;
+		}
+	}
+	free(first);
+	return true;
+}
+
+static void end_of_run_notes(struct recv_ctx *rc)
+{
+	if (rc->skipped_deletes) {
+		session_err(rc->s, "Deletions stopped due to --max-delete limit (%ld skipped)",
+			    rc->skipped_deletes);
+		rc->s->io_error |= IOERR_DEL_LIMIT;
+	}
+}
+
+int recv_run(struct recv_ctx *rc)
+{
+	struct session *s = rc->s;
+	pthread_t gen;
+
+	pthread_mutex_init(&rc->lock, NULL);
+	pthread_cond_init(&rc->cond, NULL);
+	rc->state = calloc(rc->fl->count ? rc->fl->count : 1, 1);
+	if (!rc->state || !match_hard_links(rc) ||
+	    (s->opts->delete_mode != DELETE_NONE && !delete_index_build(rc))) {
+		wire_fail(&s->err, RERR_MALLOC, "out of memory");
+		return session_exit_code(s);
+	}
+	temp_install_signal_cleanup();
+	if (pthread_create(&gen, NULL, generator_main, rc) != 0) {
+		wire_fail(&s->err, RERR_IPC, "cannot start the generator thread: %s",
+			  strerror(errno));
+		return session_exit_code(s);
+	}
+	receiver_run(rc);
+	if (wire_error_code(&s->err)) {
+		/* Unblock a generator waiting on the peer: nothing more will come. */
+		shutdown(s->out.fd, SHUT_RDWR);
+	}
+	pthread_join(gen, NULL);
+	end_of_run_notes(rc);
+	delete_index_free(rc);
+	for (size_t i = 0; i < rc->nfailed_dirs; i++)
+		free(rc->failed_dirs[i]);
+	free(rc->failed_dirs);
+	free(rc->state);
+	free(rc->redo);
+	return session_exit_code(s);
+}

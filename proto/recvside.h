@@ -1,0 +1,91 @@
+/*
+ * The receiving side of a transfer: the generator (decides what to ask
+ * for, sends block sums) and the receiver (rebuilds files from the
+ * sender's token streams) run as two threads over one session; the
+ * generator owns the output stream, the receiver the input stream.
+ */
+#ifndef FERRY_RECVSIDE_H
+#define FERRY_RECVSIDE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto/fileio.h"
+#include "proto/flist.h"
+#include "proto/session.h"
+
+/* Per-entry state shared by the two threads (indexed like fl->sorted). */
+#define FS_REQUESTED 0x01  /* a transfer was requested */
+#define FS_DONE 0x02       /* received and renamed into place */
+#define FS_FAILED 0x04     /* given up */
+#define FS_REDO 0x08       /* queued for the redo pass */
+
+struct recv_ctx {
+	struct session *s;
+	struct flist *fl;
+	int rootfd;               /* destination directory */
+	const char *solo_name;    /* single-file destination name, or NULL */
+	bool dry_run_missing_root;
+	bool list_only;           /* --list-only: request nothing */
+
+	uint8_t *state;           /* FS_* per sorted index */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int32_t *redo;            /* indexes to request again */
+	size_t nredo, redo_cap;
+	int done_count;           /* NDX_DONEs the receiver has read */
+	bool receiver_finished;   /* stats read, receiver ended */
+	bool receiver_failed;
+
+	char **failed_dirs;       /* dirs we could not create: skip their contents */
+	size_t nfailed_dirs;
+
+	struct filter_list *filters; /* the rules we sent, for --delete */
+	char **names;             /* hash set of listed paths, for --delete */
+	size_t names_cap;
+	long deletions;           /* for --max-delete */
+	long skipped_deletes;
+	bool warned_io_error;
+	int64_t start_ms;
+};
+
+/* Run the receiving side after the file list has been received and
+ * sorted. Returns the exit code. */
+int recv_run(struct recv_ctx *rc);
+
+/* The generator thread's body. */
+void *generator_main(void *arg);
+/* The receiver's loop (runs on the calling thread). */
+bool receiver_run(struct recv_ctx *rc);
+
+/* Tell the generator about progress (receiver thread). */
+void recv_note_done(struct recv_ctx *rc);
+void recv_queue_redo(struct recv_ctx *rc, int32_t ndx);
+
+/* The path the entry is written to (solo-file destination aware). */
+bool recv_dest_path(const struct recv_ctx *rc, const struct file_entry *f, char *buf,
+		    size_t size);
+
+/* Block-size and strong-sum-length rules (generator.c: sum_sizes_sqroot). */
+struct sum_head {
+	int32_t count, blength, s2length, remainder;
+};
+void sum_sizes_sqroot(struct sum_head *h, int64_t len, int protocol, long block_size,
+		      size_t digest_len, bool redo);
+
+/* Set permissions, owner and times of a finished entry at dirfd/leaf,
+ * mirroring rsync rsync.c:set_file_attrs(). `st` is the current state (or
+ * NULL if unknown). Returns the ITEM_REPORT_* bits that changed. */
+int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct file_entry *f,
+		const struct stat *st, bool set_times);
+
+/* Is the entry inside a directory we failed to create? */
+bool parent_failed(struct recv_ctx *rc, const struct file_entry *f);
+void recv_mark_dir_failed(struct recv_ctx *rc, const char *path);
+
+/* Print one item line the way rsync's client does for -v/-i/--out-format. */
+void recv_log_item(struct recv_ctx *rc, const struct file_entry *f, int iflags,
+		   const char *xname);
+
+#endif

@@ -1,0 +1,166 @@
+/*
+ * Session set-up, the handler for the peer's out-of-band messages, and the
+ * exit-code rules.
+ */
+#include "proto/session.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+/* Print the peer's text as it came; it normally ends in a newline. */
+static void print_peer_text(FILE *fp, const uint8_t *payload, size_t len)
+{
+	fwrite(payload, 1, len, fp);
+	if (len == 0 || payload[len - 1] != '\n')
+		fputc('\n', fp);
+	fflush(fp);
+}
+
+static bool on_error_exit(struct session *s, const uint8_t *payload, size_t len)
+{
+	int32_t code;
+
+	if (len == 0) {
+		/* The peer acknowledges our error exit; nothing more to say. */
+		return wire_fail(&s->err, s->peer_exit_code ? s->peer_exit_code : RERR_STREAMIO, " ");
+	}
+	if (len != 4)
+		return wire_fail(&s->err, RERR_STREAMIO, "invalid MSG_ERROR_EXIT of %zu bytes", len);
+	code = (int32_t)get_le32(payload);
+	s->peer_exit_code = code;
+	if (s->protocol >= 31)
+		wire_send_msg(&s->out, MSG_ERROR_EXIT, payload, 4);
+	/* The peer already printed why; exit quietly with its code. */
+	return wire_fail(&s->err, code > 0 ? code : RERR_STREAMIO, " ");
+}
+
+static bool on_message(void *ctx, struct wire_in *in, int code, const uint8_t *payload, size_t len)
+{
+	struct session *s = ctx;
+
+	switch (code) {
+	case MSG_INFO:
+		if (!s->opts->quiet || s->am_server)
+			print_peer_text(s->info, payload, len);
+		return true;
+	case MSG_ERROR_XFER:
+		s->got_xfer_error = true;
+		print_peer_text(stderr, payload, len);
+		return true;
+	case MSG_ERROR:
+	case MSG_WARNING:
+		print_peer_text(stderr, payload, len);
+		return true;
+	case MSG_IO_ERROR:
+		if (len != 4)
+			return wire_fail(&s->err, RERR_STREAMIO, "invalid MSG_IO_ERROR");
+		if (!s->opts->ignore_errors)
+			s->io_error |= (int)(get_le32(payload) & IOERR_VALID_MASK);
+		return true;
+	case MSG_IO_TIMEOUT:
+		if (len != 4)
+			return wire_fail(&s->err, RERR_STREAMIO, "invalid MSG_IO_TIMEOUT");
+		{
+			int32_t t = (int32_t)get_le32(payload);
+			if (t > 0 && t <= 86400 &&
+			    (in->timeout_ms == 0 || t * 1000 < in->timeout_ms)) {
+				in->timeout_ms = t * 1000;
+				s->out.timeout_ms = t * 1000;
+			}
+		}
+		return true;
+	case MSG_NOOP:
+		return true;
+	case MSG_NO_SEND:
+	case MSG_SUCCESS:
+		return len == 4 || wire_fail(&s->err, RERR_STREAMIO, "invalid message %d", code);
+	case MSG_DELETED:
+		if (s->opts->verbose || s->opts->itemize) {
+			const char *name = (const char *)payload;
+			bool dir = len > 0 && payload[len - 1] == '\0';
+			fprintf(s->info, "%s%.*s%s\n",
+				s->opts->itemize ? "*deleting   " : "deleting ",
+				(int)(dir ? len - 1 : len), name, dir ? "/" : "");
+		}
+		return true;
+	case MSG_ERROR_EXIT:
+		return on_error_exit(s, payload, len);
+	default:
+		return wire_fail(&s->err, RERR_STREAMIO, "unexpected tag %d", code);
+	}
+}
+
+void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, int fd_out)
+{
+	memset(s, 0, sizeof *s);
+	s->opts = opts;
+	s->protocol = PROTOCOL_NEWEST;
+	s->xfer_csum = CSUM_MD5;
+	s->flist_csum = CSUM_MD5;
+	s->am_root = geteuid() == 0;
+	s->info = stdout;
+	wire_error_init(&s->err);
+	wire_in_init(&s->in, fd_in, &s->err);
+	wire_out_init(&s->out, fd_out, &s->err);
+	s->in.on_msg = on_message;
+	s->in.msg_ctx = s;
+	s->in.timeout_ms = s->out.timeout_ms = opts->timeout * 1000;
+}
+
+void session_free(struct session *s)
+{
+	wire_in_free(&s->in);
+	wire_out_free(&s->out);
+	free(s->uids.from);
+	free(s->uids.to);
+	free(s->gids.from);
+	free(s->gids.to);
+	free(s->fl.hl_pairs);
+}
+
+void session_err(struct session *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	(void)s;
+	fflush(stdout);
+	fputs("ferry: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void session_info(struct session *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(s->info, fmt, ap);
+	va_end(ap);
+}
+
+/* mirrors the io_error part of rsync cleanup.c:_exit_cleanup() */
+int session_exit_code(struct session *s)
+{
+	int code = wire_error_code(&s->err);
+
+	if (code)
+		return code;
+	/* Later checks win, as in rsync. */
+	if (s->io_error & IOERR_DEL_LIMIT)
+		code = RERR_DEL_LIMIT;
+	if (s->io_error & IOERR_VANISHED)
+		code = RERR_VANISHED;
+	if (s->io_error & IOERR_GENERAL || s->got_xfer_error)
+		code = RERR_PARTIAL;
+	return code;
+}

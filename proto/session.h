@@ -1,0 +1,132 @@
+/*
+ * One transfer session: the negotiated protocol facts, the two byte
+ * streams, the statistics, and the options it runs with. Passed explicitly
+ * to every function of the engine.
+ */
+#ifndef FERRY_SESSION_H
+#define FERRY_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "proto/checksum.h"
+#include "proto/flist.h"
+#include "proto/opts.h"
+#include "proto/wire.h"
+
+#define PROTOCOL_NEWEST 32
+#define PROTOCOL_OLDEST 27
+
+/* Compat flags (compat.c). */
+#define CF_INC_RECURSE (1u << 0)
+#define CF_SYMLINK_TIMES (1u << 1)
+#define CF_SYMLINK_ICONV (1u << 2)
+#define CF_SAFE_FLIST (1u << 3)
+#define CF_AVOID_XATTR_OPTIM (1u << 4)
+#define CF_CHKSUM_SEED_FIX (1u << 5)
+#define CF_INPLACE_PARTIAL_DIR (1u << 6)
+#define CF_VARINT_FLIST_FLAGS (1u << 7)
+#define CF_ID0_NAMES (1u << 8)
+
+/* Item flags (rsync.h: ITEM_*). */
+#define ITEM_REPORT_ATIME (1 << 0)
+#define ITEM_REPORT_CHANGE (1 << 1)
+#define ITEM_REPORT_SIZE (1 << 2)
+#define ITEM_REPORT_TIMEFAIL (1 << 2)
+#define ITEM_REPORT_TIME (1 << 3)
+#define ITEM_REPORT_PERMS (1 << 4)
+#define ITEM_REPORT_OWNER (1 << 5)
+#define ITEM_REPORT_GROUP (1 << 6)
+#define ITEM_REPORT_ACL (1 << 7)
+#define ITEM_REPORT_XATTR (1 << 8)
+#define ITEM_REPORT_CRTIME (1 << 10)
+#define ITEM_BASIS_TYPE_FOLLOWS (1 << 11)
+#define ITEM_XNAME_FOLLOWS (1 << 12)
+#define ITEM_IS_NEW (1 << 13)
+#define ITEM_LOCAL_CHANGE (1 << 14)
+#define ITEM_TRANSFER (1 << 15)
+/* not sent */
+#define ITEM_MISSING_DATA (1 << 16)
+#define ITEM_DELETED (1 << 17)
+#define ITEM_MATCHED (1 << 18)
+
+#define SIGNIFICANT_ITEM_FLAGS                                                     \
+	(~(ITEM_BASIS_TYPE_FOLLOWS | ITEM_XNAME_FOLLOWS | ITEM_LOCAL_CHANGE))
+
+#define FNAMECMP_FNAME 0x80
+
+struct stats {
+	int64_t total_size;          /* sizes of regular files and symlinks */
+	int64_t total_transferred_size;
+	int64_t literal_data;
+	int64_t matched_data;
+	int64_t flist_size;
+	int64_t flist_buildtime_ms;
+	int64_t flist_xfertime_ms;
+	int64_t total_read, total_written; /* as reported at the end */
+	int num_files, num_reg, num_dirs, num_symlinks, num_devices, num_specials;
+	int created_files, created_reg, created_dirs, created_symlinks,
+		created_devices, created_specials;
+	int deleted_files, deleted_reg, deleted_dirs, deleted_symlinks,
+		deleted_devices, deleted_specials;
+	int xferred_files;
+};
+
+/* Names of uids/gids sent by the peer, to map them to local ids. */
+struct id_map {
+	uint32_t *from;
+	uint32_t *to;
+	size_t count, cap;
+};
+
+struct session {
+	const struct ferry_opts *opts;
+	int protocol;              /* negotiated */
+	uint32_t compat_flags;
+	int32_t seed;
+	enum csum_type xfer_csum;  /* block and whole-file sums */
+	enum csum_type flist_csum; /* --checksum sums */
+	bool proper_seed_order;
+	bool varint_flist_flags;
+	bool id0_names;
+	bool safe_flist;
+	bool am_server;
+	bool am_sender;
+	bool am_root;
+
+	struct wire_error err;
+	struct wire_in in;
+	struct wire_out out;
+
+	struct stats stats;
+	int io_error;               /* IOERR_* bits seen (ours and the peer's) */
+	bool got_xfer_error;        /* a file failed: exit 23 */
+	int peer_exit_code;         /* from MSG_ERROR_EXIT */
+
+	struct id_map uids, gids;
+	struct flist_codec fl;      /* file-list decoding state */
+	FILE *info;                 /* where MSG_INFO and our -v output go */
+};
+
+/* Record the peer's name for an id and the local id it maps to. */
+bool id_map_add(struct session *s, struct id_map *map, uint32_t id, const char *name,
+		bool is_user);
+/* Map an entry's uid/gid to local ids as rsync's match_uid/match_gid do. */
+void id_map_apply(struct session *s, struct file_entry *f);
+
+void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, int fd_out);
+void session_free(struct session *s);
+
+/* Print an error like rsync's rprintf(FERROR): "ferry: ..." on stderr. */
+void session_err(struct session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Informational output (stdout for a client). */
+void session_info(struct session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* The final exit code: the stream error if any, else derived from io_error
+ * and transfer errors as rsync's _exit_cleanup() does. */
+int session_exit_code(struct session *s);
+
+#endif

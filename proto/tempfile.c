@@ -1,0 +1,143 @@
+/*
+ * Temporary files for the receiver (see tempfile.h).
+ */
+#include "proto/tempfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The one file being written, for the signal handler. A signal handler
+ * cannot be handed a context, so this is the one piece of process-wide
+ * state; it is only written by the receiver thread. */
+static struct temp_file *volatile active_temp;
+
+static void on_fatal_signal(int sig)
+{
+	struct temp_file *t = active_temp;
+
+	(void)sig;
+	if (t && t->fd >= 0 && !t->inplace) {
+		if (t->keep_partial)
+			renameat(t->dirfd, t->tmpname, t->dirfd, t->leaf);
+		else
+			unlinkat(t->dirfd, t->tmpname, 0);
+	}
+	_exit(20); /* RERR_SIGNAL */
+}
+
+void temp_install_signal_cleanup(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_fatal_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
+	       const char *path, const struct file_entry *f)
+{
+	const char *leaf;
+	int dirfd;
+
+	memset(t, 0, sizeof *t);
+	t->rc = rc;
+	t->fd = -1;
+	t->dirfd = -1;
+	t->inplace = rc->s->opts->inplace;
+	t->keep_partial = rc->s->opts->partial;
+	snprintf(t->path, sizeof t->path, "%s", path);
+	(void)f;
+	if (rc->solo_name) {
+		dirfd = rc->rootfd;
+		leaf = rc->solo_name;
+	} else {
+		dirfd = dir_cursor_parent(dirs, path, &leaf);
+	}
+	if (dirfd < 0 || strlen(leaf) >= sizeof t->leaf) {
+		session_err(rc->s, "cannot open the directory of \"%s\": %s", path,
+			    strerror(dirfd < 0 ? errno : ENAMETOOLONG));
+		return false;
+	}
+	snprintf(t->leaf, sizeof t->leaf, "%s", leaf);
+	t->dirfd = dup(dirfd);
+	if (t->dirfd < 0)
+		return false;
+	if (t->inplace) {
+		t->fd = openat(t->dirfd, leaf, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		snprintf(t->tmpname, sizeof t->tmpname, "%s", leaf);
+	} else {
+		t->fd = fs_create_temp(t->dirfd, leaf, t->tmpname, sizeof t->tmpname);
+	}
+	if (t->fd < 0) {
+		session_err(rc->s, "mkstemp \"%s\" failed: %s", path, strerror(errno));
+		close(t->dirfd);
+		t->dirfd = -1;
+		return false;
+	}
+	active_temp = t;
+	return true;
+}
+
+static void temp_close(struct temp_file *t)
+{
+	active_temp = NULL;
+	if (t->fd >= 0)
+		close(t->fd);
+	t->fd = -1;
+	if (t->dirfd >= 0)
+		close(t->dirfd);
+	t->dirfd = -1;
+}
+
+bool temp_commit(struct temp_file *t, const struct file_entry *f)
+{
+	struct session *s = t->rc->s;
+	bool ok = true;
+
+	if (t->dirfd < 0)
+		return false;
+	if (t->inplace) {
+		off_t end = lseek(t->fd, 0, SEEK_CUR);
+		if (end >= 0 && ftruncate(t->fd, end) < 0)
+			ok = false;
+	}
+	/* Attributes go on the temp file, so the final name appears complete. */
+	if (ok && apply_attrs(t->rc, t->dirfd, t->tmpname, f, NULL, true) < 0)
+		ok = false;
+	if (ok && !t->inplace && renameat(t->dirfd, t->tmpname, t->dirfd, t->leaf) < 0) {
+		session_err(s, "rename \"%s\" -> \"%s\" failed: %s", t->tmpname, t->path,
+			    strerror(errno));
+		unlinkat(t->dirfd, t->tmpname, 0);
+		ok = false;
+	}
+	temp_close(t);
+	return ok;
+}
+
+void temp_discard(struct temp_file *t)
+{
+	if (t->dirfd >= 0 && !t->inplace)
+		unlinkat(t->dirfd, t->tmpname, 0);
+	temp_close(t);
+}
+
+void temp_abandon(struct temp_file *t)
+{
+	if (t->dirfd >= 0 && !t->inplace) {
+		if (t->keep_partial)
+			renameat(t->dirfd, t->tmpname, t->dirfd, t->leaf);
+		else
+			unlinkat(t->dirfd, t->tmpname, 0);
+	}
+	temp_close(t);
+}

@@ -1,0 +1,39 @@
+/*
+ * Receiving into a temporary file beside the destination and renaming it
+ * into place, so an interrupted transfer never leaves a truncated file
+ * under the final name (rsync receiver.c: get_tmpname, finish_transfer).
+ */
+#ifndef FERRY_TEMPFILE_H
+#define FERRY_TEMPFILE_H
+
+#include <stdbool.h>
+
+#include "proto/fileio.h"
+#include "proto/recvside.h"
+
+struct temp_file {
+	struct recv_ctx *rc;
+	int dirfd;            /* a dup of the parent dir, owned */
+	int fd;               /* the data fd, -1 when closed */
+	char tmpname[300];
+	char leaf[256];
+	char path[8192];      /* for messages */
+	bool inplace;
+	bool keep_partial;
+};
+
+/* Create the temporary file (or open the destination with --inplace). */
+bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
+	       const char *path, const struct file_entry *f);
+/* Set the entry's attributes and rename into place. */
+bool temp_commit(struct temp_file *t, const struct file_entry *f);
+/* Throw the data away (checksum mismatch or write error). */
+void temp_discard(struct temp_file *t);
+/* The stream broke: keep the partial file with --partial, else remove. */
+void temp_abandon(struct temp_file *t);
+
+/* Install SIGINT/SIGTERM/SIGHUP/SIGPIPE handlers that clean up the active
+ * temporary file before exiting with rsync's code 20. */
+void temp_install_signal_cleanup(void);
+
+#endif
