@@ -71,7 +71,9 @@ static bool listed(const struct recv_ctx *rc, const char *path)
 
 static bool protected_by_filter(struct recv_ctx *rc, const char *path, bool is_dir)
 {
-	if (!rc->filters || rc->s->opts->delete_excluded)
+	/* filter_list_from_opts() already made plain rules sender-only under
+	 * --delete-excluded, so protect/risk rules still count here. */
+	if (!rc->filters)
 		return false;
 	return filter_check(rc->filters, path, is_dir, true) < 0;
 }

@@ -38,7 +38,6 @@
 
 /* Internal parse flags, beside FILTER_PARSE_*. */
 #define X_PERDIR 0x100 /* XFLG_ANCHORED2ABS: a per-directory file's rules */
-#define X_FATAL 0x200  /* XFLG_FATAL_ERRORS: a missing merge file is an error */
 
 /* What "-C" stands for (rsync's DEFAULT_CVSIGNORE, as documented under
  * --cvs-exclude). */

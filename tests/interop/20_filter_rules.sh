@@ -175,7 +175,7 @@ check_case() {
     return 1
 }
 
-for name in $(sed -n 's/^== \([^:]*\):.*/\1/p' "$OUT"); do
+while IFS= read -r name; do
     t_check "$name" check_case "$name"
-done
+done < <(sed -n 's/^== \([^:]*\):.*/\1/p' "$OUT")
 t_done
