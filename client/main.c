@@ -2,12 +2,15 @@
  * ferry's entry point: one executable that is the client, the daemon
  * (--daemon) and the server (--server), like rsync.
  */
+#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "client/options.h"
 #include "client/pull.h"
 #include "client/remote.h"
+#include "proto/server.h"
 
 #define MAX_SOURCES 64
 
@@ -48,6 +51,25 @@ static int run_client(const struct ferry_opts *o)
 	return client_pull(o, srcs, nsrc, o->list_only ? NULL : dest);
 }
 
+/* --server: the remote end of a remote-shell session, on stdin/stdout.
+ * The arguments are "." and the paths (main.c: start_server). */
+static int run_server(const struct ferry_opts *o)
+{
+	struct session s;
+	struct server_ctx ctx = {
+		.root_fd = AT_FDCWD,
+		.paths = o->nargs > 1 ? o->args + 1 : NULL,
+		.npaths = o->nargs > 1 ? o->nargs - 1 : 0,
+		.client_caps = o->server_caps,
+	};
+
+	session_init(&s, o, STDIN_FILENO, STDOUT_FILENO);
+	s.info = stderr;
+	int code = server_run(&s, &ctx);
+	session_free(&s);
+	return code;
+}
+
 int main(int argc, char **argv)
 {
 	struct ferry_opts o;
@@ -60,8 +82,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "ferry: --daemon is not supported yet\n");
 			rc = RERR_UNSUPPORTED;
 		} else if (o.server) {
-			fprintf(stderr, "ferry: --server is not supported yet\n");
-			rc = RERR_UNSUPPORTED;
+			rc = run_server(&o);
 		} else if (!o.nargs) {
 			usage_print_help(stderr);
 			rc = RERR_SYNTAX;

@@ -82,6 +82,13 @@ static void log_deletion(struct recv_ctx *rc, const char *path, bool is_dir)
 {
 	const struct ferry_opts *o = rc->s->opts;
 
+	if (rc->s->am_server) {
+		/* The client logs our deletions (log.c: log_delete): a
+		 * directory's name carries a trailing NUL. */
+		if (rc->s->protocol >= 29 && rc->s->out.mux)
+			wire_send_msg(&rc->s->out, MSG_DELETED, path, strlen(path) + (is_dir ? 1 : 0));
+		return;
+	}
 	if (o->itemize)
 		session_info(rc->s, "*deleting   %s%s\n", path, is_dir ? "/" : "");
 	else if (o->verbose)

@@ -299,6 +299,27 @@ static long find_as_file(struct flist *fl, const struct file_entry *f, size_t lo
 	return -1;
 }
 
+bool flist_sort_sender(struct session *s, struct flist *fl)
+{
+	struct sort_ctx c = {.protocol = s->protocol};
+
+	fl->low = 0;
+	fl->high = fl->count ? fl->count - 1 : 0;
+	if (fl->count == 0)
+		return true;
+	struct file_entry **tmp = malloc((fl->count + 1) / 2 * sizeof *tmp + sizeof *tmp);
+	fl->sorted = malloc(fl->count * sizeof *fl->sorted);
+	if (!tmp || !fl->sorted) {
+		free(tmp);
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory sorting the file list");
+	}
+	for (size_t i = 0; i < fl->count; i++)
+		fl->sorted[i] = &fl->files[i];
+	merge_sort(&c, fl->sorted, fl->count, tmp);
+	free(tmp);
+	return true;
+}
+
 bool flist_sort_and_clean(struct session *s, struct flist *fl)
 {
 	struct sort_ctx c = {.protocol = s->protocol};

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
+#include <unistd.h>
 
 #define NEGOTIATE_LIST_MAX 1024
 
@@ -155,4 +157,64 @@ bool negotiate_client(struct session *s, int remote_protocol)
 	if (!wire_read_i32(&s->in, &s->seed))
 		return false;
 	return true;
+}
+
+/* Server side of the checksum negotiation: we send our list (with
+ * "none"), read the client's, and take our best name it offers. */
+static bool negotiate_checksums_server(struct session *s)
+{
+	return negotiate_checksums(s);
+}
+
+bool negotiate_server(struct session *s, int remote_protocol, const char *client_caps)
+{
+	int32_t v;
+
+	if (remote_protocol == 0) {
+		if (!wire_write_i32(&s->out, PROTOCOL_NEWEST) || !wire_flush(&s->out))
+			return false;
+		if (!wire_read_i32(&s->in, &v))
+			return false;
+		if (v < 20 || v > 40)
+			return wire_fail(&s->err, RERR_PROTOCOL, "protocol version mismatch");
+		remote_protocol = v;
+	}
+	set_protocol(s, remote_protocol < PROTOCOL_NEWEST ? remote_protocol : PROTOCOL_NEWEST);
+	if (s->protocol < PROTOCOL_OLDEST)
+		return wire_fail(&s->err, RERR_PROTOCOL,
+				 "the client speaks protocol %d; ferry needs at least %d", s->protocol,
+				 PROTOCOL_OLDEST);
+	if (s->protocol >= 30) {
+		const char *caps = client_caps ? client_caps : "";
+		/* We can set symlink times on Linux; we never offer incremental
+		 * recursion or iconv (compat.c: setup_protocol). */
+		uint32_t flags = CF_SYMLINK_TIMES;
+		if (strchr(caps, 'f'))
+			flags |= CF_SAFE_FLIST;
+		if (strchr(caps, 'x'))
+			flags |= CF_AVOID_XATTR_OPTIM;
+		if (strchr(caps, 'C'))
+			flags |= CF_CHKSUM_SEED_FIX;
+		if (strchr(caps, 'I'))
+			flags |= CF_INPLACE_PARTIAL_DIR;
+		if (strchr(caps, 'u'))
+			flags |= CF_ID0_NAMES;
+		if (strchr(caps, 'v'))
+			flags |= CF_VARINT_FLIST_FLAGS;
+		bool ok = strchr(caps, 'V') ? wire_write_u8(&s->out, (uint8_t)(flags | 0x80))
+					    : wire_write_varint(&s->out, (int32_t)flags);
+		if (!ok)
+			return false;
+		if (strchr(caps, 'V'))
+			flags |= CF_VARINT_FLIST_FLAGS;
+		adopt_compat_flags(s, flags);
+	}
+	if (!negotiate_checksums_server(s))
+		return false;
+	if (!s->opts->checksum_seed_set) {
+		s->seed = (int32_t)((uint32_t)time(NULL) ^ ((uint32_t)getpid() << 6));
+	} else {
+		s->seed = (int32_t)s->opts->checksum_seed;
+	}
+	return wire_write_i32(&s->out, s->seed) && wire_flush(&s->out);
 }

@@ -14,6 +14,11 @@
  * Sets s->protocol, compat flags, checksum choice and seed. */
 bool negotiate_client(struct session *s, int remote_protocol);
 
+/* Server side: remote_protocol as above; client_caps is the client's
+ * "-e.xxx" capability letters (NULL when none were sent). Chooses and sends
+ * the compat flags, negotiates checksums, sends the seed. */
+bool negotiate_server(struct session *s, int remote_protocol, const char *client_caps);
+
 /* Pick the first name of `ours` that `theirs` also lists; false if none. */
 bool negotiate_pick(const char *ours, const char *theirs, char *out, size_t outsz);
 

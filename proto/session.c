@@ -128,24 +128,45 @@ void session_free(struct session *s)
 
 void session_err(struct session *s, const char *fmt, ...)
 {
+	char msg[1100];
 	va_list ap;
 
-	(void)s;
-	fflush(stdout);
-	fputs("ferry: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	int n = vsnprintf(msg, sizeof msg - 1, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof msg - 2)
+		n = (int)sizeof msg - 2;
+	if (s->am_server && s->out.mux) {
+		/* The client prints what the server has to say. */
+		char line[1200];
+		int m = snprintf(line, sizeof line, "ferry: %s\n", msg);
+		wire_send_msg(&s->out, MSG_ERROR, line, (size_t)m);
+		return;
+	}
+	fflush(stdout);
+	fprintf(stderr, "ferry: %s\n", msg);
 }
 
 void session_info(struct session *s, const char *fmt, ...)
 {
+	char msg[1100];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vfprintf(s->info, fmt, ap);
+	int n = vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof msg)
+		n = (int)sizeof msg - 1;
+	if (s->am_server) {
+		if (s->out.mux)
+			wire_send_msg(&s->out, MSG_INFO, msg, (size_t)n);
+		return;
+	}
+	fwrite(msg, 1, (size_t)n, s->info);
 }
 
 /* mirrors the io_error part of rsync cleanup.c:_exit_cleanup() */

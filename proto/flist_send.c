@@ -1,0 +1,328 @@
+/*
+ * Sending the file list (flist.c: send_file_entry, write_end_of_flist;
+ * uidlist.c: send_id_lists). The encoder keeps the same "previous entry"
+ * state the receiver does, for the whole session.
+ */
+#include <grp.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "proto/sendside.h"
+
+struct send_state {
+	int64_t mtime;
+	uint32_t mode, uid, gid, rdev_major;
+	int64_t dev;
+	bool first;
+};
+
+/* ids seen, for the name lists after the entries */
+struct id_seen {
+	uint32_t *ids;
+	size_t count, cap;
+};
+
+static void note_id(struct id_seen *seen, uint32_t id)
+{
+	for (size_t i = 0; i < seen->count; i++)
+		if (seen->ids[i] == id)
+			return;
+	if (seen->count == seen->cap) {
+		size_t cap = seen->cap ? seen->cap * 2 : 16;
+		uint32_t *t = realloc(seen->ids, cap * sizeof *t);
+		if (!t)
+			return;
+		seen->ids = t;
+		seen->cap = cap;
+	}
+	seen->ids[seen->count++] = id;
+}
+
+/* For each hard-linked entry, the first entry with its (dev, ino), or -1
+ * when it is that first one; a hash table keeps this linear. */
+static int32_t *hlink_leaders(const struct send_list *sl)
+{
+	size_t n = sl->fl.count, cap = 16;
+	int32_t *lead = malloc((n ? n : 1) * sizeof *lead);
+
+	while (cap < n * 2)
+		cap *= 2;
+	int32_t *table = malloc(cap * sizeof *table);
+	if (!lead || !table) {
+		free(lead);
+		free(table);
+		return NULL;
+	}
+	for (size_t i = 0; i < cap; i++)
+		table[i] = -1;
+	for (size_t i = 0; i < n; i++) {
+		lead[i] = -1;
+		if (!(sl->fl.files[i].flags & FE_HLINKED))
+			continue;
+		const struct send_info *in = &sl->info[i];
+		size_t h = (size_t)((uint64_t)in->ino * 0x9E3779B97F4A7C15ull ^ (uint64_t)in->dev) &
+			   (cap - 1);
+		while (table[h] >= 0) {
+			const struct send_info *o = &sl->info[table[h]];
+			if (o->dev == in->dev && o->ino == in->ino) {
+				lead[i] = table[h];
+				break;
+			}
+			h = (h + 1) & (cap - 1);
+		}
+		if (lead[i] < 0)
+			table[h] = (int32_t)i;
+	}
+	free(table);
+	return lead;
+}
+
+static uint32_t entry_xflags(struct session *s, struct send_state *st, const struct file_entry *f,
+			     bool is_device, bool is_special)
+{
+	const struct ferry_opts *o = s->opts;
+	uint32_t x = (f->flags & FE_TOP_DIR) && S_ISDIR(f->mode) ? XMIT_TOP_DIR : 0;
+
+	if (!st->first && f->mode == st->mode)
+		x |= XMIT_SAME_MODE;
+	if (o->devices && is_device) {
+		if (f->rdev_major == st->rdev_major && !st->first)
+			x |= XMIT_SAME_RDEV_MAJOR;
+		if (s->protocol < 30 && f->rdev_minor <= 0xFF)
+			x |= XMIT_RDEV_MINOR_8_PRE30;
+	} else if (o->specials && is_special && s->protocol < 31) {
+		x |= XMIT_SAME_RDEV_MAJOR;
+		if (s->protocol < 30)
+			x |= XMIT_RDEV_MINOR_8_PRE30;
+	}
+	if (!o->owner || (!st->first && f->uid == st->uid))
+		x |= XMIT_SAME_UID;
+	if (!o->group || (!st->first && f->gid == st->gid))
+		x |= XMIT_SAME_GID;
+	if (!st->first && f->mtime == st->mtime)
+		x |= XMIT_SAME_TIME;
+	if (f->mtime_nsec && s->protocol >= 31)
+		x |= XMIT_MOD_NSEC;
+	return x;
+}
+
+static bool write_flags(struct session *s, uint32_t x, bool is_dir)
+{
+	if (s->varint_flist_flags)
+		return wire_write_varint(&s->out, (int32_t)(x ? x : XMIT_EXTENDED_FLAGS));
+	if (s->protocol >= 28) {
+		if (!x && !is_dir)
+			x |= XMIT_TOP_DIR;
+		if ((x & 0xFF00) || !x) {
+			x |= XMIT_EXTENDED_FLAGS;
+			return wire_write_u16(&s->out, (uint16_t)x);
+		}
+		return wire_write_u8(&s->out, (uint8_t)x);
+	}
+	if (!(x & 0xFF))
+		x |= is_dir ? XMIT_LONG_NAME : XMIT_TOP_DIR;
+	return wire_write_u8(&s->out, (uint8_t)x);
+}
+
+static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct send_state *st,
+		       struct id_seen *uids, struct id_seen *gids, const int32_t *leaders)
+{
+	const struct ferry_opts *o = s->opts;
+	struct file_entry *f = &sl->fl.files[i];
+	struct wire_out *out = &s->out;
+	char name[MAXPATHLEN_WIRE];
+	char *last = s->fl.lastname;
+	bool is_device = S_ISCHR(f->mode) || S_ISBLK(f->mode);
+	bool is_special = S_ISFIFO(f->mode) || S_ISSOCK(f->mode);
+	int32_t leader = -1;
+
+	if (!flist_path(f, name, sizeof name))
+		return wire_fail(&s->err, RERR_PROTOCOL, "file name too long");
+	uint32_t x = entry_xflags(s, st, f, is_device, is_special);
+	if (o->hard_links && (f->flags & FE_HLINKED)) {
+		if (s->protocol >= 30) {
+			leader = leaders ? leaders[i] : -1;
+			if (leader < 0)
+				x |= XMIT_HLINK_FIRST;
+			x |= XMIT_HLINKED;
+		} else {
+			if (!st->first && sl->info[i].dev == st->dev && s->protocol >= 28)
+				x |= XMIT_SAME_DEV_PRE30;
+			x |= XMIT_HLINKED;
+		}
+	}
+	size_t l1 = 0;
+	while (last[l1] && name[l1] == last[l1] && l1 < 255)
+		l1++;
+	size_t l2 = strlen(name + l1);
+	if (l1 > 0)
+		x |= XMIT_SAME_NAME;
+	if (l2 > 255)
+		x |= XMIT_LONG_NAME;
+	if (!write_flags(s, x, S_ISDIR(f->mode)))
+		return false;
+	if ((x & XMIT_SAME_NAME) && !wire_write_u8(out, (uint8_t)l1))
+		return false;
+	if (x & XMIT_LONG_NAME ? !wire_write_varint30(out, (int32_t)l2)
+			       : !wire_write_u8(out, (uint8_t)l2))
+		return false;
+	if (!wire_write(out, name + l1, l2))
+		return false;
+	snprintf(last, MAXPATHLEN_WIRE, "%s", name);
+	if (leader >= 0) {
+		/* Everything else is the leader's, and the receiver copies it. */
+		st->first = false;
+		return wire_write_varint(out, leader);
+	}
+	if (!wire_write_varlong30(out, f->size, 3))
+		return false;
+	if (!(x & XMIT_SAME_TIME)) {
+		if (s->protocol >= 30 ? !wire_write_varlong(out, f->mtime, 4)
+				      : !wire_write_i32(out, (int32_t)f->mtime))
+			return false;
+	}
+	if ((x & XMIT_MOD_NSEC) && !wire_write_varint(out, (int32_t)f->mtime_nsec))
+		return false;
+	if (!(x & XMIT_SAME_MODE) && !wire_write_i32(out, (int32_t)f->mode))
+		return false;
+	if (o->owner && !(x & XMIT_SAME_UID)) {
+		if (!wire_write_varint30(out, (int32_t)f->uid))
+			return false;
+		note_id(uids, f->uid);
+	}
+	if (o->group && !(x & XMIT_SAME_GID)) {
+		if (!wire_write_varint30(out, (int32_t)f->gid))
+			return false;
+		note_id(gids, f->gid);
+	}
+	if ((o->devices && is_device) || (o->specials && is_special && s->protocol < 31)) {
+		uint32_t major = is_device ? f->rdev_major : st->rdev_major;
+		uint32_t minor = is_device ? f->rdev_minor : 0;
+		if (!(x & XMIT_SAME_RDEV_MAJOR) && !wire_write_varint30(out, (int32_t)major))
+			return false;
+		if (s->protocol >= 30 ? !wire_write_varint(out, (int32_t)minor)
+		    : (x & XMIT_RDEV_MINOR_8_PRE30) ? !wire_write_u8(out, (uint8_t)minor)
+						     : !wire_write_i32(out, (int32_t)minor))
+			return false;
+		st->rdev_major = major;
+	}
+	if (o->links && S_ISLNK(f->mode)) {
+		size_t n = strlen(f->link);
+		if (!wire_write_varint30(out, (int32_t)n) || !wire_write(out, f->link, n))
+			return false;
+	}
+	if (o->hard_links && s->protocol < 30 && (f->flags & FE_HLINKED)) {
+		if (!(x & XMIT_SAME_DEV_PRE30) && !wire_write_longint(out, sl->info[i].dev))
+			return false;
+		if (!wire_write_longint(out, sl->info[i].ino))
+			return false;
+		st->dev = sl->info[i].dev;
+	}
+	if (o->checksum && (S_ISREG(f->mode) || s->protocol < 28)) {
+		uint8_t zero[CSUM_MAX_DIGEST] = {0};
+		size_t n = csum_len(s->flist_csum);
+		if (!wire_write(out, f->sum ? f->sum : zero, n))
+			return false;
+	}
+	st->mtime = f->mtime;
+	st->mode = f->mode;
+	st->uid = f->uid;
+	st->gid = f->gid;
+	st->first = false;
+	return true;
+}
+
+static bool send_id_list(struct session *s, const struct id_seen *seen, bool users)
+{
+	for (size_t i = 0; i < seen->count; i++) {
+		uint32_t id = seen->ids[i];
+		const char *name = NULL;
+		if (id == 0)
+			continue;
+		if (users) {
+			struct passwd *pw = getpwuid(id);
+			name = pw ? pw->pw_name : NULL;
+		} else {
+			struct group *gr = getgrgid(id);
+			name = gr ? gr->gr_name : NULL;
+		}
+		if (!name)
+			continue;
+		size_t n = strlen(name);
+		if (n > 255)
+			n = 255;
+		if (!wire_write_varint30(&s->out, (int32_t)id) || !wire_write_u8(&s->out, (uint8_t)n) ||
+		    !wire_write(&s->out, name, n))
+			return false;
+	}
+	if (!wire_write_varint30(&s->out, 0))
+		return false;
+	if (s->id0_names) {
+		const char *n0 = users ? "root" : "root";
+		if (users) {
+			struct passwd *pw = getpwuid(0);
+			n0 = pw ? pw->pw_name : n0;
+		} else {
+			struct group *gr = getgrgid(0);
+			n0 = gr ? gr->gr_name : n0;
+		}
+		size_t n = strlen(n0);
+		if (!wire_write_u8(&s->out, (uint8_t)n) || !wire_write(&s->out, n0, n))
+			return false;
+	}
+	return true;
+}
+
+/* Every id that occurs, also those only hidden behind XMIT_SAME_*. */
+static void collect_ids(const struct send_list *sl, struct id_seen *uids, struct id_seen *gids)
+{
+	for (size_t i = 0; i < sl->fl.count; i++) {
+		note_id(uids, sl->fl.files[i].uid);
+		note_id(gids, sl->fl.files[i].gid);
+	}
+}
+
+bool flist_send(struct session *s, struct send_list *sl)
+{
+	const struct ferry_opts *o = s->opts;
+	struct send_state st = {.first = true};
+	struct id_seen uids = {0}, gids = {0};
+	uint64_t start = s->out.total_written + s->out.len;
+	bool ok = true;
+
+	int32_t *leaders = o->hard_links ? hlink_leaders(sl) : NULL;
+
+	s->fl.lastname[0] = '\0';
+	for (size_t i = 0; ok && i < sl->fl.count; i++) {
+		ok = send_entry(s, sl, i, &st, &uids, &gids, leaders);
+		const struct file_entry *f = &sl->fl.files[i];
+		if (S_ISREG(f->mode) || S_ISLNK(f->mode))
+			s->stats.total_size += f->size;
+	}
+	int io_err = o->ignore_errors ? 0 : s->io_error & IOERR_VALID_MASK;
+	if (ok) {
+		if (s->varint_flist_flags)
+			ok = wire_write_varint(&s->out, 0) && wire_write_varint(&s->out, io_err);
+		else if (io_err && s->safe_flist)
+			ok = wire_write_u16(&s->out, XMIT_EXTENDED_FLAGS | XMIT_IO_ERROR_ENDLIST) &&
+			     wire_write_varint(&s->out, io_err);
+		else
+			ok = wire_write_u8(&s->out, 0);
+	}
+	collect_ids(sl, &uids, &gids);
+	if (ok && o->owner && !o->numeric_ids)
+		ok = send_id_list(s, &uids, true);
+	if (ok && o->group && !o->numeric_ids)
+		ok = send_id_list(s, &gids, false);
+	if (ok && s->protocol < 30)
+		ok = wire_write_i32(&s->out, io_err);
+	else if (ok && io_err && !s->varint_flist_flags && !s->safe_flist)
+		ok = wire_send_msg(&s->out, MSG_IO_ERROR, (uint8_t[]){(uint8_t)io_err, 0, 0, 0}, 4);
+	free(leaders);
+	free(uids.ids);
+	free(gids.ids);
+	s->stats.flist_size = (int64_t)(s->out.total_written + s->out.len - start);
+	return ok && wire_flush(&s->out);
+}

@@ -1,0 +1,364 @@
+/*
+ * The sender: answers each request of the generator with the file's delta
+ * against the receiver's block sums (sender.c: send_files, receive_sums;
+ * main.c: handle_stats, read_final_goodbye).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proto/fileio.h"
+#include "proto/match.h"
+#include "proto/sendside.h"
+
+/* rsync's default --max-alloc: no single allocation beyond this. */
+#define MAX_SUMS_BYTES ((size_t)1 << 30)
+
+struct snd {
+	struct session *s;
+	struct send_list *sl;
+	struct csum_ctx sum;
+	struct dir_cursor *dirs;   /* one per root */
+};
+
+/* An error about one file: to the client as MSG_ERROR_XFER when we are
+ * the server, on stderr otherwise; it makes the run exit 23. */
+static void xfer_error(struct session *s, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, sizeof msg - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof msg - 2)
+		n = (int)sizeof msg - 2;
+	if (s->am_server) {
+		char line[1100];
+		int m = snprintf(line, sizeof line, "ferry: %s\n", msg);
+		wire_send_msg(&s->out, MSG_ERROR_XFER, line, (size_t)m);
+	} else {
+		session_err(s, "%s", msg);
+	}
+}
+
+static bool read_request(struct snd *d, int32_t *ndx, int *iflags, uint8_t *type, char *xname,
+			 size_t xsize)
+{
+	struct session *s = d->s;
+	uint16_t v;
+
+	for (;;) {
+		if (!wire_read_ndx(&s->in, ndx))
+			return false;
+		if (*ndx >= 0 || *ndx == NDX_DONE)
+			break;
+		if (*ndx != NDX_DEL_STATS)
+			return wire_fail(&s->err, RERR_PROTOCOL, "Invalid file index: %d", *ndx);
+		int32_t st[5];
+		for (int i = 0; i < 5; i++)
+			if (!wire_read_varint(&s->in, &st[i]))
+				return false;
+		if (s->am_server) {
+			/* pass the receiver's deletion counts on to the client */
+			if (!wire_write_ndx(&s->out, NDX_DEL_STATS))
+				return false;
+			for (int i = 0; i < 5; i++)
+				if (!wire_write_varint(&s->out, st[i]))
+					return false;
+		}
+	}
+	if (*ndx == NDX_DONE)
+		return true;
+	if ((size_t)*ndx >= d->sl->fl.count)
+		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid file index: %d (count %zu)", *ndx,
+				 d->sl->fl.count);
+	if (s->protocol >= 29) {
+		if (!wire_read_u16(&s->in, &v))
+			return false;
+		*iflags = v;
+	} else {
+		*iflags = ITEM_TRANSFER | ITEM_MISSING_DATA;
+	}
+	*type = FNAMECMP_FNAME;
+	if ((*iflags & ITEM_BASIS_TYPE_FOLLOWS) && !wire_read_u8(&s->in, type))
+		return false;
+	xname[0] = '\0';
+	if ((*iflags & ITEM_XNAME_FOLLOWS) && !wire_read_vstring(&s->in, xname, xsize))
+		return false;
+	return true;
+}
+
+/* Echo the request header back (sender.c: write_ndx_and_attrs). */
+static bool echo_header(struct session *s, int32_t ndx, int iflags, uint8_t type, const char *xname)
+{
+	if (!wire_write_ndx(&s->out, ndx))
+		return false;
+	if (s->protocol < 29)
+		return true;
+	return wire_write_u16(&s->out, (uint16_t)iflags) &&
+	       (!(iflags & ITEM_BASIS_TYPE_FOLLOWS) || wire_write_u8(&s->out, type)) &&
+	       (!(iflags & ITEM_XNAME_FOLLOWS) || wire_write_vstring(&s->out, xname));
+}
+
+/* The receiver's sum head and block sums, bounded before any allocation
+ * (io.c: read_sum_head; sender.c: receive_sums; CVE-2024-12084). */
+static bool read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, uint8_t **sum2)
+{
+	int32_t max_block = s->protocol < 30 ? (1 << 29) : (1 << 17);
+
+	*sum1 = NULL;
+	*sum2 = NULL;
+	if (!wire_read_i32(&s->in, &h->count) || !wire_read_i32(&s->in, &h->blength) ||
+	    (s->protocol >= 27 && !wire_read_i32(&s->in, &h->s2length)) ||
+	    !wire_read_i32(&s->in, &h->remainder))
+		return false;
+	if (s->protocol < 27)
+		h->s2length = 2;
+	if (h->count < 0)
+		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid checksum count %d", h->count);
+	if (h->blength < 0 || h->blength > max_block || (h->count > 0 && h->blength == 0))
+		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid block length %d", h->blength);
+	if (h->s2length < 0 || (size_t)h->s2length > csum_len(s->xfer_csum) || h->s2length > 16)
+		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid checksum length %d", h->s2length);
+	if (h->remainder < 0 || h->remainder > h->blength)
+		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid remainder length %d", h->remainder);
+	if ((size_t)h->count * (4 + (size_t)h->s2length) > MAX_SUMS_BYTES)
+		return wire_fail(&s->err, RERR_PROTOCOL, "too many block sums (%d)", h->count);
+	if (h->count == 0)
+		return true;
+	*sum1 = malloc((size_t)h->count * sizeof **sum1);
+	*sum2 = calloc((size_t)h->count, (size_t)h->s2length + 1);
+	if (!*sum1 || !*sum2)
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory for %d block sums", h->count);
+	for (int32_t i = 0; i < h->count; i++) {
+		int32_t v;
+		if (!wire_read_i32(&s->in, &v) ||
+		    !wire_read(&s->in, *sum2 + (size_t)i * (size_t)h->s2length, (size_t)h->s2length))
+			return false;
+		(*sum1)[i] = (uint32_t)v;
+	}
+	return true;
+}
+
+/* ---- token callbacks ---- */
+
+static bool out_literal(void *ctx, const uint8_t *p, size_t n)
+{
+	struct snd *d = ctx;
+
+	d->s->stats.literal_data += (int64_t)n;
+	return wire_write_i32(&d->s->out, (int32_t)n) && wire_write(&d->s->out, p, n);
+}
+
+static bool out_block(void *ctx, int32_t block, const uint8_t *data, size_t n)
+{
+	struct snd *d = ctx;
+	(void)data;
+
+	d->s->stats.matched_data += (int64_t)n;
+	return wire_write_i32(&d->s->out, -(block + 1));
+}
+
+static bool out_feed(void *ctx, const uint8_t *p, size_t n)
+{
+	struct snd *d = ctx;
+
+	csum_file_update(&d->sum, p, n);
+	return true;
+}
+
+static void out_strong(void *ctx, const uint8_t *p, size_t n, uint8_t *out)
+{
+	struct snd *d = ctx;
+
+	csum_block(d->s->xfer_csum, d->s->seed, d->s->proper_seed_order, p, n, out);
+}
+
+static int open_source(struct snd *d, int32_t ndx, const struct file_entry *f)
+{
+	char path[MAXPATHLEN_WIRE * 2];
+	const char *leaf;
+	size_t arrival = (size_t)(f - d->sl->fl.files);
+	uint32_t root = d->sl->info[arrival].root;
+
+	(void)ndx;
+	if (!flist_path(f, path, sizeof path) || root >= d->sl->roots.count) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (strcmp(path, ".") == 0)
+		return -1;
+	int dirfd = dir_cursor_parent(&d->dirs[root], path, &leaf);
+	if (dirfd < 0)
+		return -1;
+	return openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const char *xname)
+{
+	struct session *s = d->s;
+	struct file_entry *f = d->sl->fl.sorted[ndx];
+	char path[MAXPATHLEN_WIRE * 2];
+	struct sum_head h;
+	uint32_t *sum1;
+	uint8_t *sum2;
+	struct stat st;
+	bool ok = false;
+
+	if (!S_ISREG(f->mode))
+		return wire_fail(&s->err, RERR_PROTOCOL,
+				 "received request to transfer non-regular file: %d", ndx);
+	if (!read_sums(s, &h, &sum1, &sum2)) {
+		free(sum1);
+		free(sum2);
+		return false;
+	}
+	flist_path(f, path, sizeof path);
+	int fd = open_source(d, ndx, f);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int e = errno;
+		xfer_error(s, "send_files failed to open \"%s\": %s (%d)", path, strerror(e), e);
+		s->io_error |= e == ENOENT ? IOERR_VANISHED : IOERR_GENERAL;
+		if (fd >= 0)
+			close(fd);
+		free(sum1);
+		free(sum2);
+		if (s->protocol >= 30) {
+			uint8_t b[4] = {(uint8_t)ndx, (uint8_t)(ndx >> 8), (uint8_t)(ndx >> 16),
+					(uint8_t)(ndx >> 24)};
+			return wire_send_msg(&s->out, MSG_NO_SEND, b, 4);
+		}
+		return true;
+	}
+	struct match_index idx;
+	bool have_idx = h.count > 0 && match_index_build(&idx, &h, sum1, sum2);
+	if (h.count > 0 && !have_idx) {
+		close(fd);
+		free(sum1);
+		free(sum2);
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory indexing block sums");
+	}
+	struct match_out mo = {.ctx = d, .emit_literal = out_literal, .emit_block = out_block,
+			       .feed = out_feed, .strong = out_strong};
+	csum_file_init(&d->sum, s->xfer_csum, s->seed);
+	wire_out_lock(&s->out);
+	if (echo_header(s, ndx, iflags, type, xname) && wire_write_i32(&s->out, h.count) &&
+	    wire_write_i32(&s->out, h.blength) &&
+	    (s->protocol < 27 || wire_write_i32(&s->out, h.s2length)) &&
+	    wire_write_i32(&s->out, h.remainder) &&
+	    match_send_file(have_idx ? &idx : NULL, fd, st.st_size, s->seed, &mo) &&
+	    wire_write_i32(&s->out, 0)) {
+		uint8_t digest[CSUM_MAX_DIGEST];
+		csum_file_final(&d->sum, digest);
+		ok = wire_write(&s->out, digest, csum_len(s->xfer_csum));
+	}
+	wire_out_unlock(&s->out);
+	s->stats.total_transferred_size += st.st_size;
+	s->stats.xferred_files++;
+	if (have_idx)
+		match_index_free(&idx);
+	close(fd);
+	free(sum1);
+	free(sum2);
+	return ok;
+}
+
+bool sender_run(struct session *s, struct send_list *sl)
+{
+	struct snd d = {.s = s, .sl = sl};
+	int max_phase = s->protocol >= 29 ? 2 : 1, phase = 0;
+	char xname[MAXPATHLEN_WIRE];
+	int io_error_sent = s->io_error;
+	bool ok = true;
+
+	d.dirs = calloc(sl->roots.count ? sl->roots.count : 1, sizeof *d.dirs);
+	if (!d.dirs)
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+	for (size_t i = 0; i < sl->roots.count; i++)
+		dir_cursor_init(&d.dirs[i], sl->roots.fds[i]);
+	while (ok) {
+		int32_t ndx;
+		int iflags;
+		uint8_t type;
+		if (!read_request(&d, &ndx, &iflags, &type, xname, sizeof xname)) {
+			ok = false;
+			break;
+		}
+		if (ndx == NDX_DONE) {
+			if (++phase > max_phase)
+				break;
+			ok = wire_write_ndx(&s->out, NDX_DONE) && wire_flush(&s->out);
+			continue;
+		}
+		if (!(iflags & ITEM_TRANSFER) || s->opts->dry_run) {
+			if (iflags & ITEM_TRANSFER && !S_ISREG(sl->fl.sorted[ndx]->mode)) {
+				ok = wire_fail(&s->err, RERR_PROTOCOL,
+					       "received request to transfer non-regular file: %d", ndx);
+				break;
+			}
+			wire_out_lock(&s->out);
+			ok = echo_header(s, ndx, iflags, type, xname);
+			wire_out_unlock(&s->out);
+			continue;
+		}
+		ok = send_one(&d, ndx, iflags, type, xname);
+	}
+	if (ok && s->protocol >= 30 && s->io_error != io_error_sent) {
+		int e = s->io_error & IOERR_VALID_MASK;
+		uint8_t b[4] = {(uint8_t)e, 0, 0, 0};
+		ok = wire_send_msg(&s->out, MSG_IO_ERROR, b, 4);
+	}
+	if (ok)
+		ok = wire_write_ndx(&s->out, NDX_DONE) && wire_flush(&s->out);
+	for (size_t i = 0; i < sl->roots.count; i++)
+		dir_cursor_close(&d.dirs[i]);
+	free(d.dirs);
+	return ok;
+}
+
+bool sender_finish(struct session *s)
+{
+	int32_t ndx;
+	int iflags;
+	uint8_t type;
+	char xname[MAXPATHLEN_WIRE];
+	struct send_list none = {0};
+	struct snd d = {.s = s, .sl = &none};
+
+	if (s->am_server) {
+		int64_t written = (int64_t)(s->out.total_written + s->out.len);
+		if (!wire_write_varlong30(&s->out, (int64_t)s->in.total_read, 3) ||
+		    !wire_write_varlong30(&s->out, written, 3) ||
+		    !wire_write_varlong30(&s->out, s->stats.total_size, 3))
+			return false;
+		if (s->protocol >= 29 &&
+		    (!wire_write_varlong30(&s->out, s->stats.flist_buildtime_ms, 3) ||
+		     !wire_write_varlong30(&s->out, s->stats.flist_xfertime_ms, 3)))
+			return false;
+		if (!wire_flush(&s->out))
+			return false;
+	}
+	if (s->protocol < 24)
+		return true;
+	if (s->protocol < 29)
+		return wire_read_i32(&s->in, &ndx);
+	if (!read_request(&d, &ndx, &iflags, &type, xname, sizeof xname))
+		return false;
+	if (s->protocol >= 31 && ndx == NDX_DONE) {
+		if (!wire_write_ndx(&s->out, NDX_DONE) || !wire_flush(&s->out))
+			return false;
+		if (!read_request(&d, &ndx, &iflags, &type, xname, sizeof xname))
+			return false;
+	}
+	if (ndx != NDX_DONE)
+		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid packet at end of run (%d)", ndx);
+	return true;
+}

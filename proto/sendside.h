@@ -1,0 +1,67 @@
+/*
+ * The sending side: building the file list from disk, sending it, and
+ * answering the generator's requests with delta data.
+ */
+#ifndef FERRY_SENDSIDE_H
+#define FERRY_SENDSIDE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto/flist.h"
+#include "proto/session.h"
+
+struct filter_list;
+
+/* Where the sent entries come from: one directory fd per source argument
+ * (the directory the names are relative to). */
+struct send_roots {
+	int *fds;
+	size_t count;
+};
+
+/* Sender-only facts of an entry, parallel to fl->files (arrival order). */
+struct send_info {
+	uint32_t root;        /* index into send_roots */
+	int64_t dev, ino;     /* for -H */
+};
+
+struct send_list {
+	struct flist fl;
+	struct send_info *info;
+	size_t info_cap;
+	struct send_roots roots;
+	bool vanished;        /* some source arg was missing */
+};
+
+struct walk_opts {
+	const struct filter_list *filters;  /* the peer's and ours, sender side */
+	const struct filter_list *daemon_filters; /* module exclude rules, or NULL */
+	int root_fd;          /* module root (daemon) or AT_FDCWD (client) */
+	bool confined;        /* refuse symlinks in source arg paths (daemon) */
+};
+
+/* Build the list for the source arguments (paths as the user or client
+ * wrote them, relative to root_fd). Errors on individual files are printed
+ * and recorded in s->io_error, as rsync does. */
+bool flist_build(struct session *s, const struct walk_opts *w, char **args, int nargs,
+		 struct send_list *out);
+void send_list_free(struct send_list *sl);
+
+/* Send the list (entries in building order, end marker, id lists). */
+bool flist_send(struct session *s, struct send_list *sl);
+
+/* Sort the sender's copy so indexes match the receiver's (the sender keeps
+ * duplicates; see flist_sort_and_clean). */
+bool flist_sort_sender(struct session *s, struct flist *fl);
+
+/* Answer the generator's requests until the end of the phases
+ * (sender.c: send_files). */
+bool sender_run(struct session *s, struct send_list *sl);
+
+/* After send_files: the server's statistics and the goodbye
+ * (main.c: handle_stats, read_final_goodbye). */
+bool sender_finish(struct session *s);
+
+#endif

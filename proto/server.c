@@ -1,0 +1,190 @@
+/*
+ * The server side: protocol set-up, then either the sender (a client
+ * pulls) or the generator and receiver (a client pushes).
+ */
+#include "proto/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proto/filter.h"
+#include "proto/fileio.h"
+#include "proto/negotiate.h"
+#include "proto/recvside.h"
+#include "proto/sendside.h"
+
+static int finish(struct session *s, bool ok)
+{
+	int code = session_exit_code(s);
+
+	if (!ok && code == 0)
+		code = RERR_STREAMIO;
+	if (code && s->err.msg[0] && strcmp(s->err.msg, " ") != 0)
+		session_err(s, "%s", s->err.msg);
+	wire_flush(&s->out);
+	return code;
+}
+
+static int serve_sender(struct session *s, const struct server_ctx *ctx,
+			struct filter_list *filters)
+{
+	struct send_list sl;
+	struct walk_opts w = {.filters = filters, .daemon_filters = ctx->daemon_filters,
+			      .root_fd = ctx->root_fd, .confined = ctx->confined};
+	char *dot[] = {"."};
+	char **paths = ctx->npaths ? ctx->paths : dot;
+	int npaths = ctx->npaths ? ctx->npaths : 1;
+
+	bool ok = flist_build(s, &w, paths, npaths, &sl) && flist_send(s, &sl) &&
+		  flist_sort_sender(s, &sl.fl) && sender_run(s, &sl) && sender_finish(s);
+	send_list_free(&sl);
+	return finish(s, ok);
+}
+
+/* The destination of a push: a directory beneath the root (created if it
+ * is the last missing component), or a single file's name. */
+static int open_push_dest(struct session *s, const struct server_ctx *ctx, struct recv_ctx *rc,
+			  char *solo, size_t solosize)
+{
+	const char *dest = ctx->npaths ? ctx->paths[0] : ".";
+	struct dir_cursor c;
+	size_t active = 0;
+	const struct file_entry *only = NULL;
+
+	for (size_t i = rc->fl->low; i <= rc->fl->high && i < rc->fl->count; i++) {
+		if (rc->fl->sorted[i]->flags & FE_ACTIVE) {
+			active++;
+			only = rc->fl->sorted[i];
+		}
+	}
+	char clean[4096];
+	snprintf(clean, sizeof clean, "%s", dest);
+	size_t n = strlen(clean);
+	bool slash = n > 0 && clean[n - 1] == '/';
+	while (n > 1 && clean[n - 1] == '/')
+		clean[--n] = '\0';
+	if (strcmp(clean, "/") == 0 || strcmp(clean, "") == 0)
+		snprintf(clean, sizeof clean, ".");
+	const char *leaf;
+	int parent;
+	char pbuf[4096];
+	dir_cursor_init(&c, ctx->root_fd);
+	if (!ctx->confined) {
+		/* Over a remote shell the path is the user's own, as given. */
+		const char *sl = strrchr(clean, '/');
+		if (!sl) {
+			snprintf(pbuf, sizeof pbuf, ".");
+			leaf = clean;
+		} else {
+			snprintf(pbuf, sizeof pbuf, "%.*s", sl == clean ? 1 : (int)(sl - clean), clean);
+			leaf = sl + 1;
+		}
+		parent = openat(ctx->root_fd, pbuf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (parent >= 0)
+			c.fd = parent; /* the cursor owns and closes it */
+	} else if (!fs_path_is_safe(clean) && strcmp(clean, ".") != 0) {
+		session_err(s, "ERROR: destination path \"%s\" escapes the module", dest);
+		return -RERR_FILESELECT;
+	} else if (strcmp(clean, ".") == 0) {
+		parent = ctx->root_fd;
+		leaf = ".";
+	} else {
+		parent = dir_cursor_parent(&c, clean, &leaf);
+	}
+	if (parent < 0) {
+		session_err(s, "ERROR: cannot open destination \"%s\": %s", dest, strerror(errno));
+		dir_cursor_close(&c);
+		return -RERR_FILESELECT;
+	}
+	struct stat st;
+	int fd = -1;
+	if (fstatat(parent, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+		fd = openat(parent, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	} else if (active > 1 || slash || (only && S_ISDIR(only->mode))) {
+		if (mkdirat(parent, leaf, 0777) < 0 && errno != EEXIST) {
+			session_err(s, "mkdir \"%s\" failed: %s", dest, strerror(errno));
+			dir_cursor_close(&c);
+			return -RERR_FILEIO;
+		}
+		if (s->opts->verbose || s->opts->itemize)
+			session_info(s, "created directory %s\n", clean);
+		fd = openat(parent, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	} else {
+		snprintf(solo, solosize, "%s", leaf);
+		rc->solo_name = solo;
+		fd = dup(parent);
+	}
+	dir_cursor_close(&c);
+	if (fd < 0) {
+		session_err(s, "ERROR: cannot open destination \"%s\": %s", dest, strerror(errno));
+		return -RERR_FILESELECT;
+	}
+	return fd;
+}
+
+static int serve_receiver(struct session *s, const struct server_ctx *ctx,
+			  struct filter_list *filters)
+{
+	struct flist fl;
+	struct recv_ctx rc;
+	char solo[4096];
+
+	flist_init(&fl);
+	if (!flist_recv(s, &fl) || !flist_sort_and_clean(s, &fl)) {
+		flist_free(&fl);
+		return finish(s, false);
+	}
+	memset(&rc, 0, sizeof rc);
+	rc.s = s;
+	rc.fl = &fl;
+	rc.filters = filters;
+	rc.rootfd = -1;
+	if (fl.count > 0) {
+		rc.rootfd = open_push_dest(s, ctx, &rc, solo, sizeof solo);
+		if (rc.rootfd < 0) {
+			flist_free(&fl);
+			wire_flush(&s->out);
+			return -rc.rootfd;
+		}
+	} else {
+		rc.list_only = true;
+	}
+	int code = recv_run(&rc);
+	if (rc.rootfd >= 0)
+		close(rc.rootfd);
+	flist_free(&fl);
+	if (code && s->err.msg[0] && strcmp(s->err.msg, " ") != 0)
+		session_err(s, "%s", s->err.msg);
+	wire_flush(&s->out);
+	return code;
+}
+
+int server_run(struct session *s, const struct server_ctx *ctx)
+{
+	struct filter_list filters;
+	char err[512];
+
+	s->am_server = true;
+	s->am_sender = s->opts->sender;
+	if (!negotiate_server(s, ctx->remote_protocol, ctx->client_caps))
+		return finish(s, false);
+	s->out.mux = true;
+	s->in.mux = s->protocol >= 30;
+	filter_list_init(&filters);
+	if (filter_list_from_opts(&filters, s->opts, err, sizeof err) < 0) {
+		session_err(s, "%s", err);
+		filter_list_free(&filters);
+		return finish(s, false) ? RERR_SYNTAX : RERR_SYNTAX;
+	}
+	if (!filter_recv(s, &filters)) {
+		filter_list_free(&filters);
+		return finish(s, false);
+	}
+	int code = s->am_sender ? serve_sender(s, ctx, &filters) : serve_receiver(s, ctx, &filters);
+	filter_list_free(&filters);
+	return code;
+}

@@ -1,0 +1,26 @@
+/*
+ * The server side of a session (main.c: start_server, do_server_sender,
+ * do_server_recv), shared by the daemon and --server over a remote shell.
+ */
+#ifndef FERRY_SERVER_H
+#define FERRY_SERVER_H
+
+#include "proto/session.h"
+
+struct filter_list;
+
+struct server_ctx {
+	int root_fd;             /* paths are relative to this (module root or cwd) */
+	bool confined;           /* a daemon module: no symlinks in path arguments */
+	char **paths;            /* the path arguments after "." */
+	int npaths;
+	int remote_protocol;     /* from the daemon greeting; 0 over a remote shell */
+	const char *client_caps; /* "-e" capability letters, or NULL */
+	const struct filter_list *daemon_filters; /* module exclude rules, or NULL */
+};
+
+/* Run the whole server side on an initialised session (s->opts from the
+ * client's arguments). Returns the exit code. */
+int server_run(struct session *s, const struct server_ctx *ctx);
+
+#endif
