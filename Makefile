@@ -83,7 +83,8 @@ run: deps all
 	@FERRY_PORT=$${FERRY_PORT:-8873}; FERRY_ROOT=$${FERRY_ROOT:-$$(pwd)}; \
 	echo "ferry daemon: module 'files' serving $$FERRY_ROOT on 127.0.0.1:$$FERRY_PORT"; \
 	echo "connect with:  rsync rsync://127.0.0.1:$$FERRY_PORT/files/"; \
-	FERRY_ROOT=$$FERRY_ROOT exec ./ferry --daemon --no-detach --address=127.0.0.1 --port=$$FERRY_PORT
+	FERRY_ROOT=$$FERRY_ROOT exec ./ferry --daemon --no-detach --config=@default \
+	  --address=127.0.0.1 --port=$$FERRY_PORT
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5

@@ -45,32 +45,59 @@ static bool parse_greeting(const char *line, int *version, int *sub, char *diges
 
 /* The password: --password-file, then RSYNC_PASSWORD, then a prompt
  * (authenticate.c: getpassf). */
-static bool get_password(const struct ferry_opts *o, char *buf, size_t size, int *exit_code)
+static bool read_password_file(const char *name, char *buf, size_t size, int *exit_code)
 {
-	if (o->password_file) {
-		struct stat st;
-		int fd = strcmp(o->password_file, "-") == 0 ? 0 : open(o->password_file, O_RDONLY);
-		if (fd < 0) {
-			fprintf(stderr, "ferry: could not open password file %s: %s\n",
-				o->password_file, strerror(errno));
-			*exit_code = 5;
-			return false;
-		}
-		if (fd != 0 && fstat(fd, &st) == 0 && (st.st_mode & 06) != 0) {
-			fprintf(stderr, "ferry: ERROR: password file must not be other-accessible\n");
-			close(fd);
-			*exit_code = 5;
-			return false;
-		}
-		ssize_t n = read(fd, buf, size - 1);
-		if (fd != 0)
-			close(fd);
-		if (n < 0)
-			n = 0;
-		buf[n] = '\0';
+	struct stat st;
+	ssize_t n;
+
+	if (strcmp(name, "-") == 0) {
+		if (!fgets(buf, (int)size, stdin))
+			buf[0] = '\0';
 		buf[strcspn(buf, "\r\n")] = '\0';
 		return true;
 	}
+	/* A planted symlink could make us send another file's first line to
+	 * the daemon: only follow links owned by root or by us. */
+	if (lstat(name, &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid != 0 &&
+	    st.st_uid != geteuid()) {
+		fprintf(stderr, "ferry: could not open password file %s: refusing a symlink "
+				"owned by another user\n", name);
+		*exit_code = RERR_SYNTAX;
+		return false;
+	}
+	int fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		fprintf(stderr, "ferry: could not open password file %s: %s (%d)\n", name,
+			strerror(errno), errno);
+		if (fd >= 0)
+			close(fd);
+		*exit_code = RERR_SYNTAX;
+		return false;
+	}
+	const char *why = NULL;
+	if (st.st_mode & 06)
+		why = "password file must not be other-accessible";
+	else if (geteuid() == 0 && st.st_uid != 0)
+		why = "password file must be owned by root when running as root";
+	if (why) {
+		fprintf(stderr, "ferry: ERROR: %s\n", why);
+		close(fd);
+		*exit_code = RERR_SYNTAX;
+		return false;
+	}
+	n = read(fd, buf, size - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return true;
+}
+
+/* The password: --password-file, then RSYNC_PASSWORD, then a prompt
+ * (authenticate.c: auth_client, getpassf). */
+static bool get_password(const struct ferry_opts *o, char *buf, size_t size, int *exit_code)
+{
+	if (o->password_file)
+		return read_password_file(o->password_file, buf, size, exit_code);
 	const char *env = getenv("RSYNC_PASSWORD");
 	if (env) {
 		snprintf(buf, size, "%s", env);
@@ -104,9 +131,9 @@ static bool answer_challenge(struct session *s, const struct remote_spec *r,
 	if (peer->digests[0]) {
 		if (!negotiate_pick(auth_default_list(), peer->digests, pick, sizeof pick) ||
 		    auth_parse(pick, &t) < 0) {
-			fprintf(stderr, "ferry: the daemon offers no auth digest we know: %s\n",
-				peer->digests);
-			*exit_code = 5;
+			fprintf(stderr, "ferry: Failed to negotiate a daemon auth choice "
+					"(the daemon offers \"%s\")\n", peer->digests);
+			*exit_code = RERR_UNSUPPORTED;
 			return false;
 		}
 	} else if (s->protocol >= 30) {

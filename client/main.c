@@ -10,6 +10,7 @@
 #include "client/options.h"
 #include "client/pull.h"
 #include "client/remote.h"
+#include "daemon/daemon.h"
 #include "proto/server.h"
 
 #define MAX_SOURCES 64
@@ -79,8 +80,7 @@ int main(int argc, char **argv)
 		rc = 0;
 	} else if (rc == 0) {
 		if (o.daemon) {
-			fprintf(stderr, "ferry: --daemon is not supported yet\n");
-			rc = RERR_UNSUPPORTED;
+			rc = daemon_main(&o);
 		} else if (o.server) {
 			rc = run_server(&o);
 		} else if (!o.nargs) {

@@ -88,7 +88,7 @@ const struct opt_spec options_table[] = {
 	NO("no-munge-links", Y, OPT_MUNGE_LINKS),
 	FL("copy-dirlinks", 'k', N, OPT_COPY_DIRLINKS, 1, "transform symlink to directory into referent directory"),
 	FL("keep-dirlinks", 'K', N, OPT_KEEP_DIRLINKS, 1, "treat symlinked directory on receiver as directory"),
-	FL("hard-links", 'H', N, OPT_HARD_LINKS, 1, "preserve hard links"),
+	FL("hard-links", 'H', Y, OPT_HARD_LINKS, 1, "preserve hard links"),
 	NO("no-hard-links", Y, OPT_HARD_LINKS),
 	NO("no-H", Y, OPT_HARD_LINKS),
 	FL("perms", 'p', Y, OPT_PERMS, 1, "preserve permissions"),

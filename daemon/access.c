@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
 #include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -36,38 +37,41 @@ static size_t addr_len(int family)
 	return family == AF_INET ? 4 : 16;
 }
 
-/* "a.b.c.d" (dotted quad only) or "x:y::z[%zone]". False if it is neither;
- * no resolver is involved. */
+/* A numeric address, parsed as rsync parses both the client address and a
+ * pattern (getaddrinfo with AI_NUMERICHOST, so glibc's inet_aton forms such
+ * as "127.1" are IPv4 too, and "fe80::1%eth0" carries its zone). False if
+ * it is not a numeric address; no DNS query is ever made. */
 static bool parse_ip(const char *s, struct ipaddr *a)
 {
-	char buf[ADDR_TEXT_MAX];
-	size_t n = strlen(s);
+	struct addrinfo hints, *res = NULL;
+	bool ok = false;
 
 	memset(a, 0, sizeof *a);
-	if (n == 0 || n >= sizeof buf)
+	if (!s || !*s || strlen(s) >= ADDR_TEXT_MAX)
 		return false;
-	if (!strchr(s, ':')) {
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICHOST;
+	if (getaddrinfo(s, NULL, &hints, &res) != 0 || !res || !res->ai_addr)
+		goto out;
+	if (res->ai_family == AF_INET && res->ai_addrlen >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *s4 = (const void *)res->ai_addr;
 		a->family = AF_INET;
-		return inet_pton(AF_INET, s, a->b) == 1;
+		memcpy(a->b, &s4->sin_addr, 4);
+		ok = true;
+	} else if (res->ai_family == AF_INET6 &&
+		   res->ai_addrlen >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *s6 = (const void *)res->ai_addr;
+		a->family = AF_INET6;
+		memcpy(a->b, &s6->sin6_addr, 16);
+		a->scope = s6->sin6_scope_id;
+		ok = true;
 	}
-	memcpy(buf, s, n + 1);
-	char *zone = strchr(buf, '%');
-	if (zone) {
-		*zone++ = '\0';
-		if (!*zone)
-			return false;
-		if (zone[strspn(zone, "0123456789")] == '\0') {
-			char *end;
-			unsigned long v = strtoul(zone, &end, 10);
-			if (v == 0 || v > UINT32_MAX)
-				return false;
-			a->scope = (uint32_t)v;
-		} else if ((a->scope = if_nametoindex(zone)) == 0) {
-			return false; /* no such interface: cannot be our client */
-		}
-	}
-	a->family = AF_INET6;
-	return inet_pton(AF_INET6, buf, a->b) == 1;
+out:
+	if (res)
+		freeaddrinfo(res);
+	return ok;
 }
 
 static bool is_v4mapped(const struct ipaddr *a)
@@ -115,26 +119,25 @@ static bool same_family(struct ipaddr *client, const struct ipaddr *pat)
 }
 
 /* The part after '/': a netmask in the pattern's family (any bits, as
- * rsync), or a prefix length of 0..32 / 0..128 written in decimal digits
- * only. False if malformed. Mirrors the mask half of rsync
+ * rsync), else a prefix length read as rsync reads it (strtol, whole string,
+ * 0..32 / 0..128). False if malformed. Mirrors the mask half of rsync
  * access.c:match_address(). */
 static bool parse_mask(const char *m, int family, uint8_t mask[16])
 {
-	size_t alen = addr_len(family), n = strlen(m);
-	unsigned bits = 0;
+	size_t alen = addr_len(family);
+	char *end = NULL;
+	long bits;
 
 	memset(mask, 0, 16);
 	if (inet_pton(family, m, mask) == 1)
 		return true;
 	memset(mask, 0, 16);
-	if (n == 0 || n > 3 || m[strspn(m, "0123456789")] != '\0')
-		return false;
-	for (const char *p = m; *p; p++)
-		bits = bits * 10 + (unsigned)(*p - '0');
-	if (bits > alen * 8)
+	errno = 0;
+	bits = strtol(m, &end, 10);
+	if (!*m || *end || errno || bits < 0 || bits > (long)(alen * 8))
 		return false;
 	for (size_t i = 0; i < alen; i++) {
-		unsigned take = bits >= 8 ? 8 : bits;
+		long take = bits >= 8 ? 8 : bits;
 		mask[i] = (uint8_t)(0xff00u >> take);
 		bits -= take;
 	}

@@ -14,9 +14,14 @@
  *                                         comparing with the client address
  *   @netgroup                             innetgr(netgroup, client name)
  *
+ * Addresses are read as rsync reads them (getaddrinfo AI_NUMERICHOST, so
+ * "127.1" is 127.0.0.1) and a prefix length as strtol does ("+8" is 8), so
+ * a deny list matches at least what rsync's would.
+ *
  * IPv4-mapped IPv6 (::ffff:a.b.c.d) is the same host as a.b.c.d: an IPv4
  * pattern matches a mapped client address, and a pattern inside
- * ::ffff:0:0/96 matches the plain IPv4 client.
+ * ::ffff:0:0/96 matches the plain IPv4 client. (rsync compares families
+ * only, so there "::ffff:127.0.0.0/104" never admits 127.0.0.1.)
  *
  * Nothing here fails open: a pattern that cannot be parsed (bad address,
  * mask out of range, "10.0.0.0/", "1.2.3.4/x") matches nothing, and an

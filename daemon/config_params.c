@@ -1,6 +1,7 @@
 /*
  * The rsyncd.conf parameter table (rsync's daemon-parm.txt, one row per
- * parameter), value parsing for each type, and %VAR% expansion.
+ * parameter), value parsing for each type, %VAR% expansion, and the
+ * --dparam overrides.
  */
 #include <errno.h>
 #include <limits.h>
@@ -591,4 +592,79 @@ oom:
 	config_module_free(out);
 	snprintf(err, errsz, "out of memory");
 	return -1;
+}
+
+/* ------------------------------------------------------------ --dparam */
+
+int config_set_param(struct daemon_config *c, const char *name, const char *value,
+		     char *err, size_t errsz)
+{
+	const struct config_param *p = config_param_find(name);
+	char why[CONFIG_MAX_LINE / 2];
+	struct config_dparam *nd;
+	struct daemon_config scratch;
+	int rc;
+
+	if (!p) {
+		snprintf(err, errsz, "unknown parameter \"%s\" in --dparam", name ? name : "");
+		return -1;
+	}
+	if (c->loaded) {
+		snprintf(err, errsz, "--dparam %s must be set before the config is loaded",
+			 p->label);
+		return -1;
+	}
+	if (c->ndparams >= CONFIG_MAX_DPARAMS) {
+		snprintf(err, errsz, "too many --dparam options (more than %d)", CONFIG_MAX_DPARAMS);
+		return -1;
+	}
+	if (!value)
+		value = "";
+	while (*value == ' ' || *value == '\t')
+		value++;
+	/* check the value now, as rsync's option parsing does */
+	memset(&scratch, 0, sizeof scratch);
+	rc = cfg_param_set(p, p->global_only ? (void *)&scratch : (void *)&scratch.defaults,
+			   value, why, sizeof why);
+	cfg_class_free(true, &scratch);
+	cfg_class_free(false, &scratch.defaults);
+	if (rc < 0) {
+		snprintf(err, errsz, "%s in --dparam", why);
+		return -1;
+	}
+	if (!(nd = realloc(c->dparams, (c->ndparams + 1) * sizeof *nd))) {
+		snprintf(err, errsz, "out of memory");
+		return -1;
+	}
+	c->dparams = nd;
+	nd = &c->dparams[c->ndparams];
+	nd->name = strdup(p->label);
+	nd->value = strdup(value);
+	if (!nd->name || !nd->value) {
+		free(nd->name);
+		free(nd->value);
+		snprintf(err, errsz, "out of memory");
+		return -1;
+	}
+	c->ndparams++;
+	return 0;
+}
+
+int config_add_dparam(struct daemon_config *c, const char *arg, char *err, size_t errsz)
+{
+	const char *eq = strchr(arg, '=');
+	char *name;
+	int rc;
+
+	if (!eq) {
+		snprintf(err, errsz, "--dparam value is missing an '=': %s", arg);
+		return -1;
+	}
+	if (!(name = strndup(arg, (size_t)(eq - arg)))) {
+		snprintf(err, errsz, "out of memory");
+		return -1;
+	}
+	rc = config_set_param(c, name, eq + 1, err, errsz);
+	free(name);
+	return rc;
 }

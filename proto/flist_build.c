@@ -128,8 +128,12 @@ static struct file_entry *add_entry(struct walker *k, const char *path, const st
 	in->root = k->root;
 	in->dev = (int64_t)st->st_dev;
 	in->ino = (int64_t)st->st_ino;
-	if (k->s->opts->hard_links && !S_ISDIR(st->st_mode) && st->st_nlink > 1)
+	/* Before protocol 28 every regular file carries its dev and inode. */
+	if (k->s->opts->hard_links && (k->s->protocol < 28 ? S_ISREG(st->st_mode)
+						       : !S_ISDIR(st->st_mode) && st->st_nlink > 1))
 		f->flags |= FE_HLINKED;
+	if (S_ISDIR(st->st_mode) && k->s->opts->recursive)
+		f->flags |= FE_CONTENT_DIR; /* its contents follow */
 	fl->count++;
 	return f;
 }

@@ -83,7 +83,16 @@ static uint32_t entry_xflags(struct session *s, struct send_state *st, const str
 			     bool is_device, bool is_special)
 {
 	const struct ferry_opts *o = s->opts;
-	uint32_t x = (f->flags & FE_TOP_DIR) && S_ISDIR(f->mode) ? XMIT_TOP_DIR : 0;
+	uint32_t x = 0;
+
+	if (S_ISDIR(f->mode)) {
+		/* A directory whose contents are not sent must not have them
+		 * deleted on the other side (flist.c: send_file_entry). */
+		if (s->protocol >= 30 && !(f->flags & FE_CONTENT_DIR))
+			x = (f->flags & FE_TOP_DIR ? XMIT_TOP_DIR : 0) | XMIT_NO_CONTENT_DIR;
+		else
+			x = f->flags & FE_TOP_DIR ? XMIT_TOP_DIR : 0;
+	}
 
 	if (!st->first && f->mode == st->mode)
 		x |= XMIT_SAME_MODE;
@@ -214,7 +223,8 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 			return false;
 	}
 	if (o->hard_links && s->protocol < 30 && (f->flags & FE_HLINKED)) {
-		if (!(x & XMIT_SAME_DEV_PRE30) && !wire_write_longint(out, sl->info[i].dev))
+		/* sent one-incremented so that it is never zero */
+		if (!(x & XMIT_SAME_DEV_PRE30) && !wire_write_longint(out, sl->info[i].dev + 1))
 			return false;
 		if (!wire_write_longint(out, sl->info[i].ino))
 			return false;

@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,6 +19,30 @@
 #include "proto/recvside.h"
 #include "proto/sendside.h"
 
+/* Tell the client our exit code and wait for it to hang up, so it reads
+ * our last messages instead of a reset connection (protocol >= 31;
+ * cleanup.c: _exit_cleanup, io.c: noop_io_until_death). */
+static int error_exit(struct session *s, int code)
+{
+	uint8_t b[4] = {(uint8_t)code, (uint8_t)(code >> 8), (uint8_t)(code >> 16),
+			(uint8_t)(code >> 24)};
+	uint8_t sink[4096];
+
+	wire_flush(&s->out);
+	if (s->protocol < 31 || !s->out.mux || code == RERR_STREAMIO || code == RERR_SOCKETIO ||
+	    code == RERR_TIMEOUT)
+		return code;
+	if (!wire_send_msg(&s->out, MSG_ERROR_EXIT, b, 4))
+		return code;
+	shutdown(s->out.fd, SHUT_WR);
+	struct pollfd p = {.fd = s->in.fd, .events = POLLIN};
+	for (int i = 0; i < 100 && poll(&p, 1, 100) >= 0; i++) {
+		if (p.revents && read(s->in.fd, sink, sizeof sink) <= 0)
+			break;
+	}
+	return code;
+}
+
 static int finish(struct session *s, bool ok)
 {
 	int code = session_exit_code(s);
@@ -26,7 +52,7 @@ static int finish(struct session *s, bool ok)
 	if (code && s->err.msg[0] && strcmp(s->err.msg, " ") != 0)
 		session_err(s, "%s", s->err.msg);
 	wire_flush(&s->out);
-	return code;
+	return code ? error_exit(s, code) : 0;
 }
 
 static int serve_sender(struct session *s, const struct server_ctx *ctx,
@@ -174,6 +200,12 @@ int server_run(struct session *s, const struct server_ctx *ctx)
 		return finish(s, false);
 	s->out.mux = true;
 	s->in.mux = s->protocol >= 30;
+	if (ctx->refusal) {
+		/* The client reads errors only once the protocol is set up
+		 * (clientserver.c: rsync_module). */
+		session_err(s, "%s", ctx->refusal);
+		return error_exit(s, ctx->refusal_code);
+	}
 	filter_list_init(&filters);
 	if (filter_list_from_opts(&filters, s->opts, err, sizeof err) < 0) {
 		session_err(s, "%s", err);

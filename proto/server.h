@@ -17,6 +17,8 @@ struct server_ctx {
 	int remote_protocol;     /* from the daemon greeting; 0 over a remote shell */
 	const char *client_caps; /* "-e" capability letters, or NULL */
 	const struct filter_list *daemon_filters; /* module exclude rules, or NULL */
+	const char *refusal;     /* when set: set up, report this error, stop */
+	int refusal_code;        /* ... and exit with this code */
 };
 
 /* Run the whole server side on an initialised session (s->opts from the

@@ -344,6 +344,21 @@ def scenarios(outside):
                   flist_entry(b"link/pwned", S_IFREG | 0o644, len(FILE_DATA))],
         "files": {2: FILE_DATA},
     }
+    # (c') a file whose parent directory is not in the list at all.
+    s["missing_parent"] = {
+        "flist": [flist_entry(b".", S_IFDIR | 0o755, 4096),
+                  flist_entry(b"nodir/pwned", S_IFREG | 0o644, len(FILE_DATA))],
+        "files": {1: FILE_DATA},
+    }
+    # (c'') "link" sent as a real directory while the destination already
+    # has a symlink "link" -> outside (planted by the test): the receiver
+    # must replace the symlink, not write through it.
+    s["symlink_planted"] = {
+        "flist": [flist_entry(b".", S_IFDIR | 0o755, 4096),
+                  flist_entry(b"link", S_IFDIR | 0o755, 4096),
+                  flist_entry(b"link/pwned", S_IFREG | 0o644, len(FILE_DATA))],
+        "files": {2: FILE_DATA},
+    }
     # (d) sum head s2length 64 > md5's 16 (CVE-2024-12084 class).
     s["s2length"] = one_file(crafted(sum_head(0, 0, 64, 0)))
     # (e) block length 128 KiB + 1 (MAX_BLOCK_SIZE is 128 KiB for >= 30).

@@ -71,6 +71,24 @@ static void test_ipv4_cidr(void **state)
 	assert_true(allow_nofwd("10.0.0.0/08", "10.9.9.9", NULL));
 }
 
+/* rsync parses patterns with getaddrinfo(AI_NUMERICHOST) and the prefix
+ * with strtol(); a deny list must match whatever rsync's matches, so the
+ * odd forms count too (checked against rsync 3.5.0 where noted). */
+static void test_ipv4_rsync_forms(void **state)
+{
+	(void)state;
+	assert_true(allow_nofwd("127.1", "127.0.0.1", NULL));
+	assert_true(deny_nofwd("127.1", "127.0.0.1", NULL));
+	assert_true(allow_nofwd("10.0/8", "10.9.9.9", NULL));
+	assert_true(allow_nofwd("10", "0.0.0.10", NULL));
+	assert_false(allow_nofwd("10", "10.0.0.0", NULL));
+	/* a "+8" prefix is 8 (rsync 3.5.0 admits 127.0.0.1 for 127.0.0.0/+8) */
+	assert_true(allow_nofwd("127.0.0.0/+8", "127.0.0.1", NULL));
+	assert_true(deny_nofwd("10.0.0.0/+8", "10.1.1.1", NULL));
+	/* "-0" is 0: every IPv4 address */
+	assert_true(deny_nofwd("10.0.0.0/-0", "192.0.2.1", NULL));
+}
+
 static void test_ipv4_mask(void **state)
 {
 	(void)state;
@@ -222,10 +240,10 @@ static void test_precedence(void **state)
 static void test_malformed(void **state)
 {
 	static const char *bad[] = {
-		"10.0.0.0/33", "10.0.0.0/", "10.0.0.0/x", "10.0.0.0/-1", "10.0.0.0/+8",
-		"10.0.0.0/8/8", "10.0.0.0/1000", "10.0.0.0/255.255.0", "1.2.3.400",
-		"1.2.3", "10", "1.2.3.4.5", "::g", "2001:db8::/129", "2001:db8::/ffff:ffff",
-		"2001:db8:::1", "10.0.0.0/ffff::", "fe80::1%", "/8", "/",
+		"10.0.0.0/33", "10.0.0.0/", "10.0.0.0/x", "10.0.0.0/-1", "10.0.0.0/8x",
+		"10.0.0.0/8/8", "10.0.0.0/1000", "10.0.0.0/99999999999999999999",
+		"10.0.0.0/255.255.0", "1.2.3.400", "1.2.3.4.5", "::g", "2001:db8::/129",
+		"2001:db8::/ffff:ffff", "2001:db8:::1", "10.0.0.0/ffff::", "fe80::1%", "/8", "/",
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -431,6 +449,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ipv4_exact),
 		cmocka_unit_test(test_ipv4_cidr),
+		cmocka_unit_test(test_ipv4_rsync_forms),
 		cmocka_unit_test(test_ipv4_mask),
 		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_ipv6_scope),

@@ -1,0 +1,27 @@
+/*
+ * ferry --daemon: the rsync daemon protocol on TCP (or on an inherited
+ * socket), serving the modules of an rsyncd.conf-style file.
+ */
+#ifndef FERRY_DAEMON_H
+#define FERRY_DAEMON_H
+
+#include "daemon/config.h"
+#include "proto/opts.h"
+
+/* The config used by `--config=@default` (make run): one read-only module
+ * "files" serving $FERRY_ROOT (default: the current directory). */
+#define DAEMON_DEFAULT_CONFIG_NAME "@default"
+
+/* Run the daemon: listen and serve until killed. Returns an exit code. */
+int daemon_main(const struct ferry_opts *o);
+
+/* Serve one client on fd (the child of the listener, or inetd-style).
+ * Returns the exit code of the session. */
+int daemon_serve_client(const struct daemon_config *cfg, const struct ferry_opts *daemon_opts,
+			int fd_in, int fd_out);
+
+/* Append a line to the daemon log ("log file", or syslog). */
+void daemon_log(const struct daemon_config *cfg, const struct daemon_module *m, const char *fmt,
+		...) __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * The listening daemon: configuration, the socket, detaching, the pid
+ * file, and a child process per connection (socket.c: start_accept_loop;
+ * clientserver.c: daemon_main).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/daemon.h"
+#include "proto/wire.h"
+
+static const char default_config[] =
+	"# ferry's built-in configuration (--config=@default)\n"
+	"use chroot = no\n"
+	"[files]\n"
+	"\tpath = %FERRY_ROOT%\n"
+	"\tcomment = files served by ferry\n"
+	"\tread only = yes\n";
+
+void daemon_log(const struct daemon_config *cfg, const struct daemon_module *m, const char *fmt,
+		...)
+{
+	const char *file = m && m->log_file ? m->log_file : cfg->defaults.log_file;
+	char msg[2048], when[64];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (!file || !*file) {
+		openlog("ferryd", LOG_PID, cfg->defaults.syslog_facility);
+		syslog(LOG_INFO, "%s", msg);
+		return;
+	}
+	time_t t = time(NULL);
+	struct tm tm;
+	localtime_r(&t, &tm);
+	strftime(when, sizeof when, "%Y/%m/%d %H:%M:%S", &tm);
+	int fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return;
+	dprintf(fd, "%s [%d] %s\n", when, (int)getpid(), msg);
+	close(fd);
+}
+
+static int load_config(const struct ferry_opts *o, struct daemon_config *cfg)
+{
+	char err[1024], cwd[4096];
+	const char *path = o->config_file ? o->config_file : "/etc/ferryd.conf";
+	int r;
+
+	config_init(cfg);
+	for (int i = 0; i < o->ndparam; i++) {
+		if (config_add_dparam(cfg, o->dparam[i], err, sizeof err) < 0) {
+			fprintf(stderr, "ferry: %s\n", err);
+			return -1;
+		}
+	}
+	if (strcmp(path, DAEMON_DEFAULT_CONFIG_NAME) == 0) {
+		if (!getenv("FERRY_ROOT") && getcwd(cwd, sizeof cwd))
+			setenv("FERRY_ROOT", cwd, 0);
+		r = config_load_string(cfg, default_config, DAEMON_DEFAULT_CONFIG_NAME, err, sizeof err);
+	} else {
+		r = config_load_file(cfg, path, err, sizeof err);
+	}
+	if (r < 0) {
+		fprintf(stderr, "ferry: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+static int listen_on(const struct ferry_opts *o, const struct daemon_config *cfg)
+{
+	const char *addr = o->bind_address ? o->bind_address : cfg->address;
+	int port = o->port ? o->port : cfg->port ? cfg->port : 873;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+	struct addrinfo *res;
+	char portstr[16];
+
+	hints.ai_family = o->ip_family == 4 ? AF_INET : o->ip_family == 6 ? AF_INET6 : AF_UNSPEC;
+	snprintf(portstr, sizeof portstr, "%d", port);
+	int gai = getaddrinfo(addr, portstr, &hints, &res);
+	if (gai != 0) {
+		fprintf(stderr, "ferry: getaddrinfo: bind address %s: %s\n", addr ? addr : "*",
+			gai_strerror(gai));
+		return -1;
+	}
+	int fd = -1;
+	/* Prefer IPv6 with dual stack for a wildcard address, like rsync. */
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+		if (fd < 0)
+			continue;
+		int one = 1;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+		    listen(fd, cfg->listen_backlog > 0 ? cfg->listen_backlog : 5) == 0)
+			break;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		fprintf(stderr, "ferry: unable to bind any inbound sockets on port %d: %s\n", port,
+			strerror(errno));
+	return fd;
+}
+
+static void reap_children(int sig)
+{
+	int saved = errno;
+	(void)sig;
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	errno = saved;
+}
+
+static int write_pid_file(const char *path)
+{
+	if (!path || !*path)
+		return 0;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "ferry: failed to create pid file %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	dprintf(fd, "%d\n", (int)getpid());
+	close(fd);
+	return 0;
+}
+
+static void detach(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return;
+	if (pid > 0)
+		_exit(0);
+	setsid();
+	int null = open("/dev/null", O_RDWR);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		if (null > 2)
+			close(null);
+	}
+}
+
+int daemon_main(const struct ferry_opts *o)
+{
+	struct daemon_config cfg;
+
+	if (load_config(o, &cfg) < 0)
+		return RERR_SYNTAX;
+	/* Started by inetd: the connection is already on stdin. */
+	int sotype;
+	socklen_t len = sizeof sotype;
+	if (getsockopt(STDIN_FILENO, SOL_SOCKET, SO_TYPE, &sotype, &len) == 0 && !o->no_detach &&
+	    !o->port) {
+		int code = daemon_serve_client(&cfg, o, STDIN_FILENO, STDOUT_FILENO);
+		config_free(&cfg);
+		return code;
+	}
+	int lfd = listen_on(o, &cfg);
+	if (lfd < 0) {
+		config_free(&cfg);
+		return RERR_SOCKETIO;
+	}
+	if (!o->no_detach)
+		detach();
+	if (write_pid_file(cfg.pid_file) < 0)
+		return RERR_FILEIO;
+	signal(SIGPIPE, SIG_IGN);
+	struct sigaction sa = {.sa_handler = reap_children, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGCHLD, &sa, NULL);
+	for (;;) {
+		int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (cfd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			daemon_log(&cfg, NULL, "accept failed: %s", strerror(errno));
+			continue;
+		}
+		pid_t pid = fork();
+		if (pid == 0) {
+			close(lfd);
+			signal(SIGCHLD, SIG_DFL);
+			/* The config is re-read for every connection, as rsync does. */
+			struct daemon_config fresh;
+			int code = load_config(o, &fresh) == 0
+					   ? daemon_serve_client(&fresh, o, cfd, cfd)
+					   : RERR_SYNTAX;
+			_exit(code);
+		}
+		close(cfd);
+	}
+}

@@ -1,0 +1,515 @@
+/*
+ * One daemon connection: greetings, module choice, access checks,
+ * authentication, entering the module, the client's arguments, and then
+ * the server side of the protocol (clientserver.c: start_daemon,
+ * rsync_module).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client/options.h"
+#include "daemon/access.h"
+#include "daemon/auth.h"
+#include "daemon/daemon.h"
+#include "proto/checksum.h"
+#include "proto/filter.h"
+#include "proto/server.h"
+#include "proto/session.h"
+
+#define LINE_MAX_LEN 5120   /* BIGPATHBUFLEN */
+#define MAX_DAEMON_ARGS 16000
+#define MAX_ARGS_BYTES (1024 * 1024)
+
+struct conn {
+	const struct daemon_config *cfg;
+	const struct ferry_opts *dopts;
+	struct session s;
+	char addr[80];
+	char host[256];
+	int remote_protocol;
+	int remote_sub;
+	char digests[512];
+	int lock_fd;
+};
+
+static bool send_line(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool send_line(struct conn *c, const char *fmt, ...)
+{
+	char buf[LINE_MAX_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return false;
+	if ((size_t)n >= sizeof buf)
+		n = (int)sizeof buf - 1;
+	return wire_write(&c->s.out, buf, (size_t)n) && wire_flush(&c->s.out);
+}
+
+static void send_motd(struct conn *c)
+{
+	const char *motd = c->cfg->motd_file;
+	char buf[4096];
+
+	if (!motd || !*motd)
+		return;
+	int fd = open(motd, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n;
+	while (fd >= 0 && (n = read(fd, buf, sizeof buf)) > 0)
+		wire_write(&c->s.out, buf, (size_t)n);
+	if (fd >= 0)
+		close(fd);
+	/* rsync sends the extra newline even when the file cannot be read */
+	wire_write(&c->s.out, "\n", 1);
+	wire_flush(&c->s.out);
+}
+
+/* "@RSYNCD: 31.0 md5 md4" from the client (clientserver.c: exchange_protocols). */
+static bool read_client_greeting(struct conn *c)
+{
+	char line[LINE_MAX_LEN];
+	int n = 0;
+
+	if (!wire_read_line(&c->s.in, line, sizeof line))
+		return false;
+	c->remote_sub = -1;
+	if (strncmp(line, "@RSYNCD: ", 9) != 0 ||
+	    sscanf(line + 9, "%d%n", &c->remote_protocol, &n) != 1) {
+		send_line(c, "@ERROR: protocol startup error\n");
+		return false;
+	}
+	const char *p = line + 9 + n;
+	if (*p == '.') {
+		int m = 0;
+		if (sscanf(p + 1, "%d%n", &c->remote_sub, &m) == 1)
+			p += 1 + m;
+	}
+	if (c->remote_sub < 0 && c->remote_protocol >= 30) {
+		send_line(c, "@ERROR: your client omitted the subprotocol value: %s\n", line);
+		return false;
+	}
+	while (*p == ' ')
+		p++;
+	snprintf(c->digests, sizeof c->digests, "%s", p);
+	if (!*c->digests && c->remote_protocol > 31) {
+		send_line(c, "@ERROR: your client omitted the digest name list: %s\n", line);
+		return false;
+	}
+	int proto = c->remote_protocol < PROTOCOL_NEWEST ? c->remote_protocol : PROTOCOL_NEWEST;
+	if (c->remote_protocol < PROTOCOL_NEWEST && c->remote_sub > 0)
+		proto--;
+	c->remote_protocol = proto;
+	c->s.protocol = c->s.in.protocol = c->s.out.protocol = proto;
+	return true;
+}
+
+static void send_listing(struct conn *c)
+{
+	for (size_t i = 0; i < c->cfg->nmodules; i++) {
+		const struct daemon_module *m = &c->cfg->modules[i];
+		if (!m->list)
+			continue;
+		if (!access_allowed(m->hosts_allow, m->hosts_deny, c->addr, c->host))
+			continue;
+		send_line(c, "%-15s\t%s\n", m->name, m->comment ? m->comment : "");
+	}
+	if (c->s.protocol >= 25)
+		send_line(c, "@RSYNCD: EXIT\n");
+}
+
+/* Claim one of the module's `max connections` slots with a record lock on
+ * the lock file (connection.c: claim_connection). */
+static bool claim_slot(struct conn *c, const struct daemon_module *m)
+{
+	const char *lock = m->lock_file ? m->lock_file : "/var/run/rsyncd.lock";
+
+	if (m->max_connections <= 0)
+		return m->max_connections == 0;
+	c->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (c->lock_fd < 0)
+		return false;
+	for (int i = 0; i < m->max_connections; i++) {
+		struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = i * 4,
+				   .l_len = 4};
+		if (fcntl(c->lock_fd, F_SETLK, &fl) == 0)
+			return true;
+	}
+	close(c->lock_fd);
+	c->lock_fd = -1;
+	return false;
+}
+
+static bool authenticate(struct conn *c, const struct daemon_module *m, bool *read_only,
+			 char *user, size_t usz)
+{
+	enum csum_type t;
+	bool legacy;
+	char challenge[AUTH_CHALLENGE_SIZE], line[LINE_MAX_LEN], err[512];
+
+	user[0] = '\0';
+	if (!auth_required(m->auth_users))
+		return true;
+	if (!auth_pick_digest(c->digests, c->s.protocol, &t, &legacy)) {
+		send_line(c, "@ERROR: your client does not support one of our daemon-auth "
+			     "checksums: %s\n", auth_default_list());
+		return false;
+	}
+	if (!auth_digest_meets(t, m->auth_digest, err, sizeof err)) {
+		daemon_log(c->cfg, m, "auth digest refused: %s", err);
+		send_line(c, "@ERROR: auth failed on module %s\n", m->name);
+		return false;
+	}
+	auth_make_challenge(t, challenge, sizeof challenge);
+	if (!*challenge || !send_line(c, "@RSYNCD: AUTHREQD %s\n", challenge) ||
+	    !wire_read_line(&c->s.in, line, sizeof line)) {
+		send_line(c, "@ERROR: auth failed on module %s\n", m->name);
+		return false;
+	}
+	enum auth_result r = auth_check(m->auth_users, m->secrets_file, m->strict_modes,
+					geteuid() == 0, t, legacy, challenge, line, user, usz, err,
+					sizeof err);
+	if (r == AUTH_DENIED) {
+		daemon_log(c->cfg, m, "auth failed on module %s from %s (%s) for %s: %s", m->name,
+			   c->host, c->addr, *user ? user : "?", err);
+		send_line(c, "@ERROR: auth failed on module %s\n", m->name);
+		return false;
+	}
+	if (r == AUTH_OK_RO)
+		*read_only = true;
+	else if (r == AUTH_OK_RW)
+		*read_only = false;
+	return true;
+}
+
+static bool lookup_ids(const struct daemon_module *m, uid_t *uid, gid_t *gid)
+{
+	const char *u = m->uid ? m->uid : "nobody";
+	const char *g = m->gid;
+	char *end;
+
+	unsigned long v = strtoul(u, &end, 10);
+	if (*u && !*end) {
+		*uid = (uid_t)v;
+	} else {
+		struct passwd *pw = getpwnam(u);
+		if (!pw)
+			return false;
+		*uid = pw->pw_uid;
+	}
+	if (!g) {
+		struct group *gr = getgrnam("nogroup");
+		if (!gr)
+			gr = getgrnam("nobody");
+		if (!gr)
+			return false;
+		*gid = gr->gr_gid;
+		return true;
+	}
+	v = strtoul(g, &end, 10);
+	if (*g && !*end) {
+		*gid = (gid_t)v;
+		return true;
+	}
+	struct group *gr = getgrnam(g);
+	if (!gr)
+		return false;
+	*gid = gr->gr_gid;
+	return true;
+}
+
+/* chroot (as `use chroot` says), open the module root, and drop to the
+ * module's uid/gid when we are root. Returns the root fd or -1. */
+static int enter_module(struct conn *c, const struct daemon_module *m)
+{
+	bool root = geteuid() == 0;
+	uid_t uid = 0;
+	gid_t gid = 0;
+
+	if (!m->path || !*m->path) {
+		send_line(c, "@ERROR: no path setting.\n");
+		return -1;
+	}
+	if (root && !lookup_ids(m, &uid, &gid)) {
+		send_line(c, "@ERROR: invalid uid or gid setting.\n");
+		return -1;
+	}
+	int fd;
+	if (m->use_chroot != 0 && root && chroot(m->path) == 0 && chdir("/") == 0) {
+		fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	} else if (m->use_chroot == 1) {
+		daemon_log(c->cfg, m, "chroot(\"%s\") failed: %s", m->path, strerror(errno));
+		send_line(c, "@ERROR: chroot failed\n");
+		return -1;
+	} else {
+		fd = open(m->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0 && fchdir(fd) < 0) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0) {
+		daemon_log(c->cfg, m, "chdir to module %s (%s) failed: %s", m->name, m->path,
+			   strerror(errno));
+		send_line(c, "@ERROR: chdir failed\n");
+		return -1;
+	}
+	if (root) {
+		if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
+			daemon_log(c->cfg, m, "dropping privileges failed: %s", strerror(errno));
+			send_line(c, "@ERROR: setuid failed\n");
+			close(fd);
+			return -1;
+		}
+	}
+	return fd;
+}
+
+/* The argument vector after "@RSYNCD: OK" (io.c: read_args): NUL- or
+ * newline-separated, ended by an empty argument, bounded in count and
+ * size. argv[0] is ours ("rsyncd"). */
+static char **read_args(struct conn *c, int *argc_out)
+{
+	char sep = c->s.protocol >= 30 ? '\0' : '\n';
+	char **argv = calloc(MAX_DAEMON_ARGS + 2, sizeof *argv);
+	char arg[LINE_MAX_LEN];
+	size_t total = 0;
+	int argc = 0;
+
+	if (!argv)
+		return NULL;
+	argv[argc++] = strdup("rsyncd");
+	for (;;) {
+		size_t n = 0;
+		char ch;
+		for (;;) {
+			if (!wire_read(&c->s.in, &ch, 1))
+				goto fail;
+			if (ch == sep)
+				break;
+			if (ch == '\r' && sep == '\n')
+				continue;
+			if (n + 1 >= sizeof arg)
+				goto fail;
+			arg[n++] = ch;
+		}
+		arg[n] = '\0';
+		if (n == 0)
+			break;
+		total += n;
+		if (argc > MAX_DAEMON_ARGS || total > MAX_ARGS_BYTES)
+			goto fail;
+		argv[argc++] = strdup(arg);
+	}
+	*argc_out = argc;
+	return argv;
+fail:
+	for (int i = 0; i < argc; i++)
+		free(argv[i]);
+	free(argv);
+	return NULL;
+}
+
+/* A path argument "module/some/path" as a path inside the module: the
+ * module name stripped, "." and empty components dropped, ".." never
+ * climbing above the root (util1.c: sanitize_path). A trailing slash is
+ * kept: it decides whether a directory or its contents are sent. */
+static void module_relative(const char *arg, const char *module, char *out, size_t size)
+{
+	size_t mlen = strlen(module);
+	const char *p = arg;
+	char buf[4096];
+	size_t n = 0;
+
+	if (strncmp(p, module, mlen) == 0 && (p[mlen] == '/' || p[mlen] == '\0'))
+		p += mlen;
+	bool trailing = *p && p[strlen(p) - 1] == '/';
+	while (*p) {
+		while (*p == '/')
+			p++;
+		const char *e = strchr(p, '/');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (len == 0)
+			break;
+		if (len == 1 && p[0] == '.') {
+			/* drop */
+		} else if (len == 2 && p[0] == '.' && p[1] == '.') {
+			while (n > 0 && buf[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--;
+		} else if (n + len + 2 < sizeof buf) {
+			if (n)
+				buf[n++] = '/';
+			memcpy(buf + n, p, len);
+			n += len;
+		}
+		p += len;
+	}
+	buf[n] = '\0';
+	snprintf(out, size, "%s%s", n ? buf : ".", trailing || !n ? "/" : "");
+}
+
+static bool module_filters(const struct daemon_module *m, struct filter_list *fl)
+{
+	char err[256];
+	const char *rules[][2] = {{m->filter, ""}, {m->include_from, "merge,+ "},
+				  {m->include, "+ "}, {m->exclude_from, "merge,- "},
+				  {m->exclude, "- "}};
+	bool any = false;
+
+	filter_list_init(fl);
+	for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+		const char *v = rules[i][0];
+		if (!v || !*v)
+			continue;
+		/* Space-separated patterns, as rsync's daemon filter parse does. */
+		char *copy = strdup(v), *save = NULL;
+		for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+			char rule[4096];
+			snprintf(rule, sizeof rule, "%s%s", rules[i][1], tok);
+			if (filter_parse_rule(fl, rule, 0, err, sizeof err) == 0)
+				any = true;
+		}
+		free(copy);
+	}
+	return any;
+}
+
+static int serve_module(struct conn *c, const struct daemon_module *m)
+{
+	char user[AUTH_USER_MAX + 1];
+	bool read_only = m->read_only;
+
+	if (!access_allowed(m->hosts_allow, m->hosts_deny, c->addr, c->host)) {
+		daemon_log(c->cfg, m, "rsync denied on module %s from %s (%s)", m->name, c->host,
+			   c->addr);
+		if (!m->list)
+			send_line(c, "@ERROR: Unknown module '%s'\n", m->name);
+		else
+			send_line(c, "@ERROR: access denied to %s from %s (%s)\n", m->name, c->host,
+				  c->addr);
+		return RERR_STARTCLIENT;
+	}
+	if (!claim_slot(c, m)) {
+		daemon_log(c->cfg, m, "max connections (%d) reached", m->max_connections);
+		send_line(c, "@ERROR: max connections (%d) reached -- try again later\n",
+			  m->max_connections);
+		return RERR_STARTCLIENT;
+	}
+	if (!authenticate(c, m, &read_only, user, sizeof user))
+		return RERR_STARTCLIENT;
+	int root_fd = enter_module(c, m);
+	if (root_fd < 0)
+		return RERR_STARTCLIENT;
+	send_line(c, "@RSYNCD: OK\n");
+	int argc = 0;
+	char **argv = read_args(c, &argc);
+	if (!argv) {
+		daemon_log(c->cfg, m, "invalid argument list from %s (%s)", c->host, c->addr);
+		close(root_fd);
+		return RERR_STREAMIO;
+	}
+	struct ferry_opts o;
+	int rc = options_parse_flags(&o, argc, argv, OPTS_FROM_REMOTE);
+	struct server_ctx ctx = {.root_fd = root_fd, .confined = true,
+				 .remote_protocol = c->remote_protocol,
+				 .client_caps = rc == 0 ? o.server_caps : NULL};
+	char refusal[600] = "";
+	if (rc != 0) {
+		snprintf(refusal, sizeof refusal, "%s", options_last_error());
+		ctx.refusal_code = RERR_UNSUPPORTED;
+	} else if (!o.server) {
+		snprintf(refusal, sizeof refusal, "the client did not ask for --server");
+		ctx.refusal_code = RERR_PROTOCOL;
+	} else if (!o.sender && read_only) {
+		snprintf(refusal, sizeof refusal, "ERROR: module is read only");
+		ctx.refusal_code = RERR_SYNTAX;
+	} else if (o.sender && m->write_only) {
+		snprintf(refusal, sizeof refusal, "ERROR: module is write only");
+		ctx.refusal_code = RERR_SYNTAX;
+	}
+	ctx.refusal = refusal[0] ? refusal : NULL;
+	char **paths = calloc((size_t)(o.nargs > 0 ? o.nargs : 1), sizeof *paths);
+	for (int i = 1; rc == 0 && paths && i < o.nargs; i++) {
+		char rel[4096];
+		module_relative(o.args[i], m->name, rel, sizeof rel);
+		paths[ctx.npaths++] = strdup(rel);
+	}
+	ctx.paths = paths;
+	struct filter_list dfilters;
+	if (module_filters(m, &dfilters))
+		ctx.daemon_filters = &dfilters;
+	daemon_log(c->cfg, m, "rsync %s %s from %s%s%s (%s)", rc == 0 && o.sender ? "on" : "to",
+		   m->name, user, *user ? "@" : "", c->host, c->addr);
+	struct ferry_opts run_opts = o;
+	if (m->ignore_errors)
+		run_opts.ignore_errors = true;
+	if (m->timeout && (!run_opts.timeout || m->timeout < run_opts.timeout))
+		run_opts.timeout = m->timeout;
+	c->s.opts = &run_opts;
+	c->s.in.timeout_ms = c->s.out.timeout_ms = run_opts.timeout * 1000;
+	int code = server_run(&c->s, &ctx);
+	for (int i = 0; i < ctx.npaths; i++)
+		free(paths[i]);
+	free(paths);
+	filter_list_free(&dfilters);
+	options_free(&o);
+	for (int i = 0; i < argc; i++)
+		free(argv[i]);
+	free(argv);
+	close(root_fd);
+	return code;
+}
+
+int daemon_serve_client(const struct daemon_config *cfg, const struct ferry_opts *dopts,
+			int fd_in, int fd_out)
+{
+	struct conn c = {.cfg = cfg, .dopts = dopts, .lock_fd = -1};
+	char line[LINE_MAX_LEN];
+	int code = 0;
+
+	session_init(&c.s, dopts, fd_in, fd_out);
+	c.s.in.timeout_ms = c.s.out.timeout_ms = 60 * 1000; /* bound the handshake */
+	client_addr_name(fd_in, c.addr, sizeof c.addr, c.host, sizeof c.host,
+			 cfg->defaults.reverse_lookup);
+	if (!*c.addr)
+		snprintf(c.addr, sizeof c.addr, "UNKNOWN");
+	daemon_log(cfg, NULL, "connect from %s (%s)", c.host, c.addr);
+	if (!send_line(&c, "@RSYNCD: %d.0 %s\n", PROTOCOL_NEWEST, auth_default_list()))
+		goto out;
+	send_motd(&c);
+	if (!read_client_greeting(&c) || !wire_read_line(&c.s.in, line, sizeof line))
+		goto out;
+	if (!*line || strcmp(line, "#list") == 0) {
+		daemon_log(cfg, NULL, "module-list request from %s (%s)", c.host, c.addr);
+		send_listing(&c);
+		goto out;
+	}
+	if (line[0] == '#') {
+		send_line(&c, "@ERROR: Unknown command '%s'\n", line);
+		goto out;
+	}
+	const struct daemon_module *m = config_find_module(cfg, line);
+	if (!m) {
+		daemon_log(cfg, NULL, "unknown module '%s' tried from %s (%s)", line, c.host, c.addr);
+		send_line(&c, "@ERROR: Unknown module '%s'\n", line);
+		code = RERR_STARTCLIENT;
+		goto out;
+	}
+	code = serve_module(&c, m);
+out:
+	if (c.lock_fd >= 0)
+		close(c.lock_fd);
+	session_free(&c.s);
+	return code;
+}

@@ -1,0 +1,1091 @@
+/*
+ * daemon/config: the rsyncd.conf parser. The syntax cases (continuations,
+ * comments, section names, [global], &include/&merge, the header-time
+ * snapshot of defaults and the late fallback of strings, %VAR%) were checked
+ * against real rsync 3.5.0 by listing the modules of an `rsync --daemon`
+ * run on the same text; where ferry is stricter (errors instead of rsync's
+ * warnings) the test says so.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "daemon/config.h"
+
+static char tmpdir[64];
+static char err[2048];
+
+/* ---------------------------------------------------------------- helpers */
+
+static const char *tpath(const char *name)
+{
+	static char buf[4][512];
+	static int k;
+
+	k = (k + 1) % 4;
+	snprintf(buf[k], sizeof buf[k], "%s/%s", tmpdir, name);
+	return buf[k];
+}
+
+static void write_file(const char *name, const char *text)
+{
+	FILE *f = fopen(tpath(name), "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void make_dir(const char *name)
+{
+	assert_int_equal(mkdir(tpath(name), 0755), 0);
+}
+
+/* Load text that must parse. */
+static void load_ok(struct daemon_config *c, const char *text)
+{
+	int rc = config_load_string(c, text, "test.conf", err, sizeof err);
+
+	if (rc != 0)
+		fail_msg("unexpected error: %s", err);
+}
+
+/* Load text that must fail; the message must contain want. */
+static void load_fails(const char *text, const char *want)
+{
+	struct daemon_config c = { 0 };
+	int rc = config_load_string(&c, text, "test.conf", err, sizeof err);
+
+	if (rc == 0)
+		fail_msg("config unexpectedly accepted, wanted: %s", want);
+	if (!strstr(err, want))
+		fail_msg("error \"%s\" lacks \"%s\"", err, want);
+	config_free(&c);
+}
+
+static const struct daemon_module *mod(const struct daemon_config *c, const char *name)
+{
+	const struct daemon_module *m = config_find_module(c, name);
+
+	if (!m)
+		fail_msg("no module [%s]", name);
+	return m;
+}
+
+static int setup(void **state)
+{
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/ferry-test-config.XXXXXX");
+	assert_non_null(mkdtemp(tmpdir));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------ tests */
+
+/* rsync's defaults (daemon-parm.txt), through config_init and an empty file. */
+static void test_defaults(void **state)
+{
+	struct daemon_config c;
+
+	config_init(&c);
+	for (int pass = 0; pass < 2; pass++) {
+		const struct daemon_module *d = &c.defaults;
+
+		assert_null(c.motd_file);
+		assert_null(c.pid_file);
+		assert_null(c.address);
+		assert_null(c.socket_options);
+		assert_null(c.daemon_chroot);
+		assert_null(c.proxy_protocol_hosts);
+		assert_int_equal(c.port, 0); /* 873 unless --port */
+		assert_int_equal(c.listen_backlog, 5);
+		assert_false(c.proxy_protocol);
+
+		assert_null(d->path);
+		assert_null(d->comment);
+		assert_true(d->list);
+		assert_true(d->read_only);
+		assert_false(d->write_only);
+		assert_null(d->uid);
+		assert_null(d->gid);
+		assert_int_equal(d->use_chroot, CONFIG_UNSET);
+		assert_int_equal(d->numeric_ids, CONFIG_UNSET);
+		assert_int_equal(d->munge_symlinks, CONFIG_UNSET);
+		assert_int_equal(d->open_noatime, CONFIG_UNSET);
+		assert_int_equal(d->max_connections, 0);
+		assert_string_equal(d->lock_file, "/var/run/rsyncd.lock");
+		assert_null(d->auth_users);
+		assert_null(d->secrets_file);
+		assert_null(d->auth_digest);
+		assert_true(d->strict_modes);
+		assert_null(d->hosts_allow);
+		assert_null(d->hosts_deny);
+		assert_false(d->ignore_errors);
+		assert_false(d->ignore_nonreadable);
+		assert_null(d->refuse_options);
+		assert_non_null(d->dont_compress);
+		assert_true(strncmp(d->dont_compress, "*.3g2 *.3gp *.7z ", 17) == 0);
+		assert_non_null(strstr(d->dont_compress, " *.zip *.zst"));
+		assert_int_equal(d->timeout, 0);
+		assert_null(d->log_file);
+		assert_int_equal(d->syslog_facility, LOG_DAEMON);
+		assert_string_equal(d->syslog_tag, "rsyncd");
+		assert_string_equal(d->log_format, "%o %h [%a] %m (%u) %f %l");
+		assert_false(d->transfer_logging);
+		assert_int_equal(d->max_verbosity, 1);
+		assert_true(d->reverse_lookup);
+		assert_true(d->forward_lookup);
+		assert_false(d->fake_super);
+		assert_false(d->insecure_links);
+		assert_null(d->charset);
+		assert_null(d->temp_dir);
+		assert_null(d->name_converter);
+		assert_int_equal(c.nmodules, 0);
+
+		if (pass == 0)
+			load_ok(&c, "");
+	}
+	config_free(&c);
+}
+
+/* The table holds exactly daemon-parm.txt's parameters. */
+static void test_table_complete(void **state)
+{
+	static const char *globals[] = {
+		"address", "daemon chroot", "daemon gid", "daemon uid", "motd file", "pid file",
+		"proxy protocol hosts", "socket options", "listen backlog", "port",
+		"proxy protocol",
+	};
+	static const char *locals[] = {
+		"auth digest", "auth users", "charset", "comment", "dont compress", "early exec",
+		"exclude", "exclude from", "filter", "gid", "hosts allow", "hosts deny",
+		"include", "include from", "incoming chmod", "lock file", "log file",
+		"log format", "name", "name converter", "outgoing chmod", "post-xfer exec",
+		"pre-xfer exec", "refuse options", "secrets file", "syslog tag", "uid", "path",
+		"temp dir", "max connections", "max verbosity", "timeout", "syslog facility",
+		"fake super", "forward lookup", "ignore errors", "ignore nonreadable",
+		"insecure links", "list", "read only", "reverse lookup", "strict modes",
+		"transfer logging", "write only", "munge symlinks", "numeric ids", "open noatime",
+		"use chroot",
+	};
+	size_t n;
+
+	config_params(&n);
+	assert_int_equal(n, sizeof globals / sizeof *globals + sizeof locals / sizeof *locals);
+	for (size_t i = 0; i < sizeof globals / sizeof *globals; i++) {
+		const struct config_param *p = config_param_find(globals[i]);
+
+		assert_non_null(p);
+		assert_true(p->global_only);
+	}
+	for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) {
+		const struct config_param *p = config_param_find(locals[i]);
+
+		if (!p)
+			fail_msg("missing parameter \"%s\"", locals[i]);
+		assert_false(p->global_only);
+	}
+}
+
+/* Names: case-insensitive, blanks ignored; '-' first is never a name. */
+static void test_param_names(void **state)
+{
+	const struct config_param *p = config_param_find("read only");
+
+	assert_non_null(p);
+	assert_ptr_equal(config_param_find("readonly"), p);
+	assert_ptr_equal(config_param_find("Read Only"), p);
+	assert_ptr_equal(config_param_find("  READ\t ON LY "), p);
+	assert_ptr_equal(config_param_find("pre-xfer exec"), config_param_find("PRE-XFEREXEC"));
+	assert_null(config_param_find("prexfer exec")); /* '-' is not a blank */
+	assert_null(config_param_find("read_only"));
+	assert_null(config_param_find("-port"));
+	assert_null(config_param_find(""));
+}
+
+static void test_basic_syntax(void **state)
+{
+	struct daemon_config c = { 0 };
+	const struct daemon_module *m;
+
+	load_ok(&c, "  # comment\n"
+		    "\t; another comment\n"
+		    "\n"
+		    "   motd file   =   /etc/motd   \n"
+		    "Pid File=/run/x.pid\n"
+		    "[ftp]\n"
+		    "  path = /srv/ftp\n"
+		    "  comment = a = b; c # d [e]\n"
+		    "  readonly = no\n"
+		    "  Write  Only = 0\n"
+		    "  refuse options =\n");
+	assert_string_equal(c.motd_file, "/etc/motd");
+	assert_string_equal(c.pid_file, "/run/x.pid");
+	assert_int_equal(c.nmodules, 1);
+	m = mod(&c, "ftp");
+	assert_string_equal(m->path, "/srv/ftp");
+	/* only the first '=' counts; '#' and ';' inside a value are text */
+	assert_string_equal(m->comment, "a = b; c # d [e]");
+	assert_false(m->read_only);
+	assert_false(m->write_only);
+	assert_string_equal(m->refuse_options, ""); /* set, to empty */
+	assert_string_equal(m->defined_at, "test.conf:6");
+	config_free(&c);
+}
+
+/* A trailing '\' joins lines: verbatim in values (blanks of the next line
+ * kept, trailing ones trimmed), compressed in names and section names. */
+static void test_continuation(void **state)
+{
+	struct daemon_config c = { 0 };
+	const struct daemon_module *m;
+
+	load_ok(&c, "[ M   two ]\n"
+		    "  path=/tmp\n"
+		    "  comment = two = three \\\n"
+		    "     continued   \n"
+		    "  read \\\n"
+		    "     only = \\\n"
+		    "  no\n"
+		    "[long \\\n"
+		    "   name]\n"
+		    "  path = /x \\   \n"
+		    "/y\n"
+		    "  exclude = a\\\n"
+		    "# not a comment\n");
+	m = mod(&c, "M two");
+	assert_string_equal(m->comment, "two = three      continued");
+	assert_false(m->read_only);
+	m = mod(&c, "long name");
+	assert_string_equal(m->path, "/x /y");
+	assert_string_equal(m->exclude, "a# not a comment");
+	config_free(&c);
+}
+
+/* CR is dropped from values and is a blank elsewhere (CRLF files work);
+ * text after "]" is ignored; a line starting with '\' loses it. */
+static void test_crlf_and_oddities(void **state)
+{
+	struct daemon_config c = { 0 };
+	const struct daemon_module *m;
+
+	load_ok(&c, "timeout = 30\r\n"
+		    "[m1] trailing junk\r\n"
+		    "  path = /srv/m1\r\n"
+		    "  comment = a\rb\r\n"
+		    "\\ max verbosity = 3\r\n");
+	assert_int_equal(c.defaults.timeout, 30);
+	m = mod(&c, "m1");
+	assert_string_equal(m->path, "/srv/m1");
+	assert_string_equal(m->comment, "ab");
+	assert_int_equal(m->max_verbosity, 3);
+	config_free(&c);
+}
+
+/* Globals before the first section and after [global]; module parameters
+ * there are defaults that each module copies at its header (booleans and
+ * numbers), while a string a module never set falls back to the final
+ * default (rsync's accessors) -- both checked against rsync 3.5.0. */
+static void test_inheritance(void **state)
+{
+	struct daemon_config c = { 0 };
+
+	load_ok(&c, "uid = nobody\n"
+		    "max connections = 4\n"
+		    "read only = no\n"
+		    "[a]\n"
+		    "  path = /a\n"
+		    "[global]\n"
+		    "  comment = shared\n"
+		    "  list = no\n"
+		    "  motd file = /etc/motd\n"
+		    "[b]\n"
+		    "  path = /b\n"
+		    "  uid = alice\n"
+		    "[c]\n"
+		    "  path = /c\n"
+		    "  list = yes\n"
+		    "  read only = yes\n"
+		    "[ GLO bal ]\n"
+		    "  timeout = 60\n");
+	assert_string_equal(c.motd_file, "/etc/motd");
+	assert_string_equal(mod(&c, "a")->uid, "nobody");
+	assert_string_equal(mod(&c, "b")->uid, "alice");
+	assert_int_equal(mod(&c, "c")->max_connections, 4);
+	assert_false(mod(&c, "a")->read_only);
+	assert_true(mod(&c, "c")->read_only);
+	/* list: snapshot at the header */
+	assert_true(mod(&c, "a")->list);
+	assert_false(mod(&c, "b")->list);
+	assert_true(mod(&c, "c")->list);
+	/* comment: [a] never set it, so it gets the final default */
+	assert_string_equal(mod(&c, "a")->comment, "shared");
+	assert_int_equal(mod(&c, "c")->timeout, 0);
+	assert_int_equal(c.defaults.timeout, 60);
+	assert_false(c.defaults.list);
+	assert_int_equal(c.nmodules, 3);
+	config_free(&c);
+}
+
+/* A repeated header reopens the module, matched ignoring case and blanks;
+ * lookups by clients are exact. */
+static void test_sections(void **state)
+{
+	struct daemon_config c = { 0 };
+
+	load_ok(&c, "[Data]\n"
+		    "  path = /data/\n"
+		    "[other]\n"
+		    "  path = /\n"
+		    "[da ta]\n"
+		    "  comment = reopened\n"
+		    "  temp dir = /tmp//\n");
+	assert_int_equal(c.nmodules, 2);
+	assert_string_equal(mod(&c, "Data")->comment, "reopened");
+	assert_null(config_find_module(&c, "data"));
+	assert_null(config_find_module(&c, "Dat"));
+	assert_string_equal(mod(&c, "Data")->path, "/data"); /* trailing '/' dropped */
+	assert_string_equal(mod(&c, "Data")->temp_dir, "/tmp");
+	assert_string_equal(mod(&c, "other")->path, "/");
+	assert_string_equal(c.modules[0].name, "Data");
+	assert_string_equal(c.modules[1].name, "other");
+	config_free(&c);
+
+	load_fails("[a/b]\npath=/x\n", "invalid module name \"a/b\" (it may not contain '/') at test.conf:1");
+	load_fails("\n[]\n", "empty section name at test.conf:2");
+	load_fails("[  ]\n", "empty section name at test.conf:1");
+	load_fails("[mod\npath = /x\n", "section header \"[mod\" has no closing ']' at test.conf:1");
+	load_fails("[mod", "unexpected end of file in section header \"[mod\" at test.conf:1");
+}
+
+static void test_booleans(void **state)
+{
+	static const char *yes[] = { "yes", "YES", "Yes", "true", "TRUE", "True", "1", " y e s " };
+	static const char *no[] = { "no", "NO", "false", "False", "0" };
+	static const char *bad[] = { "", "y", "on", "off", "2", "yess", "-1", "unset", "nope" };
+	struct daemon_config c = { 0 };
+	bool b;
+
+	for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) {
+		b = false;
+		assert_true(config_parse_bool(yes[i], &b));
+		assert_true(b);
+	}
+	for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+		b = true;
+		assert_true(config_parse_bool(no[i], &b));
+		assert_false(b);
+	}
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		b = true;
+		if (config_parse_bool(bad[i], &b))
+			fail_msg("\"%s\" taken as a boolean", bad[i]);
+		assert_true(b);
+	}
+	assert_false(config_parse_bool(NULL, &b));
+
+	/* three-state parameters also take unset / -1 */
+	load_ok(&c, "[m]\npath=/m\nuse chroot = TRUE\nnumeric ids = no\n"
+		    "munge symlinks = unset\nopen noatime = -1\n"
+		    "[n]\npath=/n\nuse chroot = false\nmunge symlinks = 1\n");
+	assert_int_equal(mod(&c, "m")->use_chroot, 1);
+	assert_int_equal(mod(&c, "m")->numeric_ids, 0);
+	assert_int_equal(mod(&c, "m")->munge_symlinks, CONFIG_UNSET);
+	assert_int_equal(mod(&c, "m")->open_noatime, CONFIG_UNSET);
+	assert_int_equal(mod(&c, "n")->use_chroot, 0);
+	assert_int_equal(mod(&c, "n")->munge_symlinks, 1);
+	config_free(&c);
+
+	/* rsync only warns here; ferry refuses */
+	load_fails("[m]\npath = /m\nread only = maybe\n",
+		   "bad boolean \"maybe\" for \"read only\" (use yes/no, true/false or 1/0) at test.conf:3");
+	load_fails("list =\n", "bad boolean \"\" for \"list\"");
+	load_fails("use chroot = sometimes\n", "bad boolean \"sometimes\" for \"use chroot\" "
+						"(use yes/no, true/false, 1/0 or unset) at test.conf:1");
+	load_fails("proxy protocol = unset\n", "bad boolean \"unset\" for \"proxy protocol\"");
+}
+
+static void test_integers(void **state)
+{
+	struct daemon_config c = { 0 };
+
+	load_ok(&c, "port = 8873\nlisten backlog = 64\nmax verbosity = 4\n"
+		    "[m]\npath=/m\nmax connections = -1\ntimeout = +600\n");
+	assert_int_equal(c.port, 8873);
+	assert_int_equal(c.listen_backlog, 64);
+	assert_int_equal(c.defaults.max_verbosity, 4);
+	assert_int_equal(mod(&c, "m")->max_connections, -1); /* disables the module */
+	assert_int_equal(mod(&c, "m")->timeout, 600);
+	config_free(&c);
+
+	load_fails("timeout = 12x\n", "bad number \"12x\" for \"timeout\" at test.conf:1");
+	load_fails("timeout = ten\n", "bad number \"ten\" for \"timeout\"");
+	load_fails("timeout =\n", "bad number \"\" for \"timeout\"");
+	load_fails("timeout = -5\n", "value \"-5\" for \"timeout\" is out of range (0 to");
+	load_fails("port = 70000\n", "value \"70000\" for \"port\" is out of range (0 to 65535)");
+	load_fails("max connections = 99999999999\n", "value \"99999999999\" for \"max connections\" is out of range");
+	load_fails("max connections = 999999999999999999999\n", "bad number \"999999999999999999999\"");
+}
+
+static void test_syslog_facility(void **state)
+{
+	struct daemon_config c = { 0 };
+
+	load_ok(&c, "syslog facility = local5\n"
+		    "[a]\npath=/a\nsyslog facility = AUTHPRIV\n"
+		    "[b]\npath=/b\nsyslog facility = security\n"
+		    "[c]\npath=/c\nsyslog facility = 24\n");
+	assert_int_equal(c.defaults.syslog_facility, LOG_LOCAL5);
+	assert_int_equal(mod(&c, "a")->syslog_facility, LOG_AUTHPRIV);
+	assert_int_equal(mod(&c, "b")->syslog_facility, LOG_AUTH);
+	assert_int_equal(mod(&c, "c")->syslog_facility, 24);
+	config_free(&c);
+	load_fails("syslog facility = local9\n",
+		   "unknown syslog facility \"local9\" for \"syslog facility\"");
+}
+
+/* loadparm.c: expand_vars, checked against rsync 3.5.0 (a comment with
+ * these references, listed by the daemon). */
+static void test_expand(void **state)
+{
+	struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "A 100%% b %FERRY_T_HOME% c", "A 100%% b /home/x c" },
+		{ "%nope% %NOPE_FERRY_X%", "%nope% %NOPE_FERRY_X%" },
+		{ "e %%FERRY_T_HOME%%", "e %/home/x%" },
+		{ "%NOPE_FERRY_X%FERRY_T_HOME%", "%NOPE_FERRY_X/home/x" },
+		{ "g %FERRY_T_HOME", "g %FERRY_T_HOME" },
+		{ "%FERRY_T_EMPTY%|", "|" },
+		{ "%%", "%%" },
+		{ "", "" },
+	};
+	char *x;
+
+	setenv("FERRY_T_HOME", "/home/x", 1);
+	setenv("FERRY_T_EMPTY", "", 1);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		x = config_expand(cases[i].in);
+		assert_non_null(x);
+		assert_string_equal(x, cases[i].out);
+		free(x);
+	}
+	assert_null(config_expand(NULL));
+}
+
+/* Strings keep their references until use; other types expand at load. */
+static void test_expand_in_config(void **state)
+{
+	struct daemon_config c = { 0 };
+	struct daemon_module x;
+
+	setenv("FERRY_T_TIMEOUT", "45", 1);
+	setenv("FERRY_T_RO", "no", 1);
+	setenv("RSYNC_USER_NAME", "alice", 1);
+	load_ok(&c, "[home]\n"
+		    "  path = /home/%RSYNC_USER_NAME%/\n"
+		    "  timeout = %FERRY_T_TIMEOUT%\n"
+		    "  read only = %FERRY_T_RO%\n"
+		    "  comment = 100%% for %RSYNC_USER_NAME%\n"
+		    "  pre-xfer exec = /bin/check %RSYNC_USER_NAME% '%RSYNC_USER_NAME%'\n");
+	assert_string_equal(mod(&c, "home")->path, "/home/%RSYNC_USER_NAME%");
+	assert_int_equal(mod(&c, "home")->timeout, 45);
+	assert_false(mod(&c, "home")->read_only);
+
+	assert_int_equal(config_module_expand(mod(&c, "home"), &x, err, sizeof err), 0);
+	assert_string_equal(x.path, "/home/alice");
+	assert_string_equal(x.comment, "100%% for alice");
+	/* %RSYNC_*% in a shell hook is quoted for where it lands */
+	assert_string_equal(x.pre_xfer_exec, "/bin/check 'alice' 'alice'");
+	assert_int_equal(x.timeout, 45);
+	assert_string_equal(x.defined_at, "test.conf:1");
+	config_module_free(&x);
+
+	/* a peer-supplied value with a shell metacharacter is refused */
+	setenv("RSYNC_USER_NAME", "a;rm -rf /", 1);
+	assert_int_equal(config_module_expand(mod(&c, "home"), &x, err, sizeof err), -1);
+	assert_non_null(strstr(err, "refusing to run shell hook: %RSYNC_USER_NAME% holds a shell metacharacter"));
+	unsetenv("RSYNC_USER_NAME");
+	config_free(&c);
+
+	load_fails("timeout = %FERRY_T_RO%\n", "bad number \"no\" (from \"%FERRY_T_RO%\") for \"timeout\"");
+}
+
+static void test_expand_shell(void **state)
+{
+	char *x;
+
+	setenv("RSYNC_MODULE_NAME", "it's", 1);
+	setenv("FERRY_T_PLAIN", "a b;c", 1);
+	/* non-RSYNC variables are copied verbatim, even in hooks */
+	x = config_expand_shell("echo %FERRY_T_PLAIN%", err, sizeof err);
+	assert_non_null(x);
+	assert_string_equal(x, "echo a b;c");
+	free(x);
+	assert_null(config_expand_shell("echo %RSYNC_MODULE_NAME%", err, sizeof err));
+	setenv("RSYNC_MODULE_NAME", "files", 1);
+	x = config_expand_shell("a %RSYNC_MODULE_NAME% \"%RSYNC_MODULE_NAME%\" '%RSYNC_MODULE_NAME%'",
+				err, sizeof err);
+	assert_non_null(x);
+	assert_string_equal(x, "a 'files' \"'files'\" 'files'");
+	free(x);
+	unsetenv("RSYNC_MODULE_NAME");
+}
+
+static void test_errors_name_file_line(void **state)
+{
+	struct daemon_config c = { 0 };
+	const char *path = tpath("ferryd.conf");
+
+	write_file("ferryd.conf", "# test\n"
+				  "port = 873\n"
+				  "[m]\n"
+				  "  path = /m\n"
+				  "  comment = one \\\n"
+				  "    two\n"
+				  "  foo = bar\n");
+	assert_int_equal(config_load_file(&c, path, err, sizeof err), -1);
+	{
+		char want[600];
+
+		snprintf(want, sizeof want, "unknown parameter \"foo\" at %s:7", path);
+		assert_string_equal(err, want);
+	}
+	assert_int_equal(c.nmodules, 0);
+	assert_false(c.loaded);
+	config_free(&c);
+
+	/* an error in a continued line names the line where it starts */
+	load_fails("\n\nwibble \\\n = 1\n", "unknown parameter \"wibble\" at test.conf:3");
+	load_fails("[m]\npath=/m\nport = 1\n",
+		   "global parameter \"port\" in module [m] (set it before the first module or "
+		   "in a [global] section) at test.conf:3");
+	load_fails("path = /x\njust some words\n", "badly formed line \"just some words\" (no '=') at test.conf:2");
+	load_fails("path = /x\nnoequals", "badly formed line \"noequals\" (no '=') at test.conf:2");
+	load_fails("\n = value\n", "missing parameter name before '=' at test.conf:2");
+	load_fails("-port = 1\n", "unknown parameter \"-port\"");
+	load_fails("[m]\ncomment = x\n", "module [m] has no \"path\" at test.conf:1");
+	load_fails("[m]\npath =\n", "module [m] has no \"path\" at test.conf:1");
+	load_fails("&includ /x\n", "unknown directive \"&includ\" (use &include or &merge) at test.conf:1");
+	load_fails("&include\n", "badly formed line \"&include\" (no '=') at test.conf:1");
+	load_fails("&merge =\n", "&merge needs a file or directory name at test.conf:1");
+
+	/* a module path may come from the global section */
+	load_ok(&c, "path = /srv\n[a]\n[b]\npath = /b\n");
+	assert_string_equal(mod(&c, "a")->path, "/srv");
+	config_free(&c);
+
+	assert_int_equal(config_load_file(&c, tpath("missing.conf"), err, sizeof err), -1);
+	assert_non_null(strstr(err, "unable to open config file \""));
+	assert_non_null(strstr(err, "missing.conf\": No such file or directory"));
+}
+
+static void test_nul_byte(void **state)
+{
+	struct daemon_config c = { 0 };
+	static const char text[] = "port = 1\n[m]\npath=/m\0\ncomment = x\n";
+
+	write_file("nul.conf", "");
+	{
+		FILE *f = fopen(tpath("nul.conf"), "w");
+
+		assert_non_null(f);
+		fwrite(text, 1, sizeof text - 1, f);
+		fclose(f);
+	}
+	assert_int_equal(config_load_file(&c, tpath("nul.conf"), err, sizeof err), -1);
+	assert_non_null(strstr(err, "NUL byte in config file at "));
+	assert_non_null(strstr(err, "nul.conf:3"));
+	config_free(&c);
+}
+
+static void test_line_length(void **state)
+{
+	struct daemon_config c = { 0 };
+	size_t max = CONFIG_MAX_LINE;
+	char *text = malloc(max * 2 + 64);
+	char *p;
+
+	/* exactly CONFIG_MAX_LINE bytes: fine */
+	strcpy(text, "comment = ");
+	p = text + 10;
+	memset(p, 'x', max - 10);
+	strcpy(text + max, "\n");
+	load_ok(&c, text);
+	assert_int_equal(strlen(c.defaults.comment), max - 10);
+	config_free(&c);
+
+	/* one more byte: refused */
+	text[max] = 'x';
+	strcpy(text + max + 1, "\n");
+	load_fails(text, "line longer than 8192 bytes (continuations included) at test.conf:1");
+
+	/* the limit counts continuation lines too */
+	strcpy(text, "\ncomment = ");
+	for (int i = 0; i < 100; i++)
+		strcat(text, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\\\n");
+	strcat(text, "end\n");
+	load_fails(text, "line longer than 8192 bytes (continuations included) at test.conf:2");
+
+	/* and section headers */
+	text[0] = '[';
+	memset(text + 1, 'm', max + 1);
+	strcpy(text + max + 2, "]\n");
+	load_fails(text, "line longer than 8192 bytes");
+	free(text);
+}
+
+/* &include: the file starts in the global section with the parent's
+ * defaults, its global settings are dropped afterwards, and the parent
+ * continues in the global section (rsync's ]push/]pop) -- checked
+ * against rsync 3.5.0. */
+static void test_include_file(void **state)
+{
+	struct daemon_config c = { 0 };
+	char text[1024];
+
+	write_file("inc1.conf", "comment = from-include-global\n"
+				"motd file = /inc/motd\n"
+				"[inc]\n"
+				"  path = /tmp\n");
+	snprintf(text, sizeof text,
+		 "read only = no\n"
+		 "[a]\n"
+		 "  path = /tmp\n"
+		 "  comment = A\n"
+		 "&include %s\n"
+		 "  comment = after-include\n"
+		 "[b]\n"
+		 "  path = /tmp\n",
+		 tpath("inc1.conf"));
+	load_ok(&c, text);
+	assert_int_equal(c.nmodules, 3);
+	assert_string_equal(c.modules[1].name, "inc");
+	assert_string_equal(mod(&c, "a")->comment, "A");
+	assert_string_equal(mod(&c, "inc")->comment, "from-include-global");
+	assert_false(mod(&c, "inc")->read_only); /* inherits the parent's defaults */
+	assert_string_equal(mod(&c, "b")->comment, "after-include");
+	assert_null(c.motd_file); /* the include's globals were put back */
+	{
+		char want[600];
+
+		snprintf(want, sizeof want, "%s:3", tpath("inc1.conf"));
+		assert_string_equal(mod(&c, "inc")->defined_at, want);
+	}
+	config_free(&c);
+
+	/* "&include = FILE" and "&INCLUDE FILE" work too */
+	snprintf(text, sizeof text, "&INCLUDE = %s\n", tpath("inc1.conf"));
+	load_ok(&c, text);
+	assert_int_equal(c.nmodules, 1);
+	config_free(&c);
+}
+
+static void test_include_dir(void **state)
+{
+	struct daemon_config c = { 0 };
+	char text[1024];
+
+	make_dir("conf.d");
+	write_file("conf.d/b.conf", "list = no\n[bmod]\npath = /b\n");
+	write_file("conf.d/a.conf", "[amod]\npath = /a\n[global]\ntimeout = 9\ncomment = ga\n");
+	write_file("conf.d/c.conf", "[cmod]\npath = /c\n");
+	write_file("conf.d/skip.inc", "this is not even valid\n");
+	write_file("conf.d/README", "nor this\n");
+	make_dir("empty.d");
+	snprintf(text, sizeof text,
+		 "timeout = 5\n"
+		 "&include %s\n"
+		 "&include %s\n"
+		 "[last]\npath = /l\n",
+		 tpath("conf.d"), tpath("empty.d"));
+	load_ok(&c, text);
+	assert_int_equal(c.nmodules, 4);
+	assert_string_equal(c.modules[0].name, "amod"); /* sorted by name */
+	assert_string_equal(c.modules[1].name, "bmod");
+	assert_string_equal(c.modules[2].name, "cmod");
+	assert_string_equal(c.modules[3].name, "last");
+	/* each file starts from the same saved defaults */
+	assert_false(mod(&c, "bmod")->list);
+	assert_true(mod(&c, "cmod")->list);
+	assert_int_equal(mod(&c, "bmod")->timeout, 5);
+	assert_int_equal(mod(&c, "last")->timeout, 5);
+	assert_int_equal(c.defaults.timeout, 5);
+	/* the late string fallback uses the final defaults, not a.conf's */
+	assert_null(mod(&c, "amod")->comment);
+	config_free(&c);
+}
+
+/* &merge: text inserted in place -- it can continue the current module
+ * and change the defaults for what follows. */
+static void test_merge(void **state)
+{
+	struct daemon_config c = { 0 };
+	char text[1024];
+
+	write_file("common.inc", "  read only = no\n  comment = merged\n");
+	make_dir("inc.d");
+	write_file("inc.d/10-globals.inc", "motd file = /etc/motd\n");
+	write_file("inc.d/20-more.inc", "max connections = 7\n");
+	write_file("inc.d/ignored.conf", "[never]\npath=/n\n");
+	snprintf(text, sizeof text,
+		 "&merge %s\n"
+		 "[a]\n"
+		 "  path = /a\n"
+		 "&merge %s\n"
+		 "  timeout = 3\n"
+		 "[b]\n"
+		 "  path = /b\n",
+		 tpath("inc.d"), tpath("common.inc"));
+	load_ok(&c, text);
+	assert_string_equal(c.motd_file, "/etc/motd");
+	assert_int_equal(c.nmodules, 2);
+	assert_int_equal(mod(&c, "a")->max_connections, 7);
+	assert_false(mod(&c, "a")->read_only);
+	assert_string_equal(mod(&c, "a")->comment, "merged");
+	assert_int_equal(mod(&c, "a")->timeout, 3); /* still in [a] after the merge */
+	assert_true(mod(&c, "b")->read_only);
+	assert_null(config_find_module(&c, "never"));
+	config_free(&c);
+}
+
+static void test_include_errors(void **state)
+{
+	struct daemon_config c = { 0 };
+	char text[1024];
+
+	snprintf(text, sizeof text, "\n&include %s\n", tpath("nope.conf"));
+	load_fails(text, "&include: cannot stat \"");
+	load_fails(text, "nope.conf\" (No such file or directory) at test.conf:2");
+
+	/* an error inside an included file names that file and line */
+	write_file("bad.conf", "[x]\npath=/x\nbogus = 1\n");
+	snprintf(text, sizeof text, "&merge %s\n", tpath("bad.conf"));
+	assert_int_equal(config_load_string(&c, text, "top.conf", err, sizeof err), -1);
+	{
+		char want[800];
+
+		snprintf(want, sizeof want, "unknown parameter \"bogus\" at %s:3 (included from top.conf:1)",
+			 tpath("bad.conf"));
+		assert_string_equal(err, want);
+	}
+
+	/* loops, direct and through a directory */
+	snprintf(text, sizeof text, "[a]\npath=/a\n&include %s\n", tpath("self.conf"));
+	write_file("self.conf", text);
+	assert_int_equal(config_load_file(&c, tpath("self.conf"), err, sizeof err), -1);
+	assert_non_null(strstr(err, "&include loop: \""));
+	assert_non_null(strstr(err, "self.conf\" is already being read"));
+	make_dir("loop.d");
+	snprintf(text, sizeof text, "&merge %s\n", tpath("loop.d"));
+	write_file("loop.d/x.inc", text);
+	assert_int_equal(config_load_file(&c, tpath("loop.d/x.inc"), err, sizeof err), -1);
+	assert_non_null(strstr(err, "&include loop"));
+
+	/* nesting: 8 levels are fine, 9 are not */
+	for (int i = 0; i <= 9; i++) {
+		char name[32];
+
+		snprintf(name, sizeof name, "deep%d.conf", i);
+		if (i == 9)
+			snprintf(text, sizeof text, "[deep]\npath = /d\n");
+		else
+			snprintf(text, sizeof text, "&merge %s/deep%d.conf\n", tmpdir, i + 1);
+		write_file(name, text);
+	}
+	assert_int_equal(config_load_file(&c, tpath("deep1.conf"), err, sizeof err), 0);
+	assert_non_null(config_find_module(&c, "deep"));
+	config_free(&c);
+	assert_int_equal(config_load_file(&c, tpath("deep0.conf"), err, sizeof err), -1);
+	assert_non_null(strstr(err, "&merge nested more than 8 deep at "));
+	config_free(&c);
+}
+
+/* --dparam: applied at the end of the initial global section, so modules
+ * inherit it and may override it (rsync's set_dparams). */
+static void test_dparam(void **state)
+{
+	struct daemon_config c = { 0 };
+	const char *text = "pid file = /run/conf.pid\n"
+			   "timeout = 10\n"
+			   "[a]\n  path = /a\n"
+			   "[b]\n  path = /b\n  comment = own\n"
+			   "[global]\n  max verbosity = 2\n"
+			   "[c]\n  path = /c\n";
+
+	assert_int_equal(config_set_param(&c, "pidfile", "/run/dp.pid", err, sizeof err), 0);
+	assert_int_equal(config_set_param(&c, "Time Out", "  20", err, sizeof err), 0);
+	assert_int_equal(config_add_dparam(&c, "comment=from dparam", err, sizeof err), 0);
+	assert_int_equal(config_add_dparam(&c, "max verbosity=3", err, sizeof err), 0);
+	load_ok(&c, text);
+	assert_string_equal(c.pid_file, "/run/dp.pid");
+	assert_int_equal(mod(&c, "a")->timeout, 20);
+	assert_string_equal(mod(&c, "a")->comment, "from dparam");
+	assert_string_equal(mod(&c, "b")->comment, "own");
+	assert_int_equal(mod(&c, "a")->max_verbosity, 3);
+	assert_int_equal(mod(&c, "c")->max_verbosity, 2); /* a later [global] wins */
+
+	/* kept for a reload; but no new ones once loaded */
+	load_ok(&c, "[z]\npath = /z\n");
+	assert_int_equal(mod(&c, "z")->timeout, 20);
+	assert_int_equal(c.nmodules, 1);
+	assert_int_equal(config_set_param(&c, "timeout", "1", err, sizeof err), -1);
+	assert_non_null(strstr(err, "must be set before the config is loaded"));
+	config_free(&c);
+
+	/* with no module at all they still reach the globals */
+	assert_int_equal(config_add_dparam(&c, "port=8730", err, sizeof err), 0);
+	load_ok(&c, "port = 873\n");
+	assert_int_equal(c.port, 8730);
+	config_free(&c);
+
+	assert_int_equal(config_set_param(&c, "nosuch", "1", err, sizeof err), -1);
+	assert_string_equal(err, "unknown parameter \"nosuch\" in --dparam");
+	assert_int_equal(config_set_param(&c, "read only", "perhaps", err, sizeof err), -1);
+	assert_non_null(strstr(err, "bad boolean \"perhaps\" for \"read only\""));
+	assert_int_equal(config_add_dparam(&c, "motdfile", err, sizeof err), -1);
+	assert_string_equal(err, "--dparam value is missing an '=': motdfile");
+	assert_int_equal(c.ndparams, 0);
+	config_free(&c);
+}
+
+/* A failed (re)load leaves the running config untouched. */
+static void test_failed_reload_keeps_config(void **state)
+{
+	struct daemon_config c = { 0 };
+
+	load_ok(&c, "[a]\npath = /a\n");
+	assert_int_equal(config_load_string(&c, "[b]\npath = /b\nnonsense = 1\n", "new.conf", err,
+					    sizeof err),
+			 -1);
+	assert_string_equal(err, "unknown parameter \"nonsense\" at new.conf:3");
+	assert_true(c.loaded);
+	assert_int_equal(c.nmodules, 1);
+	assert_non_null(config_find_module(&c, "a"));
+	config_free(&c);
+	assert_null(config_find_module(&c, "a"));
+	config_free(&c); /* twice is fine */
+}
+
+/* The "more sophisticated example" of rsyncd.conf(5), plus every other
+ * parameter spelled as the manual spells it. */
+static void test_man_page_example(void **state)
+{
+	struct daemon_config c = { 0 };
+	const struct daemon_module *m;
+
+	write_file("rsyncd.conf",
+		   "uid = nobody\n"
+		   "gid = nobody\n"
+		   "use chroot = yes\n"
+		   "max connections = 4\n"
+		   "syslog facility = local5\n"
+		   "pid file = /var/run/rsyncd.pid\n"
+		   "\n"
+		   "[ftp]\n"
+		   "        path = /var/ftp/./pub\n"
+		   "        comment = whole ftp area (approx 6.1 GB)\n"
+		   "\n"
+		   "[sambaftp]\n"
+		   "        path = /var/ftp/./pub/samba\n"
+		   "        comment = Samba ftp area (approx 300 MB)\n"
+		   "\n"
+		   "[rsyncftp]\n"
+		   "        path = /var/ftp/./pub/rsync\n"
+		   "        comment = rsync ftp area (approx 6 MB)\n"
+		   "\n"
+		   "[sambawww]\n"
+		   "        path = /public_html/samba\n"
+		   "        comment = Samba WWW pages (approx 240 MB)\n"
+		   "\n"
+		   "[cvs]\n"
+		   "        path = /data/cvs\n"
+		   "        comment = CVS repository (requires authentication)\n"
+		   "        auth users = tridge, susan\n"
+		   "        secrets file = /etc/rsyncd.secrets\n"
+		   "\n"
+		   "[everything]\n"
+		   "        path = /srv/all\n"
+		   "        list = no\n"
+		   "        read only = false\n"
+		   "        write only = no\n"
+		   "        numeric ids = yes\n"
+		   "        munge symlinks = no\n"
+		   "        insecure links = no\n"
+		   "        charset = utf-8\n"
+		   "        log file = /var/log/rsyncd-all.log\n"
+		   "        syslog tag = rsyncd.%RSYNC_USER_NAME%\n"
+		   "        max verbosity = 2\n"
+		   "        lock file = /run/all.lock\n"
+		   "        open noatime = yes\n"
+		   "        fake super = yes\n"
+		   "        filter = - /secret/*** + *.txt\n"
+		   "        exclude = *.tmp /private\n"
+		   "        include = *.keep\n"
+		   "        exclude from = /etc/rsyncd.excl\n"
+		   "        include from = /etc/rsyncd.incl\n"
+		   "        incoming chmod = Dg+s,ug+w,Fo-w,+X\n"
+		   "        outgoing chmod = o-rwx\n"
+		   "        auth users = joe:deny @guest:deny admin:rw @rsync:ro susan joe sam\n"
+		   "        auth digest = sha256\n"
+		   "        strict modes = no\n"
+		   "        hosts allow = 192.168.1.0/24, 10.0.0.0/255.0.0.0 *.example.com\n"
+		   "        hosts deny = *\n"
+		   "        reverse lookup = no\n"
+		   "        forward lookup = no\n"
+		   "        ignore errors = yes\n"
+		   "        ignore nonreadable = yes\n"
+		   "        transfer logging = yes\n"
+		   "        log format = %t %o %f %'l\n"
+		   "        timeout = 600\n"
+		   "        refuse options = * !a !v !compress*\n"
+		   "        dont compress = *\n"
+		   "        early exec = /usr/local/bin/mount-it\n"
+		   "        pre-xfer exec = /usr/local/bin/check\n"
+		   "        post-xfer exec = /usr/local/bin/report\n"
+		   "        name converter = /usr/local/bin/nameconvert\n"
+		   "        temp dir = /srv/tmp/\n"
+		   "[global]\n"
+		   "        motd file = /etc/rsyncd.motd\n"
+		   "        port = 873\n"
+		   "        address = 192.0.2.1\n"
+		   "        socket options = SO_KEEPALIVE\n"
+		   "        listen backlog = 10\n"
+		   "        daemon chroot = /srv/chroot\n"
+		   "        daemon uid = rsyncd\n"
+		   "        daemon gid = rsyncd\n"
+		   "        proxy protocol = yes\n"
+		   "        proxy protocol hosts = 127.0.0.1\n");
+	assert_int_equal(config_load_file(&c, tpath("rsyncd.conf"), err, sizeof err), 0);
+	assert_int_equal(c.nmodules, 6);
+	assert_string_equal(c.pid_file, "/var/run/rsyncd.pid");
+	assert_string_equal(c.motd_file, "/etc/rsyncd.motd");
+	assert_int_equal(c.port, 873);
+	assert_string_equal(c.address, "192.0.2.1");
+	assert_string_equal(c.socket_options, "SO_KEEPALIVE");
+	assert_int_equal(c.listen_backlog, 10);
+	assert_string_equal(c.daemon_chroot, "/srv/chroot");
+	assert_string_equal(c.daemon_uid, "rsyncd");
+	assert_string_equal(c.daemon_gid, "rsyncd");
+	assert_true(c.proxy_protocol);
+	assert_string_equal(c.proxy_protocol_hosts, "127.0.0.1");
+
+	m = mod(&c, "ftp");
+	assert_string_equal(m->path, "/var/ftp/./pub");
+	assert_string_equal(m->comment, "whole ftp area (approx 6.1 GB)");
+	assert_string_equal(m->uid, "nobody");
+	assert_string_equal(m->gid, "nobody");
+	assert_int_equal(m->use_chroot, 1);
+	assert_int_equal(m->max_connections, 4);
+	assert_int_equal(m->syslog_facility, LOG_LOCAL5);
+	assert_true(m->read_only);
+	assert_true(m->list);
+	assert_null(m->auth_users);
+	m = mod(&c, "cvs");
+	assert_string_equal(m->auth_users, "tridge, susan");
+	assert_string_equal(m->secrets_file, "/etc/rsyncd.secrets");
+	assert_string_equal(m->comment, "CVS repository (requires authentication)");
+
+	m = mod(&c, "everything");
+	assert_false(m->list);
+	assert_false(m->read_only);
+	assert_false(m->write_only);
+	assert_int_equal(m->numeric_ids, 1);
+	assert_int_equal(m->munge_symlinks, 0);
+	assert_false(m->insecure_links);
+	assert_string_equal(m->charset, "utf-8");
+	assert_string_equal(m->log_file, "/var/log/rsyncd-all.log");
+	assert_string_equal(m->syslog_tag, "rsyncd.%RSYNC_USER_NAME%");
+	assert_int_equal(m->max_verbosity, 2);
+	assert_string_equal(m->lock_file, "/run/all.lock");
+	assert_int_equal(m->open_noatime, 1);
+	assert_true(m->fake_super);
+	assert_string_equal(m->filter, "- /secret/*** + *.txt");
+	assert_string_equal(m->exclude, "*.tmp /private");
+	assert_string_equal(m->include, "*.keep");
+	assert_string_equal(m->exclude_from, "/etc/rsyncd.excl");
+	assert_string_equal(m->include_from, "/etc/rsyncd.incl");
+	assert_string_equal(m->incoming_chmod, "Dg+s,ug+w,Fo-w,+X");
+	assert_string_equal(m->outgoing_chmod, "o-rwx");
+	assert_string_equal(m->auth_users, "joe:deny @guest:deny admin:rw @rsync:ro susan joe sam");
+	assert_string_equal(m->auth_digest, "sha256");
+	assert_false(m->strict_modes);
+	assert_string_equal(m->hosts_allow, "192.168.1.0/24, 10.0.0.0/255.0.0.0 *.example.com");
+	assert_string_equal(m->hosts_deny, "*");
+	assert_false(m->reverse_lookup);
+	assert_false(m->forward_lookup);
+	assert_true(m->ignore_errors);
+	assert_true(m->ignore_nonreadable);
+	assert_true(m->transfer_logging);
+	assert_string_equal(m->log_format, "%t %o %f %'l");
+	assert_int_equal(m->timeout, 600);
+	assert_string_equal(m->refuse_options, "* !a !v !compress*");
+	assert_string_equal(m->dont_compress, "*");
+	assert_string_equal(m->early_exec, "/usr/local/bin/mount-it");
+	assert_string_equal(m->pre_xfer_exec, "/usr/local/bin/check");
+	assert_string_equal(m->post_xfer_exec, "/usr/local/bin/report");
+	assert_string_equal(m->name_converter, "/usr/local/bin/nameconvert");
+	assert_string_equal(m->temp_dir, "/srv/tmp");
+	config_free(&c);
+}
+
+/* rsync's table also has "name": inside a module it renames it. */
+static void test_name_parameter(void **state)
+{
+	struct daemon_config c = { 0 };
+
+	load_ok(&c, "[old]\npath = /o\nname = new\n");
+	assert_null(config_find_module(&c, "old"));
+	assert_string_equal(mod(&c, "new")->path, "/o");
+	config_free(&c);
+	load_fails("[old]\npath = /o\nname = a/b\n", "has an invalid name \"a/b\"");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_table_complete),
+		cmocka_unit_test(test_param_names),
+		cmocka_unit_test(test_basic_syntax),
+		cmocka_unit_test(test_continuation),
+		cmocka_unit_test(test_crlf_and_oddities),
+		cmocka_unit_test(test_inheritance),
+		cmocka_unit_test(test_sections),
+		cmocka_unit_test(test_booleans),
+		cmocka_unit_test(test_integers),
+		cmocka_unit_test(test_syslog_facility),
+		cmocka_unit_test(test_expand),
+		cmocka_unit_test(test_expand_in_config),
+		cmocka_unit_test(test_expand_shell),
+		cmocka_unit_test(test_errors_name_file_line),
+		cmocka_unit_test(test_nul_byte),
+		cmocka_unit_test(test_line_length),
+		cmocka_unit_test(test_include_file),
+		cmocka_unit_test(test_include_dir),
+		cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_include_errors),
+		cmocka_unit_test(test_dparam),
+		cmocka_unit_test(test_failed_reload_keeps_config),
+		cmocka_unit_test(test_man_page_example),
+		cmocka_unit_test(test_name_parameter),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
