@@ -9,6 +9,7 @@
 
 #include "client/options.h"
 #include "client/pull.h"
+#include "client/push.h"
 #include "client/remote.h"
 #include "daemon/daemon.h"
 #include "proto/server.h"
@@ -29,9 +30,22 @@ static int run_client(const struct ferry_opts *o)
 		remote_parse(o->args[i], &srcs[i]);
 	if (dest) {
 		remote_parse(dest, &dst);
-		if (dst.kind != REMOTE_LOCAL) {
-			fprintf(stderr, "ferry: pushing to a remote destination is not supported yet\n");
+		if (dst.kind == REMOTE_SHELL) {
+			fprintf(stderr, "ferry: remote-shell transfers (host:path) are not supported yet\n");
 			return RERR_UNSUPPORTED;
+		}
+		if (dst.kind == REMOTE_DAEMON) {
+			for (int i = 0; i < nsrc; i++) {
+				if (srcs[i].kind != REMOTE_LOCAL) {
+					fprintf(stderr, "ferry: The source and destination cannot both be remote.\n");
+					return RERR_SYNTAX;
+				}
+			}
+			if (!dst.module[0]) {
+				fprintf(stderr, "ferry: a module name is needed to push to a daemon\n");
+				return RERR_SYNTAX;
+			}
+			return client_push(o, o->args, nsrc, &dst);
 		}
 	}
 	for (int i = 0; i < nsrc; i++) {

@@ -83,13 +83,14 @@ static const char *item_format(const struct ferry_opts *o)
 	return NULL;
 }
 
-void recv_log_item(struct recv_ctx *rc, const struct file_entry *f, int iflags, const char *xname)
+void session_log_item(struct session *s, const struct file_entry *f, int iflags,
+		      const char *xname, const char *name_override)
 {
-	const struct ferry_opts *o = rc->s->opts;
+	const struct ferry_opts *o = s->opts;
 	const char *fmt = item_format(o);
 	char name[MAXPATHLEN_WIRE * 2], line[MAXPATHLEN_WIRE * 3];
 
-	if (!fmt || rc->s->am_server)
+	if (!fmt || s->am_server)
 		return;
 	bool has_i = strstr(fmt, "%i") != NULL;
 	int significant = iflags & SIGNIFICANT_ITEM_FLAGS & 0xffff;
@@ -102,8 +103,8 @@ void recv_log_item(struct recv_ctx *rc, const struct file_entry *f, int iflags, 
 		    !(S_ISDIR(f->mode) && significant))
 			return;
 	}
-	if (rc->solo_name && S_ISREG(f->mode))
-		snprintf(name, sizeof name, "%s", f->basename);
+	if (name_override)
+		snprintf(name, sizeof name, "%s", name_override);
 	else if (!flist_path(f, name, sizeof name))
 		return;
 	struct log_item it = {
@@ -111,12 +112,19 @@ void recv_log_item(struct recv_ctx *rc, const struct file_entry *f, int iflags, 
 		.name = name,
 		.iflags = iflags,
 		.xname = xname,
+		.sending = s->am_sender,
 		.human = o->human,
 		.preserve_times = o->times,
 	};
 	log_format(fmt, &it, line, sizeof line);
 	pthread_mutex_lock(&print_lock);
-	fprintf(rc->s->info, "%s\n", line);
-	fflush(rc->s->info);
+	fprintf(s->info, "%s\n", line);
+	fflush(s->info);
 	pthread_mutex_unlock(&print_lock);
+}
+
+void recv_log_item(struct recv_ctx *rc, const struct file_entry *f, int iflags, const char *xname)
+{
+	session_log_item(rc->s, f, iflags, xname,
+			 rc->solo_name && S_ISREG(f->mode) ? f->basename : NULL);
 }

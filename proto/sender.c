@@ -148,6 +148,22 @@ static bool read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, ui
 	return true;
 }
 
+/* rsync's "Number of created files" comes from the items it sees. */
+static void count_created(struct stats *st, const struct file_entry *f, int iflags)
+{
+	if (!(iflags & ITEM_IS_NEW))
+		return;
+	st->created_files++;
+	if (S_ISDIR(f->mode))
+		st->created_dirs++;
+	else if (S_ISLNK(f->mode))
+		st->created_symlinks++;
+	else if (S_ISCHR(f->mode) || S_ISBLK(f->mode))
+		st->created_devices++;
+	else if (!S_ISREG(f->mode))
+		st->created_specials++;
+}
+
 /* ---- token callbacks ---- */
 
 static bool out_literal(void *ctx, const uint8_t *p, size_t n)
@@ -280,8 +296,12 @@ bool sender_run(struct session *s, struct send_list *sl)
 	bool ok = true;
 
 	d.dirs = calloc(sl->roots.count ? sl->roots.count : 1, sizeof *d.dirs);
-	if (!d.dirs)
+	uint8_t *sent = calloc(sl->fl.count / 8 + 1, 1);
+	if (!d.dirs || !sent) {
+		free(d.dirs);
+		free(sent);
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+	}
 	for (size_t i = 0; i < sl->roots.count; i++)
 		dir_cursor_init(&d.dirs[i], sl->roots.fds[i]);
 	while (ok) {
@@ -298,19 +318,33 @@ bool sender_run(struct session *s, struct send_list *sl)
 			ok = wire_write_ndx(&s->out, NDX_DONE) && wire_flush(&s->out);
 			continue;
 		}
+		const struct file_entry *f = sl->fl.sorted[ndx];
 		if (!(iflags & ITEM_TRANSFER) || s->opts->dry_run) {
-			if (iflags & ITEM_TRANSFER && !S_ISREG(sl->fl.sorted[ndx]->mode)) {
+			if (iflags & ITEM_TRANSFER && !S_ISREG(f->mode)) {
 				ok = wire_fail(&s->err, RERR_PROTOCOL,
 					       "received request to transfer non-regular file: %d", ndx);
 				break;
 			}
+			session_log_item(s, f, iflags, xname[0] ? xname : NULL, NULL);
+			count_created(&s->stats, f, iflags);
 			wire_out_lock(&s->out);
 			ok = echo_header(s, ndx, iflags, type, xname);
 			wire_out_unlock(&s->out);
 			continue;
 		}
+		if (phase >= 2) {
+			ok = wire_fail(&s->err, RERR_PROTOCOL, "got transfer request in phase 2");
+			break;
+		}
+		if (!(sent[ndx / 8] & (1u << (ndx % 8)))) {
+			sent[ndx / 8] |= (uint8_t)(1u << (ndx % 8));
+			if (iflags & ITEM_IS_NEW)
+				s->stats.created_files++;
+		}
+		session_log_item(s, f, iflags, NULL, NULL);
 		ok = send_one(&d, ndx, iflags, type, xname);
 	}
+	free(sent);
 	if (ok && s->protocol >= 30 && s->io_error != io_error_sent) {
 		int e = s->io_error & IOERR_VALID_MASK;
 		uint8_t b[4] = {(uint8_t)e, 0, 0, 0};

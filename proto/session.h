@@ -115,6 +115,11 @@ bool id_map_add(struct session *s, struct id_map *map, uint32_t id, const char *
 /* Map an entry's uid/gid to local ids as rsync's match_uid/match_gid do. */
 void id_map_apply(struct session *s, struct file_entry *f);
 
+/* Print an item line for -v/-i/--out-format as rsync's client does
+ * (log.c: log_item, maybe_log_item); nothing on a server. */
+void session_log_item(struct session *s, const struct file_entry *f, int iflags,
+		      const char *xname, const char *name_override);
+
 void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, int fd_out);
 void session_free(struct session *s);
 
