@@ -12,12 +12,22 @@
 #include "client/push.h"
 #include "client/remote.h"
 #include "daemon/daemon.h"
+#include "proto/chmod.h"
 #include "proto/server.h"
 
 #define MAX_SOURCES 64
 
 static int run_client(const struct ferry_opts *o)
 {
+	if (o->chmod) {
+		struct chmod_rules r = {0};
+		bool ok = chmod_parse(&r, o->chmod, 022);
+		chmod_free(&r);
+		if (!ok) {
+			fprintf(stderr, "ferry: Invalid argument passed to --chmod (%s)\n", o->chmod);
+			return RERR_SYNTAX;
+		}
+	}
 	struct remote_spec srcs[MAX_SOURCES], dst;
 	int nsrc = o->nargs > 1 ? o->nargs - 1 : o->nargs;
 	const char *dest = o->nargs > 1 ? o->args[o->nargs - 1] : NULL;

@@ -246,10 +246,14 @@ static int do_section(struct parser *P, const struct src *s, int line, const cha
 	}
 	if (c->nmodules >= CONFIG_MAX_MODULES)
 		return perr(P, s, line, "too many modules (more than %d)", CONFIG_MAX_MODULES);
-	m = realloc(c->modules, (c->nmodules + 1) * sizeof *m);
-	if (!m)
-		return perr(P, s, line, "out of memory");
-	c->modules = m;
+	/* capacity 4, then doubled each time the count reaches a power of 2 */
+	if (c->nmodules == 0 || (c->nmodules >= 4 && !(c->nmodules & (c->nmodules - 1)))) {
+		size_t cap = c->nmodules ? c->nmodules * 2 : 4;
+
+		if (!(m = realloc(c->modules, cap * sizeof *m)))
+			return perr(P, s, line, "out of memory");
+		c->modules = m;
+	}
 	m = &c->modules[c->nmodules];
 	memset(m, 0, sizeof *m);
 	/* each module starts from the defaults as they are at its header */

@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define CONFIG_DEFAULT_FILE "/etc/rsyncd.conf"
+#define CONFIG_DEFAULT_FILE "/etc/ferryd.conf" /* --config overrides */
 #define CONFIG_DEFAULT_PORT 873          /* used when port is 0 and no --port */
 #define CONFIG_DEFAULT_LOCK_FILE "/var/run/rsyncd.lock"
 #define CONFIG_DEFAULT_LOG_FORMAT "%o %h [%a] %m (%u) %f %l"

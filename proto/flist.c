@@ -639,6 +639,10 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 					 k->mode);
 	}
 	f->mode = k->mode;
+	/* --chmod changes what we store, not what the next entry is
+	 * compressed against (flist.c: recv_file_entry, tweak_mode). */
+	if (s->chmod.n && !S_ISLNK(f->mode) && f->mode)
+		f->mode = chmod_apply(&s->chmod, f->mode);
 	if (o->owner && !(xflags & XMIT_SAME_UID)) {
 		if (!wire_read_varint30(&s->in, &v))
 			return false;

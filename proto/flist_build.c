@@ -102,6 +102,8 @@ static struct file_entry *add_entry(struct walker *k, const char *path, const st
 		return NULL;
 	}
 	f->mode = st->st_mode;
+	if (k->s->chmod.n && !S_ISLNK(f->mode))
+		f->mode = chmod_apply(&k->s->chmod, f->mode);
 	f->size = S_ISREG(st->st_mode) ? st->st_size : S_ISDIR(st->st_mode) ? st->st_size : 0;
 	f->mtime = st->st_mtim.tv_sec;
 	f->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static uint32_t get_le32(const uint8_t *p)
@@ -113,6 +114,11 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 	s->in.on_msg = on_message;
 	s->in.msg_ctx = s;
 	s->in.timeout_ms = s->out.timeout_ms = opts->timeout * 1000;
+	if (opts->chmod) {
+		mode_t um = umask(0);
+		umask(um);
+		chmod_parse(&s->chmod, opts->chmod, um);
+	}
 }
 
 void session_free(struct session *s)
@@ -124,6 +130,7 @@ void session_free(struct session *s)
 	free(s->gids.from);
 	free(s->gids.to);
 	free(s->fl.hl_pairs);
+	chmod_free(&s->chmod);
 }
 
 void session_err(struct session *s, const char *fmt, ...)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "proto/checksum.h"
+#include "proto/chmod.h"
 #include "proto/flist.h"
 #include "proto/opts.h"
 #include "proto/wire.h"
@@ -106,6 +107,7 @@ struct session {
 
 	struct id_map uids, gids;
 	struct flist_codec fl;      /* file-list decoding state */
+	struct chmod_rules chmod;   /* --chmod, applied to the local side's list */
 	FILE *info;                 /* where MSG_INFO and our -v output go */
 };
 

@@ -1057,6 +1057,32 @@ static void test_name_parameter(void **state)
 	load_fails("[old]\npath = /o\nname = a/b\n", "has an invalid name \"a/b\"");
 }
 
+/* Many modules, in order; the module count is bounded. */
+static void test_many_modules(void **state)
+{
+	struct daemon_config c = { 0 };
+	size_t cap = (CONFIG_MAX_MODULES + 1) * 32;
+	char *text = malloc(cap), *p = text;
+	char name[32];
+
+	for (int i = 0; i < 1000; i++)
+		p += sprintf(p, "[m%d]\npath = /srv/%d\n", i, i);
+	load_ok(&c, text);
+	assert_int_equal(c.nmodules, 1000);
+	for (int i = 0; i < 1000; i += 37) {
+		snprintf(name, sizeof name, "m%d", i);
+		assert_ptr_equal(mod(&c, name), &c.modules[i]);
+	}
+	assert_string_equal(c.modules[999].path, "/srv/999");
+	config_free(&c);
+
+	p = text;
+	for (int i = 0; i <= CONFIG_MAX_MODULES; i++)
+		p += sprintf(p, "[m%d]\npath=/\n", i);
+	load_fails(text, "too many modules (more than 10000) at test.conf:20001");
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1085,6 +1111,7 @@ int main(void)
 		cmocka_unit_test(test_failed_reload_keeps_config),
 		cmocka_unit_test(test_man_page_example),
 		cmocka_unit_test(test_name_parameter),
+		cmocka_unit_test(test_many_modules),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
