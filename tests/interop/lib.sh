@@ -8,10 +8,10 @@
 # print lines starting with PASS/FAIL/SKIP themselves.
 #
 # Functions: t_setup t_track_pid t_pid_alive t_free_port t_port_open
-# t_wait_port t_rsyncd_start t_rsyncd_stop t_sshd_start t_mktree t_compare
-# t_pass t_fail t_skip t_check t_require t_done.
+# t_wait_port t_rsyncd_start t_rsyncd_stop t_ferryd_start t_ferryd_stop
+# t_sshd_start t_mktree t_compare t_pass t_fail t_skip t_check t_require t_done.
 # Variables: T FERRY FERRY_SRC RSYNC PYTHON RSYNCD_PORT RSYNCD_PID SSHD_PORT
-# SSHD_PID SSH_CMD T_SKIP_REASON.
+# SSHD_PID SSH_CMD T_SKIP_REASON FERRYD_PORT FERRYD_PID.
 
 # Variables set here are read by the scripts that source this file.
 # shellcheck disable=SC2034
@@ -391,4 +391,42 @@ _t_mktree_times() {
 # treecmp.py --help. Prints the first differences and returns non-zero.
 t_compare() {
     "$PYTHON" "$_T_LIB_DIR/treecmp.py" "$@"
+}
+
+# ----------------------------------------------------------- ferry daemon
+
+# t_ferryd_start NAME CONF_BODY -- run `$FERRY --daemon` with CONF_BODY
+# (module sections) on a free port, with the same global settings as
+# t_rsyncd_start; sets FERRYD_PORT and FERRYD_PID. Its stdout/stderr (where
+# sanitizer reports of the per-connection children land) go to $T/NAME.out.
+t_ferryd_start() {
+    local name=$1 body=$2 conf="$T/$1.conf" port pid _
+    _t_rsyncd_conf "$name" "$body" >"$conf"
+    for _ in 1 2 3; do
+        port=$(t_free_port) || return 1
+        rm -f "$T/$name.pid"
+        "$FERRY" --daemon --no-detach --address=127.0.0.1 --port="$port" \
+            --config="$conf" >>"$T/$name.out" 2>&1 </dev/null &
+        pid=$!
+        t_track_pid "$pid"
+        if t_wait_port "$port" 10 "$pid"; then
+            FERRYD_PORT=$port
+            FERRYD_PID=$pid
+            return 0
+        fi
+        _t_kill_pid "$pid"
+        _t_untrack_pid "$pid"
+    done
+    echo "t_ferryd_start $name: daemon did not come up; its output:" >&2
+    tail -n 20 "$T/$name.out" "$T/$name.log" >&2 2>/dev/null
+    return 1
+}
+
+# t_ferryd_stop [PID] -- stop the ferry daemon (default: the last started).
+t_ferryd_stop() {
+    local pid=${1:-${FERRYD_PID:-}}
+    [ -n "$pid" ] || return 0
+    _t_kill_pid "$pid"
+    _t_untrack_pid "$pid"
+    ! t_pid_alive "$pid"
 }
