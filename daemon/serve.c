@@ -58,12 +58,13 @@ static bool send_line(struct conn *c, const char *fmt, ...)
 
 static void send_motd(struct conn *c)
 {
-	const char *motd = c->cfg->motd_file;
 	char buf[4096];
 
-	if (!motd || !*motd)
+	if (!c->cfg->motd_file || !*c->cfg->motd_file)
 		return;
-	int fd = open(motd, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	char *motd = config_expand(c->cfg->motd_file);
+	int fd = motd ? open(motd, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	free(motd);
 	ssize_t n;
 	while (fd >= 0 && (n = read(fd, buf, sizeof buf)) > 0)
 		wire_write(&c->s.out, buf, (size_t)n);
@@ -385,6 +386,28 @@ static bool module_filters(const struct daemon_module *m, struct filter_list *fl
 	return any;
 }
 
+static int serve_module(struct conn *c, const struct daemon_module *m_raw);
+
+/* Expand %VAR% references in the module's strings once the connection's
+ * RSYNC_* variables are known (rsync expands parameters when used). */
+static int serve_expanded(struct conn *c, const struct daemon_module *raw)
+{
+	struct daemon_module xm;
+	char err[512];
+
+	setenv("RSYNC_MODULE_NAME", raw->name, 1);
+	setenv("RSYNC_HOST_ADDR", c->addr, 1);
+	setenv("RSYNC_HOST_NAME", c->host, 1);
+	if (config_module_expand(raw, &xm, err, sizeof err) < 0) {
+		daemon_log(c->cfg, raw, "module %s: %s", raw->name, err);
+		send_line(c, "@ERROR: module configuration error\n");
+		return RERR_STARTCLIENT;
+	}
+	int code = serve_module(c, &xm);
+	config_module_free(&xm);
+	return code;
+}
+
 static int serve_module(struct conn *c, const struct daemon_module *m)
 {
 	char user[AUTH_USER_MAX + 1];
@@ -408,6 +431,7 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	}
 	if (!authenticate(c, m, &read_only, user, sizeof user))
 		return RERR_STARTCLIENT;
+	setenv("RSYNC_USER_NAME", user, 1);
 	int root_fd = enter_module(c, m);
 	if (root_fd < 0)
 		return RERR_STARTCLIENT;
@@ -506,7 +530,7 @@ int daemon_serve_client(const struct daemon_config *cfg, const struct ferry_opts
 		code = RERR_STARTCLIENT;
 		goto out;
 	}
-	code = serve_module(&c, m);
+	code = serve_expanded(&c, m);
 out:
 	if (c.lock_fd >= 0)
 		close(c.lock_fd);
