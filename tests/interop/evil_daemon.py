@@ -198,8 +198,11 @@ class Conn:
             payload = self.raw_read(length)
             if tag == MPLEX_BASE + MSG_DATA:
                 self.data += payload
-            else:
-                log("client message %d: %r" % (tag - MPLEX_BASE, payload[:200]))
+                continue
+            log("client message %d: %r" % (tag - MPLEX_BASE, payload[:200]))
+            if tag == MPLEX_BASE + MSG_ERROR_EXIT:
+                # The client gave up and waits for us to go (section 6.4).
+                raise PeerGone("client sent MSG_ERROR_EXIT")
         out, self.data = self.data[:n], self.data[n:]
         return out
 
