@@ -348,7 +348,7 @@ static void module_relative(const char *arg, const char *module, char *out, size
 				n--;
 			if (n > 0)
 				n--;
-		} else if (n + len + 2 < sizeof buf) {
+		} else if (n + len + 4 < sizeof buf) {
 			if (n)
 				buf[n++] = '/';
 			memcpy(buf + n, p, len);
@@ -356,8 +356,15 @@ static void module_relative(const char *arg, const char *module, char *out, size
 		}
 		p += len;
 	}
+	if (n == 0)
+		buf[n++] = '.';
+	if (trailing || (n == 1 && buf[0] == '.'))
+		buf[n++] = '/';
 	buf[n] = '\0';
-	snprintf(out, size, "%s%s", n ? buf : ".", trailing || !n ? "/" : "");
+	if (n >= size)
+		n = size - 1;
+	memcpy(out, buf, n);
+	out[n] = '\0';
 }
 
 static bool module_filters(const struct daemon_module *m, struct filter_list *fl)

@@ -46,7 +46,14 @@ bool delete_index_build(struct recv_ctx *rc)
 		size_t h = hash_str(path) & (cap - 1);
 		while (rc->names[h])
 			h = (h + 1) & (cap - 1);
-		rc->names[h] = flist_strdup(fl, path, strlen(path));
+		/* A leading marker byte says whether the entry is a directory. */
+		size_t n = strlen(path);
+		char *e = flist_strdup(fl, path, n + 1);
+		if (!e)
+			return false;
+		memmove(e + 1, e, n + 1);
+		e[0] = S_ISDIR(f->mode) ? 'd' : '-';
+		rc->names[h] = e;
 	}
 	return true;
 }
@@ -57,16 +64,28 @@ void delete_index_free(struct recv_ctx *rc)
 	rc->names = NULL;
 }
 
-static bool listed(const struct recv_ctx *rc, const char *path)
+static const char *lookup(const struct recv_ctx *rc, const char *path)
 {
 	size_t h = hash_str(path) & (rc->names_cap - 1);
 
 	while (rc->names[h]) {
-		if (strcmp(rc->names[h], path) == 0)
-			return true;
+		if (strcmp(rc->names[h] + 1, path) == 0)
+			return rc->names[h];
 		h = (h + 1) & (rc->names_cap - 1);
 	}
-	return false;
+	return NULL;
+}
+
+static bool listed(const struct recv_ctx *rc, const char *path)
+{
+	return lookup(rc, path) != NULL;
+}
+
+bool recv_dir_listed(const struct recv_ctx *rc, const char *dir)
+{
+	const char *e = lookup(rc, dir);
+
+	return e && e[0] == 'd';
 }
 
 static bool protected_by_filter(struct recv_ctx *rc, const char *path, bool is_dir)

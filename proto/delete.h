@@ -14,6 +14,9 @@
 /* Build the set of names the file list holds (call once, after sorting). */
 bool delete_index_build(struct recv_ctx *rc);
 void delete_index_free(struct recv_ctx *rc);
+/* Does the file list hold this directory? (Every parent of an entry must
+ * be in the list: generator.c: recv_generator.) */
+bool recv_dir_listed(const struct recv_ctx *rc, const char *dir);
 
 /* Delete the extraneous entries of one content directory (generator.c:
  * delete_in_dir). ndx is the directory's index in the sorted list. */

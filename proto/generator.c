@@ -26,6 +26,7 @@ struct gen {
 	const struct ferry_opts *o;
 	struct dir_cursor dirs;
 	uint8_t *buf;            /* basis read buffer */
+	const char *last_dir;    /* the dirname last checked against the list */
 	mode_t dflt_perms;
 };
 
@@ -527,6 +528,16 @@ static void gen_entry(struct gen *g, int32_t ndx)
 
 	if (!(f->flags & FE_ACTIVE) || !flist_path(f, path, sizeof path))
 		return;
+	/* Each entry's directory must itself be in the list, or the sender
+	 * is leading us somewhere we did not agree to go. */
+	if (f->dirname && f->dirname != g->last_dir) {
+		if (!recv_dir_listed(g->rc, f->dirname)) {
+			wire_fail(&g->s->err, RERR_PROTOCOL,
+				  "ABORTING due to invalid path from sender: %s", path);
+			return;
+		}
+		g->last_dir = f->dirname;
+	}
 	if (parent_failed(g->rc, f))
 		return;
 	if (S_ISDIR(f->mode)) {

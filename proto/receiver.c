@@ -17,9 +17,6 @@
 #include "proto/tempfile.h"
 
 #define OUT_BUF (256 * 1024)
-/* rsync sends literal runs of at most 32 KiB; anything far beyond that is
- * not a stream any sender produces, so refuse it rather than trust it. */
-#define MAX_LITERAL_TOKEN (16 * 1024 * 1024)
 
 struct rcv {
 	struct recv_ctx *rc;
@@ -128,9 +125,6 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 		if (token == 0)
 			break;
 		if (token > 0) {
-			if (token > MAX_LITERAL_TOKEN)
-				return wire_fail(&s->err, RERR_PROTOCOL,
-						 "literal run of %d bytes from sender is too long", token);
 			size_t left = (size_t)token;
 			s->stats.literal_data += token;
 			while (left > 0) {

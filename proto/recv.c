@@ -71,8 +71,7 @@ int recv_run(struct recv_ctx *rc)
 	pthread_mutex_init(&rc->lock, NULL);
 	pthread_cond_init(&rc->cond, NULL);
 	rc->state = calloc(rc->fl->count ? rc->fl->count : 1, 1);
-	if (!rc->state || !match_hard_links(rc) ||
-	    (s->opts->delete_mode != DELETE_NONE && !delete_index_build(rc))) {
+	if (!rc->state || !match_hard_links(rc) || !delete_index_build(rc)) {
 		wire_fail(&s->err, RERR_MALLOC, "out of memory");
 		return session_exit_code(s);
 	}
