@@ -40,18 +40,14 @@ static int run_client(const struct ferry_opts *o)
 		remote_parse(o->args[i], &srcs[i]);
 	if (dest) {
 		remote_parse(dest, &dst);
-		if (dst.kind == REMOTE_SHELL) {
-			fprintf(stderr, "ferry: remote-shell transfers (host:path) are not supported yet\n");
-			return RERR_UNSUPPORTED;
-		}
-		if (dst.kind == REMOTE_DAEMON) {
+		if (dst.kind != REMOTE_LOCAL) {
 			for (int i = 0; i < nsrc; i++) {
 				if (srcs[i].kind != REMOTE_LOCAL) {
 					fprintf(stderr, "ferry: The source and destination cannot both be remote.\n");
 					return RERR_SYNTAX;
 				}
 			}
-			if (!dst.module[0]) {
+			if (dst.kind == REMOTE_DAEMON && !dst.module[0]) {
 				fprintf(stderr, "ferry: a module name is needed to push to a daemon\n");
 				return RERR_SYNTAX;
 			}
@@ -59,16 +55,13 @@ static int run_client(const struct ferry_opts *o)
 		}
 	}
 	for (int i = 0; i < nsrc; i++) {
-		if (srcs[i].kind == REMOTE_SHELL) {
-			fprintf(stderr, "ferry: remote-shell transfers (host:path) are not supported yet\n");
-			return RERR_UNSUPPORTED;
-		}
 		if (srcs[i].kind == REMOTE_LOCAL) {
 			fprintf(stderr, "ferry: local copies are not supported yet; "
 					"use host::module/path or rsync://host/module/path as the source\n");
 			return RERR_UNSUPPORTED;
 		}
-		if (strcmp(srcs[i].host, srcs[0].host) != 0 || srcs[i].port != srcs[0].port) {
+		if (srcs[i].kind != srcs[0].kind || strcmp(srcs[i].host, srcs[0].host) != 0 ||
+		    srcs[i].port != srcs[0].port) {
 			fprintf(stderr, "ferry: all sources of a pull must be on the same daemon\n");
 			return RERR_SYNTAX;
 		}
@@ -104,7 +97,7 @@ int main(int argc, char **argv)
 		rc = 0;
 	} else if (rc == 0) {
 		if (o.daemon) {
-			rc = daemon_main(&o);
+			rc = daemon_main(&o); /* also --server --daemon over a remote shell */
 		} else if (o.server) {
 			rc = run_server(&o);
 		} else if (!o.nargs) {

@@ -13,8 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client/connect.h"
-#include "client/daemon_client.h"
+#include "client/transport.h"
 #include "client/options.h"
 #include "proto/filter.h"
 #include "proto/fileio.h"
@@ -28,32 +27,30 @@ static double now_sec(void)
 	return (double)time(NULL);
 }
 
-/* The server's argument vector plus the module paths we ask for. */
-static char **build_args(const struct ferry_opts *o, const struct remote_spec *srcs, int nsrc,
-			 int protocol)
+/* The paths we ask the server for: "module/path" for a daemon, the path
+ * itself (default ".") over a remote shell. */
+static char **remote_paths(const struct remote_spec *srcs, int nsrc)
 {
-	char **base = options_server_argv(o, true, protocol);
-	int n = 0;
+	char **v = calloc((size_t)nsrc + 1, sizeof *v);
 
-	if (!base)
-		return NULL;
-	while (base[n])
-		n++;
-	char **args = realloc(base, (size_t)(n + nsrc + 1) * sizeof *args);
-	if (!args) {
-		options_free_argv(base);
-		return NULL;
-	}
-	for (int i = 0; i < nsrc; i++) {
+	for (int i = 0; v && i < nsrc; i++) {
 		size_t len = strlen(srcs[i].module) + strlen(srcs[i].path) + 3;
-		char *a = malloc(len);
-		if (!a)
+		v[i] = malloc(len);
+		if (!v[i])
 			return NULL;
-		snprintf(a, len, "%s/%s", srcs[i].module, srcs[i].path);
-		args[n++] = a;
+		if (srcs[i].kind == REMOTE_DAEMON)
+			snprintf(v[i], len, "%s/%s", srcs[i].module, srcs[i].path);
+		else
+			snprintf(v[i], len, "%s", srcs[i].path[0] ? srcs[i].path : ".");
 	}
-	args[n] = NULL;
-	return args;
+	return v;
+}
+
+static void free_paths(char **v, int n)
+{
+	for (int i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
 }
 
 /* rsync generator.c: list_file_entry(), for --list-only. */
@@ -215,10 +212,10 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 		const char *dest)
 {
 	struct session s;
-	struct daemon_peer peer;
+	struct transport t;
 	struct filter_list filters;
-	char err[512];
-	int exit_code = 0;
+	char err[512], **paths;
+	int code;
 	double start = now_sec();
 
 	filter_list_init(&filters);
@@ -226,39 +223,27 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 		fprintf(stderr, "ferry: %s\n", err);
 		return RERR_SYNTAX;
 	}
-	int port = srcs[0].port ? srcs[0].port : o->port ? o->port : 873;
-	int fd = tcp_connect(srcs[0].host, port, o->ip_family, o->bind_address, o->contimeout,
-			     &exit_code);
-	if (fd < 0)
-		return exit_code;
-	session_init(&s, o, fd, fd);
-	char **args = build_args(o, srcs, nsrc, o->protocol ? o->protocol : PROTOCOL_NEWEST);
-	if (!args) {
-		session_free(&s);
-		close(fd);
+	paths = remote_paths(srcs, nsrc);
+	if (!paths) {
+		filter_list_free(&filters);
 		return RERR_MALLOC;
 	}
-	if (daemon_handshake(&s, &srcs[0], args, &peer, &exit_code) < 0)
-		goto out;
-	if (!negotiate_client(&s, s.protocol))
-		goto stream_error;
-	s.in.mux = true; /* the server multiplexes from here (protocol >= 23) */
-	s.out.mux = s.protocol >= 30;
-	if (!filter_send(&s, &filters, false) || !wire_flush(&s.out))
-		goto stream_error;
-	exit_code = receive_and_apply(&s, srcs[0].module[0] ? dest : NULL, &filters, start);
-	if (exit_code && wire_error_code(&s.err) && s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
-		fprintf(stderr, "ferry: %s\n", s.err.msg);
-	goto out;
-
-stream_error:
-	exit_code = session_exit_code(&s);
-	if (s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
-		fprintf(stderr, "ferry: %s\n", s.err.msg);
-out:
-	options_free_argv(args);
+	code = transport_open(&s, o, &srcs[0], true, paths, nsrc, &t);
+	free_paths(paths, nsrc);
+	if (code) {
+		filter_list_free(&filters);
+		return code;
+	}
+	bool listing = srcs[0].kind == REMOTE_DAEMON && !srcs[0].module[0];
+	if (!filter_send(&s, &filters, false) || !wire_flush(&s.out)) {
+		code = session_exit_code(&s);
+		if (s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
+			fprintf(stderr, "ferry: %s\n", s.err.msg);
+	} else {
+		code = receive_and_apply(&s, listing ? NULL : dest, &filters, start);
+		if (code && wire_error_code(&s.err) && s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
+			fprintf(stderr, "ferry: %s\n", s.err.msg);
+	}
 	filter_list_free(&filters);
-	session_free(&s);
-	close(fd);
-	return exit_code;
+	return transport_close(&s, &t, code);
 }

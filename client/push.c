@@ -12,38 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client/connect.h"
-#include "client/daemon_client.h"
+#include "client/transport.h"
 #include "client/options.h"
 #include "proto/filter.h"
 #include "proto/logfmt.h"
 #include "proto/negotiate.h"
 #include "proto/sendside.h"
-
-/* The server's arguments: the receiving server gets "." and the module
- * path of the destination. */
-static char **build_args(const struct ferry_opts *o, const struct remote_spec *dest, int protocol)
-{
-	char **base = options_server_argv(o, false, protocol);
-	int n = 0;
-
-	if (!base)
-		return NULL;
-	while (base[n])
-		n++;
-	char **args = realloc(base, (size_t)(n + 2) * sizeof *args);
-	if (!args) {
-		options_free_argv(base);
-		return NULL;
-	}
-	size_t len = strlen(dest->module) + strlen(dest->path) + 3;
-	args[n] = malloc(len);
-	if (!args[n])
-		return NULL;
-	snprintf(args[n], len, "%s/%s", dest->module, dest->path);
-	args[n + 1] = NULL;
-	return args;
-}
 
 static void print_summary(const struct ferry_opts *o, struct session *s, time_t start)
 {
@@ -94,10 +68,10 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 int client_push(const struct ferry_opts *o, char **srcs, int nsrc, const struct remote_spec *dest)
 {
 	struct session s;
-	struct daemon_peer peer;
+	struct transport t;
 	struct filter_list filters;
-	char err[512];
-	int exit_code = 0;
+	char err[512], path[4096 + 512];
+	char *paths[1] = {path};
 	time_t start = time(NULL);
 
 	filter_list_init(&filters);
@@ -105,39 +79,23 @@ int client_push(const struct ferry_opts *o, char **srcs, int nsrc, const struct 
 		fprintf(stderr, "ferry: %s\n", err);
 		return RERR_SYNTAX;
 	}
-	int port = dest->port ? dest->port : o->port ? o->port : 873;
-	int fd = tcp_connect(dest->host, port, o->ip_family, o->bind_address, o->contimeout,
-			     &exit_code);
-	if (fd < 0)
-		return exit_code;
-	session_init(&s, o, fd, fd);
-	s.am_sender = true;
-	char **args = build_args(o, dest, o->protocol ? o->protocol : PROTOCOL_NEWEST);
-	if (!args) {
-		exit_code = RERR_MALLOC;
-		goto out;
+	if (dest->kind == REMOTE_DAEMON)
+		snprintf(path, sizeof path, "%s/%s", dest->module, dest->path);
+	else
+		snprintf(path, sizeof path, "%s", dest->path[0] ? dest->path : ".");
+	int code = transport_open(&s, o, dest, false, paths, 1, &t);
+	if (code) {
+		filter_list_free(&filters);
+		return code;
 	}
-	if (daemon_handshake(&s, dest, args, &peer, &exit_code) < 0)
-		goto out;
-	if (!negotiate_client(&s, s.protocol)) {
-		exit_code = session_exit_code(&s);
-		goto report;
-	}
-	s.in.mux = true;
-	s.out.mux = s.protocol >= 30;
 	if (send_everything(&s, srcs, nsrc, &filters)) {
-		exit_code = session_exit_code(&s);
+		code = session_exit_code(&s);
 		print_summary(o, &s, start);
-		goto out;
+	} else {
+		code = session_exit_code(&s);
+		if (s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
+			fprintf(stderr, "ferry: %s\n", s.err.msg);
 	}
-	exit_code = session_exit_code(&s);
-report:
-	if (s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
-		fprintf(stderr, "ferry: %s\n", s.err.msg);
-out:
-	options_free_argv(args);
 	filter_list_free(&filters);
-	session_free(&s);
-	close(fd);
-	return exit_code;
+	return transport_close(&s, &t, code);
 }

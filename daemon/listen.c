@@ -167,6 +167,14 @@ int daemon_main(const struct ferry_opts *o)
 
 	if (load_config(o, &cfg) < 0)
 		return RERR_SYNTAX;
+	/* Started over a remote shell (`--server --daemon .`): one client on
+	 * stdin/stdout, the dialogue of a TCP daemon (clientserver.c:
+	 * start_daemon with am_daemon = -1). */
+	if (o->server) {
+		int code = daemon_serve_client(&cfg, o, STDIN_FILENO, STDOUT_FILENO);
+		config_free(&cfg);
+		return code;
+	}
 	/* Started by inetd: the connection is already on stdin. */
 	int sotype;
 	socklen_t len = sizeof sotype;

@@ -1,0 +1,191 @@
+/*
+ * Remote-shell transport (main.c: do_cmd): run `ssh [-l user] host
+ * rsync --server ...` (or whatever -e / RSYNC_RSH names) and talk to it over
+ * a socketpair.
+ */
+#include "client/rsh.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "client/options.h"
+
+#define MAX_RSH_ARGS 4096
+
+struct argv_builder {
+	char **v;
+	int n, cap;
+	bool failed;
+};
+
+static void add(struct argv_builder *a, const char *s)
+{
+	if (a->failed)
+		return;
+	if (a->n + 2 > a->cap) {
+		int cap = a->cap ? a->cap * 2 : 32;
+		char **v = cap <= MAX_RSH_ARGS ? realloc(a->v, (size_t)cap * sizeof *v) : NULL;
+		if (!v) {
+			a->failed = true;
+			return;
+		}
+		a->v = v;
+		a->cap = cap;
+	}
+	a->v[a->n] = strdup(s);
+	if (!a->v[a->n]) {
+		a->failed = true;
+		return;
+	}
+	a->v[++a->n] = NULL;
+}
+
+/* Split the -e command into words as rsync does: blanks separate words,
+ * single and double quotes group, a backslash inside double quotes
+ * escapes the next character. */
+static bool split_command(const char *cmd, struct argv_builder *a)
+{
+	char word[4096];
+	size_t n = 0;
+	bool in_word = false;
+
+	for (const char *p = cmd;; p++) {
+		if (*p == '\0' || *p == ' ' || *p == '\t') {
+			if (in_word) {
+				word[n] = '\0';
+				add(a, word);
+				n = 0;
+				in_word = false;
+			}
+			if (!*p)
+				break;
+			continue;
+		}
+		in_word = true;
+		if (*p == '\'' || *p == '"') {
+			char q = *p++;
+			while (*p && *p != q) {
+				if (q == '"' && *p == '\\' && p[1])
+					p++;
+				if (n + 1 >= sizeof word)
+					return false;
+				word[n++] = *p++;
+			}
+			if (!*p)
+				return false;
+			continue;
+		}
+		if (n + 1 >= sizeof word)
+			return false;
+		word[n++] = *p;
+	}
+	return !a->failed && a->n > 0;
+}
+
+static bool is_ssh(const char *prog)
+{
+	const char *base = strrchr(prog, '/');
+
+	base = base ? base + 1 : prog;
+	return strcmp(base, "ssh") == 0;
+}
+
+char **rsh_command(const struct ferry_opts *o, const struct remote_spec *r, char **server_args,
+		   char **paths, int npaths, bool daemon)
+{
+	struct argv_builder a = {0};
+	const char *rsh = o->rsh ? o->rsh : getenv("RSYNC_RSH");
+
+	if (!rsh || !*rsh)
+		rsh = "ssh";
+	if (!split_command(rsh, &a)) {
+		fprintf(stderr, "ferry: cannot parse the remote shell command \"%s\"\n", rsh);
+		rsh_free(a.v);
+		return NULL;
+	}
+	if (r->user[0]) {
+		add(&a, "-l");
+		add(&a, r->user);
+	}
+	if (o->ip_family && is_ssh(a.v[0]))
+		add(&a, o->ip_family == 4 ? "-4" : "-6");
+	add(&a, r->host);
+	add(&a, o->rsync_path ? o->rsync_path : "rsync");
+	if (daemon) {
+		add(&a, "--server");
+		add(&a, "--daemon");
+		add(&a, ".");
+	} else {
+		for (int i = 0; server_args[i]; i++)
+			add(&a, server_args[i]);
+		for (int i = 0; i < npaths; i++) {
+			char *esc = options_safe_arg(NULL, paths[i], false);
+			add(&a, esc ? esc : paths[i]);
+			free(esc);
+		}
+	}
+	if (a.failed) {
+		rsh_free(a.v);
+		return NULL;
+	}
+	return a.v;
+}
+
+void rsh_free(char **argv)
+{
+	for (int i = 0; argv && argv[i]; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+pid_t rsh_spawn(char **argv, int *fd)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		fprintf(stderr, "ferry: socketpair failed: %s\n", strerror(errno));
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "ferry: fork failed: %s\n", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		dup2(sv[1], STDIN_FILENO);
+		dup2(sv[1], STDOUT_FILENO);
+		signal(SIGPIPE, SIG_DFL);
+		execvp(argv[0], argv);
+		fprintf(stderr, "ferry: failed to exec %s: %s\n", argv[0], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	close(sv[1]);
+	*fd = sv[0];
+	return pid;
+}
+
+int rsh_wait(pid_t pid, int code)
+{
+	int status;
+
+	if (pid <= 0)
+		return code;
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR)
+			return code ? code : 21; /* RERR_WAITCHILD */
+	}
+	if (code)
+		return code;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 125; /* RERR_CMD_KILLED */
+}

@@ -1,0 +1,27 @@
+/*
+ * Running the remote shell for host:path transfers.
+ */
+#ifndef FERRY_CLIENT_RSH_H
+#define FERRY_CLIENT_RSH_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "client/remote.h"
+#include "proto/opts.h"
+
+/* The command line: the -e / RSYNC_RSH words (default "ssh"), [-l user],
+ * [-4|-6], host, the --rsync-path program, then either the server
+ * arguments and the shell-escaped paths, or "--server --daemon ." for a
+ * daemon reached over the remote shell. NULL on error (printed). */
+char **rsh_command(const struct ferry_opts *o, const struct remote_spec *r, char **server_args,
+		   char **paths, int npaths, bool daemon);
+void rsh_free(char **argv);
+
+/* Start it with a socketpair as its stdin and stdout; *fd is our end. */
+pid_t rsh_spawn(char **argv, int *fd);
+
+/* Reap the remote shell; our code wins, else its exit status counts. */
+int rsh_wait(pid_t pid, int code);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * Reaching the other end: a daemon over TCP, a daemon over a remote shell,
+ * or `rsync --server` over a remote shell. Everything up to and including
+ * the protocol set-up; afterwards a pull and a push differ.
+ */
+#ifndef FERRY_CLIENT_TRANSPORT_H
+#define FERRY_CLIENT_TRANSPORT_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "client/remote.h"
+#include "proto/session.h"
+
+struct transport {
+	int fd;
+	pid_t pid;          /* the remote shell, or -1 */
+};
+
+/* Connect to r's host, start the server (it sends when server_sends),
+ * hand it the paths (for a daemon "module/path", else plain paths), and
+ * set up the protocol on *s (initialised here). Returns 0, or an exit code
+ * after printing why (s is then freed). */
+int transport_open(struct session *s, const struct ferry_opts *o, const struct remote_spec *r,
+		   bool server_sends, char **paths, int npaths, struct transport *t);
+
+/* Close the connection, reap a remote shell, and free the session.
+ * Returns the final exit code. */
+int transport_close(struct session *s, struct transport *t, int code);
+
+#endif
