@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <string.h>
 
+#include "client/local.h"
 #include "client/options.h"
 #include "client/pull.h"
 #include "client/push.h"
@@ -56,15 +57,22 @@ static int run_client(const struct ferry_opts *o)
 	}
 	for (int i = 0; i < nsrc; i++) {
 		if (srcs[i].kind == REMOTE_LOCAL) {
-			fprintf(stderr, "ferry: local copies are not supported yet; "
-					"use host::module/path or rsync://host/module/path as the source\n");
-			return RERR_UNSUPPORTED;
+			if (i > 0 && srcs[0].kind != REMOTE_LOCAL) {
+				fprintf(stderr, "ferry: The source and destination cannot both be remote.\n");
+				return RERR_SYNTAX;
+			}
+			continue;
 		}
 		if (srcs[i].kind != srcs[0].kind || strcmp(srcs[i].host, srcs[0].host) != 0 ||
 		    srcs[i].port != srcs[0].port) {
 			fprintf(stderr, "ferry: all sources of a pull must be on the same daemon\n");
 			return RERR_SYNTAX;
 		}
+	}
+	if (srcs[0].kind == REMOTE_LOCAL) {
+		if (!dest || o->list_only)
+			return client_local_list(o, o->args, nsrc);
+		return client_local(o, o->args, nsrc, dest);
 	}
 	return client_pull(o, srcs, nsrc, o->list_only ? NULL : dest);
 }

@@ -54,7 +54,7 @@ static void free_paths(char **v, int n)
 }
 
 /* rsync generator.c: list_file_entry(), for --list-only. */
-static void list_entry(const struct ferry_opts *o, const struct file_entry *f)
+void list_entry(const struct ferry_opts *o, const struct file_entry *f)
 {
 	char perms[11], size[32], when[32], name[MAXPATHLEN_WIRE * 2];
 	static const char kinds[] = "?pc?d?b?-?l?s???";

@@ -12,4 +12,8 @@
 int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int nsrc,
 		const char *dest);
 
+struct file_entry;
+/* One --list-only line (generator.c: list_file_entry). */
+void list_entry(const struct ferry_opts *o, const struct file_entry *f);
+
 #endif

@@ -88,14 +88,22 @@ int client_push(const struct ferry_opts *o, char **srcs, int nsrc, const struct 
 		filter_list_free(&filters);
 		return code;
 	}
-	if (send_everything(&s, srcs, nsrc, &filters)) {
-		code = session_exit_code(&s);
-		print_summary(o, &s, start);
-	} else {
-		code = session_exit_code(&s);
-		if (s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
-			fprintf(stderr, "ferry: %s\n", s.err.msg);
-	}
+	code = push_run(&s, srcs, nsrc, &filters, start);
 	filter_list_free(&filters);
 	return transport_close(&s, &t, code);
+}
+
+int push_run(struct session *s, char **srcs, int nsrc, struct filter_list *filters, time_t start)
+{
+	int code;
+
+	if (send_everything(s, srcs, nsrc, filters)) {
+		code = session_exit_code(s);
+		print_summary(s->opts, s, start);
+	} else {
+		code = session_exit_code(s);
+		if (s->err.msg[0] && strcmp(s->err.msg, " ") != 0)
+			fprintf(stderr, "ferry: %s\n", s->err.msg);
+	}
+	return code;
 }

@@ -11,4 +11,11 @@
  * code. */
 int client_push(const struct ferry_opts *o, char **srcs, int nsrc, const struct remote_spec *dest);
 
+/* The sending half of a push on a session that is set up (multiplexing
+ * on): filter list, file list, data, summary. Returns the exit code. */
+struct session;
+struct filter_list;
+#include <time.h>
+int push_run(struct session *s, char **srcs, int nsrc, struct filter_list *filters, time_t start);
+
 #endif

@@ -1,0 +1,131 @@
+/*
+ * Local copies (`ferry src/ dst/`): both halves of the protocol in one
+ * invocation, joined by a socketpair, the receiver in a child process
+ * (main.c: local_child). The bytes between them are the same as over a
+ * network, so local mode exercises the real code paths.
+ */
+#include "client/local.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/options.h"
+#include "client/pull.h"
+#include "client/push.h"
+#include "proto/filter.h"
+#include "proto/negotiate.h"
+#include "proto/sendside.h"
+#include "proto/server.h"
+
+/* The capability letters our client would send (options_server_argv). */
+#define LOCAL_CAPS ".LsfxCIvu"
+
+static int run_receiver_child(const struct ferry_opts *o, int fd, const char *dest)
+{
+	struct ferry_opts ro = *o;
+	struct session s;
+	char *paths[1] = {(char *)dest};
+	struct server_ctx ctx = {.root_fd = AT_FDCWD, .paths = paths, .npaths = 1,
+				 .client_caps = LOCAL_CAPS};
+
+	ro.server = true;
+	ro.sender = false;
+	/* Without a slow link in between, delta transfer only costs time:
+	 * rsync's local default is --whole-file. */
+	if (ro.whole_file < 0)
+		ro.whole_file = 1;
+	session_init(&s, &ro, fd, fd);
+	s.info = stderr;
+	int code = server_run(&s, &ctx);
+	session_free(&s);
+	return code;
+}
+
+int client_local(const struct ferry_opts *o, char **srcs, int nsrc, const char *dest)
+{
+	struct session s;
+	struct filter_list filters;
+	char err[512];
+	int sv[2];
+	time_t start = time(NULL);
+
+	filter_list_init(&filters);
+	if (filter_list_from_opts(&filters, o, err, sizeof err) < 0) {
+		fprintf(stderr, "ferry: %s\n", err);
+		return RERR_SYNTAX;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		fprintf(stderr, "ferry: socketpair failed: %s\n", strerror(errno));
+		filter_list_free(&filters);
+		return RERR_IPC;
+	}
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "ferry: fork failed: %s\n", strerror(errno));
+		filter_list_free(&filters);
+		return RERR_IPC;
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		_exit(run_receiver_child(o, sv[1], dest));
+	}
+	close(sv[1]);
+	struct ferry_opts so = *o;
+	if (so.whole_file < 0)
+		so.whole_file = 1;
+	session_init(&s, &so, sv[0], sv[0]);
+	s.am_sender = true;
+	int code;
+	if (!negotiate_client(&s, 0)) {
+		code = session_exit_code(&s);
+		if (s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
+			fprintf(stderr, "ferry: %s\n", s.err.msg);
+	} else {
+		s.in.mux = true;
+		s.out.mux = s.protocol >= 30;
+		code = push_run(&s, srcs, nsrc, &filters, start);
+	}
+	session_free(&s);
+	close(sv[0]);
+	filter_list_free(&filters);
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	int child = WIFEXITED(status) ? WEXITSTATUS(status) : RERR_CRASHED;
+	return code ? code : child;
+}
+
+int client_local_list(const struct ferry_opts *o, char **srcs, int nsrc)
+{
+	struct session s;
+	struct filter_list filters;
+	struct send_list sl;
+	char err[512];
+
+	filter_list_init(&filters);
+	if (filter_list_from_opts(&filters, o, err, sizeof err) < 0) {
+		fprintf(stderr, "ferry: %s\n", err);
+		return RERR_SYNTAX;
+	}
+	session_init(&s, o, -1, -1);
+	struct walk_opts w = {.filters = &filters, .root_fd = AT_FDCWD};
+	bool ok = flist_build(&s, &w, srcs, nsrc, &sl) && flist_sort_and_clean(&s, &sl.fl);
+	for (size_t i = sl.fl.low; ok && i <= sl.fl.high && i < sl.fl.count; i++)
+		if (sl.fl.sorted[i]->flags & FE_ACTIVE)
+			list_entry(o, sl.fl.sorted[i]);
+	fflush(stdout);
+	int code = ok ? session_exit_code(&s) : session_exit_code(&s);
+	send_list_free(&sl);
+	session_free(&s);
+	filter_list_free(&filters);
+	return code;
+}
