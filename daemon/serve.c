@@ -118,9 +118,9 @@ static void send_listing(struct conn *c)
 {
 	for (size_t i = 0; i < c->cfg->nmodules; i++) {
 		const struct daemon_module *m = &c->cfg->modules[i];
+		/* rsync lists a module even to a host it would refuse;
+		 * only "list = no" hides it (clientserver.c: send_listing). */
 		if (!m->list)
-			continue;
-		if (!access_allowed(m->hosts_allow, m->hosts_deny, c->addr, c->host))
 			continue;
 		send_line(c, "%-15s\t%s\n", m->name, m->comment ? m->comment : "");
 	}

@@ -55,6 +55,11 @@ static void *arena_alloc(struct flist *fl, size_t len)
 	return p;
 }
 
+void *flist_alloc(struct flist *fl, size_t len)
+{
+	return arena_alloc(fl, len);
+}
+
 char *flist_strdup(struct flist *fl, const char *s, size_t len)
 {
 	char *p = arena_alloc(fl, len + 1);

@@ -120,6 +120,8 @@ int flist_name_cmp(const struct file_entry *a, const struct file_entry *b, int p
  * false if it does not fit. */
 bool flist_path(const struct file_entry *f, char *buf, size_t size);
 
+/* Allocate len bytes in the list's arena (freed with the list). */
+void *flist_alloc(struct flist *fl, size_t len);
 /* Allocate a copy of a string in the list's arena. */
 char *flist_strdup(struct flist *fl, const char *s, size_t len);
 

@@ -43,7 +43,7 @@ static bool file_sum(struct walker *k, struct file_entry *f, int dirfd, const ch
 	ssize_t got;
 	int64_t off = 0;
 
-	f->sum = (uint8_t *)flist_strdup(&k->sl->fl, "", n);
+	f->sum = flist_alloc(&k->sl->fl, n);
 	if (!f->sum)
 		return false;
 	memset(f->sum, 0, n);

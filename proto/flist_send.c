@@ -181,7 +181,14 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 		return false;
 	snprintf(last, MAXPATHLEN_WIRE, "%s", name);
 	if (leader >= 0) {
-		/* Everything else is the leader's, and the receiver copies it. */
+		/* Everything else is the leader's: the receiver copies it, and
+		 * its "previous entry" state becomes the leader's too. */
+		st->mtime = f->mtime;
+		st->mode = f->mode;
+		st->uid = f->uid;
+		st->gid = f->gid;
+		if (is_device)
+			st->rdev_major = f->rdev_major;
 		st->first = false;
 		return wire_write_varint(out, leader);
 	}

@@ -277,15 +277,16 @@ size_t wire_buffered(const struct wire_in *in)
 	return raw < in->data_left ? raw : in->data_left;
 }
 
+/* Wait until fd is ready (forever when timeout_ms is 0). A peer may hand
+ * us non-blocking descriptors (rsync does for a remote-shell child), so
+ * every read and write waits here first. */
 static bool wait_fd(struct wire_error *err, int fd, short events, int timeout_ms)
 {
 	struct pollfd p = {.fd = fd, .events = events};
 	int r;
 
-	if (timeout_ms <= 0)
-		return true;
 	do {
-		r = poll(&p, 1, timeout_ms);
+		r = poll(&p, 1, timeout_ms > 0 ? timeout_ms : -1);
 	} while (r < 0 && errno == EINTR);
 	if (r == 0)
 		return wire_fail(err, RERR_TIMEOUT, "timeout after %d seconds -- exiting",
@@ -308,11 +309,16 @@ static bool raw_fill(struct wire_in *in, size_t need)
 		}
 		if (in->err->code)
 			return false;
-		if (!wait_fd(in->err, in->fd, POLLIN, in->timeout_ms))
+		if (in->timeout_ms > 0 && !wait_fd(in->err, in->fd, POLLIN, in->timeout_ms))
 			return false;
 		ssize_t r = read(in->fd, in->buf + in->end, in->cap - in->end);
 		if (r < 0 && errno == EINTR)
 			continue;
+		if (r < 0 && errno == EAGAIN) {
+			if (!wait_fd(in->err, in->fd, POLLIN, in->timeout_ms))
+				return false;
+			continue;
+		}
 		if (r < 0)
 			return wire_fail(in->err, RERR_STREAMIO, "read error: %s",
 					 strerror(errno));
@@ -596,11 +602,16 @@ void wire_out_unlock(struct wire_out *out)
 static bool raw_write_all(struct wire_out *out, const uint8_t *p, size_t len)
 {
 	while (len > 0) {
-		if (!wait_fd(out->err, out->fd, POLLOUT, out->timeout_ms))
+		if (out->timeout_ms > 0 && !wait_fd(out->err, out->fd, POLLOUT, out->timeout_ms))
 			return false;
 		ssize_t w = write(out->fd, p, len);
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && errno == EAGAIN) {
+			if (!wait_fd(out->err, out->fd, POLLOUT, out->timeout_ms))
+				return false;
+			continue;
+		}
 		if (w < 0)
 			return wire_fail(out->err, RERR_STREAMIO, "write error: %s",
 					 strerror(errno));

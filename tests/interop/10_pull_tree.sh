@@ -217,7 +217,10 @@ check_delta_stats() {
     matched=$(stat_field "$out" "Matched data")
     literal=$(stat_field "$out" "Literal data")
     echo "matched=$matched literal=$literal"
-    [ -n "$matched" ] && [ -n "$literal" ] || { cat "$out"; return 1; }
+    if [ -z "$matched" ] || [ -z "$literal" ]; then
+        cat "$out"
+        return 1
+    fi
     # Three flipped bytes cost at most three blocks (<= 3 x 128 KiB).
     [ "$matched" -gt 5000000 ] && [ "$literal" -lt 400000 ]
 }

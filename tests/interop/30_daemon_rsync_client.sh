@@ -504,11 +504,13 @@ if [ -n "$NOBODY_MOD" ]; then
         local bad
         run "$T/nobody" "$RSYNC" -rlpt "$SRC/sub/" "$FURL/nobody/"
         ok "$T/nobody" || return 1
-        [ -f "$NB/medium.txt" ] && [ -d "$NB/dir/deep" ] || { ls -lR "$NB"; return 1; }
-        bad=$(find "$NB" ! -user nobody)
+        if [ ! -f "$NB/medium.txt" ] || [ ! -d "$NB/dir/deep" ]; then
+            ls -lR "$NB"
+            return 1
+        fi
+        bad=$(find "$NB" ! -user nobody -printf '%u %p\n')
         [ -z "$bad" ] && return 0
-        echo "not owned by nobody:"
-        ls -ld $bad
+        echo "not owned by nobody: $bad"
         return 1
     }
     t_check uid_nobody_owns_pushed check_nobody
@@ -559,7 +561,7 @@ no_reports() {
         [ -f "$f" ] || continue
         if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer' "$f"; then
             echo "sanitizer report in $f:"
-            grep -m3 -E 'ERROR|runtime error' "$f"
+            grep -m1 -A12 -E 'ERROR: [A-Za-z]*Sanitizer|runtime error' "$f"
             bad=1
         fi
     done

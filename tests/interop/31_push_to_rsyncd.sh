@@ -140,6 +140,16 @@ check_cc() {
     echo "matched data with $cc: $matched"
     [ "${matched:-0}" -gt 4000000 ]
 }
+# -c: a file that differs only in content (same size and mtime) is fixed.
+check_c() {
+    local d=$UP/push_c
+    "$RSYNC" -aH "$SRC/" "$d/" || return 1
+    flip_byte "$d/big.bin" 4242 || return 1
+    push push_c -aH -c "$SRC/"
+    ok_compare "$T/push_c" "$SRC" "$d" --nsec
+}
+t_check push_checksum check_c
+
 for cc in md5 xxh128; do
     t_check "push_cc_$cc" check_cc "$cc"
 done
@@ -252,7 +262,7 @@ no_reports() {
     for f in "$T"/*.err; do
         if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer' "$f"; then
             echo "sanitizer report in $f:"
-            grep -m3 -E 'ERROR|runtime error' "$f"
+            grep -m1 -A12 -E 'ERROR: [A-Za-z]*Sanitizer|runtime error' "$f"
             bad=1
         fi
     done

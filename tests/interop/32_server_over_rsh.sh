@@ -117,6 +117,15 @@ small_delta() {
         [ "${matched:-0}" -gt $((15 * 1048576)) ]
 }
 
+# flip_byte FILE OFFSET -- same size, same mtime, one bit different.
+flip_byte() {
+    "$PYTHON" -c 'import os, sys
+p, off = sys.argv[1], int(sys.argv[2]); st = os.stat(p)
+with open(p, "r+b") as f:
+    f.seek(off); b = f.read(1); f.seek(off); f.write(bytes([b[0] ^ 1]))
+os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))' "$1" "$2"
+}
+
 # xfer NAME ARGS... -- real rsync over the current remote shell.
 xfer() {
     local name=$1
@@ -145,6 +154,11 @@ suite() {
     rm -f "$d/pull_aH/small.txt"
     xfer "$tag.pull_delete" -aH --delete "$r$SRC/" "$d/pull_aH/"
     t_check "${tag}_pull_delete" ok_compare "$T/$tag.pull_delete" "$SRC" "$d/pull_aH" --nsec
+
+    # -c: a file that differs only in content (same size and mtime).
+    "$RSYNC" -aH "$SRC/" "$d/pull_c/" && flip_byte "$d/pull_c/big.bin" 4242
+    xfer "$tag.pull_c" -aH -c "$r$SRC/" "$d/pull_c/"
+    t_check "${tag}_pull_checksum" ok_compare "$T/$tag.pull_c" "$SRC" "$d/pull_c" --nsec
 
     # Delta pull: the local copy has the old file, the server the new one.
     "$RSYNC" -a "$BIG/old/" "$d/pull_big/"
@@ -191,7 +205,7 @@ no_reports() {
     for f in "$T"/*.err; do
         if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer' "$f"; then
             echo "sanitizer report in $f:"
-            grep -m3 -E 'ERROR|runtime error' "$f"
+            grep -m1 -A12 -E 'ERROR: [A-Za-z]*Sanitizer|runtime error' "$f"
             bad=1
         fi
     done
