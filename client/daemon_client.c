@@ -209,8 +209,9 @@ int daemon_handshake(struct session *s, const struct remote_spec *r, char **args
 			*exit_code = 5;
 			return -1;
 		}
-		/* MOTD (or, for a listing, the module lines) */
-		if (!o->no_motd || !r->module[0])
+		/* MOTD or module lines: rsync cannot tell them apart, and
+		 * --no-motd hides both (clientserver.c: start_inband_exchange). */
+		if (!o->no_motd)
 			printf("%s\n", line);
 	}
 	if (!send_args(s, args))
@@ -219,6 +220,6 @@ int daemon_handshake(struct session *s, const struct remote_spec *r, char **args
 
 stream_error:
 	fprintf(stderr, "ferry: %s\n", s->err.msg[0] ? s->err.msg : "connection lost");
-	*exit_code = 5;
+	*exit_code = wire_error_code(&s->err) == RERR_TIMEOUT ? RERR_TIMEOUT : RERR_STARTCLIENT;
 	return -1;
 }

@@ -3,6 +3,7 @@
  * (--daemon) and the server (--server), like rsync.
  */
 #include <fcntl.h>
+#include <locale.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <string.h>
@@ -99,6 +100,9 @@ static int run_server(const struct ferry_opts *o)
 int main(int argc, char **argv)
 {
 	struct ferry_opts o;
+
+	/* Names print as the locale can show them (rsync does the same). */
+	setlocale(LC_CTYPE, "");
 	int rc = options_parse(&o, argc, argv);
 
 	if (rc == FERRY_OPTS_EXIT_OK) {

@@ -19,6 +19,7 @@
 #include "proto/fileio.h"
 #include "proto/logfmt.h"
 #include "proto/negotiate.h"
+#include "proto/outfilter.h"
 #include "proto/recvside.h"
 
 /* rsync measures the rate over whole seconds of time(NULL). */
@@ -74,9 +75,12 @@ void list_entry(const struct ferry_opts *o, const struct file_entry *f)
 	localtime_r(&t, &tm);
 	strftime(when, sizeof when, "%Y/%m/%d %H:%M:%S", &tm);
 	flist_path(f, name, sizeof name);
-	printf("%s %*s %s %s%s%s\n", perms, o->human ? 14 : 11,
-	       fmt_num(f->size, o->human, size, sizeof size), when, name,
-	       S_ISLNK(f->mode) && o->links ? " -> " : "", S_ISLNK(f->mode) && o->links ? f->link : "");
+	char line[MAXPATHLEN_WIRE * 3];
+	snprintf(line, sizeof line, "%s %*s %s %s%s%s", perms, o->human ? 14 : 11,
+		 fmt_num(f->size, o->human, size, sizeof size), when, name,
+		 S_ISLNK(f->mode) && o->links ? " -> " : "",
+		 S_ISLNK(f->mode) && o->links ? f->link : "");
+	out_filtered(stdout, line, o->eight_bit_output, '\n');
 }
 
 /* Where the entries go (main.c: get_local_name): a directory (rootfd), or
@@ -118,10 +122,18 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 			return -RERR_SYNTAX;
 		}
 		if (o->dry_run) {
+			/* nothing exists there yet, and nothing will be written */
 			rc->dry_run_missing_root = true;
-			return fs_open_root(".", false, false);
+			if (o->verbose || o->itemize) {
+				int n = (int)dlen;
+				while (n > 1 && dest[n - 1] == '/')
+					n--;
+				printf("created directory %.*s\n", n, dest);
+			}
+			return fs_open_root("/", false, false);
 		}
 		int fd = fs_open_root(dest, true, false);
+		rc->root_created = fd >= 0;
 		if (fd < 0) {
 			fprintf(stderr, "ferry: mkdir \"%s\" failed: %s\n", dest, strerror(errno));
 			return -RERR_FILEIO;
@@ -228,9 +240,9 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 		filter_list_free(&filters);
 		return RERR_MALLOC;
 	}
-	code = transport_open(&s, o, &srcs[0], true, paths, nsrc, &t);
+	bool go = transport_open(&s, o, &srcs[0], true, paths, nsrc, &t, &code);
 	free_paths(paths, nsrc);
-	if (code) {
+	if (!go) {
 		filter_list_free(&filters);
 		return code;
 	}

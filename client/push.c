@@ -83,8 +83,8 @@ int client_push(const struct ferry_opts *o, char **srcs, int nsrc, const struct 
 		snprintf(path, sizeof path, "%s/%s", dest->module, dest->path);
 	else
 		snprintf(path, sizeof path, "%s", dest->path[0] ? dest->path : ".");
-	int code = transport_open(&s, o, dest, false, paths, 1, &t);
-	if (code) {
+	int code;
+	if (!transport_open(&s, o, dest, false, paths, 1, &t, &code)) {
 		filter_list_free(&filters);
 		return code;
 	}

@@ -39,8 +39,8 @@ static int fail(struct session *s, struct transport *t, int code)
 	return transport_close(s, t, code);
 }
 
-int transport_open(struct session *s, const struct ferry_opts *o, const struct remote_spec *r,
-		   bool server_sends, char **paths, int npaths, struct transport *t)
+bool transport_open(struct session *s, const struct ferry_opts *o, const struct remote_spec *r,
+		    bool server_sends, char **paths, int npaths, struct transport *t, int *exit_code)
 {
 	int proto = o->protocol ? o->protocol : PROTOCOL_NEWEST;
 	char **server_args = options_server_argv(o, server_sends, proto);
@@ -48,8 +48,9 @@ int transport_open(struct session *s, const struct ferry_opts *o, const struct r
 
 	t->fd = -1;
 	t->pid = -1;
+	*exit_code = RERR_MALLOC;
 	if (!server_args)
-		return RERR_MALLOC;
+		return false;
 	bool daemon = r->kind == REMOTE_DAEMON;
 	if (daemon && !o->rsh) {
 		int port = r->port ? r->port : o->port ? o->port : 873;
@@ -65,7 +66,8 @@ int transport_open(struct session *s, const struct ferry_opts *o, const struct r
 	}
 	if (t->fd < 0) {
 		options_free_argv(server_args);
-		return code ? code : RERR_SOCKETIO;
+		*exit_code = code ? code : RERR_SOCKETIO;
+		return false;
 	}
 	session_init(s, o, t->fd, t->fd);
 	s->am_sender = !server_sends;
@@ -78,19 +80,24 @@ int transport_open(struct session *s, const struct ferry_opts *o, const struct r
 		options_free_argv(server_args);
 		if (!args)
 			code = RERR_MALLOC;
-		if (hs < 0)
-			return transport_close(s, t, code);
+		if (hs < 0) {
+			*exit_code = transport_close(s, t, code);
+			return false;
+		}
 		remote_protocol = s->protocol;
 	} else {
 		options_free_argv(server_args);
 	}
-	if (!negotiate_client(s, remote_protocol))
-		return fail(s, t, session_exit_code(s));
+	if (!negotiate_client(s, remote_protocol)) {
+		*exit_code = fail(s, t, session_exit_code(s));
+		return false;
+	}
 	/* The server multiplexes its output from here on (protocol >= 23);
 	 * ours is multiplexed from protocol 30. */
 	s->in.mux = true;
 	s->out.mux = s->protocol >= 30;
-	return 0;
+	*exit_code = 0;
+	return true;
 }
 
 int transport_close(struct session *s, struct transport *t, int code)

@@ -19,10 +19,12 @@ struct transport {
 
 /* Connect to r's host, start the server (it sends when server_sends),
  * hand it the paths (for a daemon "module/path", else plain paths), and
- * set up the protocol on *s (initialised here). Returns 0, or an exit code
- * after printing why (s is then freed). */
-int transport_open(struct session *s, const struct ferry_opts *o, const struct remote_spec *r,
-		   bool server_sends, char **paths, int npaths, struct transport *t);
+ * set up the protocol on *s (initialised here). Returns true when the
+ * transfer may go on; false when the run is over (a module listing ended,
+ * or something failed and was printed), with *code the exit code and s
+ * already freed. */
+bool transport_open(struct session *s, const struct ferry_opts *o, const struct remote_spec *r,
+		    bool server_sends, char **paths, int npaths, struct transport *t, int *code);
 
 /* Close the connection, reap a remote shell, and free the session.
  * Returns the final exit code. */

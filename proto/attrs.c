@@ -12,9 +12,25 @@
 #include <unistd.h>
 
 #include "proto/logfmt.h"
+#include "proto/outfilter.h"
 #include "proto/recvside.h"
 
 static pthread_mutex_t print_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* rsync's same_time() under --modify-window: 0 (the default) compares
+ * whole seconds, a negative window nanoseconds too, a positive one allows
+ * that many seconds of difference. */
+bool recv_mtime_differs(const struct ferry_opts *o, const struct stat *st,
+			const struct file_entry *f)
+{
+	int64_t diff = (int64_t)st->st_mtim.tv_sec - f->mtime;
+
+	if (o->modify_window == 0)
+		return diff != 0;
+	if (o->modify_window < 0)
+		return diff != 0 || (uint32_t)st->st_mtim.tv_nsec != f->mtime_nsec;
+	return diff > o->modify_window || diff < -o->modify_window;
+}
 
 int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct file_entry *f,
 		const struct stat *st, bool set_times)
@@ -23,6 +39,9 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 	struct stat now;
 	int changed = 0;
 
+	/* A file we just wrote gets its exact time; an existing entry only
+	 * when it differs by the --modify-window rule (set_file_attrs). */
+	bool exact = !st;
 	if (!st) {
 		if (fstatat(dirfd, leaf, &now, AT_SYMLINK_NOFOLLOW) < 0) {
 			session_err(rc->s, "stat \"%s\" failed: %s", leaf, strerror(errno));
@@ -46,8 +65,10 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 	}
 	bool keep_time = set_times && o->times && !(S_ISDIR(f->mode) && o->omit_dir_times) &&
 			 !(S_ISLNK(f->mode) && o->omit_link_times);
-	if (keep_time && (st->st_mtim.tv_sec != f->mtime ||
-			  (uint32_t)st->st_mtim.tv_nsec != f->mtime_nsec)) {
+	bool differs = exact ? st->st_mtim.tv_sec != f->mtime ||
+				       (uint32_t)st->st_mtim.tv_nsec != f->mtime_nsec
+			     : recv_mtime_differs(o, st, f);
+	if (keep_time && differs) {
 		if (fs_set_mtime(dirfd, leaf, f->mtime, f->mtime_nsec) < 0) {
 			if (!S_ISLNK(f->mode)) {
 				session_err(rc->s, "failed to set times on \"%s\": %s", leaf,
@@ -118,7 +139,7 @@ void session_log_item(struct session *s, const struct file_entry *f, int iflags,
 	};
 	log_format(fmt, &it, line, sizeof line);
 	pthread_mutex_lock(&print_lock);
-	fprintf(s->info, "%s\n", line);
+	out_filtered(s->info, line, o->eight_bit_output, '\n');
 	fflush(s->info);
 	pthread_mutex_unlock(&print_lock);
 }
@@ -127,4 +148,45 @@ void recv_log_item(struct recv_ctx *rc, const struct file_entry *f, int iflags, 
 {
 	session_log_item(rc->s, f, iflags, xname,
 			 rc->solo_name && S_ISREG(f->mode) ? f->basename : NULL);
+}
+
+/* Does the format use %i or %o (with any flags or width)? */
+static bool format_has_io(const char *fmt)
+{
+	for (const char *p = strchr(fmt, '%'); p; p = strchr(p + 1, '%')) {
+		const char *q = p + 1;
+		while (*q == '-' || *q == '\'' || (*q >= '0' && *q <= '9'))
+			q++;
+		if (*q == 'i' || *q == 'o')
+			return true;
+		if (*q == '%')
+			p = q;
+	}
+	return false;
+}
+
+void session_log_delete(struct session *s, const char *path, mode_t mode)
+{
+	const struct ferry_opts *o = s->opts;
+	const char *fmt = item_format(o);
+	char line[MAXPATHLEN_WIRE * 3];
+
+	/* log.c: log_delete: at -v, or whenever an output format is set */
+	if (!fmt || s->am_server)
+		return;
+	if (!format_has_io(fmt))
+		fmt = "deleting %n";
+	struct log_item it = {
+		.name = path,
+		.mode = mode,
+		.iflags = ITEM_DELETED,
+		.deleting = true,
+		.human = o->human,
+		.preserve_times = o->times,
+	};
+	log_format(fmt, &it, line, sizeof line);
+	pthread_mutex_lock(&print_lock);
+	out_filtered(s->info, line, o->eight_bit_output, '\n');
+	fflush(s->info);
+	pthread_mutex_unlock(&print_lock);
 }

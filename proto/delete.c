@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "proto/filter.h"
+#include "proto/outfilter.h"
 
 static uint64_t hash_str(const char *s)
 {
@@ -97,8 +98,9 @@ static bool protected_by_filter(struct recv_ctx *rc, const char *path, bool is_d
 	return filter_check(rc->filters, path, is_dir, true) < 0;
 }
 
-static void log_deletion(struct recv_ctx *rc, const char *path, bool is_dir)
+static void log_deletion(struct recv_ctx *rc, const char *path, mode_t mode)
 {
+	bool is_dir = S_ISDIR(mode);
 	const struct ferry_opts *o = rc->s->opts;
 
 	if (rc->s->am_server) {
@@ -108,10 +110,8 @@ static void log_deletion(struct recv_ctx *rc, const char *path, bool is_dir)
 			wire_send_msg(&rc->s->out, MSG_DELETED, path, strlen(path) + (is_dir ? 1 : 0));
 		return;
 	}
-	if (o->itemize)
-		session_info(rc->s, "*deleting   %s%s\n", path, is_dir ? "/" : "");
-	else if (o->verbose)
-		session_info(rc->s, "deleting %s%s\n", path, is_dir ? "/" : "");
+	(void)o;
+	session_log_delete(rc->s, path, mode);
 }
 
 static void count_deletion(struct stats *st, mode_t mode)
@@ -125,6 +125,67 @@ static void count_deletion(struct stats *st, mode_t mode)
 		st->deleted_devices++;
 	else if (!S_ISREG(mode))
 		st->deleted_specials++;
+}
+
+/* A directory's entries in rsync's file-list order (get_dirlist sorts
+ * them), so deletions happen, and are reported, in rsync's order: that
+ * list walked backwards. */
+struct dir_names {
+	struct file_entry *v;
+	size_t n;
+	int protocol;
+};
+
+static int cmp_names(const void *a, const void *b, void *ctx)
+{
+	return flist_name_cmp(a, b, *(int *)ctx);
+}
+
+static bool read_sorted(int dirfd, int protocol, struct dir_names *out)
+{
+	size_t cap = 0;
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	out->v = NULL;
+	out->n = 0;
+	out->protocol = protocol;
+	if (fd < 0)
+		return false;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return false;
+	}
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		struct stat st;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (out->n == cap) {
+			cap = cap ? cap * 2 : 32;
+			struct file_entry *v = realloc(out->v, cap * sizeof *v);
+			if (!v)
+				break;
+			out->v = v;
+		}
+		char *name = strdup(de->d_name);
+		if (!name)
+			break;
+		out->v[out->n++] = (struct file_entry){.basename = name, .mode = st.st_mode,
+						       .flags = FE_ACTIVE};
+	}
+	closedir(d);
+	qsort_r(out->v, out->n, sizeof *out->v, cmp_names, &out->protocol);
+	return true;
+}
+
+static void free_names(struct dir_names *dn)
+{
+	for (size_t i = 0; i < dn->n; i++)
+		free((char *)dn->v[i].basename);
+	free(dn->v);
 }
 
 static bool may_delete_more(struct recv_ctx *rc)
@@ -145,32 +206,28 @@ static bool delete_dir_contents(struct recv_ctx *rc, int dirfd, const char *leaf
 				const char *path)
 {
 	char child[MAXPATHLEN_WIRE * 2];
+	struct dir_names dn;
 	bool all = true;
 	int fd = openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0)
 		return false;
-	DIR *d = fdopendir(fd);
-	if (!d) {
+	if (!read_sorted(fd, rc->s->protocol, &dn)) {
 		close(fd);
 		return false;
 	}
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		snprintf(child, sizeof child, "%s/%s", path, de->d_name);
-		struct stat st;
-		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		if (protected_by_filter(rc, child, S_ISDIR(st.st_mode))) {
+	for (size_t i = dn.n; i-- > 0;) {
+		const struct file_entry *e = &dn.v[i];
+		snprintf(child, sizeof child, "%s/%s", path, e->basename);
+		if (protected_by_filter(rc, child, S_ISDIR(e->mode))) {
 			all = false;
 			continue;
 		}
-		if (!delete_item(rc, fd, de->d_name, child))
+		if (!delete_item(rc, fd, e->basename, child))
 			all = false;
 	}
-	closedir(d);
+	free_names(&dn);
+	close(fd);
 	return all;
 }
 
@@ -193,7 +250,7 @@ static bool delete_item(struct recv_ctx *rc, int dirfd, const char *leaf, const 
 		rc->s->got_xfer_error = true;
 		return false;
 	}
-	log_deletion(rc, path, S_ISDIR(st.st_mode));
+	log_deletion(rc, path, st.st_mode);
 	count_deletion(&rc->s->stats, st.st_mode);
 	rc->deletions++;
 	return true;
@@ -221,55 +278,22 @@ void delete_in_dir(struct recv_ctx *rc, struct dir_cursor *dirs, const char *dir
 	int dfd = dir_cursor_open(dirs, strcmp(dirpath, ".") == 0 ? "" : dirpath);
 	if (dfd < 0)
 		return;
-	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	struct dir_names dn;
+	if (!read_sorted(dfd, rc->s->protocol, &dn))
 		return;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
-	/* Collect first: deleting while reading a directory is unspecified. */
-	char **doomed = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
+	for (size_t i = dn.n; i-- > 0;) {
+		const struct file_entry *e = &dn.v[i];
 		if (strcmp(dirpath, ".") == 0)
-			snprintf(path, sizeof path, "%s", de->d_name);
+			snprintf(path, sizeof path, "%s", e->basename);
 		else
-			snprintf(path, sizeof path, "%s/%s", dirpath, de->d_name);
-		if (listed(rc, path))
+			snprintf(path, sizeof path, "%s/%s", dirpath, e->basename);
+		if (listed(rc, path) || protected_by_filter(rc, path, S_ISDIR(e->mode)))
 			continue;
-		struct stat st;
-		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		if (protected_by_filter(rc, path, S_ISDIR(st.st_mode)))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			char **t = realloc(doomed, cap * sizeof *t);
-			if (!t)
-				break;
-			doomed = t;
-		}
-		doomed[n++] = strdup(de->d_name);
-	}
-	closedir(d);
-	for (size_t i = 0; i < n; i++) {
-		if (!doomed[i])
-			continue;
-		if (strcmp(dirpath, ".") == 0)
-			snprintf(path, sizeof path, "%s", doomed[i]);
-		else
-			snprintf(path, sizeof path, "%s/%s", dirpath, doomed[i]);
 		dfd = dir_cursor_open(dirs, strcmp(dirpath, ".") == 0 ? "" : dirpath);
 		if (dfd >= 0)
-			delete_item(rc, dfd, doomed[i], path);
-		free(doomed[i]);
+			delete_item(rc, dfd, e->basename, path);
 	}
-	free(doomed);
+	free_names(&dn);
 	if (rc->skipped_deletes && rc->s->opts->max_delete >= 0)
 		rc->s->io_error |= IOERR_DEL_LIMIT;
 }

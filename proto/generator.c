@@ -142,18 +142,13 @@ static bool send_null_sums(struct session *s)
 static bool mtime_differs(const struct ferry_opts *o, const struct stat *st,
 			  const struct file_entry *f)
 {
-	int64_t diff = (int64_t)st->st_mtim.tv_sec - f->mtime;
-
-	if (o->modify_window == 0)
-		return diff != 0 || (uint32_t)st->st_mtim.tv_nsec != f->mtime_nsec;
-	if (o->modify_window < 0)
-		return diff != 0;
-	return diff > o->modify_window || diff < -o->modify_window;
+	return recv_mtime_differs(o, st, f);
 }
 
 /* Attribute bits that differ between the entry and what is on disk
  * (generator.c: itemize, the statret >= 0 branch). */
-static int attr_change_bits(struct gen *g, const struct file_entry *f, const struct stat *st)
+static int attr_change_bits_for(struct gen *g, const struct file_entry *f, const struct stat *st,
+				int intent)
 {
 	const struct ferry_opts *o = g->o;
 	int iflags = 0;
@@ -162,7 +157,9 @@ static int attr_change_bits(struct gen *g, const struct file_entry *f, const str
 
 	if (S_ISREG(f->mode) && f->size != st->st_size)
 		iflags |= ITEM_REPORT_SIZE;
-	if (keep_time && !S_ISLNK(f->mode) && mtime_differs(o, st, f))
+	/* Where times are not kept, rewriting an entry changes its time,
+	 * and rsync says so ('T'). */
+	if (keep_time ? mtime_differs(o, st, f) : (intent & (ITEM_TRANSFER | ITEM_LOCAL_CHANGE)) != 0)
 		iflags |= ITEM_REPORT_TIME;
 	if (!S_ISLNK(f->mode)) {
 		if (o->perms) {
@@ -178,6 +175,11 @@ static int attr_change_bits(struct gen *g, const struct file_entry *f, const str
 	if (o->group && f->gid != st->st_gid)
 		iflags |= ITEM_REPORT_GROUP;
 	return iflags;
+}
+
+static int attr_change_bits(struct gen *g, const struct file_entry *f, const struct stat *st)
+{
+	return attr_change_bits_for(g, f, st, 0);
 }
 
 /* A report-only record: sent to the sender for protocol >= 29 (which
@@ -253,15 +255,39 @@ static bool clear_way(struct gen *g, int dirfd, const char *leaf, const char *pa
 	return true;
 }
 
+/* The directory of path, or -1 with errno; in a dry run into a destination
+ * that does not exist yet, nothing exists. */
+static int parent_of(struct gen *g, const char *path, const char **leaf)
+{
+	if (g->rc->dry_run_missing_root) {
+		const char *slash = strrchr(path, '/');
+		*leaf = slash ? slash + 1 : path;
+		errno = ENOENT;
+		return -1;
+	}
+	return dir_cursor_parent(&g->dirs, path, leaf);
+}
+
+/* In a dry run a directory we would have created does not exist, so
+ * everything below it is simply new (generator.c: dry_missing_dir). */
+static bool dry_missing(struct gen *g, int dirfd)
+{
+	return dirfd < 0 && g->o->dry_run && (errno == ENOENT || errno == ENOTDIR);
+}
+
 static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
 {
 	const char *leaf;
 	struct stat st;
-	int statret, dirfd = dir_cursor_parent(&g->dirs, path, &leaf);
+	int statret, dirfd = parent_of(g, path, &leaf);
 
 	if (strcmp(path, ".") == 0) {
 		dirfd = g->rc->rootfd;
 		leaf = ".";
+	}
+	if (g->rc->dry_run_missing_root || dry_missing(g, dirfd)) {
+		report_item(g, ndx, ITEM_LOCAL_CHANGE | ITEM_IS_NEW, NULL);
+		return;
 	}
 	if (dirfd < 0) {
 		file_error(g, "recv_generator: open parent of", path);
@@ -270,6 +296,12 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 		return;
 	}
 	statret = fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW);
+	if (statret < 0 && g->o->existing) {
+		/* --existing: neither this directory nor what is below it */
+		g->rc->state[ndx] |= FS_FAILED;
+		recv_mark_dir_failed(g->rc, path);
+		return;
+	}
 	if (statret == 0 && !S_ISDIR(st.st_mode)) {
 		if (!clear_way(g, dirfd, leaf, path, &st)) {
 			g->rc->state[ndx] |= FS_FAILED;
@@ -280,8 +312,15 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 	}
 	if (!g->o->perms)
 		f->mode = dest_mode(g, f->mode, statret == 0 ? st.st_mode : 0, statret == 0);
-	int iflags = statret == 0 ? attr_change_bits(g, f, &st) : ITEM_LOCAL_CHANGE | ITEM_IS_NEW;
+	/* The transfer root we created counts as new (FLAG_DIR_CREATED). */
+	bool created_root = strcmp(path, ".") == 0 && g->rc->root_created;
+	int iflags = statret == 0 && !created_root ? attr_change_bits(g, f, &st)
+						    : ITEM_LOCAL_CHANGE | ITEM_IS_NEW;
 	report_item(g, ndx, iflags, NULL);
+	if (created_root) {
+		g->s->stats.created_dirs++;
+		g->s->stats.created_files++;
+	}
 	if (statret != 0 && !g->o->dry_run) {
 		if (mkdirat(dirfd, leaf, (f->mode | 0700) & 07777) < 0 && errno != EEXIST) {
 			file_error(g, "recv_generator: mkdir", path);
@@ -310,8 +349,13 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	const char *leaf;
 	struct stat st;
 	char cur[MAXPATHLEN_WIRE + 1];
-	int dirfd = dir_cursor_parent(&g->dirs, path, &leaf);
+	int dirfd = parent_of(g, path, &leaf);
+	int iflags = ITEM_LOCAL_CHANGE | ITEM_REPORT_CHANGE;
 
+	if (dry_missing(g, dirfd)) {
+		report_item(g, ndx, iflags | ITEM_IS_NEW, NULL);
+		return;
+	}
 	if (dirfd < 0) {
 		file_error(g, "recv_generator: open parent of", path);
 		return;
@@ -322,21 +366,25 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 			if (n >= 0) {
 				cur[n] = '\0';
 				if (strcmp(cur, f->link) == 0) {
+					/* the link points to the right place */
 					report_item(g, ndx, attr_change_bits(g, f, &st), NULL);
 					if (!g->o->dry_run)
 						apply_attrs(g->rc, dirfd, leaf, f, &st, true);
 					return;
 				}
 			}
-		}
-		if (!S_ISLNK(st.st_mode) || g->o->dry_run) {
+			iflags |= attr_change_bits_for(g, f, &st, ITEM_LOCAL_CHANGE);
+		} else {
 			if (!clear_way(g, dirfd, leaf, path, &st))
 				return;
+			iflags |= ITEM_IS_NEW;
 		}
-		report_item(g, ndx, ITEM_LOCAL_CHANGE | attr_change_bits(g, f, &st), NULL);
 	} else {
-		report_item(g, ndx, ITEM_LOCAL_CHANGE | ITEM_IS_NEW, NULL);
+		if (g->o->existing)
+			return;
+		iflags |= ITEM_IS_NEW;
 	}
+	report_item(g, ndx, iflags, NULL);
 	if (g->o->dry_run)
 		return;
 	/* Create under a temporary name and rename over, so a reader never
@@ -354,8 +402,10 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		unlinkat(dirfd, tmp, 0);
 		return;
 	}
-	g->s->stats.created_symlinks++;
-	g->s->stats.created_files++;
+	if (iflags & ITEM_IS_NEW) {
+		g->s->stats.created_symlinks++;
+		g->s->stats.created_files++;
+	}
 	apply_attrs(g->rc, dirfd, leaf, f, NULL, true);
 }
 
@@ -364,8 +414,12 @@ static void gen_device(struct gen *g, int32_t ndx, struct file_entry *f, const c
 	const char *leaf;
 	struct stat st;
 	dev_t rdev = makedev(f->rdev_major, f->rdev_minor);
-	int dirfd = dir_cursor_parent(&g->dirs, path, &leaf);
+	int dirfd = parent_of(g, path, &leaf);
 
+	if (dry_missing(g, dirfd)) {
+		report_item(g, ndx, ITEM_LOCAL_CHANGE | ITEM_IS_NEW, NULL);
+		return;
+	}
 	if (dirfd < 0) {
 		file_error(g, "recv_generator: open parent of", path);
 		return;
@@ -380,8 +434,11 @@ static void gen_device(struct gen *g, int32_t ndx, struct file_entry *f, const c
 		}
 		if (!clear_way(g, dirfd, leaf, path, &st))
 			return;
-		report_item(g, ndx, ITEM_LOCAL_CHANGE | attr_change_bits(g, f, &st), NULL);
+		report_item(g, ndx,
+			    ITEM_LOCAL_CHANGE | attr_change_bits_for(g, f, &st, ITEM_LOCAL_CHANGE), NULL);
 	} else {
+		if (g->o->existing)
+			return;
 		report_item(g, ndx, ITEM_LOCAL_CHANGE | ITEM_IS_NEW, NULL);
 	}
 	if (g->o->dry_run)
@@ -472,7 +529,12 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		dirfd = g->rc->rootfd;
 		leaf = g->rc->solo_name;
 	} else {
-		dirfd = dir_cursor_parent(&g->dirs, path, &leaf);
+		dirfd = parent_of(g, path, &leaf);
+	}
+	if (dry_missing(g, dirfd)) {
+		if (!o->existing)
+			request_file(g, ndx, f, -1, leaf, NULL, ITEM_IS_NEW, false);
+		return;
 	}
 	if (dirfd < 0) {
 		file_error(g, "recv_generator: open parent of", path);
@@ -517,6 +579,8 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		g->rc->state[ndx] |= FS_DONE;
 		return;
 	}
+	if (!o->times)
+		iflags |= ITEM_REPORT_TIME; /* attr_change_bits_for() with a transfer */
 	request_file(g, ndx, f, dirfd, leaf, &st, iflags, false);
 }
 
@@ -546,14 +610,14 @@ static void gen_entry(struct gen *g, int32_t ndx)
 	} else if (S_ISLNK(f->mode)) {
 		if (o->links)
 			gen_symlink(g, ndx, f, path);
-		else if (o->verbose)
+		else if (!o->quiet)
 			session_info(g->s, "skipping non-regular file \"%s\"\n", path);
 	} else if (S_ISREG(f->mode)) {
 		gen_regular(g, ndx, f, path);
 	} else if (((S_ISCHR(f->mode) || S_ISBLK(f->mode)) && o->devices) ||
 		   ((S_ISFIFO(f->mode) || S_ISSOCK(f->mode)) && o->specials)) {
 		gen_device(g, ndx, f, path);
-	} else if (o->verbose) {
+	} else if (!o->quiet) {
 		session_info(g->s, "skipping non-regular file \"%s\"\n", path);
 	}
 }
@@ -610,7 +674,7 @@ static void redo_request(struct gen *g, int32_t ndx, bool allow)
 		dirfd = g->rc->rootfd;
 		leaf = g->rc->solo_name;
 	} else {
-		dirfd = dir_cursor_parent(&g->dirs, path, &leaf);
+		dirfd = parent_of(g, path, &leaf);
 	}
 	if (dirfd < 0) {
 		g->rc->state[ndx] |= FS_FAILED;
@@ -653,7 +717,7 @@ static void link_followers(struct gen *g)
 		    !flist_path(lead, lpath, sizeof lpath))
 			continue;
 		const char *leaf, *lleaf;
-		int dirfd = dir_cursor_parent(&g->dirs, path, &leaf);
+		int dirfd = parent_of(g, path, &leaf);
 		struct dir_cursor lc;
 		dir_cursor_init(&lc, g->rc->rootfd);
 		int ldirfd = dir_cursor_parent(&lc, lpath, &lleaf);
@@ -702,10 +766,15 @@ static void touch_up_dirs(struct gen *g)
 		if (!flist_path(f, path, sizeof path))
 			continue;
 		const char *leaf;
+		struct stat st;
 		int dirfd = strcmp(path, ".") == 0 ? g->rc->rootfd
-						   : dir_cursor_parent(&g->dirs, path, &leaf);
+						   : parent_of(g, path, &leaf);
 		if (strcmp(path, ".") == 0)
 			leaf = ".";
+		/* only what writing into it changed (generator.c: touch_up_dirs) */
+		if (dirfd >= 0 && fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !mtime_differs(g->o, &st, f))
+			continue;
 		if (dirfd < 0 || fs_set_mtime(dirfd, leaf, f->mtime, f->mtime_nsec) < 0) {
 			file_error(g, "failed to set times on", path);
 			continue;

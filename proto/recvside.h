@@ -28,6 +28,7 @@ struct recv_ctx {
 	const char *solo_name;    /* single-file destination name, or NULL */
 	bool dry_run_missing_root;
 	bool list_only;           /* --list-only: request nothing */
+	bool root_created;        /* we made the destination directory */
 
 	uint8_t *state;           /* FS_* per sorted index */
 	pthread_mutex_t lock;
@@ -73,6 +74,10 @@ struct sum_head {
 };
 void sum_sizes_sqroot(struct sum_head *h, int64_t len, int protocol, long block_size,
 		      size_t digest_len, bool redo);
+
+/* Do the times differ, by rsync's --modify-window rules? */
+bool recv_mtime_differs(const struct ferry_opts *o, const struct stat *st,
+			const struct file_entry *f);
 
 /* Set permissions, owner and times of a finished entry at dirfd/leaf,
  * mirroring rsync rsync.c:set_file_attrs(). `st` is the current state (or

@@ -136,6 +136,7 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 			dir_cursor_close(&c);
 			return -RERR_FILEIO;
 		}
+		rc->root_created = true;
 		if (s->opts->verbose || s->opts->itemize)
 			session_info(s, "created directory %s\n", clean);
 		fd = openat(parent, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -3,6 +3,7 @@
  * exit-code rules.
  */
 #include "proto/session.h"
+#include "proto/outfilter.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -84,12 +85,13 @@ static bool on_message(void *ctx, struct wire_in *in, int code, const uint8_t *p
 	case MSG_SUCCESS:
 		return len == 4 || wire_fail(&s->err, RERR_STREAMIO, "invalid message %d", code);
 	case MSG_DELETED:
-		if (s->opts->verbose || s->opts->itemize) {
-			const char *name = (const char *)payload;
+		{
+			char name[MSG_PAYLOAD_MAX + 1];
 			bool dir = len > 0 && payload[len - 1] == '\0';
-			fprintf(s->info, "%s%.*s%s\n",
-				s->opts->itemize ? "*deleting   " : "deleting ",
-				(int)(dir ? len - 1 : len), name, dir ? "/" : "");
+			size_t n = dir ? len - 1 : len;
+			memcpy(name, payload, n);
+			name[n] = '\0';
+			session_log_delete(s, name, dir ? S_IFDIR : S_IFREG);
 		}
 		return true;
 	case MSG_ERROR_EXIT:

@@ -122,6 +122,9 @@ void id_map_apply(struct session *s, struct file_entry *f);
 void session_log_item(struct session *s, const struct file_entry *f, int iflags,
 		      const char *xname, const char *name_override);
 
+/* Print a deletion as rsync's client does (log.c: log_delete). */
+void session_log_delete(struct session *s, const char *path, mode_t mode);
+
 void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, int fd_out);
 void session_free(struct session *s);
 
