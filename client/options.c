@@ -575,6 +575,11 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	}
 	case OPT_RSH: return set_str(ps, &o->rsh, arg);
 	case OPT_RSYNC_PATH: return set_str(ps, &o->rsync_path, arg);
+	case OPT_SSH_MODE:
+		if (strcmp(arg, "auto") && strcmp(arg, "builtin") && strcmp(arg, "spawn"))
+			return usage_err(ps, "--ssh=%s: expected auto, builtin or spawn", arg);
+		return set_str(ps, &o->ssh_mode, arg);
+	case OPT_SSH_CIPHER: return set_str(ps, &o->ssh_cipher, arg);
 	case OPT_EXISTING: o->existing = true; break;
 	case OPT_IGNORE_EXISTING: o->ignore_existing = true; break;
 	case OPT_DEL: case OPT_DELETE_DURING: case OPT_DELETE_DELAY: ps->del_during = v; break;
@@ -975,6 +980,8 @@ void options_free(struct ferry_opts *o)
 	free(o->password_file);
 	free(o->rsh);
 	free(o->rsync_path);
+	free(o->ssh_mode);
+	free(o->ssh_cipher);
 	free(o->sockopts);
 	free(o->compress_choice);
 	for (i = 0; i < o->nremote_options; i++)

@@ -156,6 +156,8 @@ const struct opt_spec options_table[] = {
 	AR("block-size", 'B', Y, OPT_BLOCK_SIZE, "SIZE", "force a fixed checksum block-size"),
 	AR("rsh", 'e', Y, OPT_RSH, "COMMAND", "specify the remote shell to use"),
 	AR("rsync-path", 0, Y, OPT_RSYNC_PATH, "PROGRAM", "specify the rsync to run on remote machine"),
+	AR("ssh", 0, Y, OPT_SSH_MODE, "auto|builtin|spawn", "ssh through libssh inside ferry, or spawn ssh (ferry only)"),
+	AR("ssh-cipher", 0, Y, OPT_SSH_CIPHER, "LIST", "ssh ciphers to offer, like ssh -c (ferry only)"),
 	FL("existing", 0, Y, OPT_EXISTING, 1, "skip creating new files on receiver"),
 	FL("ignore-non-existing", 0, Y, OPT_EXISTING, 1, "skip creating new files on receiver"),
 	FL("ignore-existing", 0, Y, OPT_IGNORE_EXISTING, 1, "skip updating files that exist on receiver"),

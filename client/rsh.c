@@ -97,8 +97,7 @@ static bool is_ssh(const char *prog)
 	return strcmp(base, "ssh") == 0;
 }
 
-char **rsh_command(const struct ferry_opts *o, const struct remote_spec *r, char **server_args,
-		   char **paths, int npaths, bool daemon)
+char **rsh_shell_words(const struct ferry_opts *o)
 {
 	struct argv_builder a = {0};
 	const char *rsh = o->rsh ? o->rsh : getenv("RSYNC_RSH");
@@ -110,6 +109,36 @@ char **rsh_command(const struct ferry_opts *o, const struct remote_spec *r, char
 		rsh_free(a.v);
 		return NULL;
 	}
+	return a.v;
+}
+
+static void add_remote_words(struct argv_builder *a, const struct ferry_opts *o,
+			     char **server_args, char **paths, int npaths, bool daemon);
+
+char **rsh_remote_command(const struct ferry_opts *o, char **server_args, char **paths,
+			  int npaths, bool daemon)
+{
+	struct argv_builder a = {0};
+
+	add_remote_words(&a, o, server_args, paths, npaths, daemon);
+	if (a.failed) {
+		rsh_free(a.v);
+		return NULL;
+	}
+	return a.v;
+}
+
+char **rsh_command(const struct ferry_opts *o, const struct remote_spec *r, char **server_args,
+		   char **paths, int npaths, bool daemon)
+{
+	struct argv_builder a = {0};
+	char **words = rsh_shell_words(o);
+
+	if (!words)
+		return NULL;
+	for (int i = 0; words[i]; i++)
+		add(&a, words[i]);
+	rsh_free(words);
 	if (r->user[0]) {
 		add(&a, "-l");
 		add(&a, r->user);
@@ -117,25 +146,33 @@ char **rsh_command(const struct ferry_opts *o, const struct remote_spec *r, char
 	if (o->ip_family && is_ssh(a.v[0]))
 		add(&a, o->ip_family == 4 ? "-4" : "-6");
 	add(&a, r->host);
-	add(&a, o->rsync_path ? o->rsync_path : "rsync");
-	if (daemon) {
-		add(&a, "--server");
-		add(&a, "--daemon");
-		add(&a, ".");
-	} else {
-		for (int i = 0; server_args[i]; i++)
-			add(&a, server_args[i]);
-		for (int i = 0; i < npaths; i++) {
-			char *esc = options_safe_arg(NULL, paths[i], false);
-			add(&a, esc ? esc : paths[i]);
-			free(esc);
-		}
-	}
+	add_remote_words(&a, o, server_args, paths, npaths, daemon);
 	if (a.failed) {
 		rsh_free(a.v);
 		return NULL;
 	}
 	return a.v;
+}
+
+/* The command the remote shell runs: the --rsync-path program and its
+ * arguments (main.c: do_cmd). */
+static void add_remote_words(struct argv_builder *a, const struct ferry_opts *o,
+			     char **server_args, char **paths, int npaths, bool daemon)
+{
+	add(a, o->rsync_path ? o->rsync_path : "rsync");
+	if (daemon) {
+		add(a, "--server");
+		add(a, "--daemon");
+		add(a, ".");
+		return;
+	}
+	for (int i = 0; server_args[i]; i++)
+		add(a, server_args[i]);
+	for (int i = 0; i < npaths; i++) {
+		char *esc = options_safe_arg(NULL, paths[i], false);
+		add(a, esc ? esc : paths[i]);
+		free(esc);
+	}
 }
 
 void rsh_free(char **argv)

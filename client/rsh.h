@@ -17,6 +17,11 @@
 char **rsh_command(const struct ferry_opts *o, const struct remote_spec *r, char **server_args,
 		   char **paths, int npaths, bool daemon);
 void rsh_free(char **argv);
+/* The -e / RSYNC_RSH command split into words (default "ssh"). */
+char **rsh_shell_words(const struct ferry_opts *o);
+/* Just the command run on the remote host (--rsync-path and arguments). */
+char **rsh_remote_command(const struct ferry_opts *o, char **server_args, char **paths,
+			  int npaths, bool daemon);
 
 /* Start it with a socketpair as its stdin and stdout; *fd is our end. */
 pid_t rsh_spawn(char **argv, int *fd);

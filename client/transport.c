@@ -13,6 +13,7 @@
 #include "client/daemon_client.h"
 #include "client/options.h"
 #include "client/rsh.h"
+#include "client/ssh_builtin.h"
 #include "proto/negotiate.h"
 
 /* server_args followed by the paths, as one NULL-terminated vector. */
@@ -32,6 +33,55 @@ static char **join_args(char **server_args, char **paths, int npaths)
 	return v;
 }
 
+/* The remote command as one string, as ssh would send it. */
+static char *join_words(char **w)
+{
+	size_t len = 1;
+
+	for (int i = 0; w[i]; i++)
+		len += strlen(w[i]) + 1;
+	char *cmd = malloc(len), *p = cmd;
+	for (int i = 0; cmd && w[i]; i++)
+		p += sprintf(p, "%s%s", i ? " " : "", w[i]);
+	return cmd;
+}
+
+/* Use the built-in ssh when the remote shell is ssh with options we honour
+ * exactly (or --ssh=builtin); spawn it otherwise. Returns true when the
+ * built-in path was taken (*code says how it went). */
+static bool try_builtin_ssh(const struct ferry_opts *o, const struct remote_spec *r,
+			    char **server_args, char **paths, int npaths, bool daemon,
+			    struct transport *t, int *code)
+{
+	const char *mode = o->ssh_mode ? o->ssh_mode : "auto";
+	struct ssh_spec sp;
+
+	if (strcmp(mode, "spawn") == 0)
+		return false;
+	char **words = rsh_shell_words(o);
+	bool understood = words && ssh_spec_parse(words, &sp);
+	rsh_free(words);
+	if (!understood) {
+		if (strcmp(mode, "builtin") == 0) {
+			fprintf(stderr, "ferry: --ssh=builtin: the remote shell command is not plain "
+					"ssh with options ferry understands\n");
+			*code = RERR_SYNTAX;
+			return true;
+		}
+		return false;
+	}
+	if (o->ip_family)
+		sp.family = o->ip_family;
+	char **remote = rsh_remote_command(o, server_args, paths, npaths, daemon);
+	char *cmd = remote ? join_words(remote) : NULL;
+	rsh_free(remote);
+	*code = cmd ? ssh_builtin_start(&sp, r->host, r->user, o->ssh_cipher, cmd, &t->fd, &t->ssh)
+		    : RERR_MALLOC;
+	free(cmd);
+	ssh_spec_release(&sp);
+	return true;
+}
+
 static int fail(struct session *s, struct transport *t, int code)
 {
 	if (s->err.msg[0] && strcmp(s->err.msg, " ") != 0)
@@ -48,6 +98,7 @@ bool transport_open(struct session *s, const struct ferry_opts *o, const struct 
 
 	t->fd = -1;
 	t->pid = -1;
+	t->ssh = NULL;
 	*exit_code = RERR_MALLOC;
 	if (!server_args)
 		return false;
@@ -56,7 +107,7 @@ bool transport_open(struct session *s, const struct ferry_opts *o, const struct 
 		int port = r->port ? r->port : o->port ? o->port : 873;
 		t->fd = tcp_connect(r->host, port, o->ip_family, o->bind_address, o->contimeout,
 				    &code);
-	} else {
+	} else if (!try_builtin_ssh(o, r, server_args, paths, npaths, daemon, t, &code)) {
 		char **argv = rsh_command(o, r, server_args, paths, npaths, daemon);
 		if (argv)
 			t->pid = rsh_spawn(argv, &t->fd);
@@ -108,5 +159,11 @@ int transport_close(struct session *s, struct transport *t, int code)
 	t->fd = -1;
 	code = rsh_wait(t->pid, code);
 	t->pid = -1;
+	if (t->ssh) {
+		int remote = ssh_builtin_stop(t->ssh);
+		t->ssh = NULL;
+		if (!code)
+			code = remote;
+	}
 	return code;
 }

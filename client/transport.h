@@ -12,9 +12,12 @@
 #include "client/remote.h"
 #include "proto/session.h"
 
+struct ssh_builtin;
+
 struct transport {
 	int fd;
 	pid_t pid;          /* the remote shell, or -1 */
+	struct ssh_builtin *ssh; /* the built-in ssh connection, or NULL */
 };
 
 /* Connect to r's host, start the server (it sends when server_sends),

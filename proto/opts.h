@@ -108,6 +108,8 @@ struct ferry_opts {
 	int protocol;      /* --protocol, 0 = newest */
 	char *rsh;         /* -e / --rsh */
 	char *rsync_path;  /* --rsync-path */
+	char *ssh_mode;    /* --ssh=auto|builtin|spawn (NULL = auto) */
+	char *ssh_cipher;  /* --ssh-cipher=LIST */
 	char *sockopts;    /* --sockopts */
 
 	/* compression (not supported yet; kept so the parser can refuse it) */
