@@ -13,6 +13,7 @@
 
 #include "client/options.h"
 #include "proto/checksum.h"
+#include "proto/token.h"
 
 #define HELP_COL 24
 
@@ -172,7 +173,7 @@ void usage_print_version(FILE *f)
 	else
 		snprintf(csums, sizeof csums, "%s", list);
 	fprintf(f, "Checksum list:\n    %s\n", csums);
-	fprintf(f, "Compress list:\n    none\n");
+	fprintf(f, "Compress list:\n    %s\n", TOKEN_SERVER_LIST);
 	fprintf(f, "Daemon auth list:\n    %s\n", auth_default_list());
 	fprintf(f, "\n");
 	fprintf(f, "ferry comes with ABSOLUTELY NO WARRANTY.  This is free software, and you\n");

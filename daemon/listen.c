@@ -29,6 +29,28 @@ static const char default_config[] =
 	"\tcomment = files served by ferry\n"
 	"\tread only = yes\n";
 
+/* The log file stays open across the privilege drop, as rsync keeps it:
+ * a module running as nobody could not open a root-owned log. One file per
+ * process is all a connection uses, so a single cached descriptor does. */
+static struct {
+	char path[4096];
+	int fd;
+} log_cache = {.fd = -1};
+
+static int log_fd_for(const char *file)
+{
+	if (log_cache.fd >= 0 && strcmp(log_cache.path, file) == 0)
+		return log_cache.fd;
+	int fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -1;
+	if (log_cache.fd >= 0)
+		close(log_cache.fd);
+	log_cache.fd = fd;
+	snprintf(log_cache.path, sizeof log_cache.path, "%s", file);
+	return fd;
+}
+
 void daemon_log(const struct daemon_config *cfg, const struct daemon_module *m, const char *fmt,
 		...)
 {
@@ -40,7 +62,9 @@ void daemon_log(const struct daemon_config *cfg, const struct daemon_module *m, 
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	if (!file || !*file) {
-		openlog("ferryd", LOG_PID, cfg->defaults.syslog_facility);
+		const char *tag = m && m->syslog_tag ? m->syslog_tag : cfg->defaults.syslog_tag;
+		openlog(tag ? tag : "rsyncd", LOG_PID,
+			m ? m->syslog_facility : cfg->defaults.syslog_facility);
 		syslog(LOG_INFO, "%s", msg);
 		return;
 	}
@@ -48,11 +72,10 @@ void daemon_log(const struct daemon_config *cfg, const struct daemon_module *m, 
 	struct tm tm;
 	localtime_r(&t, &tm);
 	strftime(when, sizeof when, "%Y/%m/%d %H:%M:%S", &tm);
-	int fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	int fd = log_fd_for(file);
 	if (fd < 0)
 		return;
 	dprintf(fd, "%s [%d] %s\n", when, (int)getpid(), msg);
-	close(fd);
 }
 
 static int load_config(const struct ferry_opts *o, struct daemon_config *cfg)

@@ -20,7 +20,9 @@
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
 #include "proto/checksum.h"
+#include "proto/chmod.h"
 #include "proto/filter.h"
+#include "proto/logfmt.h"
 #include "proto/server.h"
 #include "proto/session.h"
 
@@ -30,6 +32,9 @@
 
 struct conn {
 	const struct daemon_config *cfg;
+	const struct daemon_module *m;
+	bool chrooted;
+	char user[AUTH_USER_MAX + 1];
 	const struct ferry_opts *dopts;
 	struct session s;
 	char addr[80];
@@ -247,6 +252,7 @@ static int enter_module(struct conn *c, const struct daemon_module *m)
 	int fd;
 	if (m->use_chroot != 0 && root && chroot(m->path) == 0 && chdir("/") == 0) {
 		fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		c->chrooted = true;
 	} else if (m->use_chroot == 1) {
 		daemon_log(c->cfg, m, "chroot(\"%s\") failed: %s", m->path, strerror(errno));
 		send_line(c, "@ERROR: chroot failed\n");
@@ -415,12 +421,74 @@ static int serve_expanded(struct conn *c, const struct daemon_module *raw)
 	return code;
 }
 
+/* "transfer logging": one line per file in the module's log format. */
+static void log_transfer(void *ctx, const struct file_entry *f, int iflags)
+{
+	struct conn *c = ctx;
+	char name[MAXPATHLEN_WIRE * 2], line[MAXPATHLEN_WIRE * 3];
+
+	if (!flist_path(f, name, sizeof name))
+		return;
+	struct log_item it = {
+		.file = f,
+		.name = name,
+		.iflags = iflags,
+		.sending = c->s.am_sender,
+		.module = c->m->name,
+		.module_path = c->m->path,
+		.host = c->host,
+		.addr = c->addr,
+		.user = c->user,
+		.preserve_times = c->s.opts->times,
+	};
+	log_format(c->m->log_format ? c->m->log_format : "%o %h [%a] %m (%u) %f %l", &it, line,
+		   sizeof line);
+	daemon_log(c->cfg, c->m, "%s", line);
+}
+
+/* The module's policies that change how the engine behaves. */
+static bool apply_module_policy(struct conn *c, const struct daemon_module *m, bool sending,
+				int root_fd)
+{
+	struct session *s = &c->s;
+
+	s->munge_symlinks = m->munge_symlinks < 0 ? !c->chrooted : m->munge_symlinks == 1;
+	if (s->munge_symlinks) {
+		/* Munged links would be followable again through such a dir. */
+		struct stat st;
+		if (fstatat(root_fd, "rsyncd-munged", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			daemon_log(c->cfg, m, "Symlink munging is unsafe when a /rsyncd-munged "
+					      "directory exists.");
+			return false;
+		}
+	}
+	s->ids_by_number = c->chrooted ? m->numeric_ids != 0 && !m->name_converter
+				       : m->numeric_ids == 1;
+	s->ignore_nonreadable = m->ignore_nonreadable;
+	const char *cm = sending ? m->outgoing_chmod : m->incoming_chmod;
+	if (cm && *cm) {
+		mode_t um = umask(0);
+		umask(um);
+		if (!chmod_parse(&s->chmod, cm, um))
+			daemon_log(c->cfg, m, "Invalid \"%sing chmod\" directive: %s",
+				   sending ? "outgo" : "incom", cm);
+	}
+	if (m->transfer_logging) {
+		s->xfer_log = log_transfer;
+		s->xfer_log_ctx = c;
+	}
+	return true;
+}
+
 static int serve_module(struct conn *c, const struct daemon_module *m)
 {
-	char user[AUTH_USER_MAX + 1];
+	char *user = c->user;
 	bool read_only = m->read_only;
 
-	if (!access_allowed(m->hosts_allow, m->hosts_deny, c->addr, c->host)) {
+	c->m = m;
+
+	if (!access_check(m->hosts_allow, m->hosts_deny, c->addr, c->host, m->forward_lookup, NULL,
+			  0)) {
 		daemon_log(c->cfg, m, "rsync denied on module %s from %s (%s)", m->name, c->host,
 			   c->addr);
 		if (!m->list)
@@ -436,12 +504,17 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 			  m->max_connections);
 		return RERR_STARTCLIENT;
 	}
-	if (!authenticate(c, m, &read_only, user, sizeof user))
+	if (!authenticate(c, m, &read_only, user, sizeof c->user))
 		return RERR_STARTCLIENT;
 	setenv("RSYNC_USER_NAME", user, 1);
+	/* rsync logs the access before dropping privileges; that also opens
+	 * the log file while we still can. */
+	daemon_log(c->cfg, m, "rsync allowed access on module %s from %s (%s)", m->name, c->host,
+		   c->addr);
 	int root_fd = enter_module(c, m);
 	if (root_fd < 0)
 		return RERR_STARTCLIENT;
+	c->s.am_root = geteuid() == 0; /* we may have dropped to the module's uid */
 	send_line(c, "@RSYNCD: OK\n");
 	int argc = 0;
 	char **argv = read_args(c, &argc);
@@ -468,6 +541,10 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	} else if (o.sender && m->write_only) {
 		snprintf(refusal, sizeof refusal, "ERROR: module is write only");
 		ctx.refusal_code = RERR_SYNTAX;
+	}
+	if (!refusal[0] && !apply_module_policy(c, m, o.sender, root_fd)) {
+		snprintf(refusal, sizeof refusal, "daemon security issue -- contact admin");
+		ctx.refusal_code = RERR_UNSUPPORTED;
 	}
 	ctx.refusal = refusal[0] ? refusal : NULL;
 	char **paths = calloc((size_t)(o.nargs > 0 ? o.nargs : 1), sizeof *paths);

@@ -50,7 +50,7 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 		st = &now;
 	}
 	bool change_uid = o->owner && rc->s->am_root && st->st_uid != f->uid;
-	bool change_gid = o->group && st->st_gid != f->gid;
+	bool change_gid = o->group && !(f->flags & FE_SKIP_GROUP) && st->st_gid != f->gid;
 	if (change_uid || change_gid) {
 		if (fchownat(dirfd, leaf, change_uid ? f->uid : (uid_t)-1,
 			     change_gid ? f->gid : (gid_t)-1, AT_SYMLINK_NOFOLLOW) < 0) {

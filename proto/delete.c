@@ -177,7 +177,8 @@ static bool read_sorted(int dirfd, int protocol, struct dir_names *out)
 						       .flags = FE_ACTIVE};
 	}
 	closedir(d);
-	qsort_r(out->v, out->n, sizeof *out->v, cmp_names, &out->protocol);
+	if (out->n > 1)
+		qsort_r(out->v, out->n, sizeof *out->v, cmp_names, &out->protocol);
 	return true;
 }
 

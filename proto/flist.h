@@ -51,6 +51,7 @@ struct wire_in;
 #define FE_HLINK_FIRST 0x0020  /* leader of its group (first sent) */
 #define FE_SKIP_HLINK 0x0040   /* follower: link to the leader when done */
 #define FE_MOD_NSEC 0x0080
+#define FE_SKIP_GROUP 0x0100  /* not root and not a member: leave the group alone */
 
 #define MAXPATHLEN_WIRE 4096
 

@@ -121,8 +121,12 @@ static struct file_entry *add_entry(struct walker *k, const char *path, const st
 			return NULL;
 		}
 		target[n] = '\0';
-		f->link = flist_strdup(fl, target, (size_t)n);
-		f->size = n;
+		const char *t = target;
+		size_t plen = strlen(SYMLINK_MUNGE_PREFIX);
+		if (k->s->munge_symlinks && strncmp(target, SYMLINK_MUNGE_PREFIX, plen) == 0)
+			t = target + plen; /* what the client stored, unmunged */
+		f->link = flist_strdup(fl, t, strlen(t));
+		f->size = (int64_t)strlen(t);
 	}
 	if (k->s->opts->checksum && S_ISREG(st->st_mode) && !file_sum(k, f, dirfd, leaf, path))
 		return NULL;
@@ -211,6 +215,9 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 			continue;
 		}
 		if (!wanted_type(o, st.st_mode) || excluded(k, path, S_ISDIR(st.st_mode)))
+			continue;
+		if (k->s->ignore_nonreadable && !S_ISLNK(st.st_mode) &&
+		    faccessat(dirfd, de->d_name, R_OK, AT_EACCESS) < 0)
 			continue;
 		if (!add_entry(k, path, &st, dirfd, de->d_name) && wire_error_code(&k->s->err)) {
 			closedir(d);

@@ -256,7 +256,7 @@ static bool send_id_list(struct session *s, const struct id_seen *seen, bool use
 	for (size_t i = 0; i < seen->count; i++) {
 		uint32_t id = seen->ids[i];
 		const char *name = NULL;
-		if (id == 0)
+		if (id == 0 || s->ids_by_number)
 			continue;
 		if (users) {
 			struct passwd *pw = getpwuid(id);

@@ -172,7 +172,7 @@ static int attr_change_bits_for(struct gen *g, const struct file_entry *f, const
 	}
 	if (o->owner && g->s->am_root && f->uid != st->st_uid)
 		iflags |= ITEM_REPORT_OWNER;
-	if (o->group && f->gid != st->st_gid)
+	if (o->group && !(f->flags & FE_SKIP_GROUP) && f->gid != st->st_gid)
 		iflags |= ITEM_REPORT_GROUP;
 	return iflags;
 }
@@ -365,7 +365,11 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 			ssize_t n = readlinkat(dirfd, leaf, cur, sizeof cur - 1);
 			if (n >= 0) {
 				cur[n] = '\0';
-				if (strcmp(cur, f->link) == 0) {
+				const char *have = cur;
+				size_t plen = strlen(SYMLINK_MUNGE_PREFIX);
+				if (g->s->munge_symlinks && strncmp(cur, SYMLINK_MUNGE_PREFIX, plen) == 0)
+					have = cur + plen;
+				if (strcmp(have, f->link) == 0) {
 					/* the link points to the right place */
 					report_item(g, ndx, attr_change_bits(g, f, &st), NULL);
 					if (!g->o->dry_run)
@@ -397,7 +401,13 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	}
 	close(fd);
 	unlinkat(dirfd, tmp, 0);
-	if (symlinkat(f->link, dirfd, tmp) < 0 || renameat(dirfd, tmp, dirfd, leaf) < 0) {
+	char munged[MAXPATHLEN_WIRE + sizeof SYMLINK_MUNGE_PREFIX];
+	const char *target = f->link;
+	if (g->s->munge_symlinks) {
+		snprintf(munged, sizeof munged, "%s%s", SYMLINK_MUNGE_PREFIX, f->link);
+		target = munged;
+	}
+	if (symlinkat(target, dirfd, tmp) < 0 || renameat(dirfd, tmp, dirfd, leaf) < 0) {
 		file_error(g, "symlink", path);
 		unlinkat(dirfd, tmp, 0);
 		return;

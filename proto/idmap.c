@@ -7,6 +7,7 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "proto/session.h"
 
@@ -65,14 +66,32 @@ static uint32_t map_id(const struct id_map *map, uint32_t id)
 	return id;
 }
 
+/* Can we (not root) give a file this group? Only one of ours. */
+static bool in_our_groups(uint32_t gid)
+{
+	gid_t groups[256];
+	int n = getgroups(256, groups);
+
+	if ((gid_t)gid == getegid())
+		return true;
+	for (int i = 0; i < n; i++)
+		if (groups[i] == (gid_t)gid)
+			return true;
+	return false;
+}
+
 void id_map_apply(struct session *s, struct file_entry *f)
 {
 	const struct ferry_opts *o = s->opts;
 
-	if (o->numeric_ids)
-		return;
-	if (o->owner && s->am_root)
-		f->uid = map_id(&s->uids, f->uid);
-	if (o->group)
-		f->gid = map_id(&s->gids, f->gid);
+	if (!o->numeric_ids && !s->ids_by_number) {
+		if (o->owner && s->am_root)
+			f->uid = map_id(&s->uids, f->uid);
+		if (o->group)
+			f->gid = map_id(&s->gids, f->gid);
+	}
+	/* uidlist.c: match_gid sets FLAG_SKIP_GROUP for a group a non-root
+	 * receiver cannot set, so it is neither changed nor reported. */
+	if (o->group && !s->am_root && !in_our_groups(f->gid))
+		f->flags |= FE_SKIP_GROUP;
 }

@@ -1,8 +1,10 @@
 /*
  * Protocol set-up after the argument list: version (remote shell only),
- * compat flags, checksum negotiation and the checksum seed.
+ * compat flags, checksum and compression negotiation and the checksum seed.
  */
 #include "proto/negotiate.h"
+
+#include "proto/token.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -81,30 +83,87 @@ static bool apply_checksum_choice(struct session *s, const char *choice)
 	return true;
 }
 
-static bool negotiate_checksums(struct session *s)
+/* What the options ask of compression (rsync options.c: parse_arguments,
+ * compat.c: parse_compress_choice): CPRES_AUTO to negotiate, a forced
+ * algorithm, or CPRES_NONE. Both ends compute the same from the same
+ * options, since the client forwards them. */
+static bool compress_wanted(struct session *s, int *want)
 {
+	const struct ferry_opts *o = s->opts;
+	const char *choice = o->compress_choice;
+
+	if (!choice && o->compress > 1)
+		choice = "zlibx";
+	if (choice && strcasecmp(choice, "auto") != 0) {
+		*want = token_alg_by_name(choice);
+		if (*want < CPRES_NONE)
+			return wire_fail(&s->err, RERR_UNSUPPORTED, "unknown compress name: %s",
+					 choice);
+	} else if (o->compress || o->compress_level_set) {
+		*want = CPRES_AUTO;
+	} else {
+		*want = CPRES_NONE;
+	}
+	return true;
+}
+
+/* compat.c: negotiate_the_strings. Each side writes its checksum list
+ * (unless --checksum-choice) and then its compression list (only for -z
+ * without a forced algorithm), then reads the peer's. A peer that cannot
+ * negotiate (no CF_VARINT_FLIST_FLAGS) implies md5/md4 and zlib. */
+static bool negotiate_strings(struct session *s)
+{
+	const struct ferry_opts *o = s->opts;
 	char theirs[NEGOTIATE_LIST_MAX], pick[32];
 	const char *ours = csum_default_list(s->am_server);
+	const char *cours = s->am_server ? TOKEN_SERVER_LIST : TOKEN_CLIENT_LIST;
+	int want;
 	enum csum_type t;
 
-	if (s->opts->checksum_choice)
-		return apply_checksum_choice(s, s->opts->checksum_choice);
-	if (!s->varint_flist_flags) {
+	if (!compress_wanted(s, &want))
+		return false;
+	bool csum_list = !o->checksum_choice && s->varint_flist_flags;
+	bool cpres_list = want == CPRES_AUTO && s->varint_flist_flags;
+
+	if ((csum_list && !wire_write_vstring(&s->out, ours)) ||
+	    (cpres_list && !wire_write_vstring(&s->out, cours)) ||
+	    ((csum_list || cpres_list) && !wire_flush(&s->out)))
+		return false;
+
+	if (o->checksum_choice) {
+		if (!apply_checksum_choice(s, o->checksum_choice))
+			return false;
+	} else if (!s->varint_flist_flags) {
 		s->xfer_csum = csum_implied(s->protocol);
 		s->flist_csum = csum_flist_type(s->xfer_csum);
-		return true;
+	} else {
+		if (!wire_read_vstring(&s->in, theirs, sizeof theirs))
+			return false;
+		if (!negotiate_pick(ours, theirs, pick, sizeof pick) || csum_parse(pick, &t) < 0)
+			return wire_fail(&s->err, RERR_UNSUPPORTED,
+					 "Failed to negotiate a checksum choice (peer offers \"%s\")",
+					 theirs);
+		s->xfer_csum = t;
+		s->flist_csum = csum_flist_type(t);
+		if (t == CSUM_MD5)
+			s->proper_seed_order = true;
 	}
-	if (!wire_write_vstring(&s->out, ours) || !wire_flush(&s->out))
-		return false;
-	if (!wire_read_vstring(&s->in, theirs, sizeof theirs))
-		return false;
-	if (!negotiate_pick(ours, theirs, pick, sizeof pick) || csum_parse(pick, &t) < 0)
-		return wire_fail(&s->err, RERR_UNSUPPORTED,
-				 "Failed to negotiate a checksum choice (peer offers \"%s\")", theirs);
-	s->xfer_csum = t;
-	s->flist_csum = csum_flist_type(t);
-	if (t == CSUM_MD5)
-		s->proper_seed_order = true;
+
+	if (cpres_list) {
+		if (!wire_read_vstring(&s->in, theirs, sizeof theirs))
+			return false;
+		if (!negotiate_pick(cours, theirs, pick, sizeof pick) ||
+		    (want = token_alg_by_name(pick)) < CPRES_NONE)
+			return wire_fail(&s->err, RERR_UNSUPPORTED,
+					 "Failed to negotiate a compress choice (peer offers \"%s\")",
+					 theirs);
+	} else if (want == CPRES_AUTO) {
+		want = CPRES_ZLIB;
+	}
+	s->compress = want;
+	s->compress_level = token_resolve_level(
+		&s->compress, o->compress_level_set ? o->compress_level : TOKEN_LEVEL_DEFAULT);
+	s->compress_adaptive = !o->compress_level_set;
 	return true;
 }
 
@@ -152,18 +211,11 @@ bool negotiate_client(struct session *s, int remote_protocol)
 					 "Incompatible options specified for inc-recursive connection");
 		adopt_compat_flags(s, (uint32_t)v);
 	}
-	if (!negotiate_checksums(s))
+	if (!negotiate_strings(s))
 		return false;
 	if (!wire_read_i32(&s->in, &s->seed))
 		return false;
 	return true;
-}
-
-/* Server side of the checksum negotiation: we send our list (with
- * "none"), read the client's, and take our best name it offers. */
-static bool negotiate_checksums_server(struct session *s)
-{
-	return negotiate_checksums(s);
 }
 
 bool negotiate_server(struct session *s, int remote_protocol, const char *client_caps)
@@ -209,7 +261,7 @@ bool negotiate_server(struct session *s, int remote_protocol, const char *client
 			flags |= CF_VARINT_FLIST_FLAGS;
 		adopt_compat_flags(s, flags);
 	}
-	if (!negotiate_checksums_server(s))
+	if (!negotiate_strings(s))
 		return false;
 	if (!s->opts->checksum_seed_set) {
 		s->seed = (int32_t)((uint32_t)time(NULL) ^ ((uint32_t)getpid() << 6));

@@ -15,6 +15,7 @@
 #include "proto/fileio.h"
 #include "proto/recvside.h"
 #include "proto/tempfile.h"
+#include "proto/token.h"
 
 #define OUT_BUF (256 * 1024)
 
@@ -23,7 +24,8 @@ struct rcv {
 	struct session *s;
 	const struct ferry_opts *o;
 	struct dir_cursor dirs;
-	uint8_t *data;     /* literal / block buffer */
+	struct token_dec *dec; /* the token stream reader, one per session */
+	uint8_t *data;     /* basis block buffer */
 	uint8_t *out;      /* pending output */
 	size_t out_len;
 	int phase_dones;   /* NDX_DONEs read from the sender */
@@ -117,29 +119,26 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 			 const char *path, struct csum_ctx *sum, bool *write_ok)
 {
 	struct session *s = r->s;
-	int32_t token;
 
+	token_dec_begin(r->dec, h->count);
 	for (;;) {
-		if (!wire_read_i32(&s->in, &token))
+		const uint8_t *p = NULL;
+		size_t n = 0;
+		int32_t token = 0;
+		int kind = token_dec_next(r->dec, &s->in, &p, &n, &token);
+		if (kind == TOKEN_ERROR)
 			return false;
-		if (token == 0)
+		if (kind == TOKEN_END)
 			break;
-		if (token > 0) {
-			size_t left = (size_t)token;
-			s->stats.literal_data += token;
-			while (left > 0) {
-				size_t k = left < OUT_BUF ? left : OUT_BUF;
-				if (!wire_read(&s->in, r->data, k))
-					return false;
-				csum_file_update(sum, r->data, k);
-				if (*write_ok && !emit(r, fd, path, r->data, k))
-					*write_ok = false;
-				left -= k;
-			}
+		if (kind == TOKEN_DATA) {
+			s->stats.literal_data += (int64_t)n;
+			csum_file_update(sum, p, n);
+			if (*write_ok && !emit(r, fd, path, p, n))
+				*write_ok = false;
 			continue;
 		}
-		int64_t block = -(int64_t)token - 1;
-		if (block >= h->count)
+		int64_t block = token;
+		if (block < 0 || block >= h->count)
 			return wire_fail(&s->err, RERR_PROTOCOL,
 					 "block index %lld out of range (count %d) for \"%s\"",
 					 (long long)block, h->count, path);
@@ -149,16 +148,25 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 		size_t len = (block == h->count - 1 && h->remainder) ? (size_t)h->remainder
 								      : (size_t)h->blength;
 		off_t off = (off_t)block * h->blength;
-		ssize_t got = fs_pread_full(basis_fd, r->data, len, off);
-		if (got < (ssize_t)len) {
-			/* The basis changed under us: the sum check fails and the
-			 * redo pass fetches the whole file. */
-			memset(r->data + (got > 0 ? got : 0), 0, len - (size_t)(got > 0 ? got : 0));
+		/* Blocks may be larger than the buffer (up to 512 MiB below
+		 * protocol 30): take them in pieces. */
+		for (size_t done = 0; done < len;) {
+			size_t k = len - done < OUT_BUF ? len - done : OUT_BUF;
+			ssize_t got = fs_pread_full(basis_fd, r->data, k, off + (off_t)done);
+			if (got < (ssize_t)k) {
+				/* The basis changed under us: the sum check fails and
+				 * the redo pass fetches the whole file. */
+				size_t have = got > 0 ? (size_t)got : 0;
+				memset(r->data + have, 0, k - have);
+			}
+			csum_file_update(sum, r->data, k);
+			if (*write_ok && !emit(r, fd, path, r->data, k))
+				*write_ok = false;
+			if (!token_dec_see(r->dec, r->data, k, done, len))
+				return false;
+			done += k;
 		}
 		s->stats.matched_data += (int64_t)len;
-		csum_file_update(sum, r->data, len);
-		if (*write_ok && !emit(r, fd, path, r->data, len))
-			*write_ok = false;
 	}
 	if (*write_ok && !flush_out(r, fd, path))
 		*write_ok = false;
@@ -310,6 +318,8 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags)
 	}
 	rc->state[ndx] |= FS_DONE;
 	s->stats.xferred_files++;
+	if (s->xfer_log)
+		s->xfer_log(s->xfer_log_ctx, f, iflags);
 	if (iflags & ITEM_IS_NEW) {
 		s->stats.created_files++;
 		s->stats.created_reg++;
@@ -382,8 +392,10 @@ bool receiver_run(struct recv_ctx *rc)
 	dir_cursor_init(&r.dirs, rc->rootfd);
 	r.data = malloc(OUT_BUF);
 	r.out = malloc(OUT_BUF);
-	ok = r.data && r.out ? receive_replies(&r)
-			     : wire_fail(&rc->s->err, RERR_MALLOC, "out of memory");
+	r.dec = token_dec_new(rc->s->compress, rc->s->protocol, &rc->s->err);
+	ok = r.data && r.out && r.dec ? receive_replies(&r)
+				      : wire_fail(&rc->s->err, RERR_MALLOC, "out of memory");
+	token_dec_free(r.dec);
 	free(r.data);
 	free(r.out);
 	dir_cursor_close(&r.dirs);

@@ -15,6 +15,7 @@
 #include "proto/fileio.h"
 #include "proto/match.h"
 #include "proto/sendside.h"
+#include "proto/token.h"
 
 /* rsync's default --max-alloc: no single allocation beyond this. */
 #define MAX_SUMS_BYTES ((size_t)1 << 30)
@@ -24,6 +25,8 @@ struct snd {
 	struct send_list *sl;
 	struct csum_ctx sum;
 	struct dir_cursor *dirs;   /* one per root */
+	struct token_enc *enc;     /* the token stream writer, one per session */
+	struct token_skip *skip;   /* suffixes sent with no compression effort */
 };
 
 /* An error about one file: to the client as MSG_ERROR_XFER when we are
@@ -171,16 +174,15 @@ static bool out_literal(void *ctx, const uint8_t *p, size_t n)
 	struct snd *d = ctx;
 
 	d->s->stats.literal_data += (int64_t)n;
-	return wire_write_i32(&d->s->out, (int32_t)n) && wire_write(&d->s->out, p, n);
+	return token_enc_literal(d->enc, &d->s->out, p, n);
 }
 
 static bool out_block(void *ctx, int32_t block, const uint8_t *data, size_t n)
 {
 	struct snd *d = ctx;
-	(void)data;
 
 	d->s->stats.matched_data += (int64_t)n;
-	return wire_write_i32(&d->s->out, -(block + 1));
+	return token_enc_block(d->enc, &d->s->out, block, data, n);
 }
 
 static bool out_feed(void *ctx, const uint8_t *p, size_t n)
@@ -270,8 +272,9 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	    wire_write_i32(&s->out, h.blength) &&
 	    (s->protocol < 27 || wire_write_i32(&s->out, h.s2length)) &&
 	    wire_write_i32(&s->out, h.remainder) &&
+	    token_enc_begin(d->enc, &s->out, s->compress && token_skip_match(d->skip, path)) &&
 	    match_send_file(have_idx ? &idx : NULL, fd, st.st_size, s->seed, &mo) &&
-	    wire_write_i32(&s->out, 0)) {
+	    token_enc_end(d->enc, &s->out)) {
 		uint8_t digest[CSUM_MAX_DIGEST];
 		csum_file_final(&d->sum, digest);
 		ok = wire_write(&s->out, digest, csum_len(s->xfer_csum));
@@ -298,6 +301,17 @@ bool sender_run(struct session *s, struct send_list *sl)
 	d.dirs = calloc(sl->roots.count ? sl->roots.count : 1, sizeof *d.dirs);
 	uint8_t *sent = calloc(sl->fl.count / 8 + 1, 1);
 	if (!d.dirs || !sent) {
+		free(d.dirs);
+		free(sent);
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+	}
+	d.enc = token_enc_new(s->compress, s->compress_level, s->compress_adaptive, s->protocol,
+			      &s->err);
+	if (s->compress != CPRES_NONE)
+		d.skip = token_skip_new(s->skip_compress, s->dont_compress);
+	if (!d.enc || (s->compress != CPRES_NONE && !d.skip)) {
+		token_enc_free(d.enc);
+		token_skip_free(d.skip);
 		free(d.dirs);
 		free(sent);
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
@@ -343,6 +357,8 @@ bool sender_run(struct session *s, struct send_list *sl)
 		}
 		session_log_item(s, f, iflags, NULL, NULL);
 		ok = send_one(&d, ndx, iflags, type, xname);
+		if (ok && s->xfer_log)
+			s->xfer_log(s->xfer_log_ctx, f, iflags);
 	}
 	free(sent);
 	if (ok && s->protocol >= 30 && s->io_error != io_error_sent) {
@@ -355,6 +371,8 @@ bool sender_run(struct session *s, struct send_list *sl)
 	for (size_t i = 0; i < sl->roots.count; i++)
 		dir_cursor_close(&d.dirs[i]);
 	free(d.dirs);
+	token_enc_free(d.enc);
+	token_skip_free(d.skip);
 	return ok;
 }
 

@@ -19,6 +19,9 @@
 #define PROTOCOL_NEWEST 32
 #define PROTOCOL_OLDEST 27
 
+/* What a daemon with "munge symlinks" puts before every symlink target. */
+#define SYMLINK_MUNGE_PREFIX "/rsyncd-munged/"
+
 /* Compat flags (compat.c). */
 #define CF_INC_RECURSE (1u << 0)
 #define CF_SYMLINK_TIMES (1u << 1)
@@ -96,6 +99,14 @@ struct session {
 	bool am_sender;
 	bool am_root;
 
+	/* Compression of file data (negotiate.c; proto/token.h). */
+	int compress;              /* CPRES_*: the algorithm in use, 0 = none */
+	int compress_level;        /* its resolved level */
+	bool compress_adaptive;    /* no --compress-level: ferry's probe rule */
+	const char *skip_compress; /* --skip-compress LIST (NULL: not given) */
+	const char *dont_compress; /* a daemon module's "dont compress" (NULL
+	                            * outside a daemon) */
+
 	struct wire_error err;
 	struct wire_in in;
 	struct wire_out out;
@@ -108,6 +119,14 @@ struct session {
 	struct id_map uids, gids;
 	struct flist_codec fl;      /* file-list decoding state */
 	struct chmod_rules chmod;   /* --chmod, applied to the local side's list */
+
+	/* Daemon module policy (set by daemon/serve.c; off elsewhere). */
+	bool munge_symlinks;        /* "munge symlinks": /rsyncd-munged/ prefix */
+	bool ids_by_number;         /* "numeric ids": no name mapping, no names sent */
+	bool ignore_nonreadable;    /* "ignore nonreadable": leave them out */
+	/* Called for every file sent or received (daemon transfer logging). */
+	void (*xfer_log)(void *ctx, const struct file_entry *f, int iflags);
+	void *xfer_log_ctx;
 	FILE *info;                 /* where MSG_INFO and our -v output go */
 };
 

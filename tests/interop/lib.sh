@@ -203,6 +203,9 @@ pid file = $T/$name.pid
 lock file = $T/$name.lock
 log file = $T/$name.log
 use chroot = no
+# Tests compare symlink targets with the source; a module that wants
+# munging says so itself.
+munge symlinks = no
 EOF
     # A root daemon would otherwise drop to "nobody" and fail to read the
     # test trees.
@@ -429,4 +432,44 @@ t_ferryd_stop() {
     _t_kill_pid "$pid"
     _t_untrack_pid "$pid"
     ! t_pid_alive "$pid"
+}
+
+# ------------------------------------------------------------- extra sshd
+
+# t_sshd_start_extra NAME [KEY=VALUE...] -- after t_sshd_start: run another
+# sshd with the same keys and sshd_config, plus each KEY=VALUE as an sshd -o
+# option (these win over the config file, e.g. LogLevel=DEBUG1 or
+# Ciphers=aes128-ctr), on a free port, logging to $T/NAME.log. Its host key
+# is pinned in the same known_hosts. Sets SSHD_EXTRA_PORT and SSHD_EXTRA_PID.
+t_sshd_start_extra() {
+    local name=$1 d="$T/ssh" sshd port pid o _ args=()
+    shift
+    for o in "$@"; do args+=(-o "$o"); done
+    sshd=$(command -v sshd || { [ -x /usr/sbin/sshd ] && echo /usr/sbin/sshd; })
+    if [ -z "$sshd" ] || [ ! -f "$d/sshd_config" ]; then
+        echo "t_sshd_start_extra $name: no sshd, or t_sshd_start did not run" >&2
+        return 1
+    fi
+    for _ in 1 2 3; do
+        port=$(t_free_port) || return 1
+        args+=(-o "Port=$port" -o "PidFile=$T/$name.pid")
+        "$sshd" -t -f "$d/sshd_config" "${args[@]}" || return 1
+        "$sshd" -D -e -f "$d/sshd_config" "${args[@]}" >>"$T/$name.log" 2>&1 </dev/null &
+        pid=$!
+        t_track_pid "$pid"
+        if t_wait_port "$port" 10 "$pid"; then
+            printf '[127.0.0.1]:%s %s\n' "$port" "$(cut -d' ' -f1-2 "$d/host_key.pub")" \
+                >>"$d/known_hosts"
+            SSHD_EXTRA_PORT=$port
+            SSHD_EXTRA_PID=$pid
+            return 0
+        fi
+        _t_kill_pid "$pid"
+        _t_untrack_pid "$pid"
+        # Drop this try's Port/PidFile (sshd keeps the first value given).
+        args=("${args[@]:0:${#args[@]}-4}")
+    done
+    echo "t_sshd_start_extra $name: sshd did not come up:" >&2
+    tail -n 20 "$T/$name.log" >&2
+    return 1
 }

@@ -1,0 +1,1159 @@
+/*
+ * Token streams, plain and compressed (rsync token.c; the format is in
+ * shared/docs/rsync-protocol.md sections 9.6 and 10).
+ *
+ * Compressed streams are a sequence of flag bytes:
+ *   0x00                END_FLAG       end of the file's data
+ *   0x20 int            TOKEN_LONG     block t
+ *   0x21 int, u16       TOKENRUN_LONG  blocks t .. t+count
+ *   0x40+hi, lo, data   DEFLATED_DATA  (hi<<8)+lo bytes of compressed data
+ *   0x80+r              TOKEN_REL      block last+r
+ *   0xC0+r, u16         TOKENRUN_REL   blocks last+r .. last+r+count
+ * where `last` is 0 at the start of a file and then the last block of the
+ * previous token. The sender holds a run back until something other than
+ * the next consecutive block comes, so the stream reads
+ * [run] [data ...] [run] ... END_FLAG.
+ *
+ * zlib/zlibx: raw deflate, reset for every file, flushed with Z_SYNC_FLUSH
+ * before every token and at the end; the flush's trailing 00 00 FF FF is
+ * not sent and the receiver supplies it. zlib (not zlibx) also puts every
+ * matched block into both windows: the sender with deflateSetDictionary
+ * (which, for raw deflate after a flush, appends to the window exactly as
+ * rsync's Z_INSERT_ONLY does), the receiver by inflating the block as
+ * stored blocks. zstd: one context for the whole session, flushed with
+ * ZSTD_e_flush before tokens and at the end of every file. lz4: every
+ * chunk an independent block.
+ */
+#include "proto/token.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lz4.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "proto/wildmatch.h"
+
+#define END_FLAG 0x00
+#define TOKEN_LONG 0x20
+#define TOKENRUN_LONG 0x21
+#define DEFLATED_DATA 0x40
+#define TOKEN_REL 0x80
+#define TOKENRUN_REL 0xC0
+
+#define MAX_RUN 65535           /* a run's count is 16 bits */
+#define STORED_MAX 0xFFFF       /* largest stored deflate block */
+#define LITERAL_PIECE (64 * 1024) /* uncompressed literal read size */
+#define INFLATE_OUT (64 * 1024)
+/* rsync's lz4 receive buffer: max(LZ4_compressBound(CHUNK_SIZE), 16385). */
+#define LZ4_OUT_MAX (32768 + 32768 / 255 + 16)
+/* A literal-only lz4 block of this many bytes fits in one chunk. */
+#define LZ4_RAW_PIECE 16256
+#define ZLIB_PEND_CAP (96 * 1024)
+
+/* ------------------------------------------------------------ names */
+
+static const struct {
+	const char *name;
+	int alg;
+} alg_names[] = {
+	{"zstd", CPRES_ZSTD}, {"lz4", CPRES_LZ4}, {"zlibx", CPRES_ZLIBX},
+	{"zlib", CPRES_ZLIB}, {"none", CPRES_NONE},
+};
+
+int token_alg_by_name(const char *name)
+{
+	for (size_t i = 0; i < sizeof alg_names / sizeof alg_names[0]; i++)
+		if (strcasecmp(name, alg_names[i].name) == 0)
+			return alg_names[i].alg;
+	return -2;
+}
+
+const char *token_alg_name(int alg)
+{
+	for (size_t i = 0; i < sizeof alg_names / sizeof alg_names[0]; i++)
+		if (alg_names[i].alg == alg)
+			return alg_names[i].name;
+	return "UNKNOWN";
+}
+
+int token_resolve_level(int *alg, int level)
+{
+	int lo, hi, def;
+
+	switch (*alg) {
+	case CPRES_ZLIB:
+	case CPRES_ZLIBX:
+		lo = 1, hi = 9, def = 6;
+		if (level == -1) /* Z_DEFAULT_COMPRESSION */
+			level = def;
+		if (level == 0) { /* zlib's "off" level: no compression at all */
+			*alg = CPRES_NONE;
+			return 0;
+		}
+		break;
+	case CPRES_ZSTD:
+		lo = ZSTD_minCLevel(), hi = ZSTD_maxCLevel(), def = ZSTD_CLEVEL_DEFAULT;
+		if (level == 0)
+			level = def;
+		break;
+	case CPRES_LZ4:
+		lo = hi = def = 0;
+		break;
+	default:
+		return 0;
+	}
+	if (level == TOKEN_LEVEL_DEFAULT)
+		return def;
+	return level < lo ? lo : level > hi ? hi : level;
+}
+
+/* ------------------------------------------------------ skip lists */
+
+/* rsync.1.md's --skip-compress default list (rsync's default "dont
+ * compress"). */
+static const char default_dont_compress[] =
+	"*.3g2 *.3gp *.7z *.aac *.ace *.apk *.avi *.bz2 *.deb *.dmg *.ear *.f4v *.flac "
+	"*.flv *.gpg *.gz *.iso *.jar *.jpeg *.jpg *.lrz *.lz *.lz4 *.lzma *.lzo *.m1a "
+	"*.m1v *.m2a *.m2ts *.m2v *.m4a *.m4b *.m4p *.m4r *.m4v *.mka *.mkv *.mov *.mp1 "
+	"*.mp2 *.mp3 *.mp4 *.mpa *.mpeg *.mpg *.mpv *.mts *.odb *.odf *.odg *.odi *.odm "
+	"*.odp *.ods *.odt *.oga *.ogg *.ogm *.ogv *.ogx *.opus *.otg *.oth *.otp *.ots "
+	"*.ott *.oxt *.png *.qt *.rar *.rpm *.rz *.rzip *.spx *.squashfs *.sxc *.sxd "
+	"*.sxg *.sxm *.sxw *.sz *.tbz *.tbz2 *.tgz *.tlz *.ts *.txz *.tzo *.vob *.war "
+	"*.webm *.webp *.xz *.z *.zip *.zst";
+
+struct token_skip {
+	char **suffixes; /* lower case, may hold [abc] classes */
+	size_t nsuf;
+	char **patterns; /* lower-case wildmatch patterns */
+	size_t npat;
+	bool all;        /* "dont compress = *" */
+};
+
+static bool push_str(char ***v, size_t *n, const char *s, size_t len)
+{
+	char **nv = realloc(*v, (*n + 1) * sizeof **v);
+	if (!nv)
+		return false;
+	*v = nv;
+	if (len > 32) /* rsync caps absurd suffixes too */
+		len = 32;
+	char *c = malloc(len + 1);
+	if (!c)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		c[i] = (char)tolower((unsigned char)s[i]);
+	c[len] = '\0';
+	nv[(*n)++] = c;
+	return true;
+}
+
+/* --skip-compress=gz/jpg/mp[34] */
+static bool add_suffix_list(struct token_skip *k, const char *list)
+{
+	while (*list) {
+		if (*list == '/') {
+			list++;
+			continue;
+		}
+		size_t len = strcspn(list, "/");
+		if (!push_str(&k->suffixes, &k->nsuf, list, len))
+			return false;
+		list += len;
+	}
+	return true;
+}
+
+/* "dont compress = *.gz *.jpg core.*" */
+static bool add_pattern_list(struct token_skip *k, const char *list)
+{
+	while (*list) {
+		if (*list == ' ' || *list == '\t') {
+			list++;
+			continue;
+		}
+		size_t len = strcspn(list, " \t");
+		if (len == 1 && *list == '*') {
+			k->all = true;
+		} else if (len > 2 && list[0] == '*' && list[1] == '.' &&
+			   !memchr(list + 2, '.', len - 2) && !memchr(list + 2, '?', len - 2) &&
+			   !memchr(list + 2, '*', len - 2)) {
+			if (!push_str(&k->suffixes, &k->nsuf, list + 2, len - 2))
+				return false;
+		} else {
+			char **nv = realloc(k->patterns, (k->npat + 1) * sizeof *nv);
+			char *c = malloc(len + 1);
+			if (!nv || !c) {
+				free(c);
+				if (nv)
+					k->patterns = nv;
+				return false;
+			}
+			k->patterns = nv;
+			for (size_t i = 0; i < len; i++)
+				c[i] = (char)tolower((unsigned char)list[i]);
+			c[len] = '\0';
+			nv[k->npat++] = c;
+		}
+		list += len;
+	}
+	return true;
+}
+
+struct token_skip *token_skip_new(const char *skip_compress, const char *dont_compress)
+{
+	struct token_skip *k = calloc(1, sizeof *k);
+	bool ok;
+
+	if (!k)
+		return NULL;
+	if (dont_compress)
+		ok = add_pattern_list(k, dont_compress) &&
+		     (!skip_compress || add_suffix_list(k, skip_compress));
+	else if (skip_compress)
+		ok = add_suffix_list(k, skip_compress);
+	else
+		ok = add_pattern_list(k, default_dont_compress);
+	if (!ok) {
+		token_skip_free(k);
+		return NULL;
+	}
+	return k;
+}
+
+void token_skip_free(struct token_skip *k)
+{
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->nsuf; i++)
+		free(k->suffixes[i]);
+	for (size_t i = 0; i < k->npat; i++)
+		free(k->patterns[i]);
+	free(k->suffixes);
+	free(k->patterns);
+	free(k);
+}
+
+/* A suffix entry against a file's suffix; "[abc]" matches one of a, b, c
+ * ("[" without a closing "]", and "[]", are literal). */
+static bool suffix_matches(const char *pat, const char *s)
+{
+	while (*pat) {
+		if (!*s)
+			return false;
+		char c = (char)tolower((unsigned char)*s);
+		if (*pat == '[') {
+			const char *end = strchr(pat + 1, ']');
+			if (end && end != pat + 1) {
+				if (!memchr(pat + 1, c, (size_t)(end - pat - 1)))
+					return false;
+				pat = end + 1;
+				s++;
+				continue;
+			}
+		}
+		if (*pat != c)
+			return false;
+		pat++;
+		s++;
+	}
+	return *s == '\0';
+}
+
+bool token_skip_match(const struct token_skip *k, const char *name)
+{
+	if (!k)
+		return false;
+	if (k->all)
+		return true;
+	const char *base = strrchr(name, '/');
+	base = base ? base + 1 : name;
+	if (k->npat) {
+		char low[256];
+		size_t n = strlen(base);
+		if (n < sizeof low) {
+			for (size_t i = 0; i <= n; i++)
+				low[i] = (char)tolower((unsigned char)base[i]);
+			for (size_t i = 0; i < k->npat; i++)
+				if (wildmatch(k->patterns[i], low))
+					return true;
+		}
+	}
+	const char *dot = strrchr(base, '.');
+	if (!dot || dot == base || !dot[1])
+		return false;
+	for (size_t i = 0; i < k->nsuf; i++)
+		if (suffix_matches(k->suffixes[i], dot + 1))
+			return true;
+	return false;
+}
+
+/* ------------------------------------------------------- the encoder */
+
+struct token_enc {
+	int alg, protocol;
+	int level;          /* the normal level */
+	bool adaptive;
+	struct wire_error *err;
+
+	/* this file */
+	bool minimal;       /* no compression effort for the rest of the file */
+	bool decided;       /* the probe has been made (or is not wanted) */
+	int64_t lit_in;     /* literal bytes given */
+	int64_t comp_out;   /* compressed bytes sent */
+	bool need_flush;    /* literal data went in since the last flush */
+	bool run_pending;
+	int32_t run_start, run_last, last_run_end;
+
+	/* zlib, zlibx */
+	z_stream z;
+	bool z_ready;
+	int z_level;        /* the level deflate runs at now */
+	uint8_t *pend;      /* compressed bytes not sent yet */
+	size_t pend_len;
+	bool marker_held;   /* pend ends with a mid-data flush's sync marker */
+
+	/* zstd */
+	ZSTD_CCtx *zc;
+	int zs_level;
+	bool zs_frame_open; /* data went into the current frame */
+
+	uint8_t *obuf;      /* a chunk: 2 header bytes + payload */
+};
+
+static bool enc_fail(struct token_enc *e, const char *what, long code)
+{
+	return wire_fail(e->err, RERR_STREAMIO, "compression failed: %s (%ld)", what, code);
+}
+
+struct token_enc *token_enc_new(int alg, int level, bool adaptive, int protocol,
+				struct wire_error *err)
+{
+	struct token_enc *e = calloc(1, sizeof *e);
+
+	if (!e) {
+		wire_fail(err, RERR_MALLOC, "out of memory");
+		return NULL;
+	}
+	e->alg = alg;
+	e->level = level;
+	e->adaptive = adaptive;
+	e->protocol = protocol;
+	e->err = err;
+	e->obuf = malloc(2 + (size_t)LZ4_COMPRESSBOUND(TOKEN_MAX_DATA));
+	if (!e->obuf) {
+		free(e);
+		wire_fail(err, RERR_MALLOC, "out of memory");
+		return NULL;
+	}
+	if (alg == CPRES_ZLIB || alg == CPRES_ZLIBX) {
+		e->pend = malloc(ZLIB_PEND_CAP);
+		if (!e->pend || deflateInit2(&e->z, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) !=
+					Z_OK) {
+			free(e->pend);
+			free(e->obuf);
+			free(e);
+			wire_fail(err, RERR_STREAMIO, "compression init failed");
+			return NULL;
+		}
+		e->z_ready = true;
+		e->z_level = level;
+	} else if (alg == CPRES_ZSTD) {
+		e->zc = ZSTD_createCCtx();
+		if (!e->zc || ZSTD_isError(ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel,
+								  level))) {
+			ZSTD_freeCCtx(e->zc);
+			free(e->obuf);
+			free(e);
+			wire_fail(err, RERR_STREAMIO, "compression init failed");
+			return NULL;
+		}
+		e->zs_level = level;
+	}
+	return e;
+}
+
+void token_enc_free(struct token_enc *e)
+{
+	if (!e)
+		return;
+	if (e->z_ready)
+		deflateEnd(&e->z);
+	ZSTD_freeCCtx(e->zc);
+	free(e->pend);
+	free(e->obuf);
+	free(e);
+}
+
+bool token_enc_minimal(const struct token_enc *e)
+{
+	return e->minimal;
+}
+
+/* One DEFLATED_DATA chunk (n <= TOKEN_MAX_DATA). */
+static bool put_chunk(struct token_enc *e, struct wire_out *out, const uint8_t *p, size_t n)
+{
+	uint8_t hdr[2] = {(uint8_t)(DEFLATED_DATA | (n >> 8)), (uint8_t)n};
+
+	e->comp_out += (int64_t)n;
+	return wire_write(out, hdr, 2) && wire_write(out, p, n);
+}
+
+/* The held-back run of consecutive blocks (token.c: send_deflated_token). */
+static bool put_run(struct token_enc *e, struct wire_out *out)
+{
+	if (!e->run_pending)
+		return true;
+	int64_t r = (int64_t)e->run_start - e->last_run_end;
+	int32_t n = e->run_last - e->run_start;
+	bool ok;
+
+	if (r >= 0 && r <= 63) {
+		ok = wire_write_u8(out, (uint8_t)((n ? TOKENRUN_REL : TOKEN_REL) + r));
+	} else {
+		ok = wire_write_u8(out, n ? TOKENRUN_LONG : TOKEN_LONG) &&
+		     wire_write_i32(out, e->run_start);
+	}
+	if (ok && n)
+		ok = wire_write_u8(out, (uint8_t)n) && wire_write_u8(out, (uint8_t)(n >> 8));
+	e->last_run_end = e->run_last;
+	e->run_pending = false;
+	return ok;
+}
+
+/* -- zlib -- */
+
+/* Send pend as chunks, keeping its last `keep` bytes back; with keep > 0
+ * only whole chunks go. */
+static bool zlib_send(struct token_enc *e, struct wire_out *out, size_t keep)
+{
+	size_t off = 0;
+
+	while (e->pend_len - off > keep) {
+		size_t n = e->pend_len - off - keep;
+		if (n > TOKEN_MAX_DATA)
+			n = TOKEN_MAX_DATA;
+		else if (keep && n < TOKEN_MAX_DATA)
+			break;
+		if (!put_chunk(e, out, e->pend + off, n))
+			return false;
+		off += n;
+	}
+	if (off) {
+		memmove(e->pend, e->pend + off, e->pend_len - off);
+		e->pend_len -= off;
+	}
+	return true;
+}
+
+/* Run deflate over what is in z.next_in with `flush`, collecting output
+ * in pend and sending whole chunks (the last 4 bytes are always held back:
+ * they may be the sync marker). */
+static bool zlib_run(struct token_enc *e, struct wire_out *out, int flush)
+{
+	for (;;) {
+		e->z.next_out = e->pend + e->pend_len;
+		e->z.avail_out = (uInt)(ZLIB_PEND_CAP - e->pend_len);
+		int r = deflate(&e->z, flush);
+		e->pend_len = ZLIB_PEND_CAP - e->z.avail_out;
+		if (r != Z_OK && r != Z_BUF_ERROR)
+			return enc_fail(e, "deflate", r);
+		if (!zlib_send(e, out, 4))
+			return false;
+		if (e->z.avail_in == 0 && e->z.avail_out != 0)
+			return true;
+		if (r == Z_BUF_ERROR && e->z.avail_out != 0)
+			return enc_fail(e, "deflate made no progress", r);
+	}
+}
+
+/* Flush before a token or the end (`trim`: drop the 00 00 FF FF marker,
+ * the receiver adds it), or in the middle of literal data (`trim` false:
+ * the marker is held back, to go out in front of more data or to be
+ * dropped if a token or the end comes next, since the receiver adds one
+ * after every run of data). */
+static bool zlib_flush(struct token_enc *e, struct wire_out *out, bool trim)
+{
+	static const uint8_t marker[4] = {0, 0, 0xFF, 0xFF};
+
+	e->z.next_in = NULL;
+	e->z.avail_in = 0;
+	if (!zlib_run(e, out, Z_SYNC_FLUSH))
+		return false;
+	if (e->pend_len < 4 || memcmp(e->pend + e->pend_len - 4, marker, 4) != 0)
+		return enc_fail(e, "no sync marker after a flush", (long)e->pend_len);
+	e->need_flush = false;
+	e->pend_len -= 4;
+	if (!zlib_send(e, out, 0))
+		return false;
+	if (!trim) {
+		memcpy(e->pend, marker, 4);
+		e->pend_len = 4;
+		e->marker_held = true;
+		return true;
+	}
+	e->marker_held = false;
+	return true;
+}
+
+static bool zlib_set_level(struct token_enc *e, struct wire_out *out, int level)
+{
+	if (level == e->z_level)
+		return true;
+	e->z.next_in = NULL;
+	e->z.avail_in = 0;
+	e->z.next_out = e->pend + e->pend_len;
+	e->z.avail_out = (uInt)(ZLIB_PEND_CAP - e->pend_len);
+	int r = deflateParams(&e->z, level, Z_DEFAULT_STRATEGY);
+	e->pend_len = ZLIB_PEND_CAP - e->z.avail_out;
+	if (r != Z_OK)
+		return enc_fail(e, "deflateParams", r);
+	e->z_level = level;
+	return zlib_send(e, out, 4);
+}
+
+/* -- zstd -- */
+
+static bool zstd_run(struct token_enc *e, struct wire_out *out, const uint8_t *p, size_t n,
+		     ZSTD_EndDirective mode)
+{
+	ZSTD_inBuffer in = {p, n, 0};
+	size_t r;
+
+	do {
+		ZSTD_outBuffer ob = {e->obuf + 2, TOKEN_MAX_DATA, 0};
+		r = ZSTD_compressStream2(e->zc, &ob, &in, mode);
+		if (ZSTD_isError(r))
+			return wire_fail(e->err, RERR_STREAMIO, "compression failed: %s",
+					 ZSTD_getErrorName(r));
+		if (ob.pos && !put_chunk(e, out, e->obuf + 2, ob.pos))
+			return false;
+	} while (mode == ZSTD_e_continue ? in.pos < in.size : r != 0);
+	if (n)
+		e->zs_frame_open = true;
+	if (mode == ZSTD_e_end)
+		e->zs_frame_open = false;
+	return true;
+}
+
+static bool zstd_set_level(struct token_enc *e, struct wire_out *out, int level)
+{
+	if (level == e->zs_level)
+		return true;
+	/* The level only changes between frames: end the current one (the
+	 * receiver's stream decoder goes on with the next frame). */
+	if (e->zs_frame_open && !zstd_run(e, out, NULL, 0, ZSTD_e_end))
+		return false;
+	size_t r = ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel, level);
+	if (ZSTD_isError(r))
+		return wire_fail(e->err, RERR_STREAMIO, "compression failed: %s",
+				 ZSTD_getErrorName(r));
+	e->zs_level = level;
+	e->need_flush = false;
+	return true;
+}
+
+/* -- lz4 -- */
+
+/* An lz4 block holding n bytes as literals only: no compression work. */
+static size_t lz4_raw_block(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	size_t o = 0;
+
+	if (n < 15) {
+		dst[o++] = (uint8_t)(n << 4);
+	} else {
+		size_t rest = n - 15;
+		dst[o++] = 0xF0;
+		while (rest >= 255) {
+			dst[o++] = 255;
+			rest -= 255;
+		}
+		dst[o++] = (uint8_t)rest;
+	}
+	memcpy(dst + o, src, n);
+	return o + n;
+}
+
+static bool lz4_literal(struct token_enc *e, struct wire_out *out, const uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		size_t k = n, c;
+		if (e->minimal) {
+			if (k > LZ4_RAW_PIECE)
+				k = LZ4_RAW_PIECE;
+			c = lz4_raw_block(e->obuf + 2, p, k);
+		} else {
+			if (k > TOKEN_MAX_DATA)
+				k = TOKEN_MAX_DATA;
+			for (;;) {
+				int r = LZ4_compress_default((const char *)p, (char *)e->obuf + 2, (int)k,
+							     LZ4_COMPRESSBOUND(TOKEN_MAX_DATA));
+				if (r <= 0)
+					return enc_fail(e, "LZ4_compress_default", r);
+				c = (size_t)r;
+				if (c <= TOKEN_MAX_DATA)
+					break;
+				k /= 2; /* as rsync: halve the input until it fits */
+			}
+		}
+		if (!put_chunk(e, out, e->obuf + 2, c))
+			return false;
+		p += k;
+		n -= k;
+	}
+	return true;
+}
+
+/* -- common -- */
+
+/* Switch the rest of this file to no compression effort. */
+static bool go_minimal(struct token_enc *e, struct wire_out *out)
+{
+	e->minimal = true;
+	switch (e->alg) {
+	case CPRES_ZLIB:
+	case CPRES_ZLIBX:
+		return zlib_set_level(e, out, 0);
+	case CPRES_ZSTD:
+		return zstd_set_level(e, out, ZSTD_minCLevel());
+	default:
+		return true;
+	}
+}
+
+/* ferry's adaptive rule: after the first TOKEN_PROBE_BYTES of literal data,
+ * look at what they compressed to. */
+static bool probe(struct token_enc *e, struct wire_out *out)
+{
+	e->decided = true;
+	switch (e->alg) {
+	case CPRES_ZLIB:
+	case CPRES_ZLIBX:
+		if (!zlib_flush(e, out, false))
+			return false;
+		break;
+	case CPRES_ZSTD:
+		if (!zstd_run(e, out, NULL, 0, ZSTD_e_flush))
+			return false;
+		e->need_flush = false;
+		break;
+	default:
+		break;
+	}
+	if (e->comp_out * 100 > e->lit_in * TOKEN_PROBE_PERCENT)
+		return go_minimal(e, out);
+	return true;
+}
+
+bool token_enc_begin(struct token_enc *e, struct wire_out *out, bool minimal)
+{
+	e->minimal = false;
+	e->decided = !e->adaptive;
+	e->lit_in = e->comp_out = 0;
+	e->need_flush = false;
+	e->run_pending = false;
+	e->last_run_end = 0;
+	switch (e->alg) {
+	case CPRES_ZLIB:
+	case CPRES_ZLIBX:
+		e->pend_len = 0;
+		e->marker_held = false;
+		if (deflateReset(&e->z) != Z_OK)
+			return enc_fail(e, "deflateReset", 0);
+		if (!zlib_set_level(e, out, minimal ? 0 : e->level))
+			return false;
+		break;
+	case CPRES_ZSTD:
+		if (!zstd_set_level(e, out, minimal ? ZSTD_minCLevel() : e->level))
+			return false;
+		break;
+	default:
+		break;
+	}
+	e->minimal = minimal;
+	if (minimal)
+		e->decided = true;
+	return true;
+}
+
+bool token_enc_literal(struct token_enc *e, struct wire_out *out, const uint8_t *p, size_t n)
+{
+	if (n == 0)
+		return true;
+	if (e->alg == CPRES_NONE) {
+		if (n > INT32_MAX)
+			return enc_fail(e, "literal too long", 0);
+		return wire_write_i32(out, (int32_t)n) && wire_write(out, p, n);
+	}
+	if (!put_run(e, out))
+		return false;
+	e->lit_in += (int64_t)n;
+	switch (e->alg) {
+	case CPRES_ZLIB:
+	case CPRES_ZLIBX:
+		/* deflate takes uInt lengths; pieces keep it simple */
+		while (n > 0) {
+			size_t k = n > (1u << 30) ? (1u << 30) : n;
+			e->z.next_in = (Bytef *)(uintptr_t)p;
+			e->z.avail_in = (uInt)k;
+			e->marker_held = false;
+			if (!zlib_run(e, out, Z_NO_FLUSH))
+				return false;
+			p += k;
+			n -= k;
+		}
+		e->need_flush = true;
+		break;
+	case CPRES_ZSTD:
+		if (!zstd_run(e, out, p, n, ZSTD_e_continue))
+			return false;
+		e->need_flush = true;
+		break;
+	case CPRES_LZ4:
+		if (!lz4_literal(e, out, p, n))
+			return false;
+		break;
+	default:
+		return enc_fail(e, "unknown algorithm", e->alg);
+	}
+	if (!e->decided && e->lit_in >= TOKEN_PROBE_BYTES)
+		return probe(e, out);
+	return true;
+}
+
+/* Flush what literal data is pending before a token or the end. */
+static bool flush_literals(struct token_enc *e, struct wire_out *out)
+{
+	if (e->marker_held && !e->need_flush) {
+		/* the receiver supplies the marker itself */
+		e->pend_len -= 4;
+		e->marker_held = false;
+		return zlib_send(e, out, 0);
+	}
+	if (!e->need_flush)
+		return true;
+	if (e->alg == CPRES_ZSTD) {
+		e->need_flush = false;
+		return zstd_run(e, out, NULL, 0, ZSTD_e_flush);
+	}
+	return zlib_flush(e, out, true);
+}
+
+bool token_enc_block(struct token_enc *e, struct wire_out *out, int32_t block,
+		     const uint8_t *data, size_t len)
+{
+	if (block < 0)
+		return enc_fail(e, "negative block index", block);
+	if (e->alg == CPRES_NONE)
+		return wire_write_i32(out, -(block + 1));
+	if (!flush_literals(e, out))
+		return false;
+	if (e->run_pending && block == e->run_last + 1 &&
+	    e->run_last - e->run_start < MAX_RUN) {
+		e->run_last = block;
+	} else {
+		if (!put_run(e, out))
+			return false;
+		e->run_pending = true;
+		e->run_start = e->run_last = block;
+	}
+	if (e->alg == CPRES_ZLIB && !e->minimal) {
+		/* Into the history, in pieces of at most 0xFFFF bytes taken as
+		 * see_deflate_token() takes them on the receiver: for protocol
+		 * <= 30 every piece starts again at the block's start. */
+		size_t off = 0, left = len;
+		while (left > 0) {
+			size_t n1 = left > STORED_MAX ? STORED_MAX : left;
+			const uint8_t *src = data + (e->protocol >= 31 ? off : 0);
+			int r = deflateSetDictionary(&e->z, src, (uInt)n1);
+			if (r != Z_OK)
+				return enc_fail(e, "deflateSetDictionary", r);
+			left -= n1;
+			off += n1;
+		}
+	}
+	return true;
+}
+
+bool token_enc_end(struct token_enc *e, struct wire_out *out)
+{
+	if (e->alg == CPRES_NONE)
+		return wire_write_i32(out, 0);
+	return flush_literals(e, out) && put_run(e, out) && wire_write_u8(out, END_FLAG);
+}
+
+/* ------------------------------------------------------- the decoder */
+
+struct token_dec {
+	int alg, protocol;
+	struct wire_error *err;
+
+	int32_t count;      /* blocks in this file */
+	int32_t rx_token;   /* the last block returned */
+	int32_t run_left;   /* blocks of a run still to return */
+	int64_t residue;    /* uncompressed: literal bytes still to read */
+
+	uint8_t *cbuf;      /* a compressed chunk */
+	uint8_t *dbuf;      /* decompressed output */
+	size_t dcap;
+
+	/* zlib, zlibx */
+	z_stream z;
+	bool z_ready;
+	bool z_inflating;   /* input or output may be pending in inflate */
+	bool z_data;        /* data came since the last sync marker */
+
+	/* zstd */
+	ZSTD_DCtx *zd;
+	ZSTD_inBuffer zin;
+	bool zs_inflating;
+};
+
+static int dec_fail(struct token_dec *d, const char *fmt, long v)
+{
+	wire_fail(d->err, RERR_STREAMIO, fmt, v);
+	return TOKEN_ERROR;
+}
+
+struct token_dec *token_dec_new(int alg, int protocol, struct wire_error *err)
+{
+	struct token_dec *d = calloc(1, sizeof *d);
+
+	if (!d) {
+		wire_fail(err, RERR_MALLOC, "out of memory");
+		return NULL;
+	}
+	d->alg = alg;
+	d->protocol = protocol;
+	d->err = err;
+	switch (alg) {
+	case CPRES_NONE: d->dcap = LITERAL_PIECE; break;
+	case CPRES_LZ4: d->dcap = LZ4_OUT_MAX; break;
+	case CPRES_ZSTD: d->dcap = ZSTD_DStreamOutSize() * 2; break;
+	default: d->dcap = INFLATE_OUT; break;
+	}
+	d->dbuf = malloc(d->dcap);
+	d->cbuf = malloc(TOKEN_MAX_DATA);
+	if (!d->dbuf || !d->cbuf) {
+		token_dec_free(d);
+		wire_fail(err, RERR_MALLOC, "out of memory");
+		return NULL;
+	}
+	if (alg == CPRES_ZLIB || alg == CPRES_ZLIBX) {
+		if (inflateInit2(&d->z, -15) != Z_OK) {
+			token_dec_free(d);
+			wire_fail(err, RERR_STREAMIO, "inflate init failed");
+			return NULL;
+		}
+		d->z_ready = true;
+	} else if (alg == CPRES_ZSTD) {
+		if (!(d->zd = ZSTD_createDCtx())) {
+			token_dec_free(d);
+			wire_fail(err, RERR_STREAMIO, "zstd init failed");
+			return NULL;
+		}
+	}
+	return d;
+}
+
+void token_dec_free(struct token_dec *d)
+{
+	if (!d)
+		return;
+	if (d->z_ready)
+		inflateEnd(&d->z);
+	ZSTD_freeDCtx(d->zd);
+	free(d->cbuf);
+	free(d->dbuf);
+	free(d);
+}
+
+void token_dec_begin(struct token_dec *d, int32_t block_count)
+{
+	d->count = block_count;
+	d->rx_token = 0;
+	d->run_left = 0;
+	d->residue = 0;
+	if (d->z_ready) {
+		inflateReset(&d->z);
+		d->z_inflating = false;
+		d->z_data = false;
+	}
+	/* zstd keeps its context (and any frame in progress) across files;
+	 * a chunk is always consumed whole before its file ends. */
+	d->zs_inflating = false;
+}
+
+/* The uncompressed stream (token.c: simple_recv_token). */
+static int next_plain(struct token_dec *d, struct wire_in *in, const uint8_t **data,
+		      size_t *len, int32_t *block)
+{
+	if (d->residue == 0) {
+		int32_t t;
+		if (!wire_read_i32(in, &t))
+			return TOKEN_ERROR;
+		if (t == 0)
+			return TOKEN_END;
+		if (t < 0) {
+			*block = -(t + 1);
+			return TOKEN_BLOCK;
+		}
+		d->residue = t;
+	}
+	size_t k = d->residue < (int64_t)d->dcap ? (size_t)d->residue : d->dcap;
+	if (!wire_read(in, d->dbuf, k))
+		return TOKEN_ERROR;
+	d->residue -= (int64_t)k;
+	*data = d->dbuf;
+	*len = k;
+	return TOKEN_DATA;
+}
+
+/* A token flag (not END_FLAG, not data): the block it names, checked
+ * against the file's block count. */
+static int token_flag(struct token_dec *d, struct wire_in *in, uint8_t flag, int32_t *block)
+{
+	int64_t t;
+
+	if (flag & TOKEN_REL) {
+		t = (int64_t)d->rx_token + (flag & 0x3F);
+	} else if (flag == TOKEN_LONG || flag == TOKENRUN_LONG) {
+		int32_t v;
+		if (!wire_read_i32(in, &v))
+			return TOKEN_ERROR;
+		t = v;
+	} else {
+		return dec_fail(d, "invalid flag byte 0x%02lx in compressed stream", flag);
+	}
+	if (t < 0 || t >= d->count)
+		return dec_fail(d, "invalid token number %ld in compressed stream", (long)t);
+	d->rx_token = (int32_t)t;
+	if (flag & TOKEN_REL ? flag & 0x40 : flag & 1) { /* TOKENRUN_*: a 16-bit count follows */
+		uint8_t lo, hi;
+		if (!wire_read_u8(in, &lo) || !wire_read_u8(in, &hi))
+			return TOKEN_ERROR;
+		int32_t run = lo | (hi << 8);
+		if (run == 0 || t + run >= d->count)
+			return dec_fail(d, "invalid token run of %ld blocks in compressed stream", run);
+		d->run_left = run;
+	}
+	*block = d->rx_token;
+	return TOKEN_BLOCK;
+}
+
+/* Read one chunk's payload into cbuf. */
+static bool read_chunk(struct token_dec *d, struct wire_in *in, uint8_t flag, size_t *n)
+{
+	uint8_t lo;
+
+	if (!wire_read_u8(in, &lo))
+		return false;
+	*n = ((size_t)(flag & 0x3F) << 8) | lo;
+	return wire_read(in, d->cbuf, *n);
+}
+
+static int next_zlib(struct token_dec *d, struct wire_in *in, const uint8_t **data,
+		     size_t *len, int32_t *block)
+{
+	for (;;) {
+		if (d->z_inflating) {
+			uInt had = d->z.avail_in;
+			d->z.next_out = d->dbuf;
+			d->z.avail_out = (uInt)d->dcap;
+			int r = inflate(&d->z, Z_NO_FLUSH);
+			size_t n = d->dcap - d->z.avail_out;
+			if (r == Z_STREAM_END)
+				return dec_fail(d, "compressed data ended the deflate stream (%ld)", r);
+			if (r != Z_OK && r != Z_BUF_ERROR)
+				return dec_fail(d, "inflate returned %ld", r);
+			if (n == 0) {
+				if (d->z.avail_in != 0 && d->z.avail_in == had)
+					return dec_fail(d, "inflate made no progress (%ld)", r);
+				if (d->z.avail_in == 0)
+					d->z_inflating = false;
+				continue;
+			}
+			*data = d->dbuf;
+			*len = n;
+			return TOKEN_DATA;
+		}
+		uint8_t flag;
+		if (!wire_read_u8(in, &flag))
+			return TOKEN_ERROR;
+		if ((flag & 0xC0) == DEFLATED_DATA) {
+			size_t n;
+			if (!read_chunk(d, in, flag, &n))
+				return TOKEN_ERROR;
+			d->z.next_in = d->cbuf;
+			d->z.avail_in = (uInt)n;
+			d->z_inflating = n > 0;
+			if (n)
+				d->z_data = true;
+			continue;
+		}
+		if (d->z_data) {
+			/* Everything sent so far is inflated and drained; the
+			 * sender left out the sync flush's 00 00 FF FF. */
+			static const uint8_t marker[4] = {0, 0, 0xFF, 0xFF};
+			if (!inflateSyncPoint(&d->z))
+				return dec_fail(d, "decompressor lost sync (%ld)", 0);
+			d->z.next_in = (Bytef *)(uintptr_t)marker;
+			d->z.avail_in = 4;
+			d->z.next_out = d->dbuf;
+			d->z.avail_out = (uInt)d->dcap;
+			int r = inflate(&d->z, Z_SYNC_FLUSH);
+			if (r != Z_OK || d->z.avail_in != 0 || d->z.avail_out != d->dcap)
+				return dec_fail(d, "inflate of the sync marker returned %ld", r);
+			d->z_data = false;
+		}
+		if (flag == END_FLAG)
+			return TOKEN_END;
+		return token_flag(d, in, flag, block);
+	}
+}
+
+static int next_zstd(struct token_dec *d, struct wire_in *in, const uint8_t **data,
+		     size_t *len, int32_t *block)
+{
+	for (;;) {
+		if (d->zs_inflating) {
+			size_t had = d->zin.pos;
+			ZSTD_outBuffer ob = {d->dbuf, d->dcap, 0};
+			size_t r = ZSTD_decompressStream(d->zd, &ob, &d->zin);
+			if (ZSTD_isError(r)) {
+				wire_fail(d->err, RERR_STREAMIO, "zstd decompression failed: %s",
+					  ZSTD_getErrorName(r));
+				return TOKEN_ERROR;
+			}
+			if (d->zin.pos == d->zin.size && ob.pos < ob.size)
+				d->zs_inflating = false;
+			else if (ob.pos == 0 && d->zin.pos == had)
+				return dec_fail(d, "zstd decompression made no progress (%ld)", 0);
+			if (ob.pos == 0)
+				continue;
+			*data = d->dbuf;
+			*len = ob.pos;
+			return TOKEN_DATA;
+		}
+		uint8_t flag;
+		if (!wire_read_u8(in, &flag))
+			return TOKEN_ERROR;
+		if ((flag & 0xC0) == DEFLATED_DATA) {
+			size_t n;
+			if (!read_chunk(d, in, flag, &n))
+				return TOKEN_ERROR;
+			d->zin.src = d->cbuf;
+			d->zin.size = n;
+			d->zin.pos = 0;
+			d->zs_inflating = n > 0;
+			continue;
+		}
+		if (flag == END_FLAG)
+			return TOKEN_END;
+		return token_flag(d, in, flag, block);
+	}
+}
+
+static int next_lz4(struct token_dec *d, struct wire_in *in, const uint8_t **data,
+		    size_t *len, int32_t *block)
+{
+	for (;;) {
+		uint8_t flag;
+		if (!wire_read_u8(in, &flag))
+			return TOKEN_ERROR;
+		if ((flag & 0xC0) == DEFLATED_DATA) {
+			size_t n;
+			if (!read_chunk(d, in, flag, &n))
+				return TOKEN_ERROR;
+			if (n == 0)
+				continue;
+			int r = LZ4_decompress_safe((const char *)d->cbuf, (char *)d->dbuf, (int)n,
+						    (int)d->dcap);
+			if (r < 0)
+				return dec_fail(d, "lz4 decompression failed (%ld)", r);
+			if (r == 0)
+				continue;
+			*data = d->dbuf;
+			*len = (size_t)r;
+			return TOKEN_DATA;
+		}
+		if (flag == END_FLAG)
+			return TOKEN_END;
+		return token_flag(d, in, flag, block);
+	}
+}
+
+int token_dec_next(struct token_dec *d, struct wire_in *in, const uint8_t **data, size_t *len,
+		   int32_t *block)
+{
+	if (d->run_left > 0) {
+		d->run_left--;
+		*block = ++d->rx_token;
+		return TOKEN_BLOCK;
+	}
+	switch (d->alg) {
+	case CPRES_NONE: return next_plain(d, in, data, len, block);
+	case CPRES_ZLIB:
+	case CPRES_ZLIBX: return next_zlib(d, in, data, len, block);
+	case CPRES_ZSTD: return next_zstd(d, in, data, len, block);
+	case CPRES_LZ4: return next_lz4(d, in, data, len, block);
+	default: return dec_fail(d, "unknown compression %ld", d->alg);
+	}
+}
+
+/* Inflate p[0..n) as stored blocks, throwing the output away. */
+static bool see_stored(struct token_dec *d, const uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		size_t k = n > STORED_MAX ? STORED_MAX : n;
+		uint8_t hdr[5] = {0, (uint8_t)k, (uint8_t)(k >> 8), (uint8_t)~k, (uint8_t)(~k >> 8)};
+		const uint8_t *parts[2] = {hdr, p};
+		size_t lens[2] = {5, k};
+		for (int i = 0; i < 2; i++) {
+			d->z.next_in = (Bytef *)(uintptr_t)parts[i];
+			d->z.avail_in = (uInt)lens[i];
+			do {
+				d->z.next_out = d->dbuf;
+				d->z.avail_out = (uInt)d->dcap;
+				int r = inflate(&d->z, Z_SYNC_FLUSH);
+				if (r != Z_OK && r != Z_BUF_ERROR) {
+					dec_fail(d, "inflate (token) returned %ld", r);
+					return false;
+				}
+				if (r == Z_BUF_ERROR && d->z.avail_in != 0) {
+					dec_fail(d, "inflate (token) made no progress (%ld)", r);
+					return false;
+				}
+			} while (d->z.avail_in != 0 || d->z.avail_out == 0);
+		}
+		p += k;
+		n -= k;
+	}
+	return true;
+}
+
+bool token_dec_see(struct token_dec *d, const uint8_t *p, size_t n, size_t off, size_t blk_len)
+{
+	if (d->alg != CPRES_ZLIB || n == 0)
+		return true;
+	if (d->protocol >= 31)
+		return see_stored(d, p, n);
+	/* Protocol <= 30 (see_deflate_token's old bug, kept on the wire):
+	 * every piece of at most 0xFFFF bytes is taken from the block's start.
+	 * Only the last 32 KiB reach the window, so the last full piece and the
+	 * final one are enough. */
+	if (off != 0)
+		return true;
+	if (blk_len <= STORED_MAX)
+		return see_stored(d, p, n < blk_len ? n : blk_len);
+	if (n < STORED_MAX) {
+		dec_fail(d, "internal: short first piece of a block (%ld)", (long)n);
+		return false;
+	}
+	size_t rem = blk_len % STORED_MAX;
+	return see_stored(d, p, STORED_MAX) && (rem == 0 || see_stored(d, p, rem));
+}
