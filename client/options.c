@@ -44,6 +44,7 @@ struct pstate {
 	int version_cnt, f_cnt;
 	bool from0, daemon_opt;
 	size_t args_cap, filters_cap;
+	const bool *refused; /* a daemon module's "refuse options", or NULL */
 };
 
 /* ---- errors ---- */
@@ -93,6 +94,16 @@ static const char *where_prefix(struct pstate *ps)
 }
 
 /* ---- small helpers ---- */
+
+/* options.c: create_refuse_error */
+static int refuse_err(struct pstate *ps, const struct opt_spec *sp)
+{
+	if (sp->shortopt)
+		return other_err(ps, RERR_UNSUPPORTED, "The server is configured to refuse --%s (-%c)",
+				 sp->name ? sp->name : "", sp->shortopt);
+	return other_err(ps, RERR_UNSUPPORTED, "The server is configured to refuse --%s",
+			 sp->name ? sp->name : "");
+}
 
 static int oom(struct pstate *ps)
 {
@@ -499,6 +510,8 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 		opt_label(sp, ps->elem, label, sizeof label);
 		return usage_err(ps, "%s%s is not supported yet", where_prefix(ps), label);
 	}
+	if (ps->refused && ps->refused[sp - options_table])
+		return refuse_err(ps, sp);
 
 	switch ((enum opt_id)sp->id) {
 	case OPT_HELP:
@@ -907,6 +920,11 @@ static int finish(struct pstate *ps)
 		o->delete_mode = DELETE_DEFAULT;
 	if (!o->dirs && o->delete_mode != DELETE_NONE)
 		return usage_err(ps, "--delete does not work without --recursive (-r) or --dirs (-d).");
+	/* Every --delete-WHEN implies --delete, and implied options are
+	 * refused like explicit ones. */
+	int del_row = options_refused_row(ps->refused, "delete");
+	if (o->delete_mode != DELETE_NONE && del_row >= 0)
+		return refuse_err(ps, &options_table[del_row]);
 
 	/* --inplace keeps partial data by nature; rsync clears keep_partial. */
 	if (o->inplace)
@@ -915,6 +933,12 @@ static int finish(struct pstate *ps)
 }
 
 int options_parse_flags(struct ferry_opts *o, int argc, char **argv, unsigned flags)
+{
+	return options_parse_refusing(o, argc, argv, flags, NULL);
+}
+
+int options_parse_refusing(struct ferry_opts *o, int argc, char **argv, unsigned flags,
+			   const bool *refused)
 {
 	struct pstate ps;
 	int rc;
@@ -929,6 +953,7 @@ int options_parse_flags(struct ferry_opts *o, int argc, char **argv, unsigned fl
 	ps.mode = OM_CLIENT;
 	ps.dirs = -1;
 	ps.elem = "";
+	ps.refused = refused;
 	if (argc < 1)
 		return 0;
 	rc = run_getopt(&ps);

@@ -60,6 +60,15 @@ int options_parse_flags(struct ferry_opts *o, int argc, char **argv,
 const char *options_last_error(void);
 void options_free(struct ferry_opts *o);
 
+/* A daemon module's "refuse options": a flag per options_table row
+ * (malloc'd, free() it). options_parse_refusing() then fails on a refused
+ * option with rsync's "The server is configured to refuse --NAME" and
+ * RERR_UNSUPPORTED (also when a --delete-WHEN implies a refused --delete). */
+bool *options_refusals(const char *list);
+int options_refused_row(const bool *refused, const char *name);
+int options_parse_refusing(struct ferry_opts *o, int argc, char **argv, unsigned flags,
+			   const bool *refused);
+
 /*
  * The argument vector a client sends to a server (a daemon, or
  * `ferry/rsync --server` over a remote shell), mirroring rsync

@@ -524,7 +524,9 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 		return RERR_STREAMIO;
 	}
 	struct ferry_opts o;
-	int rc = options_parse_flags(&o, argc, argv, OPTS_FROM_REMOTE);
+	bool *refused = options_refusals(m->refuse_options);
+	int rc = options_parse_refusing(&o, argc, argv, OPTS_FROM_REMOTE, refused);
+	free(refused);
 	struct server_ctx ctx = {.root_fd = root_fd, .confined = true,
 				 .remote_protocol = c->remote_protocol,
 				 .client_caps = rc == 0 ? o.server_caps : NULL};
