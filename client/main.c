@@ -4,6 +4,7 @@
  */
 #include <fcntl.h>
 #include <locale.h>
+#include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <string.h>
@@ -103,6 +104,9 @@ int main(int argc, char **argv)
 
 	/* Names print as the locale can show them (rsync does the same). */
 	setlocale(LC_CTYPE, "");
+	/* A peer that hangs up shows as a write error with rsync's exit code,
+	 * not as death by SIGPIPE. */
+	signal(SIGPIPE, SIG_IGN);
 	int rc = options_parse(&o, argc, argv);
 
 	if (rc == FERRY_OPTS_EXIT_OK) {

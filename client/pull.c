@@ -193,6 +193,14 @@ static int receive_and_apply(struct session *s, const char *dest, struct filter_
 		flist_free(&fl);
 		return session_exit_code(s);
 	}
+	if (fl.count == 0) {
+		/* Nothing to receive: the sender stops right after an empty list
+		 * (main.c: client_run), and so do we. */
+		flist_free(&fl);
+		code = session_exit_code(s);
+		print_summary(o, s, now_sec() - start);
+		return code;
+	}
 	memset(&rc, 0, sizeof rc);
 	rc.s = s;
 	rc.fl = &fl;

@@ -8,6 +8,7 @@
 #include "client/ssh_builtin.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <fcntl.h>
 #include <libssh/libssh.h>
 #include <poll.h>
@@ -142,6 +143,60 @@ static int fail_msg(const char *fmt, const char *arg)
 	return SSH_EXIT_FAILURE;
 }
 
+/* libssh silently drops names it does not know from a list; ssh refuses
+ * the whole option, and so do we. */
+static bool known_algorithms(const char *list, const char *const *known)
+{
+	char copy[1024], *save = NULL;
+
+	snprintf(copy, sizeof copy, "%s", list);
+	for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		bool found = false;
+		for (int i = 0; known[i]; i++)
+			found |= strcmp(w, known[i]) == 0;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+static const char *const known_ciphers[] = {
+	"aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com",
+	"aes128-ctr", "aes192-ctr", "aes256-ctr", "aes128-cbc", "aes192-cbc", "aes256-cbc",
+	"3des-cbc", NULL};
+static const char *const known_macs[] = {
+	"hmac-sha2-256-etm@openssh.com", "hmac-sha2-512-etm@openssh.com", "hmac-sha1-etm@openssh.com",
+	"hmac-sha2-256", "hmac-sha2-512", "hmac-sha1", "none", NULL};
+
+/* StrictHostKeyChecking and UserKnownHostsFile from an ssh config file,
+ * for the Host blocks that match (libssh applies the file but keeps the
+ * host-key policy to itself). */
+static void config_host_policy(const char *file, const char *host, struct ssh_spec *sp)
+{
+	char line[1024];
+	bool applies = true;
+	FILE *f = fopen(file, "r");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof line, f)) {
+		char key[64], val[900];
+		if (sscanf(line, " %63[^ \t=]%*[ \t=]%899[^\n]", key, val) != 2)
+			continue;
+		if (!strcasecmp(key, "Host")) {
+			applies = false;
+			char *save = NULL;
+			for (char *p = strtok_r(val, " \t", &save); p; p = strtok_r(NULL, " \t", &save))
+				applies |= fnmatch(p, host, FNM_CASEFOLD) == 0;
+		} else if (applies && !strcasecmp(key, "StrictHostKeyChecking") && !sp->strict) {
+			sp->strict = strdup(val);
+		} else if (applies && !strcasecmp(key, "UserKnownHostsFile") && !sp->known_hosts) {
+			sp->known_hosts = strdup(val);
+		}
+	}
+	fclose(f);
+}
+
 static int set_options(ssh_session ss, const struct ssh_spec *sp, const char *host,
 		       const char *user, const char *extra_ciphers)
 {
@@ -162,6 +217,10 @@ static int set_options(ssh_session ss, const struct ssh_spec *sp, const char *ho
 	if (u && ssh_options_set(ss, SSH_OPTIONS_USER, u) < 0)
 		return fail_msg("ssh: bad user %s", u);
 	const char *ciphers = extra_ciphers ? extra_ciphers : sp->ciphers;
+	if (ciphers && !known_algorithms(ciphers, known_ciphers))
+		return fail_msg("Unknown cipher type '%s'", ciphers);
+	if (sp->macs && !known_algorithms(sp->macs, known_macs))
+		return fail_msg("Unknown mac type '%s'", sp->macs);
 	if (ciphers && (ssh_options_set(ss, SSH_OPTIONS_CIPHERS_C_S, ciphers) < 0 ||
 			ssh_options_set(ss, SSH_OPTIONS_CIPHERS_S_C, ciphers) < 0))
 		return fail_msg("Unknown cipher type '%s'", ciphers);
@@ -294,10 +353,19 @@ int ssh_builtin_start(const struct ssh_spec *sp, const char *host, const char *u
 		      struct ssh_builtin **out)
 {
 	struct ssh_builtin *b = calloc(1, sizeof *b);
+	struct ssh_spec policy = *sp;
+	char home_cfg[4096];
 	int sv[2];
 
 	if (!b)
 		return 22;
+	/* The host-key policy may come from the config file, as with ssh. */
+	const char *home = getenv("HOME");
+	snprintf(home_cfg, sizeof home_cfg, "%s/.ssh/config", home ? home : "/");
+	policy.strict = sp->strict ? strdup(sp->strict) : NULL;
+	policy.known_hosts = sp->known_hosts ? strdup(sp->known_hosts) : NULL;
+	config_host_policy(sp->config ? sp->config : home_cfg, host, &policy);
+	sp = &policy;
 	b->ours = -1;
 	b->session = ssh_new();
 	if (!b->session) {
@@ -320,6 +388,8 @@ int ssh_builtin_start(const struct ssh_spec *sp, const char *host, const char *u
 	}
 	if (!code && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		code = fail_msg("socketpair failed: %s", strerror(errno));
+	free(policy.strict);
+	free(policy.known_hosts);
 	if (code) {
 		ssh_builtin_stop(b);
 		return code;

@@ -260,6 +260,8 @@ static void split_arg(const char *arg, char *base, size_t bsize, char *name, siz
 			(len >= 2 && arg[len - 1] == '.' && arg[len - 2] == '/') ||
 			(len == 1 && arg[0] == '.');
 	if (contents) {
+		while (len > 1 && arg[len - 1] == '/')
+			len--;
 		snprintf(base, bsize, "%.*s", (int)len, len ? arg : ".");
 		snprintf(name, nsize, ".");
 		return;
@@ -309,7 +311,8 @@ static bool build_one(struct walker *k, const char *arg)
 	split_arg(arg, base, sizeof base, name, sizeof name);
 	int bfd = open_base(k, base);
 	if (bfd < 0) {
-		io_error(k, errno == ENOENT ? IOERR_VANISHED : IOERR_GENERAL, "change_dir", base);
+		/* a missing argument is an error, not a vanished file (flist.c) */
+		io_error(k, IOERR_GENERAL, "change_dir", base);
 		k->sl->vanished = true;
 		return true;
 	}

@@ -65,8 +65,15 @@ static int serve_sender(struct session *s, const struct server_ctx *ctx,
 	char **paths = ctx->npaths ? ctx->paths : dot;
 	int npaths = ctx->npaths ? ctx->npaths : 1;
 
-	bool ok = flist_build(s, &w, paths, npaths, &sl) && flist_send(s, &sl) &&
-		  flist_sort_sender(s, &sl.fl) && sender_run(s, &sl) && sender_finish(s);
+	bool ok = flist_build(s, &w, paths, npaths, &sl) && flist_send(s, &sl);
+	if (ok && sl.fl.count == 0) {
+		/* An empty list ends the run (main.c: do_server_sender); the
+		 * client takes our io_error for its exit code. */
+		send_list_free(&sl);
+		wire_flush(&s->out);
+		return session_exit_code(s);
+	}
+	ok = ok && flist_sort_sender(s, &sl.fl) && sender_run(s, &sl) && sender_finish(s);
 	send_list_free(&sl);
 	return finish(s, ok);
 }
