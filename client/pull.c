@@ -138,7 +138,7 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 			fprintf(stderr, "ferry: mkdir \"%s\" failed: %s\n", dest, strerror(errno));
 			return -RERR_FILEIO;
 		}
-		if (o->verbose || o->itemize) {
+		if (o->verbose || o->itemize || o->progress) {
 			/* rsync names it without the trailing slash */
 			int n = (int)dlen;
 			while (n > 1 && dest[n - 1] == '/')
@@ -181,7 +181,7 @@ static int receive_and_apply(struct session *s, const char *dest, struct filter_
 
 	flist_init(&fl);
 	/* rsync's "receiving file list ... done" (without incremental recursion) */
-	bool show = o->verbose && !o->quiet && !o->list_only && dest;
+	bool show = (o->verbose || o->progress) && !o->quiet && !o->list_only && dest;
 	if (show) {
 		printf("receiving file list ... ");
 		fflush(stdout);

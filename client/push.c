@@ -38,7 +38,8 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 
 	if (!filter_send(s, filters, true) || !wire_flush(&s->out))
 		return false;
-	if (o->verbose && !o->quiet) {
+	bool show = (o->verbose || o->progress) && !o->quiet;
+	if (show) {
 		printf("building file list ... ");
 		fflush(stdout);
 	}
@@ -46,7 +47,7 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 	bool ok = flist_build(s, &w, srcs, nsrc, &sl);
 	s->stats.flist_buildtime_ms = (int64_t)(time(NULL) - t0) * 1000;
 	ok = ok && flist_send(s, &sl) && flist_sort_sender(s, &sl.fl);
-	if (o->verbose && !o->quiet && ok)
+	if (show && ok)
 		printf("done\n");
 	for (size_t i = 0; i < sl.fl.count; i++) {
 		const struct file_entry *f = &sl.fl.files[i];

@@ -99,7 +99,8 @@ static const char *item_format(const struct ferry_opts *o)
 		return o->out_format;
 	if (o->itemize)
 		return "%i %n%L";
-	if (o->verbose)
+	/* --progress names each file even without -v (options.c) */
+	if (o->verbose || o->progress)
 		return "%n%L";
 	return NULL;
 }

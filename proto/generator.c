@@ -191,7 +191,7 @@ static bool report_item(struct gen *g, int32_t ndx, int iflags, const char *xnam
 	bool want = (iflags & SIGNIFICANT_ITEM_FLAGS & 0xffff) || o->itemize > 1 ||
 		    o->verbose > 1 || (xname && *xname);
 
-	if (!want || (!o->itemize && !o->verbose && !o->out_format))
+	if (!want || (!o->itemize && !o->verbose && !o->out_format && !o->progress))
 		return true;
 	if (s->protocol < 29) {
 		recv_log_item(g->rc, g->rc->fl->sorted[ndx], iflags, xname);

@@ -14,6 +14,7 @@
 
 #include "proto/fileio.h"
 #include "proto/recvside.h"
+#include "proto/progress.h"
 #include "proto/tempfile.h"
 #include "proto/token.h"
 
@@ -29,6 +30,9 @@ struct rcv {
 	uint8_t *out;      /* pending output */
 	size_t out_len;
 	int phase_dones;   /* NDX_DONEs read from the sender */
+	struct progress prog;
+	int64_t written;   /* bytes of the current file so far */
+	int64_t file_size;
 };
 
 void recv_note_done(struct recv_ctx *rc)
@@ -100,6 +104,8 @@ static bool flush_out(struct rcv *r, int fd, const char *path)
 
 static bool emit(struct rcv *r, int fd, const char *path, const uint8_t *p, size_t n)
 {
+	r->written += (int64_t)n;
+	progress_update(r->s, &r->prog, r->written, r->file_size);
 	while (n > 0) {
 		size_t k = OUT_BUF - r->out_len < n ? OUT_BUF - r->out_len : n;
 		memcpy(r->out + r->out_len, p, k);
@@ -287,6 +293,9 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags)
 		write_ok = false;
 	csum_file_init(&sum, s->xfer_csum, s->seed);
 	s->stats.total_transferred_size += f->size;
+	r->written = 0;
+	r->file_size = f->size;
+	progress_update(s, &r->prog, 0, f->size);
 	bool ok = receive_data(r, &h, basis_fd, write_ok ? tf.fd : -1, path, &sum, &write_ok);
 	if (basis_fd >= 0)
 		close(basis_fd);
@@ -318,6 +327,7 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags)
 	}
 	rc->state[ndx] |= FS_DONE;
 	s->stats.xferred_files++;
+	progress_end(s, &r->prog, r->written, ndx);
 	if (s->xfer_log)
 		s->xfer_log(s->xfer_log_ctx, f, iflags);
 	if (iflags & ITEM_IS_NEW) {

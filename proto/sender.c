@@ -14,6 +14,7 @@
 
 #include "proto/fileio.h"
 #include "proto/match.h"
+#include "proto/progress.h"
 #include "proto/sendside.h"
 #include "proto/token.h"
 
@@ -24,6 +25,8 @@ struct snd {
 	struct session *s;
 	struct send_list *sl;
 	struct csum_ctx sum;
+	struct progress prog;
+	int64_t sent_ofs, file_size;
 	struct dir_cursor *dirs;   /* one per root */
 	struct token_enc *enc;     /* the token stream writer, one per session */
 	struct token_skip *skip;   /* suffixes sent with no compression effort */
@@ -190,6 +193,8 @@ static bool out_feed(void *ctx, const uint8_t *p, size_t n)
 	struct snd *d = ctx;
 
 	csum_file_update(&d->sum, p, n);
+	d->sent_ofs += (int64_t)n;
+	progress_update(d->s, &d->prog, d->sent_ofs, d->file_size);
 	return true;
 }
 
@@ -267,6 +272,9 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	struct match_out mo = {.ctx = d, .emit_literal = out_literal, .emit_block = out_block,
 			       .feed = out_feed, .strong = out_strong};
 	csum_file_init(&d->sum, s->xfer_csum, s->seed);
+	d->sent_ofs = 0;
+	d->file_size = st.st_size;
+	progress_update(s, &d->prog, 0, st.st_size);
 	wire_out_lock(&s->out);
 	if (echo_header(s, ndx, iflags, type, xname) && wire_write_i32(&s->out, h.count) &&
 	    wire_write_i32(&s->out, h.blength) &&
@@ -282,6 +290,8 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	wire_out_unlock(&s->out);
 	s->stats.total_transferred_size += st.st_size;
 	s->stats.xferred_files++;
+	if (ok)
+		progress_end(s, &d->prog, st.st_size, ndx);
 	if (have_idx)
 		match_index_free(&idx);
 	close(fd);

@@ -1,0 +1,24 @@
+/*
+ * --progress: rsync's per-file progress lines (progress.c).
+ */
+#ifndef FERRY_PROGRESS_H
+#define FERRY_PROGRESS_H
+
+#include <stdint.h>
+#include <sys/time.h>
+
+#include "proto/session.h"
+
+struct progress {
+	struct timeval start, last;
+	int64_t start_ofs;
+	bool started;
+};
+
+/* At most once a second: "\r     1,234,567  42%    1.23MB/s    0:00:05  ". */
+void progress_update(struct session *s, struct progress *p, int64_t ofs, int64_t size);
+/* The file's last line, with "(xfr#N, to-chk=R/T)" and a newline; ndx is
+ * the file's index in the sorted list. */
+void progress_end(struct session *s, struct progress *p, int64_t size, int32_t ndx);
+
+#endif
