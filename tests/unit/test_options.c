@@ -322,11 +322,11 @@ static void test_unknown_and_unsupported(void **state)
 	assert_int_equal(PARSE(&o, "--xattrs", "a", "b"), RERR_SYNTAX);
 	assert_non_null(strstr(errbuf, "ferry: --xattrs is not supported yet"));
 	options_free(&o);
-	assert_int_equal(PARSE(&o, "-avz", "a", "b"), RERR_SYNTAX);
-	assert_non_null(strstr(errbuf, "ferry: -z (--compress) is not supported yet"));
+	assert_int_equal(PARSE(&o, "-avy", "a", "b"), RERR_SYNTAX);
+	assert_non_null(strstr(errbuf, "ferry: -y (--fuzzy) is not supported yet"));
 	options_free(&o);
-	assert_int_equal(PARSE(&o, "-P", "a", "b"), RERR_SYNTAX);
-	assert_non_null(strstr(errbuf, "ferry: -P is not supported yet"));
+	assert_int_equal(PARSE(&o, "-S", "a", "b"), RERR_SYNTAX);
+	assert_non_null(strstr(errbuf, "ferry: -S (--sparse) is not supported yet"));
 	options_free(&o);
 	assert_int_equal(PARSE(&o, "--sender", "a", "b"), RERR_SYNTAX);
 	options_free(&o);
@@ -482,9 +482,9 @@ static void test_server_side_parse(void **state)
 	assert_string_equal(options_last_error(),
 			    "on remote machine: --bogus-opt: unknown option");
 	options_free(&o);
-	assert_int_equal(PARSE_REMOTE(&o, "--server", "-vz", ".", "mod/"), RERR_SYNTAX);
+	assert_int_equal(PARSE_REMOTE(&o, "--server", "-vy", ".", "mod/"), RERR_SYNTAX);
 	assert_string_equal(options_last_error(),
-			    "on remote machine: -z (--compress) is not supported yet");
+			    "on remote machine: -y (--fuzzy) is not supported yet");
 	options_free(&o);
 	assert_int_equal(PARSE_REMOTE(&o, "--server", "--daemon", "."), RERR_SYNTAX);
 	options_free(&o);
