@@ -217,6 +217,9 @@ int daemon_main(const struct ferry_opts *o)
 	if (write_pid_file(cfg.pid_file) < 0)
 		return RERR_FILEIO;
 	signal(SIGPIPE, SIG_IGN);
+	/* Every connection reads the config afresh, so a SIGHUP (rsync's
+	 * "re-read the config") has nothing more to do than not kill us. */
+	signal(SIGHUP, SIG_IGN);
 	struct sigaction sa = {.sa_handler = reap_children, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGCHLD, &sa, NULL);
