@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "client/options.h"
+#include "proto/token.h"
 #include "proto/checksum.h"
 
 #define MAX_BLOCK_SIZE (1L << 17)     /* rsync.h, protocol >= 30 */
@@ -637,12 +638,14 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 		else {
 			o->compress = 0;
 			free(o->compress_choice);
+	free(o->skip_compress);
 			o->compress_choice = NULL;
 		}
 		break;
 	case OPT_OLD_COMPRESS: return set_str(ps, &o->compress_choice, "zlib");
 	case OPT_NEW_COMPRESS: return set_str(ps, &o->compress_choice, "zlibx");
 	case OPT_COMPRESS_CHOICE: return set_str(ps, &o->compress_choice, arg);
+	case OPT_SKIP_COMPRESS: return set_str(ps, &o->skip_compress, arg);
 	case OPT_COMPRESS_LEVEL:
 		if ((rc = parse_int(ps, arg, INT_MIN, INT_MAX, &n)) != 0)
 			return rc;
@@ -884,6 +887,10 @@ static int finish(struct pstate *ps)
 	}
 	if ((rc = check_checksum_choice(ps)) != 0)
 		return rc;
+	/* compat.c: parse_compress_choice refuses an unknown name at once */
+	if (o->compress_choice && strcasecmp(o->compress_choice, "auto") != 0 &&
+	    token_alg_by_name(o->compress_choice) < 0)
+		return other_err(ps, RERR_UNSUPPORTED, "unknown compress name: %s", o->compress_choice);
 	/* The old meaning of 'h' (--help) on its own. */
 	if (o->human > 1 && ps->argc == 2 && !o->server) {
 		usage_print_help(stdout);
@@ -1009,6 +1016,7 @@ void options_free(struct ferry_opts *o)
 	free(o->ssh_cipher);
 	free(o->sockopts);
 	free(o->compress_choice);
+	free(o->skip_compress);
 	for (i = 0; i < o->nremote_options; i++)
 		free(o->remote_options[i]);
 	free(o->remote_options);

@@ -360,6 +360,9 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 			pushs(&a, "--size-only");
 		if (o->stats)
 			pushs(&a, "--stats");
+	} else if (o->skip_compress) {
+		/* the sending server chooses per file what to compress */
+		push(&a, options_safe_arg("--skip-compress", o->skip_compress, false));
 	}
 	if (o->modify_window_set && am_sender)
 		pushf(&a, o->modify_window < 0 ? "-@%ld" : "--modify-window=%ld", o->modify_window);

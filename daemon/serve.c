@@ -567,6 +567,8 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	if (m->timeout && (!run_opts.timeout || m->timeout < run_opts.timeout))
 		run_opts.timeout = m->timeout;
 	c->s.opts = &run_opts;
+	c->s.skip_compress = run_opts.skip_compress;
+	c->s.dont_compress = m->dont_compress;
 	c->s.in.timeout_ms = c->s.out.timeout_ms = run_opts.timeout * 1000;
 	int code = server_run(&c->s, &ctx);
 	for (int i = 0; i < ctx.npaths; i++)

@@ -115,6 +115,7 @@ struct ferry_opts {
 	/* compression (not supported yet; kept so the parser can refuse it) */
 	int compress;      /* -z count */
 	char *compress_choice;
+	char *skip_compress;  /* --skip-compress LIST */
 	int compress_level;
 
 	/* added for the option parser (client/options.c) */
