@@ -139,11 +139,6 @@ static bool send_null_sums(struct session *s)
 
 /* ---- comparing what we have with what the sender has ---- */
 
-static bool mtime_differs(const struct ferry_opts *o, const struct stat *st,
-			  const struct file_entry *f)
-{
-	return recv_mtime_differs(o, st, f);
-}
 
 /* Attribute bits that differ between the entry and what is on disk
  * (generator.c: itemize, the statret >= 0 branch). */
@@ -159,7 +154,7 @@ static int attr_change_bits_for(struct gen *g, const struct file_entry *f, const
 		iflags |= ITEM_REPORT_SIZE;
 	/* Where times are not kept, rewriting an entry changes its time,
 	 * and rsync says so ('T'). */
-	if (keep_time ? mtime_differs(o, st, f) : (intent & (ITEM_TRANSFER | ITEM_LOCAL_CHANGE)) != 0)
+	if (keep_time ? recv_mtime_differs(o, st, f) : (intent & (ITEM_TRANSFER | ITEM_LOCAL_CHANGE)) != 0)
 		iflags |= ITEM_REPORT_TIME;
 	if (!S_ISLNK(f->mode)) {
 		if (o->perms) {
@@ -497,7 +492,7 @@ static bool regular_up_to_date(struct gen *g, const struct file_entry *f, int di
 		return true;
 	if (o->ignore_times)
 		return false;
-	return !mtime_differs(o, st, f);
+	return !recv_mtime_differs(o, st, f);
 }
 
 /* Ask the sender for the file; our current copy (if any) is the basis. */
@@ -783,7 +778,7 @@ static void touch_up_dirs(struct gen *g)
 			leaf = ".";
 		/* only what writing into it changed (generator.c: touch_up_dirs) */
 		if (dirfd >= 0 && fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    !mtime_differs(g->o, &st, f))
+		    !recv_mtime_differs(g->o, &st, f))
 			continue;
 		if (dirfd < 0 || fs_set_mtime(dirfd, leaf, f->mtime, f->mtime_nsec) < 0) {
 			file_error(g, "failed to set times on", path);

@@ -18,11 +18,20 @@ static uint32_t get_le32(const uint8_t *p)
 }
 
 /* Print the peer's text as it came; it normally ends in a newline. */
-static void print_peer_text(FILE *fp, const uint8_t *payload, size_t len)
+/* Print the peer's text as rsync's rwrite() does: control characters
+ * (a hostile peer's terminal escapes) shown as \#ooo, one newline at the
+ * end. */
+static void print_peer_text(struct session *s, FILE *fp, const uint8_t *payload, size_t len)
 {
-	fwrite(payload, 1, len, fp);
-	if (len == 0 || payload[len - 1] != '\n')
-		fputc('\n', fp);
+	char text[MSG_PAYLOAD_MAX + 1];
+
+	if (len > MSG_PAYLOAD_MAX)
+		len = MSG_PAYLOAD_MAX;
+	memcpy(text, payload, len);
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+		len--;
+	text[len] = '\0';
+	out_filtered(fp, text, s->opts->eight_bit_output, '\n');
 	fflush(fp);
 }
 
@@ -51,15 +60,15 @@ static bool on_message(void *ctx, struct wire_in *in, int code, const uint8_t *p
 	switch (code) {
 	case MSG_INFO:
 		if (!s->opts->quiet || s->am_server)
-			print_peer_text(s->info, payload, len);
+			print_peer_text(s, s->info, payload, len);
 		return true;
 	case MSG_ERROR_XFER:
 		s->got_xfer_error = true;
-		print_peer_text(stderr, payload, len);
+		print_peer_text(s, stderr, payload, len);
 		return true;
 	case MSG_ERROR:
 	case MSG_WARNING:
-		print_peer_text(stderr, payload, len);
+		print_peer_text(s, stderr, payload, len);
 		return true;
 	case MSG_IO_ERROR:
 		if (len != 4)
