@@ -19,6 +19,7 @@
 #include "daemon/access.h"
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
+#include "daemon/xfer_exec.h"
 #include "proto/checksum.h"
 #include "proto/chmod.h"
 #include "proto/filter.h"
@@ -29,6 +30,9 @@
 #define LINE_MAX_LEN 5120   /* BIGPATHBUFLEN */
 #define MAX_DAEMON_ARGS 16000
 #define MAX_ARGS_BYTES (1024 * 1024)
+#define EARLY_INPUT_CMD "#early_input="
+#define EARLY_INPUT_MAX 5120
+#define HOOK_REQUEST_MAX 1024 /* rsync stops adding to RSYNC_REQUEST here */
 
 struct conn {
 	const struct daemon_config *cfg;
@@ -43,6 +47,9 @@ struct conn {
 	int remote_sub;
 	char digests[512];
 	int lock_fd;
+	int fd_in, fd_out;
+	char *early_input;       /* "#early_input=" bytes for early exec */
+	size_t early_input_len;
 };
 
 static bool send_line(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -117,6 +124,24 @@ static bool read_client_greeting(struct conn *c)
 	c->remote_protocol = proto;
 	c->s.protocol = c->s.in.protocol = c->s.out.protocol = proto;
 	return true;
+}
+
+/* "#early_input=LEN" and LEN bytes before the module name (rsync 3.2.4+
+ * --early-input), kept for the module's early exec; then the next line. */
+static bool read_early_input(struct conn *c, char *line, size_t size)
+{
+	char *end;
+	long len = strtol(line + strlen(EARLY_INPUT_CMD), &end, 10);
+
+	if (*end || len <= 0 || len > EARLY_INPUT_MAX) {
+		send_line(c, "@ERROR: invalid early_input length\n");
+		return false;
+	}
+	c->early_input = malloc((size_t)len);
+	if (!c->early_input || !wire_read(&c->s.in, c->early_input, (size_t)len))
+		return false;
+	c->early_input_len = (size_t)len;
+	return wire_read_line(&c->s.in, line, size);
 }
 
 static void send_listing(struct conn *c)
@@ -197,39 +222,40 @@ static bool authenticate(struct conn *c, const struct daemon_module *m, bool *re
 	return true;
 }
 
+static bool name_to_id(const char *name, bool is_group, unsigned *id)
+{
+	char *end;
+	unsigned long v = strtoul(name, &end, 10);
+
+	if (*name && !*end && v <= 0xffffffffUL) {
+		*id = (unsigned)v;
+		return true;
+	}
+	if (is_group) {
+		struct group *gr = getgrnam(name);
+		if (gr)
+			*id = gr->gr_gid;
+		return gr != NULL;
+	}
+	struct passwd *pw = getpwnam(name);
+	if (pw)
+		*id = pw->pw_uid;
+	return pw != NULL;
+}
+
+/* The module's uid and gid (defaults nobody and nogroup, or nobody when
+ * there is no nogroup), as names or numbers. */
 static bool lookup_ids(const struct daemon_module *m, uid_t *uid, gid_t *gid)
 {
-	const char *u = m->uid ? m->uid : "nobody";
-	const char *g = m->gid;
-	char *end;
+	unsigned id;
 
-	unsigned long v = strtoul(u, &end, 10);
-	if (*u && !*end) {
-		*uid = (uid_t)v;
-	} else {
-		struct passwd *pw = getpwnam(u);
-		if (!pw)
-			return false;
-		*uid = pw->pw_uid;
-	}
-	if (!g) {
-		struct group *gr = getgrnam("nogroup");
-		if (!gr)
-			gr = getgrnam("nobody");
-		if (!gr)
-			return false;
-		*gid = gr->gr_gid;
-		return true;
-	}
-	v = strtoul(g, &end, 10);
-	if (*g && !*end) {
-		*gid = (gid_t)v;
-		return true;
-	}
-	struct group *gr = getgrnam(g);
-	if (!gr)
+	if (!name_to_id(m->uid ? m->uid : "nobody", false, &id))
 		return false;
-	*gid = gr->gr_gid;
+	*uid = id;
+	if (m->gid ? !name_to_id(m->gid, true, &id)
+		   : !name_to_id("nogroup", true, &id) && !name_to_id("nobody", true, &id))
+		return false;
+	*gid = id;
 	return true;
 }
 
@@ -401,6 +427,98 @@ static bool module_filters(const struct daemon_module *m, struct filter_list *fl
 
 static int serve_module(struct conn *c, const struct daemon_module *m_raw);
 
+static bool hook_set(const char *cmd)
+{
+	return cmd && *cmd;
+}
+
+/* Before the module is entered (so the hooks run with the daemon's
+ * privileges, outside the chroot): fork off the post-xfer exec waiter, run
+ * early exec, and start pre-xfer exec, which then waits for the request. */
+static bool start_module_hooks(struct conn *c, const struct daemon_module *m,
+			       struct xfer_hook *pre)
+{
+	if (!hook_set(m->early_exec) && !hook_set(m->pre_xfer_exec) &&
+	    !hook_set(m->post_xfer_exec))
+		return true;
+	if (getenv("RSYNC_NO_XFER_EXEC"))
+		return true;
+	char pid[32];
+	snprintf(pid, sizeof pid, "%ld", (long)getpid());
+	setenv("RSYNC_PID", pid, 1);
+	if (hook_set(m->post_xfer_exec) &&
+	    !xfer_post_exec_fork(m->post_xfer_exec, c->fd_in, c->fd_out)) {
+		daemon_log(c->cfg, m, "fork failed: %s", strerror(errno));
+		send_line(c, "@ERROR: fork failed\n");
+		return false;
+	}
+	if (hook_set(m->early_exec)) {
+		struct xfer_hook early;
+		if (!xfer_hook_start(m->early_exec, false, &early)) {
+			daemon_log(c->cfg, m, "early exec preparation failed: %s", strerror(errno));
+			send_line(c, "@ERROR: early exec preparation failed\n");
+			return false;
+		}
+		xfer_hook_send(&early, NULL, NULL, 0, c->early_input, c->early_input_len);
+		char *failure = xfer_hook_finish(&early, "early exec");
+		if (failure) {
+			daemon_log(c->cfg, m, "%s", failure);
+			free(failure);
+			send_line(c, "@ERROR: early exec failed\n");
+			return false;
+		}
+	}
+	if (hook_set(m->pre_xfer_exec) && !xfer_hook_start(m->pre_xfer_exec, true, pre)) {
+		daemon_log(c->cfg, m, "pre-xfer exec preparation failed: %s", strerror(errno));
+		send_line(c, "@ERROR: pre-xfer exec preparation failed\n");
+		return false;
+	}
+	return true;
+}
+
+/* Give pre-xfer exec the client's request (the path arguments after ".",
+ * space-separated, as rsync's RSYNC_REQUEST) and its whole argument list;
+ * NULL when it approves, else the message for the client. */
+static char *run_pre_xfer_hook(struct xfer_hook *pre, char **argv, int argc,
+				const char *module)
+{
+	char request[HOOK_REQUEST_MAX + 1] = "";
+	size_t n = 0;
+	int dot = 0;
+
+	while (dot < argc && strcmp(argv[dot], ".") != 0)
+		dot++;
+	for (int i = dot + 1; i < argc && n < HOOK_REQUEST_MAX; i++) {
+		int w = snprintf(request + n, sizeof request - n, "%s%s", n ? " " : "", argv[i]);
+		n = w < 0 ? n : n + (size_t)w < sizeof request ? n + (size_t)w : sizeof request - 1;
+	}
+	/* The hook sees the path arguments as the module will use them:
+	 * relative to the module, without its name (rsync glob-expands them
+	 * before the hook runs). */
+	char **hook_argv = calloc((size_t)argc + 1, sizeof *hook_argv);
+	if (!hook_argv) {
+		xfer_hook_cancel(pre);
+		return strdup("pre-xfer exec: out of memory\n");
+	}
+	for (int i = 0; i < argc; i++) {
+		char rel[4096];
+		if (i <= dot) {
+			hook_argv[i] = argv[i];
+			continue;
+		}
+		module_relative(argv[i], module, rel, sizeof rel);
+		hook_argv[i] = strdup(rel);
+		if (!hook_argv[i])
+			hook_argv[i] = argv[i];
+	}
+	xfer_hook_send(pre, request, hook_argv, argc, NULL, 0);
+	for (int i = dot + 1; i < argc; i++)
+		if (hook_argv[i] != argv[i])
+			free(hook_argv[i]);
+	free(hook_argv);
+	return xfer_hook_finish(pre, "pre-xfer exec");
+}
+
 /* Expand %VAR% references in the module's strings once the connection's
  * RSYNC_* variables are known (rsync expands parameters when used). */
 static int serve_expanded(struct conn *c, const struct daemon_module *raw)
@@ -416,6 +534,8 @@ static int serve_expanded(struct conn *c, const struct daemon_module *raw)
 		send_line(c, "@ERROR: module configuration error\n");
 		return RERR_STARTCLIENT;
 	}
+	if (xm.path)
+		setenv("RSYNC_MODULE_PATH", xm.path, 1);
 	int code = serve_module(c, &xm);
 	config_module_free(&xm);
 	return code;
@@ -511,18 +631,25 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	 * the log file while we still can. */
 	daemon_log(c->cfg, m, "rsync allowed access on module %s from %s (%s)", m->name, c->host,
 		   c->addr);
-	int root_fd = enter_module(c, m);
-	if (root_fd < 0)
+	struct xfer_hook pre = {.pid = -1, .arg_fd = -1, .out_fd = -1};
+	if (!start_module_hooks(c, m, &pre))
 		return RERR_STARTCLIENT;
+	int root_fd = enter_module(c, m);
+	if (root_fd < 0) {
+		xfer_hook_cancel(&pre);
+		return RERR_STARTCLIENT;
+	}
 	c->s.am_root = geteuid() == 0; /* we may have dropped to the module's uid */
 	send_line(c, "@RSYNCD: OK\n");
 	int argc = 0;
 	char **argv = read_args(c, &argc);
 	if (!argv) {
 		daemon_log(c->cfg, m, "invalid argument list from %s (%s)", c->host, c->addr);
+		xfer_hook_cancel(&pre);
 		close(root_fd);
 		return RERR_STREAMIO;
 	}
+	char *hook_refusal = pre.pid > 0 ? run_pre_xfer_hook(&pre, argv, argc, m->name) : NULL;
 	struct ferry_opts o;
 	bool *refused = options_refusals(m->refuse_options);
 	int rc = options_parse_refusing(&o, argc, argv, OPTS_FROM_REMOTE, refused);
@@ -531,7 +658,11 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 				 .remote_protocol = c->remote_protocol,
 				 .client_caps = rc == 0 ? o.server_caps : NULL};
 	char refusal[600] = "";
-	if (rc != 0) {
+	if (hook_refusal) {
+		daemon_log(c->cfg, m, "%s", hook_refusal);
+		ctx.refusal_verbatim = true;
+		ctx.refusal_code = RERR_UNSUPPORTED;
+	} else if (rc != 0) {
 		snprintf(refusal, sizeof refusal, "%s", options_last_error());
 		ctx.refusal_code = RERR_UNSUPPORTED;
 	} else if (!o.server) {
@@ -548,7 +679,7 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 		snprintf(refusal, sizeof refusal, "daemon security issue -- contact admin");
 		ctx.refusal_code = RERR_UNSUPPORTED;
 	}
-	ctx.refusal = refusal[0] ? refusal : NULL;
+	ctx.refusal = hook_refusal ? hook_refusal : refusal[0] ? refusal : NULL;
 	char **paths = calloc((size_t)(o.nargs > 0 ? o.nargs : 1), sizeof *paths);
 	for (int i = 1; rc == 0 && paths && i < o.nargs; i++) {
 		char rel[4096];
@@ -575,6 +706,7 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 		free(paths[i]);
 	free(paths);
 	filter_list_free(&dfilters);
+	free(hook_refusal);
 	options_free(&o);
 	for (int i = 0; i < argc; i++)
 		free(argv[i]);
@@ -583,10 +715,57 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	return code;
 }
 
+/* "daemon chroot", "daemon gid", "daemon uid": confine the whole
+ * connection before it reads anything from the client (clientserver.c:
+ * start_daemon). Names are looked up after the chroot, as rsync does, so
+ * they come from the chroot's /etc. */
+static bool enter_daemon_jail(const struct daemon_config *cfg)
+{
+	unsigned id;
+
+	if (cfg->daemon_chroot && *cfg->daemon_chroot) {
+		tzset();
+		if (chroot(cfg->daemon_chroot) < 0) {
+			daemon_log(cfg, NULL, "daemon chroot(\"%s\") failed: %s",
+				   cfg->daemon_chroot, strerror(errno));
+			return false;
+		}
+		if (chdir("/") < 0) {
+			daemon_log(cfg, NULL, "daemon chdir(\"/\") failed: %s", strerror(errno));
+			return false;
+		}
+	}
+	if (cfg->daemon_gid && *cfg->daemon_gid) {
+		if (!name_to_id(cfg->daemon_gid, true, &id)) {
+			daemon_log(cfg, NULL, "Invalid daemon gid: %s", cfg->daemon_gid);
+			return false;
+		}
+		gid_t gid = id;
+		if ((geteuid() == 0 && setgroups(1, &gid) < 0) || setgid(gid) < 0) {
+			daemon_log(cfg, NULL, "Unable to set group to daemon gid %u: %s", id,
+				   strerror(errno));
+			return false;
+		}
+	}
+	if (cfg->daemon_uid && *cfg->daemon_uid) {
+		if (!name_to_id(cfg->daemon_uid, false, &id)) {
+			daemon_log(cfg, NULL, "Invalid daemon uid: %s", cfg->daemon_uid);
+			return false;
+		}
+		if (setuid(id) < 0) {
+			daemon_log(cfg, NULL, "Unable to set user to daemon uid %u: %s", id,
+				   strerror(errno));
+			return false;
+		}
+	}
+	return true;
+}
+
 int daemon_serve_client(const struct daemon_config *cfg, const struct ferry_opts *dopts,
 			int fd_in, int fd_out)
 {
-	struct conn c = {.cfg = cfg, .dopts = dopts, .lock_fd = -1};
+	struct conn c = {.cfg = cfg, .dopts = dopts, .lock_fd = -1, .fd_in = fd_in,
+			 .fd_out = fd_out};
 	char line[LINE_MAX_LEN];
 	int code = 0;
 
@@ -596,11 +775,18 @@ int daemon_serve_client(const struct daemon_config *cfg, const struct ferry_opts
 			 cfg->defaults.reverse_lookup);
 	if (!*c.addr)
 		snprintf(c.addr, sizeof c.addr, "UNKNOWN");
+	if (!enter_daemon_jail(cfg)) {
+		code = RERR_STARTCLIENT;
+		goto out;
+	}
 	daemon_log(cfg, NULL, "connect from %s (%s)", c.host, c.addr);
 	if (!send_line(&c, "@RSYNCD: %d.0 %s\n", PROTOCOL_NEWEST, auth_default_list()))
 		goto out;
 	send_motd(&c);
 	if (!read_client_greeting(&c) || !wire_read_line(&c.s.in, line, sizeof line))
+		goto out;
+	if (strncmp(line, EARLY_INPUT_CMD, strlen(EARLY_INPUT_CMD)) == 0 &&
+	    !read_early_input(&c, line, sizeof line))
 		goto out;
 	if (!*line || strcmp(line, "#list") == 0) {
 		daemon_log(cfg, NULL, "module-list request from %s (%s)", c.host, c.addr);
@@ -622,6 +808,7 @@ int daemon_serve_client(const struct daemon_config *cfg, const struct ferry_opts
 out:
 	if (c.lock_fd >= 0)
 		close(c.lock_fd);
+	free(c.early_input);
 	session_free(&c.s);
 	return code;
 }

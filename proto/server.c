@@ -197,6 +197,25 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 	return code;
 }
 
+/* Text that is shown to the user as the daemon wrote it, one MSG_ERROR per
+ * line (clientserver.c shows a pre-xfer exec's output this way). */
+static void send_verbatim_error(struct session *s, const char *text)
+{
+	while (*text) {
+		const char *nl = strchr(text, '\n');
+		size_t len = nl ? (size_t)(nl - text) + 1 : strlen(text);
+		if (nl) {
+			wire_send_msg(&s->out, MSG_ERROR, text, len);
+		} else {
+			char line[1200];
+			int n = snprintf(line, sizeof line, "%.*s\n", (int)(len < 1100 ? len : 1100),
+					 text);
+			wire_send_msg(&s->out, MSG_ERROR, line, (size_t)n);
+		}
+		text += len;
+	}
+}
+
 int server_run(struct session *s, const struct server_ctx *ctx)
 {
 	struct filter_list filters;
@@ -211,7 +230,10 @@ int server_run(struct session *s, const struct server_ctx *ctx)
 	if (ctx->refusal) {
 		/* The client reads errors only once the protocol is set up
 		 * (clientserver.c: rsync_module). */
-		session_err(s, "%s", ctx->refusal);
+		if (ctx->refusal_verbatim)
+			send_verbatim_error(s, ctx->refusal);
+		else
+			session_err(s, "%s", ctx->refusal);
 		return error_exit(s, ctx->refusal_code);
 	}
 	filter_list_init(&filters);
