@@ -364,6 +364,26 @@ static bool name_confirms(const char *name, const struct sockaddr_storage *ss)
 	return ok;
 }
 
+/* The confirmed host name of numeric address addr, or UNKNOWN /
+ * UNDETERMINED as rsync reports them. */
+static void reverse_name(const struct sockaddr_storage *ss, socklen_t len, const char *addr,
+			 char *name, size_t nsz, bool reverse_lookup)
+{
+	char buf[NI_MAXHOST];
+
+	if (!reverse_lookup) {
+		set_str(name, nsz, ACCESS_NAME_UNDETERMINED);
+		return;
+	}
+	if (strcmp(addr, "0.0.0.0") == 0)
+		return; /* UNKNOWN, as rsync */
+	if (getnameinfo((const struct sockaddr *)ss, len, buf, sizeof buf, NULL, 0,
+			NI_NAMEREQD) != 0)
+		return;
+	if (name_confirms(buf, ss) && name && strlen(buf) < nsz)
+		set_str(name, nsz, buf);
+}
+
 /* mirrors rsync clientname.c:client_addr(), client_name(), client_sockaddr() */
 bool client_addr_name(int fd, char *addr, size_t asz, char *name, size_t nsz,
 		      bool reverse_lookup)
@@ -398,15 +418,23 @@ bool client_addr_name(int fd, char *addr, size_t asz, char *name, size_t nsz,
 		return false;
 	set_str(addr, asz, buf);
 
-	if (!reverse_lookup) {
-		set_str(name, nsz, ACCESS_NAME_UNDETERMINED);
-		return true;
-	}
-	if (strcmp(buf, "0.0.0.0") == 0)
-		return true; /* UNKNOWN, as rsync */
-	if (getnameinfo((struct sockaddr *)&ss, len, buf, sizeof buf, NULL, 0, NI_NAMEREQD) != 0)
-		return true;
-	if (name_confirms(buf, &ss) && name && strlen(buf) < nsz)
-		set_str(name, nsz, buf);
+	reverse_name(&ss, len, buf, name, nsz, reverse_lookup);
+	return true;
+}
+
+bool addr_name(const char *addr, char *name, size_t nsz, bool reverse_lookup)
+{
+	struct addrinfo hint = {.ai_flags = AI_NUMERICHOST, .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res = NULL;
+
+	set_str(name, nsz, ACCESS_NAME_UNKNOWN);
+	if (getaddrinfo(addr, NULL, &hint, &res) != 0 || !res)
+		return false;
+	struct sockaddr_storage ss;
+	socklen_t len = res->ai_addrlen <= sizeof ss ? res->ai_addrlen : sizeof ss;
+	memset(&ss, 0, sizeof ss);
+	memcpy(&ss, res->ai_addr, len);
+	freeaddrinfo(res);
+	reverse_name(&ss, len, addr, name, nsz, reverse_lookup);
 	return true;
 }

@@ -77,4 +77,7 @@ bool access_list_match(const char *list, const char *addr, const char *hostname,
 bool client_addr_name(int fd, char *addr, size_t asz, char *name, size_t nsz,
 		      bool reverse_lookup);
 
+/* As client_addr_name, for an address learnt otherwise (a PROXY header). */
+bool addr_name(const char *addr, char *name, size_t nsz, bool reverse_lookup);
+
 #endif

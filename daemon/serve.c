@@ -19,6 +19,7 @@
 #include "daemon/access.h"
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
+#include "daemon/proxy_header.h"
 #include "daemon/xfer_exec.h"
 #include "proto/checksum.h"
 #include "proto/chmod.h"
@@ -715,6 +716,32 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	return code;
 }
 
+/* "proxy protocol": the peer must be a trusted proxy, and its header
+ * names the real client, whose address then counts for access checks and
+ * logging (clientserver.c: start_daemon). */
+static bool accept_proxy_header(struct conn *c)
+{
+	const char *trusted = c->cfg->proxy_protocol_hosts;
+	char addr[sizeof c->addr];
+
+	if (!trusted || !*trusted ||
+	    !access_list_match(trusted, c->addr, c->host, false, false, NULL, 0)) {
+		daemon_log(c->cfg, NULL, "proxy protocol rejected from untrusted peer %s (%s)",
+			   c->host, c->addr);
+		return false;
+	}
+	if (!proxy_header_read(&c->s.in, addr, sizeof addr)) {
+		daemon_log(c->cfg, NULL, "invalid proxy protocol header from %s (%s)", c->host,
+			   c->addr);
+		return false;
+	}
+	if (*addr) {
+		snprintf(c->addr, sizeof c->addr, "%s", addr);
+		addr_name(c->addr, c->host, sizeof c->host, c->cfg->defaults.reverse_lookup);
+	}
+	return true;
+}
+
 /* "daemon chroot", "daemon gid", "daemon uid": confine the whole
  * connection before it reads anything from the client (clientserver.c:
  * start_daemon). Names are looked up after the chroot, as rsync does, so
@@ -775,6 +802,10 @@ int daemon_serve_client(const struct daemon_config *cfg, const struct ferry_opts
 			 cfg->defaults.reverse_lookup);
 	if (!*c.addr)
 		snprintf(c.addr, sizeof c.addr, "UNKNOWN");
+	if (cfg->proxy_protocol && !accept_proxy_header(&c)) {
+		code = RERR_STARTCLIENT;
+		goto out;
+	}
 	if (!enter_daemon_jail(cfg)) {
 		code = RERR_STARTCLIENT;
 		goto out;
