@@ -101,7 +101,11 @@ int client_local(const struct ferry_opts *o, char **srcs, int nsrc, const char *
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	int child = WIFEXITED(status) ? WEXITSTATUS(status) : RERR_CRASHED;
-	return code ? code : child;
+	/* When the receiver gave up, its reason is the one that counts: our
+	 * side only saw the connection close. */
+	if (child && (code == 0 || code == RERR_STREAMIO))
+		return child;
+	return code;
 }
 
 int client_local_list(const struct ferry_opts *o, char **srcs, int nsrc)

@@ -499,6 +499,23 @@ static void opt_label(const struct opt_spec *sp, const char *elem, char *buf, si
 
 /* ---- one option ---- */
 
+/* --max-size, --min-size, --bwlimit: a size as parse_size() reads it, at
+ * least min (0 also allowed when zero_unlimited), with rsync's messages. */
+static int parse_size_opt(struct pstate *ps, const char *name, const char *arg, char def_unit,
+			  long min, bool zero_unlimited, int64_t *out)
+{
+	const char *err;
+	long size = parse_size(arg, def_unit, LONG_MAX / 2, &err);
+
+	if (size < 0)
+		return usage_err(ps, "--%s=%s is %s", name, arg, err);
+	if (size < min && !(zero_unlimited && size == 0))
+		return usage_err(ps, "--%s=%s is too small (min: %ld%s)", name, arg, min,
+				 zero_unlimited ? " or 0 for unlimited" : "");
+	*out = size;
+	return 0;
+}
+
 static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 {
 	struct ferry_opts *o = ps->o;
@@ -617,6 +634,38 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 		o->max_delete = n;
 		break;
 	case OPT_PARTIAL: o->partial = v; break;
+	case OPT_MAX_SIZE: return parse_size_opt(ps, "max-size", arg, 'b', 0, false, &o->max_size);
+	case OPT_MIN_SIZE: return parse_size_opt(ps, "min-size", arg, 'b', 0, false, &o->min_size);
+	case OPT_BWLIMIT: {
+		int64_t bytes = 0;
+		if (v && (rc = parse_size_opt(ps, "bwlimit", arg, 'k', 512, true, &bytes)) != 0)
+			return rc;
+		o->bwlimit = (long)((bytes + 512) / 1024);
+		break;
+	}
+	case OPT_FSYNC: o->fsync = v; break;
+	case OPT_ONE_FILE_SYSTEM: o->one_file_system = v ? o->one_file_system + 1 : 0; break;
+	case OPT_MKPATH: o->mkpath = v; break;
+	case OPT_BACKUP: o->backup = v; break;
+	case OPT_BACKUP_DIR: o->backup = true; return set_str(ps, &o->backup_dir, arg);
+	case OPT_SUFFIX: return set_str(ps, &o->suffix, arg);
+	case OPT_TEMP_DIR: return set_str(ps, &o->temp_dir, arg);
+	case OPT_ALT_DEST:
+		if (o->alt_dest_mode && o->alt_dest_mode != v)
+			return usage_err(ps, "ERROR: the --%s option conflicts with the --%s option",
+					 v == ALT_DEST_COMPARE ? "compare-dest"
+					 : v == ALT_DEST_COPY ? "copy-dest" : "link-dest",
+					 o->alt_dest_mode == ALT_DEST_COMPARE ? "compare-dest"
+					 : o->alt_dest_mode == ALT_DEST_COPY ? "copy-dest"
+									     : "link-dest");
+		if (o->nalt_dest >= ALT_DEST_MAX)
+			return usage_err(ps, "ERROR: at most %d --%s args may be specified",
+					 ALT_DEST_MAX, sp->name);
+		o->alt_dest_mode = v;
+		if (!(o->alt_dest[o->nalt_dest] = strdup(arg)))
+			return oom(ps);
+		o->nalt_dest++;
+		break;
 	case OPT_NUMERIC_IDS: o->numeric_ids = v; break;
 	case OPT_TIMEOUT: case OPT_CONTIMEOUT:
 		n = 0;
@@ -836,6 +885,7 @@ static void opts_init(struct ferry_opts *o)
 	memset(o, 0, sizeof *o);
 	o->whole_file = -1;
 	o->max_delete = -1;
+	o->max_size = o->min_size = -1;
 	o->human = 1;
 }
 
@@ -998,6 +1048,11 @@ void options_free(struct ferry_opts *o)
 	if (!o)
 		return;
 	free(o->config_file);
+	free(o->backup_dir);
+	free(o->suffix);
+	free(o->temp_dir);
+	for (i = 0; i < o->nalt_dest; i++)
+		free(o->alt_dest[i]);
 	for (i = 0; i < o->ndparam; i++)
 		free(o->dparam[i]);
 	free(o->out_format);

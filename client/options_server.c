@@ -232,6 +232,8 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		flags[x++] = 'v';
 	if (o->quiet && !o->no_msgs2stderr)
 		flags[x++] = 'q';
+	if (o->backup)
+		flags[x++] = 'b';
 	if (o->update)
 		flags[x++] = 'u';
 	if (o->dry_run)
@@ -272,6 +274,8 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		flags[x++] = 'I';
 	if (o->relative)
 		flags[x++] = 'R';
+	for (i = 0; i < o->one_file_system && i < 2; i++)
+		flags[x++] = 'x';
 	if (cpres == 1)
 		flags[x++] = 'z';
 	/* rsync options.c:maybe_add_e_option(), without 'i' (no inc-recursion). */
@@ -327,6 +331,14 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		pushf(&a, "-B%ld", o->block_size);
 	if (o->timeout)
 		pushf(&a, "--timeout=%ld", o->timeout);
+	if (o->bwlimit)
+		pushf(&a, "--bwlimit=%ld", o->bwlimit);
+	if (o->backup_dir) {
+		pushs(&a, "--backup-dir");
+		push(&a, options_safe_arg("", o->backup_dir, false));
+	}
+	if (o->suffix && strcmp(o->suffix, o->backup_dir ? "" : "~") != 0)
+		push(&a, options_safe_arg("--suffix", o->suffix, false));
 	if (o->checksum_choice)
 		push(&a, options_safe_arg("--checksum-choice", o->checksum_choice, false));
 	if (cpres == 2)
@@ -341,6 +353,10 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 			pushf(&a, "--max-delete=%ld", o->max_delete);
 		else if (o->max_delete == 0)
 			pushs(&a, "--max-delete=-1");
+		if (o->min_size >= 0)
+			pushf(&a, "--min-size=%ld", (long)o->min_size);
+		if (o->max_size >= 0)
+			pushf(&a, "--max-size=%ld", (long)o->max_size);
 		switch (o->delete_mode) {
 		case DELETE_BEFORE: pushs(&a, "--delete-before"); break;
 		case DELETE_DELAY: pushs(&a, "--delete-delay"); break;
@@ -379,6 +395,18 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 			pushs(&a, "--ignore-existing");
 		if (o->existing)
 			pushs(&a, "--existing");
+		if (o->temp_dir) {
+			pushs(&a, "--temp-dir");
+			push(&a, options_safe_arg("", o->temp_dir, false));
+		}
+		if (o->fsync)
+			pushs(&a, "--fsync");
+		static const char *const alt_names[] = {"", "--compare-dest", "--copy-dest",
+							"--link-dest"};
+		for (i = 0; i < o->nalt_dest; i++) {
+			pushs(&a, alt_names[o->alt_dest_mode]);
+			push(&a, options_safe_arg("", o->alt_dest[i], false));
+		}
 	}
 	{
 		char *info = info_option(o->info, W_SRV | (am_sender ? W_REC : W_SND));
@@ -387,6 +415,8 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 	}
 	if (o->inplace)
 		pushs(&a, "--inplace");
+	if (o->mkpath && am_sender)
+		pushs(&a, "--mkpath");
 	for (i = 0; i < o->nremote_options; i++)
 		push(&a, options_safe_arg("", o->remote_options[i], false));
 	pushs(&a, ".");

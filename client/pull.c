@@ -132,7 +132,7 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 			}
 			return fs_open_root("/", false, false);
 		}
-		int fd = fs_open_root(dest, true, false);
+		int fd = fs_open_root(dest, true, o->mkpath);
 		rc->root_created = fd >= 0;
 		if (fd < 0) {
 			fprintf(stderr, "ferry: mkdir \"%s\" failed: %s\n", dest, strerror(errno));
@@ -156,7 +156,7 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 		snprintf(parent, sizeof parent, "/");
 	snprintf(solo, solosize, "%s", slash ? slash + 1 : dest);
 	rc->solo_name = solo;
-	return fs_open_root(parent, false, false);
+	return fs_open_root(parent, o->mkpath, o->mkpath);
 }
 
 static void print_summary(const struct ferry_opts *o, struct session *s, double elapsed)

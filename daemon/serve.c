@@ -702,6 +702,10 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	c->s.skip_compress = run_opts.skip_compress;
 	c->s.dont_compress = m->dont_compress;
 	c->s.in.timeout_ms = c->s.out.timeout_ms = run_opts.timeout * 1000;
+	/* the daemon's own --bwlimit caps what a client may ask for */
+	if (c->dopts->bwlimit && (!run_opts.bwlimit || run_opts.bwlimit > c->dopts->bwlimit))
+		run_opts.bwlimit = c->dopts->bwlimit;
+	c->s.out.bwlimit = run_opts.bwlimit;
 	int code = server_run(&c->s, &ctx);
 	for (int i = 0; i < ctx.npaths; i++)
 		free(paths[i]);

@@ -227,6 +227,37 @@ int fs_open_root(const char *path, bool create, bool mkpath)
 	return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
+int fs_mkpath_at(int rootfd, const char *relpath)
+{
+	char buf[4096];
+	int fd = dup(rootfd);
+
+	if (fd < 0 || snprintf(buf, sizeof buf, "%s", relpath) >= (int)sizeof buf) {
+		if (fd >= 0)
+			close(fd);
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (char *save = NULL, *name = strtok_r(buf, "/", &save); name;
+	     name = strtok_r(NULL, "/", &save)) {
+		if (strcmp(name, ".") == 0)
+			continue;
+		if (strcmp(name, "..") == 0 || (mkdirat(fd, name, 0777) < 0 && errno != EEXIST)) {
+			if (strcmp(name, "..") == 0)
+				errno = EINVAL;
+			close(fd);
+			return -1;
+		}
+		int next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		if (next < 0)
+			return -1;
+		fd = next;
+	}
+	close(fd);
+	return 0;
+}
+
 bool fs_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;

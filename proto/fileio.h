@@ -54,6 +54,10 @@ int fs_remove_any(int dirfd, const char *leaf, bool recursive);
  * O_DIRECTORY fd or -1 with errno. */
 int fs_open_root(const char *path, bool create, bool mkpath);
 
+/* --mkpath on a server: create every missing directory of relpath under
+ * rootfd, following no symlink and refusing "..". 0, or -1 with errno. */
+int fs_mkpath_at(int rootfd, const char *relpath);
+
 /* Write all of buf; false with errno on failure. */
 bool fs_write_all(int fd, const void *buf, size_t len);
 /* Read exactly len bytes at offset (short only at EOF): returns bytes read

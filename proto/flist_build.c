@@ -22,6 +22,7 @@ struct walker {
 	const struct walk_opts *w;
 	struct send_list *sl;
 	uint32_t root;
+	dev_t top_dev;  /* -x: the file system of the current source argument */
 	char err[512];
 };
 
@@ -216,6 +217,9 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 		}
 		if (!wanted_type(o, st.st_mode) || excluded(k, path, S_ISDIR(st.st_mode)))
 			continue;
+		/* -xx leaves out mount points; -x sends them empty (below). */
+		if (o->one_file_system > 1 && S_ISDIR(st.st_mode) && st.st_dev != k->top_dev)
+			continue;
 		if (k->s->ignore_nonreadable && !S_ISLNK(st.st_mode) &&
 		    faccessat(dirfd, de->d_name, R_OK, AT_EACCESS) < 0)
 			continue;
@@ -236,6 +240,11 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 		int sfd = openat(dirfd, f->basename, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sfd < 0) {
 			io_error(k, IOERR_GENERAL, "opendir", sub);
+			continue;
+		}
+		struct stat dst;
+		if (o->one_file_system && (fstat(sfd, &dst) < 0 || dst.st_dev != k->top_dev)) {
+			close(sfd);
 			continue;
 		}
 		bool ok = walk_dir(k, sfd, sub);
@@ -329,6 +338,7 @@ static bool build_one(struct walker *k, const char *arg)
 	}
 	if (!S_ISDIR(st.st_mode) && flags == 0 && strcmp(name, ".") != 0)
 		fstatat(bfd, name, &st, AT_SYMLINK_NOFOLLOW); /* a top-level symlink stays one */
+	k->top_dev = st.st_dev;
 	if (S_ISDIR(st.st_mode) && !o->recursive && !o->dirs) {
 		session_info(k->s, "skipping directory %s\n", name);
 		return true;

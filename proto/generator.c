@@ -530,6 +530,14 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 
 	if (f->flags & FE_SKIP_HLINK)
 		return; /* linked to its leader after the transfer */
+	if ((o->max_size >= 0 && f->size > o->max_size) ||
+	    (o->min_size >= 0 && f->size < o->min_size)) {
+		if (o->verbose > 1)
+			session_info(g->s, "%s is %s\n", path,
+				     f->size > o->max_size && o->max_size >= 0 ? "over max-size"
+									: "under min-size");
+		return;
+	}
 	if (g->rc->solo_name) {
 		dirfd = g->rc->rootfd;
 		leaf = g->rc->solo_name;

@@ -26,6 +26,11 @@ struct filter_arg {
 	char *text;
 };
 
+/* --compare-dest / --copy-dest / --link-dest (rsync allows 20 in all, of
+ * one kind) */
+enum { ALT_DEST_COMPARE = 1, ALT_DEST_COPY = 2, ALT_DEST_LINK = 3 };
+#define ALT_DEST_MAX 20
+
 struct ferry_opts {
 	/* mode of operation */
 	bool server;       /* --server */
@@ -129,6 +134,21 @@ struct ferry_opts {
 	int nremote_options;
 	char *server_caps;    /* with --server: the -e capability letters the
 	                       * client sent (".LsfxCIvu"); rsh is set too */
+
+	/* limits, safety and extras */
+	int64_t max_size;  /* --max-size in bytes, -1 = none */
+	int64_t min_size;  /* --min-size in bytes, -1 = none */
+	long bwlimit;      /* --bwlimit in KiB/s, 0 = none */
+	bool fsync;        /* --fsync */
+	int one_file_system; /* -x count */
+	bool mkpath;       /* --mkpath */
+	bool backup;       /* -b */
+	char *backup_dir;  /* --backup-dir */
+	char *suffix;      /* --suffix, NULL = "~" (or "" with --backup-dir) */
+	char *temp_dir;    /* --temp-dir */
+	int alt_dest_mode; /* ALT_DEST_COMPARE/COPY/LINK, 0 = none */
+	char *alt_dest[ALT_DEST_MAX]; /* --compare-dest/--copy-dest/--link-dest */
+	int nalt_dest;
 
 	/* the remaining non-option arguments */
 	char **args;

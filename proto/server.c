@@ -78,6 +78,25 @@ static int serve_sender(struct session *s, const struct server_ctx *ctx,
 	return finish(s, ok);
 }
 
+/* --mkpath over a remote shell: the user's own path, symlinks and all. */
+static int mkpath_plain(int rootfd, const char *path)
+{
+	char buf[4096];
+
+	snprintf(buf, sizeof buf, "%s", path);
+	for (char *p = buf + 1;; p++) {
+		if (*p && *p != '/')
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (mkdirat(rootfd, buf, 0777) < 0 && errno != EEXIST)
+			return -1;
+		if (!c)
+			return 0;
+		*p = c;
+	}
+}
+
 /* The destination of a push: a directory beneath the root (created if it
  * is the last missing component), or a single file's name. */
 static int open_push_dest(struct session *s, const struct server_ctx *ctx, struct recv_ctx *rc,
@@ -105,6 +124,17 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 	const char *leaf;
 	int parent;
 	char pbuf[4096];
+	if (s->opts->mkpath) {
+		/* the destination's parents; the last component is made below */
+		char parents[4096];
+		const char *sl = strrchr(clean, '/');
+		snprintf(parents, sizeof parents, "%.*s", sl ? (int)(sl - clean) : 0, clean);
+		if (*parents && (ctx->confined ? fs_mkpath_at(ctx->root_fd, parents)
+					       : mkpath_plain(ctx->root_fd, parents)) < 0) {
+			session_err(s, "mkdir \"%s\" failed: %s", parents, strerror(errno));
+			return -RERR_FILEIO;
+		}
+	}
 	dir_cursor_init(&c, ctx->root_fd);
 	if (!ctx->confined) {
 		/* Over a remote shell the path is the user's own, as given. */
@@ -129,8 +159,14 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 		parent = dir_cursor_parent(&c, clean, &leaf);
 	}
 	if (parent < 0) {
-		session_err(s, "ERROR: cannot open destination \"%s\": %s", dest, strerror(errno));
+		int e = errno;
 		dir_cursor_close(&c);
+		if (e == ENOENT && (active > 1 || slash || (only && S_ISDIR(only->mode)))) {
+			/* rsync only creates the last component (without --mkpath) */
+			session_err(s, "mkdir \"%s\" failed: %s (%d)", clean, strerror(e), e);
+			return -RERR_FILEIO;
+		}
+		session_err(s, "ERROR: cannot open destination \"%s\": %s", dest, strerror(e));
 		return -RERR_FILESELECT;
 	}
 	struct stat st;

@@ -111,6 +111,10 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 		if (end >= 0 && ftruncate(t->fd, end) < 0)
 			ok = false;
 	}
+	if (ok && s->opts->fsync && fsync(t->fd) < 0) {
+		session_err(s, "fsync \"%s\" failed: %s", t->path, strerror(errno));
+		ok = false;
+	}
 	/* Attributes go on the temp file, so the final name appears complete. */
 	if (ok && apply_attrs(t->rc, t->dirfd, t->tmpname, f, NULL, true) < 0)
 		ok = false;

@@ -598,13 +598,52 @@ void wire_out_unlock(struct wire_out *out)
 	pthread_mutex_unlock(&out->lock);
 }
 
+static int64_t usec_between(const struct timespec *a, const struct timespec *b)
+{
+	return (int64_t)(b->tv_sec - a->tv_sec) * 1000000 + (b->tv_nsec - a->tv_nsec) / 1000;
+}
+
+/* --bwlimit: after writing, sleep off what was written beyond the rate
+ * (rsync io.c: sleep_for_bwlimit). Sleeps shorter than 0.1 s are saved up,
+ * so small writes do not each pay for a timer. */
+static void bwlimit_sleep(struct wire_out *out, size_t written)
+{
+	const int64_t usec_per_kib = 1000000 / 1024;
+	struct timespec now, after;
+
+	out->bw_backlog += (int64_t)written;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (out->bw_prior.tv_sec || out->bw_prior.tv_nsec) {
+		int64_t elapsed = usec_between(&out->bw_prior, &now);
+		out->bw_backlog -= elapsed * out->bwlimit / usec_per_kib;
+		if (out->bw_backlog < 0)
+			out->bw_backlog = 0;
+	}
+	int64_t sleep_usec = out->bw_backlog * usec_per_kib / out->bwlimit;
+	if (sleep_usec < 100000) {
+		out->bw_prior = now;
+		return;
+	}
+	struct timespec ts = {.tv_sec = sleep_usec / 1000000,
+			      .tv_nsec = (long)(sleep_usec % 1000000) * 1000};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	clock_gettime(CLOCK_MONOTONIC, &after);
+	out->bw_prior = after;
+	out->bw_backlog = (sleep_usec - usec_between(&now, &after)) * out->bwlimit / usec_per_kib;
+}
+
 /* Write buf[0..len) to the fd, all of it. */
 static bool raw_write_all(struct wire_out *out, const uint8_t *p, size_t len)
 {
+	/* With a rate limit, write in pieces of 1/8 s worth (at least 512
+	 * bytes), so the stream goes out evenly. */
+	size_t max_piece = out->bwlimit ? (size_t)(out->bwlimit > 4 ? out->bwlimit * 128 : 512)
+					: len;
 	while (len > 0) {
 		if (out->timeout_ms > 0 && !wait_fd(out->err, out->fd, POLLOUT, out->timeout_ms))
 			return false;
-		ssize_t w = write(out->fd, p, len);
+		ssize_t w = write(out->fd, p, len < max_piece ? len : max_piece);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0 && errno == EAGAIN) {
@@ -618,6 +657,8 @@ static bool raw_write_all(struct wire_out *out, const uint8_t *p, size_t len)
 		p += w;
 		len -= (size_t)w;
 		out->total_written += (uint64_t)w;
+		if (out->bwlimit)
+			bwlimit_sleep(out, (size_t)w);
 	}
 	return true;
 }

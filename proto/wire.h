@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Message codes (rsync.h: enum msgcode). */
 enum msg_code {
@@ -120,6 +121,9 @@ struct wire_out {
 	uint64_t total_written;
 	int32_t ndx_prev_pos, ndx_prev_neg;
 	int protocol;
+	long bwlimit;           /* --bwlimit in KiB/s, 0 = none */
+	int64_t bw_backlog;     /* bytes written ahead of the allowed rate */
+	struct timespec bw_prior;
 };
 
 void wire_in_init(struct wire_in *in, int fd, struct wire_error *err);
