@@ -353,7 +353,7 @@ static bool wait_for_command(struct conn *c)
 		return false;
 	}
 	while (!c->have_command && !c->give_up) {
-		if (ssh_event_dopoll(ev, 1000) == SSH_ERROR && !ssh_is_connected(c->session))
+		if (ssh_event_dopoll(ev, 1000) == SSH_ERROR)
 			break;
 		if (!ssh_is_connected(c->session))
 			break;
