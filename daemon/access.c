@@ -384,6 +384,37 @@ static void reverse_name(const struct sockaddr_storage *ss, socklen_t len, const
 		set_str(name, nsz, buf);
 }
 
+/* The client address of an SSH session from SSH_CONNECTION ("client-addr
+ * client-port server-addr server-port"), as rsync's client_addr() reads it
+ * when its stdin is not a socket. Returns false when it is unset or not a
+ * numeric address. */
+static bool ssh_env_peer(struct sockaddr_storage *ss, socklen_t *len)
+{
+	const char *env = getenv("SSH_CONNECTION");
+	struct addrinfo hints, *res = NULL;
+	char host[NI_MAXHOST];
+
+	if (!env)
+		return false;
+	size_t n = strcspn(env, " ");
+	if (n == 0 || n >= sizeof host)
+		return false;
+	memcpy(host, env, n);
+	host[n] = '\0';
+	memset(&hints, 0, sizeof hints);
+	hints.ai_flags = AI_NUMERICHOST;
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return false;
+	bool ok = res && res->ai_addrlen <= sizeof *ss;
+	if (ok) {
+		memset(ss, 0, sizeof *ss);
+		memcpy(ss, res->ai_addr, res->ai_addrlen);
+		*len = res->ai_addrlen;
+	}
+	freeaddrinfo(res);
+	return ok;
+}
+
 /* mirrors rsync clientname.c:client_addr(), client_name(), client_sockaddr() */
 bool client_addr_name(int fd, char *addr, size_t asz, char *name, size_t nsz,
 		      bool reverse_lookup)
@@ -395,7 +426,11 @@ bool client_addr_name(int fd, char *addr, size_t asz, char *name, size_t nsz,
 	set_str(addr, asz, "");
 	set_str(name, nsz, ACCESS_NAME_UNKNOWN);
 	memset(&ss, 0, sizeof ss);
-	if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
+	bool have_peer = getpeername(fd, (struct sockaddr *)&ss, &len) == 0 &&
+			 (ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
+	/* Not a network socket (a remote shell's pipe, the SSH listener's
+	 * socketpair): the SSH client's address, if we run under one. */
+	if (!have_peer && !ssh_env_peer(&ss, &len))
 		return false;
 	if (ss.ss_family == AF_INET6) {
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;

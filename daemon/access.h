@@ -71,7 +71,9 @@ bool access_list_match(const char *list, const char *addr, const char *hostname,
  * the reverse-DNS name, confirmed by a forward lookup that must give the
  * address back; any failure, a spoofed or over-long name gives
  * ACCESS_NAME_UNKNOWN. Returns false (addr "", name ACCESS_NAME_UNKNOWN)
- * when fd has no IP peer (getpeername failed, or not AF_INET/AF_INET6);
+ * when fd has no IP peer (getpeername failed, or not AF_INET/AF_INET6)
+ * and SSH_CONNECTION names none either (rsync reads it for a daemon over a
+ * remote shell; ferry's SSH listener sets it for the session it serves);
  * the caller should then refuse the connection. asz >= 64 (INET6_ADDRSTRLEN
  * plus a scope) and nsz >= 16 are needed for useful results. */
 bool client_addr_name(int fd, char *addr, size_t asz, char *name, size_t nsz,

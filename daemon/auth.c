@@ -483,6 +483,58 @@ static bool user_ok(const char *user)
 	return true;
 }
 
+/* The first rule of rules (a writable copy of `auth users`) that user
+ * matches, by name or through one of its groups (*group then names it);
+ * *opt gets the rule's option letter (rule_option). NULL when none does. */
+static char *first_matching_rule(char *rules, const char *user, struct user_groups *groups,
+				 const char **group, char *opt)
+{
+	struct rule_iter it;
+	char *tok;
+
+	rules_begin(&it, rules);
+	while ((tok = rules_next(&it)) != NULL) {
+		char *colon = strchr(tok, ':');
+
+		*opt = 0;
+		if (colon) {
+			*colon = '\0';
+			*opt = rule_option(colon + 1);
+		}
+		if (*tok != '@') {
+			if (wildmatch(tok, user))
+				return tok;
+			continue;
+		}
+		if (!groups->loaded)
+			groups_load(user, groups);
+		for (size_t i = 0; i < groups->n && !*group; i++) {
+			if (groups->names[i] && wildmatch(tok + 1, groups->names[i]))
+				*group = groups->names[i];
+		}
+		if (*group)
+			return tok;
+	}
+	return NULL;
+}
+
+enum auth_result auth_user_rule(const char *auth_users, const char *user)
+{
+	struct user_groups groups = { 0 };
+	const char *group = NULL;
+	char opt = 0;
+	enum auth_result result = AUTH_DENIED;
+
+	if (!auth_users || !user || !user_ok(user))
+		return AUTH_DENIED;
+	char *rules = strdup(auth_users);
+	if (rules && first_matching_rule(rules, user, &groups, &group, &opt) && opt != 'd')
+		result = opt == 'r' ? AUTH_OK_RO : opt == 'w' ? AUTH_OK_RW : AUTH_OK_DEFAULT;
+	free(rules);
+	groups_free(&groups);
+	return result;
+}
+
 /* mirrors rsync authenticate.c:auth_server() from reading the response on */
 enum auth_result auth_check(const char *auth_users, const char *secrets_file,
 			    bool strict_modes, bool am_root, enum csum_type t,
@@ -541,31 +593,7 @@ enum auth_result auth_check(const char *auth_users, const char *secrets_file,
 		set_err(err, errsz, auth_users ? "out of memory" : "no matching rule");
 		goto out;
 	}
-	struct rule_iter it;
-	rules_begin(&it, rules);
-	while ((tok = rules_next(&it)) != NULL) {
-		char *colon = strchr(tok, ':');
-
-		opt = 0;
-		if (colon) {
-			*colon = '\0';
-			opt = rule_option(colon + 1);
-		}
-		if (*tok != '@') {
-			if (wildmatch(tok, line))
-				break;
-			continue;
-		}
-		if (!groups.loaded)
-			groups_load(line, &groups);
-		for (size_t i = 0; i < groups.n && !group; i++) {
-			if (groups.names[i] && wildmatch(tok + 1, groups.names[i]))
-				group = groups.names[i];
-		}
-		if (group)
-			break;
-	}
-
+	tok = first_matching_rule(rules, line, &groups, &group, &opt);
 	if (!tok)
 		set_err(err, errsz, "no matching rule");
 	else if (opt == 'd')

@@ -84,4 +84,11 @@ enum auth_result auth_check(const char *auth_users, const char *secrets_file,
 			    const char *response_line, char *user_out, size_t usz,
 			    char *err, size_t errsz);
 
+/* The `auth users` rule user matches, for a login proven another way (the
+ * SSH listener's public-key authentication): the first matching rule as
+ * auth_check() finds it, without any password. AUTH_DENIED when no rule
+ * matches, the rule is `:deny`, or the name is not one auth_check() would
+ * accept. */
+enum auth_result auth_user_rule(const char *auth_users, const char *user);
+
 #endif

@@ -76,6 +76,7 @@ struct daemon_module {
 	char *name_converter;     /* "name converter" */
 	char *charset;            /* "charset" */
 	char *temp_dir;           /* "temp dir"; trailing '/' removed */
+	char *ssh_authorized_keys; /* "ssh authorized keys" (ferry): keys that may use it over SSH */
 
 	int max_connections;      /* "max connections", 0 = unlimited, < 0 disables */
 	int max_verbosity;        /* "max verbosity", 1 */
@@ -93,6 +94,7 @@ struct daemon_module {
 	bool forward_lookup;      /* "forward lookup", yes */
 	bool fake_super;          /* "fake super", no */
 	bool insecure_links;      /* "insecure links" (3.5), no */
+	bool ssh_allow_server;    /* "ssh allow server" (ferry), no: plain `rsync --server` over SSH */
 
 	/* Three-state: CONFIG_UNSET (-1, the default), 0 or 1. */
 	int use_chroot;           /* "use chroot" */
@@ -122,6 +124,12 @@ struct daemon_config {
 	int port;                   /* "port"; 0 (rsync's default): 873 unless --port */
 	int listen_backlog;         /* "listen backlog", 5 */
 	bool proxy_protocol;        /* "proxy protocol", no */
+
+	/* ferry's SSH listener (daemon/ssh_listen.c); no rsync equivalent. */
+	int ssh_port;               /* "ssh port"; 0: no SSH listener */
+	char *ssh_host_key;         /* "ssh host key": private key files, blank separated */
+	int ssh_login_grace_time;   /* "ssh login grace time", seconds to get to a command, 30 */
+	int ssh_max_auth_tries;     /* "ssh max auth tries", 6 */
 
 	struct daemon_module defaults;  /* module parameters of the global section */
 	struct daemon_module *modules;  /* in the order first defined */

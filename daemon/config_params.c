@@ -55,6 +55,11 @@ static const struct config_param params[] = {
 	GINT("listen backlog", listen_backlog, "5", 0, INT_MAX),
 	GINT("port", port, "0", 0, 65535),
 	GBOOL("proxy protocol", proxy_protocol, "no"),
+	/* ferry's SSH listener: not in rsync */
+	GSTR("ssh host key", ssh_host_key, NULL),
+	GINT("ssh port", ssh_port, "0", 0, 65535),
+	GINT("ssh login grace time", ssh_login_grace_time, "30", 1, 3600),
+	GINT("ssh max auth tries", ssh_max_auth_tries, "6", 1, 100),
 
 	/* Locals (module parameters, also allowed in the global section) */
 	MSTR("auth digest", auth_digest, NULL),
@@ -105,6 +110,9 @@ static const struct config_param params[] = {
 	MBOOL3("numeric ids", numeric_ids),
 	MBOOL3("open noatime", open_noatime),
 	MBOOL3("use chroot", use_chroot),
+	/* ferry's SSH listener: not in rsync */
+	MPATH("ssh authorized keys", ssh_authorized_keys, NULL),
+	MBOOL("ssh allow server", ssh_allow_server, "no"),
 };
 
 #define NPARAMS (sizeof params / sizeof params[0])

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon.h"
+#include "daemon/ssh_listen.h"
 #include "proto/wire.h"
 
 static const char default_config[] =
@@ -105,10 +107,9 @@ static int load_config(const struct ferry_opts *o, struct daemon_config *cfg)
 	return 0;
 }
 
-static int listen_on(const struct ferry_opts *o, const struct daemon_config *cfg)
+int daemon_listen_socket(const struct ferry_opts *o, const struct daemon_config *cfg, int port)
 {
 	const char *addr = o->bind_address ? o->bind_address : cfg->address;
-	int port = o->port ? o->port : cfg->port ? cfg->port : 873;
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
 	struct addrinfo *res;
 	char portstr[16];
@@ -140,6 +141,18 @@ static int listen_on(const struct ferry_opts *o, const struct daemon_config *cfg
 		fprintf(stderr, "ferry: unable to bind any inbound sockets on port %d: %s\n", port,
 			strerror(errno));
 	return fd;
+}
+
+/* Wait for a connection on the TCP listener or the SSH one (sfd, -1 when
+ * there is none) and accept it; *is_ssh says which. */
+static int accept_next(int lfd, int sfd, bool *is_ssh)
+{
+	struct pollfd pf[2] = {{.fd = lfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+
+	if (poll(pf, sfd >= 0 ? 2 : 1, -1) < 0)
+		return -1;
+	*is_ssh = sfd >= 0 && (pf[1].revents & POLLIN) && !(pf[0].revents & POLLIN);
+	return accept4(*is_ssh ? sfd : lfd, NULL, NULL, SOCK_CLOEXEC);
 }
 
 static void reap_children(int sig)
@@ -207,8 +220,14 @@ int daemon_main(const struct ferry_opts *o)
 		config_free(&cfg);
 		return code;
 	}
-	int lfd = listen_on(o, &cfg);
+	int lfd = daemon_listen_socket(o, &cfg, o->port ? o->port : cfg.port ? cfg.port : 873);
 	if (lfd < 0) {
+		config_free(&cfg);
+		return RERR_SOCKETIO;
+	}
+	struct ssh_listener *ssh = NULL;
+	if (ssh_listener_open(o, &cfg, &ssh) < 0) {
+		close(lfd);
 		config_free(&cfg);
 		return RERR_SOCKETIO;
 	}
@@ -224,9 +243,10 @@ int daemon_main(const struct ferry_opts *o)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGCHLD, &sa, NULL);
 	for (;;) {
-		int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		bool is_ssh = false;
+		int cfd = accept_next(lfd, ssh_listener_fd(ssh), &is_ssh);
 		if (cfd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
+			if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
 				continue;
 			daemon_log(&cfg, NULL, "accept failed: %s", strerror(errno));
 			continue;
@@ -234,12 +254,15 @@ int daemon_main(const struct ferry_opts *o)
 		pid_t pid = fork();
 		if (pid == 0) {
 			close(lfd);
+			if (!is_ssh)
+				ssh_listener_close(ssh);
 			signal(SIGCHLD, SIG_DFL);
 			/* The config is re-read for every connection, as rsync does. */
 			struct daemon_config fresh;
-			int code = load_config(o, &fresh) == 0
-					   ? daemon_serve_client(&fresh, o, cfd, cfd)
-					   : RERR_SYNTAX;
+			int code = RERR_SYNTAX;
+			if (load_config(o, &fresh) == 0)
+				code = is_ssh ? ssh_listener_serve(ssh, o, &fresh, cfd)
+					      : daemon_serve_client(&fresh, o, cfd, cfd);
 			_exit(code);
 		}
 		close(cfd);

@@ -164,13 +164,15 @@ static void test_defaults(void **state)
 	config_free(&c);
 }
 
-/* The table holds exactly daemon-parm.txt's parameters. */
+/* The table holds exactly daemon-parm.txt's parameters, plus ferry's SSH
+ * listener parameters. */
 static void test_table_complete(void **state)
 {
 	static const char *globals[] = {
 		"address", "daemon chroot", "daemon gid", "daemon uid", "motd file", "pid file",
 		"proxy protocol hosts", "socket options", "listen backlog", "port",
-		"proxy protocol",
+		"proxy protocol", "ssh host key", "ssh port", "ssh login grace time",
+		"ssh max auth tries",
 	};
 	static const char *locals[] = {
 		"auth digest", "auth users", "charset", "comment", "dont compress", "early exec",
@@ -182,7 +184,7 @@ static void test_table_complete(void **state)
 		"fake super", "forward lookup", "ignore errors", "ignore nonreadable",
 		"insecure links", "list", "read only", "reverse lookup", "strict modes",
 		"transfer logging", "write only", "munge symlinks", "numeric ids", "open noatime",
-		"use chroot",
+		"use chroot", "ssh authorized keys", "ssh allow server",
 	};
 	size_t n;
 
