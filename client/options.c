@@ -986,6 +986,18 @@ static int finish(struct pstate *ps)
 	/* --inplace keeps partial data by nature; rsync clears keep_partial. */
 	if (o->inplace)
 		o->partial = false;
+	/* Backups beside their files must survive --delete (options.c). */
+	if (o->backup && !o->backup_dir && o->delete_mode != DELETE_NONE && !o->delete_excluded &&
+	    !o->server) {
+		char rule[4096];
+		snprintf(rule, sizeof rule, "P *%s", o->suffix ? o->suffix : "~");
+		if ((rc = add_rule(ps, "", rule)) != 0)
+			return rc;
+	}
+	if (o->backup && o->inplace)
+		return usage_err(ps, "--backup with --inplace is not supported yet");
+	if (o->suffix && strchr(o->suffix, '/'))
+		return usage_err(ps, "--suffix cannot contain slashes: %s", o->suffix);
 	return 0;
 }
 

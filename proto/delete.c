@@ -6,6 +6,7 @@
  * --ignore-errors.
  */
 #include "proto/delete.h"
+#include "proto/recvside.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -244,8 +245,14 @@ static bool delete_item(struct recv_ctx *rc, int dirfd, const char *leaf, const 
 		session_err(rc->s, "cannot delete non-empty directory: %s", path);
 		return false;
 	}
-	if (!rc->s->opts->dry_run &&
-	    unlinkat(dirfd, leaf, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0) {
+	if (!rc->s->opts->dry_run && !S_ISDIR(st.st_mode) && rc->s->opts->backup) {
+		/* -b: a deleted file is kept as its backup */
+		if (!backup_make(rc, dirfd, leaf, path)) {
+			rc->s->got_xfer_error = true;
+			return false;
+		}
+	} else if (!rc->s->opts->dry_run &&
+		   unlinkat(dirfd, leaf, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0) {
 		session_err(rc->s, "delete_file: %s \"%s\" failed: %s",
 			    S_ISDIR(st.st_mode) ? "rmdir" : "unlink", path, strerror(errno));
 		rc->s->got_xfer_error = true;

@@ -28,6 +28,7 @@ struct gen {
 	uint8_t *buf;            /* basis read buffer */
 	const char *last_dir;    /* the dirname last checked against the list */
 	mode_t dflt_perms;
+	struct dir_cursor alt[ALT_DEST_MAX]; /* one per --*-dest dir */
 };
 
 static void redo_request(struct gen *g, int32_t ndx, bool allow);
@@ -495,9 +496,18 @@ static bool regular_up_to_date(struct gen *g, const struct file_entry *f, int di
 	return !recv_mtime_differs(o, st, f);
 }
 
-/* Ask the sender for the file; our current copy (if any) is the basis. */
-static bool request_file(struct gen *g, int32_t ndx, const struct file_entry *f, int dirfd,
-			 const char *leaf, const struct stat *st, int iflags, bool redo)
+/* Where the basis of a requested file comes from: the destination itself
+ * or, for a missing file, a --*-dest directory. */
+struct basis {
+	int dirfd;
+	const char *leaf;
+	const struct stat *st;  /* NULL: no basis */
+	int alt;                /* index of the --*-dest dir, or -1 */
+};
+
+/* Ask the sender for the file, with block sums of the basis if any. */
+static bool request_from(struct gen *g, int32_t ndx, const struct basis *b, int iflags,
+			 bool redo)
 {
 	struct session *s = g->s;
 	int fd = -1;
@@ -506,19 +516,111 @@ static bool request_file(struct gen *g, int32_t ndx, const struct file_entry *f,
 	iflags |= ITEM_TRANSFER;
 	if (g->o->checksum)
 		iflags |= ITEM_REPORT_CHANGE;
-	if (st && S_ISREG(st->st_mode) && st->st_size > 0 && g->o->whole_file != 1 &&
+	if (b->st && S_ISREG(b->st->st_mode) && b->st->st_size > 0 && g->o->whole_file != 1 &&
 	    !g->o->dry_run && s->xfer_csum != CSUM_NONE)
-		fd = openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		fd = openat(b->dirfd, b->leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && b->alt >= 0)
+		iflags |= ITEM_BASIS_TYPE_FOLLOWS;
 	g->rc->state[ndx] |= FS_REQUESTED;
 	wire_out_lock(&s->out);
 	ok = wire_write_ndx(&s->out, ndx) &&
-	     (s->protocol < 29 || wire_write_u16(&s->out, (uint16_t)(iflags & 0xffff)));
+	     (s->protocol < 29 || wire_write_u16(&s->out, (uint16_t)(iflags & 0xffff))) &&
+	     (!(iflags & ITEM_BASIS_TYPE_FOLLOWS) || wire_write_u8(&s->out, (uint8_t)b->alt));
 	if (ok && !g->o->dry_run)
-		ok = fd >= 0 ? send_sums(g, fd, st->st_size, redo) : send_null_sums(s);
+		ok = fd >= 0 ? send_sums(g, fd, b->st->st_size, redo) : send_null_sums(s);
 	wire_out_unlock(&s->out);
 	if (fd >= 0)
 		close(fd);
 	return ok;
+}
+
+static bool request_file(struct gen *g, int32_t ndx, const struct file_entry *f, int dirfd,
+			 const char *leaf, const struct stat *st, int iflags, bool redo)
+{
+	struct basis b = {.dirfd = dirfd, .leaf = leaf, .st = st, .alt = -1};
+
+	(void)f;
+	return request_from(g, ndx, &b, iflags, redo);
+}
+
+/* Does the --link-dest copy carry the attributes we preserve, so that a
+ * hard link to it is a correct copy? (generator.c: unchanged_attrs) */
+static bool alt_attrs_match(struct gen *g, const struct file_entry *f, const struct stat *st)
+{
+	const struct ferry_opts *o = g->o;
+
+	return (!o->perms || (st->st_mode & 07777) == (f->mode & 07777)) &&
+	       (!o->owner || f->uid == (int64_t)st->st_uid) &&
+	       (!o->group || f->gid == (int64_t)st->st_gid);
+}
+
+/* --copy-dest: a local copy of an up-to-date file, via a temp file. */
+static bool copy_from_alt(struct gen *g, const struct file_entry *f, int adir, const char *aleaf,
+			  int dirfd, const char *leaf)
+{
+	char tmp[MAXPATHLEN_WIRE];
+	int in = openat(adir, aleaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int out = in >= 0 ? fs_create_temp(dirfd, leaf, tmp, sizeof tmp) : -1;
+	ssize_t n = 0;
+
+	if (out >= 0)
+		while ((n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0)) > 0)
+			;
+	if (in >= 0)
+		close(in);
+	if (out < 0)
+		return false;
+	bool ok = close(out) == 0 && n == 0 && apply_attrs(g->rc, dirfd, tmp, f, NULL, true) >= 0 &&
+		  renameat(dirfd, tmp, dirfd, leaf) == 0;
+	if (!ok)
+		unlinkat(dirfd, tmp, 0);
+	return ok;
+}
+
+/* A missing destination file: look for it in the --compare-dest,
+ * --copy-dest or --link-dest dirs (generator.c: try_dests_reg). Returns
+ * true when that settled it; otherwise b names the best basis found. */
+static bool try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f, const char *path,
+			  int dirfd, const char *leaf, struct basis *b, struct stat *bst)
+{
+	const struct ferry_opts *o = g->o;
+
+	for (int i = 0; i < g->rc->nalt; i++) {
+		const char *aleaf;
+		struct stat ast;
+		if (g->rc->alt_fd[i] < 0)
+			continue;
+		int adir = dir_cursor_parent(&g->alt[i], path, &aleaf);
+		if (adir < 0 || fstatat(adir, aleaf, &ast, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(ast.st_mode))
+			continue;
+		if (!b->st) {
+			*bst = ast;
+			*b = (struct basis){.dirfd = adir, .leaf = aleaf, .st = bst, .alt = i};
+		}
+		if (!regular_up_to_date(g, f, adir, aleaf, &ast))
+			continue;
+		bool done = o->dry_run;
+		if (o->alt_dest_mode == ALT_DEST_COMPARE) {
+			done = true;
+		} else if (!o->dry_run && o->alt_dest_mode == ALT_DEST_LINK &&
+			   alt_attrs_match(g, f, &ast)) {
+			done = linkat(adir, aleaf, dirfd, leaf, 0) == 0 ||
+			       copy_from_alt(g, f, adir, aleaf, dirfd, leaf);
+		} else if (!o->dry_run) {
+			done = copy_from_alt(g, f, adir, aleaf, dirfd, leaf);
+		}
+		if (!done)
+			continue;
+		if (o->alt_dest_mode != ALT_DEST_COMPARE)
+			g->s->stats.created_files++, g->s->stats.created_reg++;
+		if (o->itemize > 1 || o->verbose > 1)
+			report_item(g, ndx, o->alt_dest_mode == ALT_DEST_COMPARE ? 0 : ITEM_LOCAL_CHANGE,
+				    NULL);
+		g->rc->state[ndx] |= FS_DONE;
+		return true;
+	}
+	return false;
 }
 
 static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
@@ -562,7 +664,11 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		}
 		if (!o->perms)
 			f->mode = dest_mode(g, f->mode, 0, false);
-		request_file(g, ndx, f, dirfd, leaf, NULL, ITEM_IS_NEW, false);
+		struct basis b = {.dirfd = dirfd, .leaf = leaf, .st = NULL, .alt = -1};
+		struct stat bst;
+		if (g->rc->nalt && try_alt_dests(g, ndx, f, path, dirfd, leaf, &b, &bst))
+			return;
+		request_from(g, ndx, &b, ITEM_IS_NEW, false);
 		return;
 	}
 	if (o->ignore_existing)
@@ -878,6 +984,8 @@ void *generator_main(void *arg)
 	umask(um);
 	g.dflt_perms = 0777 & ~um;
 	dir_cursor_init(&g.dirs, rc->rootfd);
+	for (int i = 0; i < rc->nalt; i++)
+		dir_cursor_init(&g.alt[i], rc->alt_fd[i]);
 	g.buf = malloc(SUMS_READ_BUF);
 	if (!g.buf) {
 		wire_fail(&rc->s->err, RERR_MALLOC, "out of memory");
@@ -891,5 +999,7 @@ void *generator_main(void *arg)
 	pthread_mutex_unlock(&rc->lock);
 	free(g.buf);
 	dir_cursor_close(&g.dirs);
+	for (int i = 0; i < rc->nalt; i++)
+		dir_cursor_close(&g.alt[i]);
 	return NULL;
 }

@@ -179,8 +179,8 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 	return true;
 }
 
-static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, char *xname,
-			      size_t xsize)
+static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, int *basis_type,
+			      char *xname, size_t xsize)
 {
 	struct session *s = r->s;
 	uint16_t fl16;
@@ -204,6 +204,7 @@ static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, char *xn
 	if ((size_t)*ndx >= r->rc->fl->count || !(r->rc->fl->sorted[*ndx]->flags & FE_ACTIVE))
 		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid file index: %d (count %zu)", *ndx,
 				 r->rc->fl->count);
+	*basis_type = FNAMECMP_FNAME;
 	if (s->protocol >= 29) {
 		if (!wire_read_u16(&s->in, &fl16))
 			return false;
@@ -215,10 +216,11 @@ static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, char *xn
 		uint8_t type;
 		if (!wire_read_u8(&s->in, &type))
 			return false;
-		/* We only ever ask with the destination file as basis. */
-		if (type != FNAMECMP_FNAME)
+		/* The destination itself, or the --*-dest dir we asked with. */
+		if (type != FNAMECMP_FNAME && type >= r->rc->nalt)
 			return wire_fail(&s->err, RERR_PROTOCOL,
 					 "sender named a basis (type %#x) we did not ask for", type);
+		*basis_type = type;
 	}
 	xname[0] = '\0';
 	if ((*iflags & ITEM_XNAME_FOLLOWS) && !wire_read_vstring(&s->in, xname, xsize))
@@ -226,12 +228,21 @@ static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, char *xn
 	return true;
 }
 
-/* Open the basis we computed sums from: the destination file itself. */
-static int open_basis(struct rcv *r, const struct file_entry *f, const char *path)
+/* Open the basis the generator computed sums from: the destination file
+ * itself, or its namesake in a --*-dest dir. */
+static int open_basis(struct rcv *r, const struct file_entry *f, const char *path, int type)
 {
 	const char *leaf;
 	int dirfd;
 
+	if (type != FNAMECMP_FNAME) {
+		struct dir_cursor c;
+		dir_cursor_init(&c, r->rc->alt_fd[type]);
+		dirfd = dir_cursor_parent(&c, path, &leaf);
+		int fd = dirfd >= 0 ? openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+		dir_cursor_close(&c);
+		return fd;
+	}
 	if (r->rc->solo_name) {
 		dirfd = r->rc->rootfd;
 		leaf = r->rc->solo_name;
@@ -263,7 +274,7 @@ static void discard_failed(struct rcv *r, int32_t ndx, const char *path, bool re
 }
 
 /* Receive one file's data into place. Returns false on a stream error. */
-static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags)
+static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type)
 {
 	struct recv_ctx *rc = r->rc;
 	struct session *s = r->s;
@@ -288,7 +299,7 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags)
 		return true;
 	if (!read_sum_head(r, &h))
 		return false;
-	int basis_fd = h.count > 0 ? open_basis(r, f, path) : -1;
+	int basis_fd = h.count > 0 ? open_basis(r, f, path, basis_type) : -1;
 	if (!temp_open(&tf, rc, &r->dirs, path, f))
 		write_ok = false;
 	csum_file_init(&sum, s->xfer_csum, s->seed);
@@ -361,10 +372,10 @@ static bool receive_replies(struct rcv *r)
 	int max_phase = s->protocol >= 29 ? 2 : 1;
 	char xname[MAXPATHLEN_WIRE];
 	int32_t ndx;
-	int iflags;
+	int iflags, basis_type;
 
 	for (;;) {
-		if (!read_reply_header(r, &ndx, &iflags, xname, sizeof xname))
+		if (!read_reply_header(r, &ndx, &iflags, &basis_type, xname, sizeof xname))
 			return false;
 		if (ndx == NDX_DONE) {
 			r->phase_dones++;
@@ -379,13 +390,13 @@ static bool receive_replies(struct rcv *r)
 		}
 		if (r->phase_dones >= 2)
 			return wire_fail(&s->err, RERR_PROTOCOL, "got transfer request in phase 2");
-		if (!recv_one_file(r, ndx, iflags))
+		if (!recv_one_file(r, ndx, iflags, basis_type))
 			return false;
 	}
 	if (!s->am_server && !read_stats(r))
 		return false;
 	if (s->protocol >= 31) {
-		if (!read_reply_header(r, &ndx, &iflags, xname, sizeof xname))
+		if (!read_reply_header(r, &ndx, &iflags, &basis_type, xname, sizeof xname))
 			return false;
 		if (ndx != NDX_DONE)
 			return wire_fail(&s->err, RERR_PROTOCOL, "Invalid packet at end of run (%d)", ndx);

@@ -75,10 +75,16 @@ int recv_run(struct recv_ctx *rc)
 		wire_fail(&s->err, RERR_MALLOC, "out of memory");
 		return session_exit_code(s);
 	}
+	if (!recv_open_side_dirs(rc)) {
+		recv_close_side_dirs(rc);
+		wire_fail(&s->err, RERR_FILEIO, " ");
+		return session_exit_code(s);
+	}
 	temp_install_signal_cleanup();
 	if (pthread_create(&gen, NULL, generator_main, rc) != 0) {
 		wire_fail(&s->err, RERR_IPC, "cannot start the generator thread: %s",
 			  strerror(errno));
+		recv_close_side_dirs(rc);
 		return session_exit_code(s);
 	}
 	receiver_run(rc);
@@ -88,6 +94,7 @@ int recv_run(struct recv_ctx *rc)
 	}
 	pthread_join(gen, NULL);
 	end_of_run_notes(rc);
+	recv_close_side_dirs(rc);
 	delete_index_free(rc);
 	for (size_t i = 0; i < rc->nfailed_dirs; i++)
 		free(rc->failed_dirs[i]);

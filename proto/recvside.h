@@ -49,7 +49,24 @@ struct recv_ctx {
 	long skipped_deletes;
 	bool warned_io_error;
 	int64_t start_ms;
+
+	bool confined;            /* a daemon module: alt dirs stay inside it */
+	int module_fd;            /* ... whose root this is (confined only) */
+	const char *dest_rel;     /* ... and the destination dir inside it */
+	int alt_fd[ALT_DEST_MAX]; /* --compare/copy/link-dest dirs (-1: absent) */
+	int nalt;
+	int backup_fd;            /* --backup-dir, or -1 */
 };
+
+/* --compare-dest/--copy-dest/--link-dest and --backup-dir directories,
+ * opened once relative to the destination (altdest.c). */
+bool recv_open_side_dirs(struct recv_ctx *rc);
+void recv_close_side_dirs(struct recv_ctx *rc);
+
+/* -b: move dirfd/leaf (the destination's path) aside as its backup before
+ * it is replaced or deleted (backup.c). True when done or when there was
+ * nothing to back up. */
+bool backup_make(struct recv_ctx *rc, int dirfd, const char *leaf, const char *path);
 
 /* Run the receiving side after the file list has been received and
  * sorted. Returns the exit code. */

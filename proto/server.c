@@ -196,12 +196,32 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 	return fd;
 }
 
+/* The destination directory relative to the module (its parent when a
+ * single file is written under the destination's name), for resolving
+ * --link-dest and friends inside the module. */
+static void destination_dir(const struct server_ctx *ctx, bool solo, char *out, size_t size)
+{
+	char path[4096];
+	size_t n = (size_t)snprintf(path, sizeof path, "%s", ctx->npaths ? ctx->paths[0] : ".");
+
+	while (n > 1 && path[n - 1] == '/')
+		path[--n] = '\0';
+	if (solo) {
+		char *sl = strrchr(path, '/');
+		if (sl)
+			*sl = '\0';
+		else
+			snprintf(path, sizeof path, ".");
+	}
+	snprintf(out, size, "%s", path);
+}
+
 static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 			  struct filter_list *filters)
 {
 	struct flist fl;
 	struct recv_ctx rc;
-	char solo[4096];
+	char solo[4096], dest_rel[4096];
 
 	flist_init(&fl);
 	if (!flist_recv(s, &fl) || !flist_sort_and_clean(s, &fl)) {
@@ -213,8 +233,12 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 	rc.fl = &fl;
 	rc.filters = filters;
 	rc.rootfd = -1;
+	rc.confined = ctx->confined;
+	rc.module_fd = ctx->root_fd;
+	rc.dest_rel = dest_rel;
 	if (fl.count > 0) {
 		rc.rootfd = open_push_dest(s, ctx, &rc, solo, sizeof solo);
+		destination_dir(ctx, rc.solo_name != NULL, dest_rel, sizeof dest_rel);
 		if (rc.rootfd < 0) {
 			flist_free(&fl);
 			wire_flush(&s->out);

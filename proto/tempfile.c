@@ -2,6 +2,7 @@
  * Temporary files for the receiver (see tempfile.h).
  */
 #include "proto/tempfile.h"
+#include "proto/recvside.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -118,6 +119,11 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 	/* Attributes go on the temp file, so the final name appears complete. */
 	if (ok && apply_attrs(t->rc, t->dirfd, t->tmpname, f, NULL, true) < 0)
 		ok = false;
+	if (ok && !t->inplace && s->opts->backup &&
+	    !backup_make(t->rc, t->dirfd, t->leaf, t->path)) {
+		unlinkat(t->dirfd, t->tmpname, 0);
+		ok = false;
+	}
 	if (ok && !t->inplace && renameat(t->dirfd, t->tmpname, t->dirfd, t->leaf) < 0) {
 		session_err(s, "rename \"%s\" -> \"%s\" failed: %s", t->tmpname, t->path,
 			    strerror(errno));

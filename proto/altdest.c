@@ -1,0 +1,110 @@
+/*
+ * The directories beside the destination that the receiving side uses:
+ * --compare-dest / --copy-dest / --link-dest (basis directories) and
+ * --backup-dir. Relative names are relative to the destination directory,
+ * as in rsync. In a daemon module they are resolved lexically against the
+ * module and may not leave it, and no symlink is followed on the way.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proto/recvside.h"
+
+/* base + "/" + rel with "." and ".." resolved; false if it climbs above
+ * the root. An absolute rel starts again from the root (a daemon treats
+ * it as relative to the module, as rsync's sanitize_path does). */
+static bool join_inside(const char *base, const char *rel, char *out, size_t size)
+{
+	char buf[8192];
+	size_t n = 0;
+
+	snprintf(buf, sizeof buf, "%s/%s", *rel == '/' ? "" : base, rel);
+	out[0] = '\0';
+	for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (strcmp(c, ".") == 0)
+			continue;
+		if (strcmp(c, "..") == 0) {
+			if (n == 0)
+				return false;
+			while (n > 0 && out[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--;
+			out[n] = '\0';
+			continue;
+		}
+		size_t len = strlen(c);
+		if (n + len + 2 >= size)
+			return false;
+		if (n)
+			out[n++] = '/';
+		memcpy(out + n, c, len + 1);
+		n += len;
+	}
+	return true;
+}
+
+/* The directory fd for a user's --*-dest or --backup-dir argument, or -1. */
+static int open_side_dir(struct recv_ctx *rc, const char *dir, bool create)
+{
+	if (!rc->confined) {
+		int at = *dir == '/' ? AT_FDCWD : rc->rootfd;
+		if (create && mkdirat(at, dir, 0777) == 0 && rc->s->opts->verbose)
+			session_info(rc->s, "(new) backup_dir is %s\n", dir);
+		return openat(at, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	char rel[4096];
+	if (!join_inside(rc->dest_rel ? rc->dest_rel : "", dir, rel, sizeof rel)) {
+		errno = EACCES;
+		return -1;
+	}
+	if (create && *rel && fs_mkpath_at(rc->module_fd, rel) < 0)
+		return -1;
+	struct dir_cursor c;
+	dir_cursor_init(&c, rc->module_fd);
+	int fd = dir_cursor_open(&c, rel);
+	int mine = fd >= 0 ? dup(fd) : -1;
+	dir_cursor_close(&c);
+	return mine;
+}
+
+bool recv_open_side_dirs(struct recv_ctx *rc)
+{
+	const struct ferry_opts *o = rc->s->opts;
+	static const char *const kind[] = {"", "compare-dest", "copy-dest", "link-dest"};
+
+	rc->backup_fd = -1;
+	rc->nalt = 0;
+	for (int i = 0; i < o->nalt_dest && i < ALT_DEST_MAX; i++) {
+		rc->alt_fd[i] = open_side_dir(rc, o->alt_dest[i], false);
+		if (rc->alt_fd[i] < 0)
+			session_err(rc->s, "--%s arg does not exist: %s", kind[o->alt_dest_mode],
+				    o->alt_dest[i]);
+		rc->nalt = i + 1;
+	}
+	if (o->backup && o->backup_dir && !o->dry_run) {
+		rc->backup_fd = open_side_dir(rc, o->backup_dir, true);
+		if (rc->backup_fd < 0) {
+			session_err(rc->s, "cannot open --backup-dir \"%s\": %s", o->backup_dir,
+				    strerror(errno));
+			return false;
+		}
+	}
+	return true;
+}
+
+void recv_close_side_dirs(struct recv_ctx *rc)
+{
+	for (int i = 0; i < rc->nalt; i++)
+		if (rc->alt_fd[i] >= 0)
+			close(rc->alt_fd[i]);
+	rc->nalt = 0;
+	if (rc->backup_fd >= 0)
+		close(rc->backup_fd);
+	rc->backup_fd = -1;
+}
