@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "client/options.h"
+#include "client/secluded.h"
 #include "daemon/access.h"
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
@@ -480,6 +481,39 @@ static bool apply_module_policy(struct conn *c, const struct daemon_module *m, b
 	return true;
 }
 
+static bool conn_getc(void *ctx, char *ch)
+{
+	return wire_read(&((struct conn *)ctx)->s.in, ch, 1);
+}
+
+/* A client that sent -s (--secluded-args) sends the rest of its arguments
+ * after the first list (clientserver.c: rsync_module reads them with a
+ * second read_args()); parse the two together. Returns the options
+ * parser's result, or -1 when the list could not be read (*merged and
+ * *extra are then NULL). */
+static int parse_secluded(struct conn *c, struct ferry_opts *o, int argc, char **argv,
+			  const bool *refused, char ***merged, char ***extra)
+{
+	const char *why = NULL;
+	int nextra = 0, margc = 0;
+
+	*merged = NULL;
+	*extra = secluded_read(conn_getc, c, &nextra, &why);
+	if (!*extra) {
+		daemon_log(c->cfg, c->m, "reading the secluded arguments from %s (%s): %s", c->host,
+			   c->addr, why);
+		return -1;
+	}
+	*merged = secluded_merge(argv, argc, *extra, nextra, &margc);
+	if (!*merged) {
+		secluded_free(*extra);
+		*extra = NULL;
+		return -1;
+	}
+	options_free(o);
+	return options_parse_refusing(o, margc, *merged, OPTS_FROM_REMOTE, refused);
+}
+
 static int serve_module(struct conn *c, const struct daemon_module *m)
 {
 	char *user = c->user;
@@ -526,6 +560,17 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	struct ferry_opts o;
 	bool *refused = options_refusals(m->refuse_options);
 	int rc = options_parse_refusing(&o, argc, argv, OPTS_FROM_REMOTE, refused);
+	char **merged = NULL, **secluded = NULL;
+	if (rc == 0 && o.secluded_args &&
+	    (rc = parse_secluded(c, &o, argc, argv, refused, &merged, &secluded)) < 0) {
+		free(refused);
+		options_free(&o);
+		for (int i = 0; i < argc; i++)
+			free(argv[i]);
+		free(argv);
+		close(root_fd);
+		return RERR_STREAMIO;
+	}
 	free(refused);
 	struct server_ctx ctx = {.root_fd = root_fd, .confined = true,
 				 .remote_protocol = c->remote_protocol,
@@ -576,11 +621,30 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	free(paths);
 	filter_list_free(&dfilters);
 	options_free(&o);
+	free(merged);
+	secluded_free(secluded);
 	for (int i = 0; i < argc; i++)
 		free(argv[i]);
 	free(argv);
 	close(root_fd);
 	return code;
+}
+
+/* "#early_input=LEN" and LEN bytes before the module name (clientserver.c:
+ * start_daemon). rsync hands them to the module's "early exec" program on
+ * its stdin; ferry does not run "early exec" yet, so they are read (to
+ * keep the dialogue in step) and dropped. */
+static bool read_early_input(struct conn *c, const char *len_text)
+{
+	char buf[LINE_MAX_LEN];
+	char *end;
+	long len = strtol(len_text, &end, 10);
+
+	if (end == len_text || *end || len <= 0 || len > LINE_MAX_LEN) {
+		send_line(c, "@ERROR: invalid early_input length\n");
+		return false;
+	}
+	return wire_read(&c->s.in, buf, (size_t)len);
 }
 
 int daemon_serve_client(const struct daemon_config *cfg, const struct ferry_opts *dopts,
@@ -601,6 +665,9 @@ int daemon_serve_client(const struct daemon_config *cfg, const struct ferry_opts
 		goto out;
 	send_motd(&c);
 	if (!read_client_greeting(&c) || !wire_read_line(&c.s.in, line, sizeof line))
+		goto out;
+	if (strncmp(line, "#early_input=", 13) == 0 &&
+	    (!read_early_input(&c, line + 13) || !wire_read_line(&c.s.in, line, sizeof line)))
 		goto out;
 	if (!*line || strcmp(line, "#list") == 0) {
 		daemon_log(cfg, NULL, "module-list request from %s (%s)", c.host, c.addr);
