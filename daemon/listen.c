@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon.h"
+#include "daemon/socket_activation.h"
 #include "proto/wire.h"
 
 static const char default_config[] =
@@ -198,16 +199,24 @@ int daemon_main(const struct ferry_opts *o)
 		config_free(&cfg);
 		return code;
 	}
+	/* systemd socket activation: the listening socket is inherited
+	 * (daemon/socket_activation.c). */
+	int lfd = socket_activation_listener();
+	if (lfd == SOCKET_ACTIVATION_ERROR) {
+		config_free(&cfg);
+		return RERR_SOCKETIO;
+	}
 	/* Started by inetd: the connection is already on stdin. */
 	int sotype;
 	socklen_t len = sizeof sotype;
-	if (getsockopt(STDIN_FILENO, SOL_SOCKET, SO_TYPE, &sotype, &len) == 0 && !o->no_detach &&
-	    !o->port) {
+	if (lfd < 0 && getsockopt(STDIN_FILENO, SOL_SOCKET, SO_TYPE, &sotype, &len) == 0 &&
+	    !o->no_detach && !o->port) {
 		int code = daemon_serve_client(&cfg, o, STDIN_FILENO, STDOUT_FILENO);
 		config_free(&cfg);
 		return code;
 	}
-	int lfd = listen_on(o, &cfg);
+	if (lfd < 0)
+		lfd = listen_on(o, &cfg);
 	if (lfd < 0) {
 		config_free(&cfg);
 		return RERR_SOCKETIO;
