@@ -942,7 +942,11 @@ static int finish(struct pstate *ps)
 	if (ps->version_cnt) {
 		if (ps->flags & OPTS_FROM_REMOTE)
 			return usage_err(ps, "%s--version: unknown option", where_prefix(ps));
-		usage_print_version(stdout);
+		/* rsync: -VV asks for JSON, except from a server. */
+		if (ps->version_cnt > 1 && !o->server)
+			usage_print_version_json(stdout);
+		else
+			usage_print_version(stdout);
 		return FERRY_OPTS_EXIT_OK;
 	}
 	if ((rc = check_checksum_choice(ps)) != 0)

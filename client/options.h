@@ -185,6 +185,10 @@ void usage_print_help(FILE *f);
 void usage_print_daemon_help(FILE *f);
 /* rsync's --version layout: version line, capabilities, lists, warranty. */
 void usage_print_version(FILE *f);
+/* -VV: the same as JSON, in rsync 3.2+'s structure (program, version,
+ * protocol, copyright, capabilities, optimizations, checksum_list,
+ * compress_list, daemon_auth_list, license, caveat). */
+void usage_print_version_json(FILE *f);
 /* --info=help / --debug=help listings. */
 void usage_print_output_words(FILE *f, bool debug);
 
