@@ -197,9 +197,10 @@ int proxy_connect(const char *spec, const struct connect_req *req, int *exit_cod
 {
 	struct proxy_spec ps;
 
-	*exit_code = 10;
-	if (!proxy_spec_parse(spec, &ps))
+	if (!proxy_spec_parse(spec, &ps)) {
+		*exit_code = 10;
 		return -1;
+	}
 	struct connect_req to_proxy = *req;
 	to_proxy.host = ps.host;
 	to_proxy.port = ps.port;

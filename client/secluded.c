@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client/options.h"
+
 static size_t packed_len(const char *s)
 {
 	return (*s ? strlen(s) : 1) + 1;
@@ -137,7 +139,7 @@ char **secluded_server_argv(int argc, char **argv, int *out_argc, char ***read_a
 		fprintf(stderr, "ferry: reading the secluded arguments: %s\n", why);
 		return NULL;
 	}
-	char **merged = secluded_merge(argv, argc, got, nread, out_argc);
+	char **merged = secluded_merge(argv, options_secluded_split(argv), got, nread, out_argc);
 	if (!merged) {
 		fprintf(stderr, "ferry: reading the secluded arguments: out of memory\n");
 		secluded_free(got);

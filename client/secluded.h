@@ -38,7 +38,8 @@ void secluded_free(char **argv);
 
 /* --server side (main.c): read the secluded arguments from fd 0, byte by
  * byte so nothing of the protocol after them is consumed, and return
- * argv followed by them (see secluded_merge). The caller owns both:
+ * argv's options up to the "-s..." letters followed by them (see
+ * secluded_merge). The caller owns both:
  * free() the vector, secluded_free(*read_args). NULL after printing why. */
 char **secluded_server_argv(int argc, char **argv, int *out_argc, char ***read_args);
 

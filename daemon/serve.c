@@ -504,7 +504,10 @@ static int parse_secluded(struct conn *c, struct ferry_opts *o, int argc, char *
 			   c->addr, why);
 		return -1;
 	}
-	*merged = secluded_merge(argv, argc, *extra, nextra, &margc);
+	/* Only the options before the secluded ones count: rsync 3.5.0 at
+	 * protocol < 30 also sends "(null)", "." and the paths in the first
+	 * list, which its daemon ignores. */
+	*merged = secluded_merge(argv, options_secluded_split(argv), *extra, nextra, &margc);
 	if (!*merged) {
 		secluded_free(*extra);
 		*extra = NULL;
