@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/connect.h"
 #include "daemon/daemon.h"
 #include "daemon/socket_activation.h"
 #include "proto/wire.h"
@@ -130,6 +131,8 @@ static int listen_on(const struct ferry_opts *o, const struct daemon_config *cfg
 			continue;
 		int one = 1;
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		/* rsync socket.c: open_socket_in; accepted sockets inherit them */
+		sockopts_apply(fd, o->sockopts ? o->sockopts : cfg->socket_options);
 		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
 		    listen(fd, cfg->listen_backlog > 0 ? cfg->listen_backlog : 5) == 0)
 			break;

@@ -83,7 +83,8 @@ fails_with() {
 
 # listing_has RUN MODULE -- a module listing that names MODULE.
 listing_has() {
-    ok "$1" && grep -q "^$2 " "$1.out" || { echo "no module $2 listed"; show_run "$1"; return 1; }
+    ok "$1" || return 1
+    grep -q "^$2 " "$1.out" || { echo "no module $2 listed"; show_run "$1"; return 1; }
 }
 
 FERRY_PROG="$FERRY --daemon --config=$T/ferryd.conf"
@@ -142,8 +143,8 @@ for _ in $(seq 50); do [ -s "$T/inetd.port" ] && break; sleep 0.1; done
 run "$T/inetd_pull" "$RSYNC" -aH "rsync://127.0.0.1:$(cat "$T/inetd.port")/src/" "$T/inetd_pull/"
 t_check inetd_serves_pull ok_compare "$T/inetd_pull" "$SRC" "$T/inetd_pull" --nsec
 served_one() {
-    local i
-    for i in $(seq 50); do t_pid_alive "$INETD_PID" || break; sleep 0.1; done
+    local _
+    for _ in $(seq 50); do t_pid_alive "$INETD_PID" || break; sleep 0.1; done
     ! t_pid_alive "$INETD_PID" && wait "$INETD_PID"
 }
 t_check inetd_exits_after_one served_one
@@ -250,8 +251,10 @@ start_proxy() {
     for _ in $(seq 50); do [ -s "$pf" ] && break; sleep 0.1; done
     [ -s "$pf" ]
 }
-start_proxy "$T/px" && start_proxy "$T/pxa" alice:s3cret ||
-    { t_fail proxy_start "proxy did not start"; t_done; }
+if ! start_proxy "$T/px" || ! start_proxy "$T/pxa" alice:s3cret; then
+    t_fail proxy_start "proxy did not start"
+    t_done
+fi
 PX=127.0.0.1:$(cat "$T/px")
 PXA=127.0.0.1:$(cat "$T/pxa")
 
@@ -436,6 +439,15 @@ run "$T/so" "$FERRY" -aH --sockopts=SO_KEEPALIVE,SO_SNDBUF=262144,TCP_NODELAY,IP
 t_check sockopts_pull ok_compare "$T/so" "$SRC" "$T/so" --nsec
 run "$T/so_bad" "$FERRY" --sockopts=SO_BOGUS "rsync://127.0.0.1:$RSYNCD_PORT/"
 t_check sockopts_unknown_refused fails_with "$T/so_bad" 1 "Unknown socket option SO_BOGUS"
+DSO_PORT=$(t_free_port)
+"$FERRY" --daemon --no-detach --address=127.0.0.1 --port="$DSO_PORT" \
+    --sockopts=SO_KEEPALIVE,SO_RCVBUF=262144 --config="$T/ferryd.conf" >"$T/dso.out" 2>&1 </dev/null &
+DSO_PID=$!
+t_track_pid "$DSO_PID"
+t_wait_port "$DSO_PORT" 10 "$DSO_PID"
+run "$T/dso" "$RSYNC" -aH "rsync://127.0.0.1:$DSO_PORT/src/" "$T/dso/"
+t_check sockopts_daemon_listener ok_compare "$T/dso" "$SRC" "$T/dso" --nsec
+t_ferryd_stop "$DSO_PID"
 run "$T/ma" "$FERRY" -aH --max-alloc=64M -e "$RSH" --rsync-path="$RSYNC" "h:$SRC/" "$T/ma/"
 forwarded() { ok_compare "$@" && last_cmd | grep -q -- '--max-alloc=64M'; }
 t_check max_alloc_forwarded forwarded "$T/ma" "$SRC" "$T/ma" --nsec
