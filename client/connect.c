@@ -1,17 +1,18 @@
 /*
- * TCP connection to an rsync daemon, with --contimeout, -4/-6 and
- * --address.
+ * TCP connection to an rsync daemon, with --contimeout, -4/-6, --address
+ * and --sockopts, and the choice between TCP, a proxy and a connect
+ * program (socket.c: open_socket_out_wrapped).
  */
 #include "client/connect.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -24,7 +25,9 @@ static int bind_local(int fd, const char *bind_addr, int family)
 
 	if (getaddrinfo(bind_addr, NULL, &hints, &res) != 0)
 		return -1;
-	int r = bind(fd, res->ai_addr, res->ai_addrlen);
+	int r = -1;
+	for (struct addrinfo *ai = res; ai && r < 0; ai = ai->ai_next)
+		r = bind(fd, ai->ai_addr, ai->ai_addrlen);
 	freeaddrinfo(res);
 	return r;
 }
@@ -54,8 +57,7 @@ static int connect_timed(int fd, const struct sockaddr *sa, socklen_t len, int t
 	return r;
 }
 
-int tcp_connect(const char *host, int port, int family, const char *bind_addr,
-		int timeout_sec, int *exit_code)
+int tcp_connect(const struct connect_req *req, int *exit_code)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
 	struct addrinfo *res, *ai;
@@ -63,11 +65,12 @@ int tcp_connect(const char *host, int port, int family, const char *bind_addr,
 	int fd = -1, err = 0;
 	bool timed_out = false;
 
-	hints.ai_family = family == 4 ? AF_INET : family == 6 ? AF_INET6 : AF_UNSPEC;
-	snprintf(portstr, sizeof portstr, "%d", port);
-	int gai = getaddrinfo(host, portstr, &hints, &res);
+	hints.ai_family = req->family == 4 ? AF_INET : req->family == 6 ? AF_INET6 : AF_UNSPEC;
+	snprintf(portstr, sizeof portstr, "%d", req->port);
+	int gai = getaddrinfo(req->host, portstr, &hints, &res);
 	if (gai != 0) {
-		fprintf(stderr, "ferry: getaddrinfo: %s %d: %s\n", host, port, gai_strerror(gai));
+		fprintf(stderr, "ferry: getaddrinfo: %s %d: %s\n", req->host, req->port,
+			gai_strerror(gai));
 		*exit_code = 10;
 		return -1;
 	}
@@ -77,13 +80,15 @@ int tcp_connect(const char *host, int port, int family, const char *bind_addr,
 			err = errno;
 			continue;
 		}
-		if (bind_addr && bind_local(fd, bind_addr, ai->ai_family) < 0) {
+		if (req->bind_addr && bind_local(fd, req->bind_addr, ai->ai_family) < 0) {
 			err = errno;
 			close(fd);
 			fd = -1;
 			continue;
 		}
-		int r = connect_timed(fd, ai->ai_addr, ai->ai_addrlen, timeout_sec * 1000);
+		/* Before connect(), as rsync: buffer sizes must be set then. */
+		sockopts_apply(fd, req->sockopts);
+		int r = connect_timed(fd, ai->ai_addr, ai->ai_addrlen, req->timeout_sec * 1000);
 		if (r == 0)
 			break;
 		err = errno;
@@ -93,12 +98,31 @@ int tcp_connect(const char *host, int port, int family, const char *bind_addr,
 	}
 	freeaddrinfo(res);
 	if (fd < 0) {
-		fprintf(stderr, "ferry: failed to connect to %s (%s): %s (%d)\n", host, host,
-			strerror(err), err);
+		fprintf(stderr, "ferry: failed to connect to %s (%s): %s (%d)\n", req->host,
+			req->host, strerror(err), err);
 		*exit_code = timed_out ? 35 : 10;
 		return -1;
 	}
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	return fd;
+}
+
+int daemon_connect(const struct connect_req *req, pid_t *prog_pid, int *exit_code)
+{
+	const char *prog = getenv("RSYNC_CONNECT_PROG");
+	const char *proxy = getenv("RSYNC_PROXY");
+
+	*prog_pid = -1;
+	if (prog && *prog) {
+		char *cmd = connect_prog_expand(prog, req->host);
+		int fd = cmd ? connect_prog_spawn(cmd, prog_pid) : -1;
+		free(cmd);
+		if (fd < 0)
+			*exit_code = 10;
+		return fd;
+	}
+	if (proxy && *proxy)
+		return proxy_connect(proxy, req, exit_code);
+	return tcp_connect(req, exit_code);
 }

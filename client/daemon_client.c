@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "client/options.h"
+#include "client/secluded.h"
 #include "proto/checksum.h"
 #include "proto/negotiate.h"
 
@@ -152,16 +154,80 @@ static bool answer_challenge(struct session *s, const struct remote_spec *r,
 	return wire_write(&s->out, line, strlen(line)) && wire_flush(&s->out);
 }
 
+/* --early-input=FILE: "#early_input=LEN\n" and LEN bytes, before the
+ * module name (clientserver.c: start_inband_exchange); an empty file sends
+ * nothing. At most LINE_MAX_LEN bytes, as rsync. */
+static bool send_early_input(struct session *s, const char *name, int *exit_code)
+{
+	char buf[LINE_MAX_LEN + 1], head[64];
+	struct stat st;
+
+	*exit_code = RERR_STARTCLIENT;
+	/* A planted symlink must not make us send another user's file. */
+	if (lstat(name, &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid != 0 &&
+	    st.st_uid != geteuid()) {
+		fprintf(stderr, "ferry: failed to open %s: refusing a symlink owned by another "
+				"user\n", name);
+		return false;
+	}
+	int fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		fprintf(stderr, "ferry: failed to open %s: %s (%d)\n", name, strerror(errno), errno);
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	if (st.st_size > LINE_MAX_LEN) {
+		fprintf(stderr, "ferry: %s is > %d bytes.\n", name, LINE_MAX_LEN);
+		close(fd);
+		return false;
+	}
+	size_t len = 0;
+	while (len < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + len, (size_t)st.st_size - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			fprintf(stderr, "ferry: Early EOF in %s\n", name);
+			close(fd);
+			return false;
+		}
+		len += (size_t)r;
+	}
+	close(fd);
+	if (!len)
+		return true;
+	snprintf(head, sizeof head, "#early_input=%zu\n", len);
+	if (!wire_write(&s->out, head, strlen(head)) || !wire_write(&s->out, buf, len))
+		return false;
+	*exit_code = 0;
+	return true;
+}
+
 /* Send the server's argument list: NUL-separated for protocol >= 30, else
- * newline-separated; ended by an empty argument. */
+ * newline-separated; ended by an empty argument. With --secluded-args the
+ * list stops after the flag letters and the rest follows as rsync's
+ * send_protected_args() sends it. */
 static bool send_args(struct session *s, char **args)
 {
 	char sep = s->protocol >= 30 ? '\0' : '\n';
+	bool secluded = s->opts->secluded_args;
+	int split = secluded ? options_secluded_split(args) : -1;
 
-	for (int i = 0; args[i]; i++)
+	for (int i = 0; args[i] && i != split; i++)
 		if (!wire_write(&s->out, args[i], strlen(args[i])) || !wire_write(&s->out, &sep, 1))
 			return false;
-	return wire_write(&s->out, &sep, 1) && wire_flush(&s->out);
+	if (!wire_write(&s->out, &sep, 1))
+		return false;
+	if (secluded) {
+		size_t len = 0;
+		char *buf = secluded_pack(args + split, NULL, 0, &len);
+		bool ok = buf && wire_write(&s->out, buf, len);
+		free(buf);
+		if (!ok)
+			return false;
+	}
+	return wire_flush(&s->out);
 }
 
 int daemon_handshake(struct session *s, const struct remote_spec *r, char **args,
@@ -186,6 +252,11 @@ int daemon_handshake(struct session *s, const struct remote_spec *r, char **args
 	if (peer->version < ours && peer->sub)
 		proto--;
 	s->protocol = s->in.protocol = s->out.protocol = proto;
+	if (o->early_input && !send_early_input(s, o->early_input, exit_code)) {
+		if (*exit_code)
+			return -1;
+		goto stream_error;
+	}
 	snprintf(line, sizeof line, "%s\n", r->module);
 	if (!wire_write(&s->out, line, strlen(line)) || !wire_flush(&s->out))
 		goto stream_error;

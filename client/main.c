@@ -6,6 +6,7 @@
 #include <locale.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
 
@@ -14,6 +15,7 @@
 #include "client/pull.h"
 #include "client/push.h"
 #include "client/remote.h"
+#include "client/secluded.h"
 #include "daemon/daemon.h"
 #include "proto/chmod.h"
 #include "proto/server.h"
@@ -108,6 +110,15 @@ int main(int argc, char **argv)
 	 * not as death by SIGPIPE. */
 	signal(SIGPIPE, SIG_IGN);
 	int rc = options_parse(&o, argc, argv);
+	char **merged = NULL, **secluded = NULL;
+
+	/* `--server -s...`: the rest of the arguments come over stdin. */
+	if (rc == 0 && o.server && o.secluded_args && !o.daemon) {
+		int margc = 0;
+		merged = secluded_server_argv(argc, argv, &margc, &secluded);
+		options_free(&o);
+		rc = merged ? options_parse(&o, margc, merged) : RERR_PROTOCOL;
+	}
 
 	if (rc == FERRY_OPTS_EXIT_OK) {
 		rc = 0;
@@ -124,5 +135,7 @@ int main(int argc, char **argv)
 		}
 	}
 	options_free(&o);
+	free(merged);
+	secluded_free(secluded);
 	return rc;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "client/connect.h"
 #include "client/options.h"
 #include "proto/token.h"
 #include "proto/checksum.h"
@@ -44,6 +45,8 @@ struct pstate {
 	int del_before, del_during, del_after, del_plain;
 	int version_cnt, f_cnt;
 	bool from0, daemon_opt;
+	int secluded;       /* rsync's protect_args: -1 unset, 0, 1 */
+	int old_args;       /* rsync's old_style_args: -1 unset, 0, 1, 2... */
 	size_t args_cap, filters_cap;
 	const bool *refused; /* a daemon module's "refuse options", or NULL */
 };
@@ -497,6 +500,23 @@ static void opt_label(const struct opt_spec *sp, const char *elem, char *buf, si
 		snprintf(buf, sz, "-%c", sp->shortopt);
 }
 
+/* --max-alloc=SIZE (rsync parse_arguments: parse_size_arg with a 1 MiB
+ * minimum and 0 refused). ferry bounds its own allocations per field; the
+ * value is kept to be forwarded to the remote rsync. */
+static int set_max_alloc(struct pstate *ps, const char *arg)
+{
+	const char *err;
+	long size = parse_size(arg, 'b', LONG_MAX / 2, &err);
+
+	if (size < 0)
+		return usage_err(ps, "--max-alloc=%s is %s", arg, err);
+	if (size == 0)
+		return usage_err(ps, "max-alloc must be greater than zero");
+	if (size < 1024 * 1024)
+		return usage_err(ps, "--max-alloc=%s is too small (min: 1.00M)", arg);
+	return set_str(ps, &ps->o->max_alloc, arg);
+}
+
 /* ---- one option ---- */
 
 /* --max-size, --min-size, --bwlimit: a size as parse_size() reads it, at
@@ -719,7 +739,18 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 			return rc;
 		o->port = (int)n;
 		break;
-	case OPT_SOCKOPTS: return set_str(ps, &o->sockopts, arg);
+	case OPT_SOCKOPTS:
+		/* Unknown names are an error here; rsync only reports them
+		 * when it sets the options, and carries on. */
+		if (!sockopts_apply(-1, arg))
+			return usage_err(ps, "--sockopts=%s: see the socket option names in ferry(1)",
+					 arg);
+		return set_str(ps, &o->sockopts, arg);
+	case OPT_BLOCKING_IO: o->blocking_io = v; break;
+	case OPT_EARLY_INPUT: return set_str(ps, &o->early_input, arg);
+	case OPT_OLD_ARGS: ps->old_args = v ? (ps->old_args > 0 ? ps->old_args + 1 : 1) : 0; break;
+	case OPT_SECLUDED_ARGS: ps->secluded = v; break;
+	case OPT_MAX_ALLOC: return set_max_alloc(ps, arg);
 	case OPT_STATS: o->stats = true; break;
 	case OPT_8BIT: o->eight_bit_output = v; break;
 	case OPT_HUMAN: o->human = v ? o->human + 1 : 0; break;
@@ -917,6 +948,35 @@ static int check_checksum_choice(struct pstate *ps)
 	return 0;
 }
 
+/* --old-args / --secluded-args and their environment variables, as rsync
+ * parse_arguments() settles old_style_args and protect_args. */
+static int settle_arg_protection(struct pstate *ps)
+{
+	struct ferry_opts *o = ps->o;
+	const char *env;
+
+	if (ps->old_args < 0) {
+		env = getenv("RSYNC_OLD_ARGS");
+		if (!o->server && ps->secluded <= 0 && env && *env) {
+			ps->secluded = 0;
+			ps->old_args = atoi(env);
+		} else {
+			ps->old_args = 0;
+		}
+	} else if (ps->old_args) {
+		if (ps->secluded > 0)
+			return usage_err(ps, "--secluded-args conflicts with --old-args.");
+		ps->secluded = 0;
+	}
+	if (ps->secluded < 0) {
+		env = getenv("RSYNC_PROTECT_ARGS");
+		ps->secluded = !o->server && env && *env ? atoi(env) != 0 : 0;
+	}
+	o->old_args = ps->old_args < 0 ? 0 : ps->old_args;
+	o->secluded_args = ps->secluded > 0;
+	return 0;
+}
+
 /* rsync parse_arguments() after the option loop. */
 static int finish(struct pstate *ps)
 {
@@ -932,7 +992,11 @@ static int finish(struct pstate *ps)
 	if (ps->version_cnt) {
 		if (ps->flags & OPTS_FROM_REMOTE)
 			return usage_err(ps, "%s--version: unknown option", where_prefix(ps));
-		usage_print_version(stdout);
+		/* rsync: -VV asks for JSON, except from a server. */
+		if (ps->version_cnt > 1 && !o->server)
+			usage_print_version_json(stdout);
+		else
+			usage_print_version(stdout);
 		return FERRY_OPTS_EXIT_OK;
 	}
 	if ((rc = check_checksum_choice(ps)) != 0)
@@ -946,6 +1010,11 @@ static int finish(struct pstate *ps)
 		usage_print_help(stdout);
 		return FERRY_OPTS_EXIT_OK;
 	}
+	if ((rc = settle_arg_protection(ps)) != 0)
+		return rc;
+	const char *env_alloc = getenv("RSYNC_MAX_ALLOC");
+	if (!o->max_alloc && env_alloc && *env_alloc && (rc = set_max_alloc(ps, env_alloc)) != 0)
+		return rc;
 	if (o->server && o->rsh && (rc = set_str(ps, &o->server_caps, o->rsh)) != 0)
 		return rc;
 	if (o->nargs < 2 && !o->server)
@@ -1021,6 +1090,7 @@ int options_parse_refusing(struct ferry_opts *o, int argc, char **argv, unsigned
 	ps.argv = argv;
 	ps.mode = OM_CLIENT;
 	ps.dirs = -1;
+	ps.secluded = ps.old_args = -1;
 	ps.elem = "";
 	ps.refused = refused;
 	if (argc < 1)
@@ -1039,6 +1109,7 @@ int options_parse_refusing(struct ferry_opts *o, int argc, char **argv, unsigned
 		ps.argv = argv;
 		ps.mode = OM_DAEMON;
 		ps.dirs = -1;
+		ps.secluded = ps.old_args = -1;
 		ps.elem = "";
 		rc = run_getopt(&ps);
 	}
@@ -1082,6 +1153,8 @@ void options_free(struct ferry_opts *o)
 	free(o->ssh_mode);
 	free(o->ssh_cipher);
 	free(o->sockopts);
+	free(o->early_input);
+	free(o->max_alloc);
 	free(o->compress_choice);
 	free(o->skip_compress);
 	for (i = 0; i < o->nremote_options; i++)

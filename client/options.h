@@ -95,6 +95,18 @@ void options_free_argv(char **argv);
  */
 char *options_safe_arg(const char *opt, const char *arg, bool escape_tilde);
 
+/* options_safe_arg() as o asks: nothing is escaped with --secluded-args
+ * (the arguments never meet a shell) or with --old-args twice; with one
+ * --old-args, file names and the -M values (split_when_old) are not
+ * escaped, so the remote shell splits them as rsync before 3.2.4 did. */
+char *options_remote_arg(const struct ferry_opts *o, const char *opt, const char *arg,
+			 bool split_when_old);
+
+/* With --secluded-args, the number of leading elements of a
+ * options_server_argv() vector that go on the remote command line; the
+ * rest (and the paths) are sent over the connection. */
+int options_secluded_split(char **server_args);
+
 /* ---- the option table (options_table.c) ---- */
 
 enum opt_argkind { OA_NONE, OA_REQ };
@@ -173,6 +185,10 @@ void usage_print_help(FILE *f);
 void usage_print_daemon_help(FILE *f);
 /* rsync's --version layout: version line, capabilities, lists, warranty. */
 void usage_print_version(FILE *f);
+/* -VV: the same as JSON, in rsync 3.2+'s structure (program, version,
+ * protocol, copyright, capabilities, optimizations, checksum_list,
+ * compress_list, daemon_auth_list, license, caveat). */
+void usage_print_version_json(FILE *f);
 /* --info=help / --debug=help listings. */
 void usage_print_output_words(FILE *f, bool debug);
 

@@ -56,6 +56,33 @@ char *options_safe_arg(const char *opt, const char *arg, bool escape_tilde)
 	return ret;
 }
 
+/* arg unchanged but for rsync's "opt=" prefix and "./" before a file
+ * name's leading dash. */
+static char *plain_arg(const char *opt, const char *arg)
+{
+	size_t len = (opt && *opt ? strlen(opt) + 1 : 0) + strlen(arg) + 3;
+	char *ret = malloc(len);
+
+	if (!ret)
+		return NULL;
+	if (opt && *opt)
+		snprintf(ret, len, "%s=%s", opt, arg);
+	else
+		snprintf(ret, len, "%s%s", !opt && *arg == '-' ? "./" : "", arg);
+	return ret;
+}
+
+/* mirrors rsync options.c:safe_arg() with protect_args/old_style_args */
+char *options_remote_arg(const struct ferry_opts *o, const char *opt, const char *arg,
+			 bool split_when_old)
+{
+	bool is_filename = opt == NULL;
+	bool escape = !o->secluded_args && o->old_args < 2 &&
+		      (!o->old_args || (!is_filename && !split_when_old));
+
+	return escape ? options_safe_arg(opt, arg, false) : plain_arg(opt, arg);
+}
+
 /* rsync log.c:log_format_has() */
 static bool format_has(const char *format, char esc)
 {
@@ -228,6 +255,8 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		pushs(&a, "--sender");
 
 	flags[x++] = '-';
+	if (o->secluded_args)
+		flags[x++] = 's';
 	for (i = 0; i < o->verbose && i < 9; i++)
 		flags[x++] = 'v';
 	if (o->quiet && !o->no_msgs2stderr)
@@ -340,13 +369,13 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 	if (o->suffix && strcmp(o->suffix, o->backup_dir ? "" : "~") != 0)
 		push(&a, options_safe_arg("--suffix", o->suffix, false));
 	if (o->checksum_choice)
-		push(&a, options_safe_arg("--checksum-choice", o->checksum_choice, false));
+		push(&a, options_remote_arg(o, "--checksum-choice", o->checksum_choice, false));
 	if (cpres == 2)
 		pushs(&a, "--new-compress");
 	else if (choice && cpres == 1)
 		pushs(&a, "--old-compress");
 	else if (choice)
-		push(&a, options_safe_arg("--compress-choice", choice, false));
+		push(&a, options_remote_arg(o, "--compress-choice", choice, false));
 
 	if (am_sender) {
 		if (o->max_delete > 0)
@@ -378,8 +407,10 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 			pushs(&a, "--stats");
 	} else if (o->skip_compress) {
 		/* the sending server chooses per file what to compress */
-		push(&a, options_safe_arg("--skip-compress", o->skip_compress, false));
+		push(&a, options_remote_arg(o, "--skip-compress", o->skip_compress, false));
 	}
+	if (o->max_alloc)
+		push(&a, options_remote_arg(o, "--max-alloc", o->max_alloc, false));
 	if (o->modify_window_set && am_sender)
 		pushf(&a, o->modify_window < 0 ? "-@%ld" : "--modify-window=%ld", o->modify_window);
 	if (o->checksum_seed)
@@ -418,7 +449,7 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 	if (o->mkpath && am_sender)
 		pushs(&a, "--mkpath");
 	for (i = 0; i < o->nremote_options; i++)
-		push(&a, options_safe_arg("", o->remote_options[i], false));
+		push(&a, options_remote_arg(o, "", o->remote_options[i], true));
 	pushs(&a, ".");
 
 	if (a.failed) {
@@ -437,4 +468,16 @@ void options_free_argv(char **argv)
 	for (p = argv; *p; p++)
 		free(*p);
 	free(argv);
+}
+
+int options_secluded_split(char **server_args)
+{
+	int i;
+
+	/* rsync ends the command line after the flag letters, which start
+	 * with 's' when the args are secluded (server_options). */
+	for (i = 0; server_args[i]; i++)
+		if (server_args[i][0] == '-' && server_args[i][1] == 's')
+			return i + 1;
+	return i;
 }

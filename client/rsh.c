@@ -169,7 +169,7 @@ static void add_remote_words(struct argv_builder *a, const struct ferry_opts *o,
 	for (int i = 0; server_args[i]; i++)
 		add(a, server_args[i]);
 	for (int i = 0; i < npaths; i++) {
-		char *esc = options_safe_arg(NULL, paths[i], false);
+		char *esc = options_remote_arg(o, NULL, paths[i], false);
 		add(a, esc ? esc : paths[i]);
 		free(esc);
 	}

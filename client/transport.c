@@ -7,12 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <unistd.h>
 
 #include "client/connect.h"
 #include "client/daemon_client.h"
 #include "client/options.h"
 #include "client/rsh.h"
+#include "client/secluded.h"
 #include "client/ssh_builtin.h"
 #include "proto/negotiate.h"
 
@@ -89,6 +91,97 @@ static int fail(struct session *s, struct transport *t, int code)
 	return transport_close(s, t, code);
 }
 
+/* Write all of buf to fd (the remote shell's end, before the protocol
+ * starts); false after saying why. */
+static bool write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t w = write(fd, buf, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			fprintf(stderr, "ferry: sending the secluded arguments: %s\n",
+				w < 0 ? strerror(errno) : "short write");
+			return false;
+		}
+		buf += w;
+		len -= (size_t)w;
+	}
+	return true;
+}
+
+/* --secluded-args over a remote shell: what follows the command line,
+ * sent as soon as the shell runs (rsync main.c: do_cmd). */
+static bool send_secluded(const struct ferry_opts *o, int fd, char **rest, char **paths,
+			  int npaths)
+{
+	char **shown = calloc((size_t)npaths + 1, sizeof *shown);
+	bool ok = shown != NULL;
+
+	for (int i = 0; ok && i < npaths; i++)
+		ok = (shown[i] = options_remote_arg(o, NULL, paths[i], false)) != NULL;
+	size_t len = 0;
+	char *buf = ok ? secluded_pack(rest, shown, npaths, &len) : NULL;
+	ok = buf && write_all(fd, buf, len);
+	free(buf);
+	for (int i = 0; shown && i < npaths; i++)
+		free(shown[i]);
+	free(shown);
+	return ok;
+}
+
+/* The daemon over TCP (or a connect program, or a proxy). */
+static int open_daemon_socket(const struct ferry_opts *o, const struct remote_spec *r,
+			      struct transport *t, int *code)
+{
+	struct connect_req req = {
+		.host = r->host,
+		.port = r->port ? r->port : o->port ? o->port : 873,
+		.family = o->ip_family,
+		.bind_addr = o->bind_address,
+		.timeout_sec = o->contimeout,
+		.sockopts = o->sockopts,
+	};
+
+	t->fd = daemon_connect(&req, &t->prog_pid, code);
+	return t->fd;
+}
+
+/* Start the remote shell (spawned or built in). With --secluded-args
+ * only the options up to the flag letters go on its command line. */
+static void open_remote_shell(const struct ferry_opts *o, const struct remote_spec *r,
+			      char **server_args, char **paths, int npaths, bool daemon,
+			      struct transport *t, int *code)
+{
+	bool secluded = o->secluded_args && !daemon;
+	int split = secluded ? options_secluded_split(server_args) : 0;
+	char *rest0 = secluded ? server_args[split] : NULL;
+
+	if (daemon) {
+		/* rsync main.c: the port the user named, 0 for the default,
+		 * for helpers such as rsync-ssl. */
+		char port[16];
+		snprintf(port, sizeof port, "%d", r->port ? r->port : o->port);
+		setenv("RSYNC_PORT", port, 1);
+	}
+	int on_cmdline = secluded ? 0 : npaths;
+	if (secluded)
+		server_args[split] = NULL; /* the command line stops here */
+	if (!try_builtin_ssh(o, r, server_args, paths, on_cmdline, daemon, t, code)) {
+		char **argv = rsh_command(o, r, server_args, paths, on_cmdline, daemon);
+		if (argv)
+			t->pid = rsh_spawn(argv, &t->fd);
+		rsh_free(argv);
+		if (t->fd < 0)
+			*code = RERR_IPC;
+	}
+	if (secluded) {
+		server_args[split] = rest0;
+		if (t->fd >= 0 && !*code && !send_secluded(o, t->fd, server_args + split, paths, npaths))
+			*code = RERR_STREAMIO;
+	}
+}
+
 bool transport_open(struct session *s, const struct ferry_opts *o, const struct remote_spec *r,
 		    bool server_sends, char **paths, int npaths, struct transport *t, int *exit_code)
 {
@@ -98,26 +191,19 @@ bool transport_open(struct session *s, const struct ferry_opts *o, const struct 
 
 	t->fd = -1;
 	t->pid = -1;
+	t->prog_pid = -1;
 	t->ssh = NULL;
 	*exit_code = RERR_MALLOC;
 	if (!server_args)
 		return false;
 	bool daemon = r->kind == REMOTE_DAEMON;
-	if (daemon && !o->rsh) {
-		int port = r->port ? r->port : o->port ? o->port : 873;
-		t->fd = tcp_connect(r->host, port, o->ip_family, o->bind_address, o->contimeout,
-				    &code);
-	} else if (!try_builtin_ssh(o, r, server_args, paths, npaths, daemon, t, &code)) {
-		char **argv = rsh_command(o, r, server_args, paths, npaths, daemon);
-		if (argv)
-			t->pid = rsh_spawn(argv, &t->fd);
-		rsh_free(argv);
-		if (t->fd < 0)
-			code = RERR_IPC;
-	}
-	if (t->fd < 0) {
+	if (daemon && !o->rsh)
+		open_daemon_socket(o, r, t, &code);
+	else
+		open_remote_shell(o, r, server_args, paths, npaths, daemon, t, &code);
+	if (t->fd < 0 || code) {
 		options_free_argv(server_args);
-		*exit_code = code ? code : RERR_SOCKETIO;
+		*exit_code = transport_close(NULL, t, code ? code : RERR_SOCKETIO);
 		return false;
 	}
 	session_init(s, o, t->fd, t->fd);
@@ -153,12 +239,17 @@ bool transport_open(struct session *s, const struct ferry_opts *o, const struct 
 
 int transport_close(struct session *s, struct transport *t, int code)
 {
-	session_free(s);
+	if (s)
+		session_free(s);
 	if (t->fd >= 0)
 		close(t->fd);
 	t->fd = -1;
 	code = rsh_wait(t->pid, code);
 	t->pid = -1;
+	/* rsync ignores how a connect program ends; the daemon's answer
+	 * already carried the result. */
+	connect_prog_reap(t->prog_pid);
+	t->prog_pid = -1;
 	if (t->ssh) {
 		int remote = ssh_builtin_stop(t->ssh);
 		t->ssh = NULL;

@@ -17,6 +17,7 @@ struct ssh_builtin;
 struct transport {
 	int fd;
 	pid_t pid;          /* the remote shell, or -1 */
+	pid_t prog_pid;     /* the RSYNC_CONNECT_PROG program, or -1 */
 	struct ssh_builtin *ssh; /* the built-in ssh connection, or NULL */
 };
 
@@ -29,8 +30,9 @@ struct transport {
 bool transport_open(struct session *s, const struct ferry_opts *o, const struct remote_spec *r,
 		    bool server_sends, char **paths, int npaths, struct transport *t, int *code);
 
-/* Close the connection, reap a remote shell, and free the session.
- * Returns the final exit code. */
+/* Close the connection, reap a remote shell or connect program, and
+ * free the session (s may be NULL before one was set up). Returns the
+ * final exit code. */
 int transport_close(struct session *s, struct transport *t, int code);
 
 #endif

@@ -136,34 +136,152 @@ static void print_flags(FILE *f, const char *const *items)
 	}
 }
 
-void usage_print_version(FILE *f)
-{
+/* The capability and optimisation items, rsync usage.c:info_flags[]
+ * order, each true to what ferry does: "no X" where the option is refused
+ * or the engine lacks it. bufs holds the "%d-bit" items. */
+struct version_items {
 	char files[24], inums[24], stamps[24], longs[24];
-	char csums[128];
-	const char *list = csum_default_list(true), *x64;
+	const char *items[40];
+};
+
+static void version_items_init(struct version_items *v)
+{
 	struct stat st;
-	const char *items[] = {
+	int n = 0;
+
+	snprintf(v->files, sizeof v->files, "%d-bit files", (int)(sizeof(off_t) * 8));
+	snprintf(v->inums, sizeof v->inums, "%d-bit inums", (int)(sizeof st.st_ino * 8));
+	snprintf(v->stamps, sizeof v->stamps, "%d-bit timestamps", (int)(sizeof(time_t) * 8));
+	snprintf(v->longs, sizeof v->longs, "%d-bit long ints", (int)(sizeof(int64_t) * 8));
+	const char *const fixed[] = {
 		"*Capabilities",
-		files, inums, stamps, longs,
-		"socketpairs", "symlinks", "symtimes", "no hardlinks",
+		v->files, v->inums, v->stamps, v->longs,
+		"socketpairs", "symlinks", "symtimes", "hardlinks",
+		/* -H links every non-directory, but linked symlinks and
+		 * specials are not tested against rsync yet. */
 		"no hardlink-specials", "no hardlink-symlinks", "IPv6",
 		"no atimes", "no batchfiles", "inplace", "no append", "no ACLs",
-		"no xattrs", "no secluded-args", "no iconv", "no prealloc",
+		"no xattrs", "optional secluded-args", "no iconv", "no prealloc",
 		"no stop-at", "no crtimes",
 		"*Optimizations",
 		"no SIMD-roll", "no asm-roll", "no openssl-crypto", "no asm-MD5",
 		NULL,
 	};
+	for (; fixed[n]; n++)
+		v->items[n] = fixed[n];
+	v->items[n] = NULL;
+}
 
-	snprintf(files, sizeof files, "%d-bit files", (int)(sizeof(off_t) * 8));
-	snprintf(inums, sizeof inums, "%d-bit inums", (int)(sizeof st.st_ino * 8));
-	snprintf(stamps, sizeof stamps, "%d-bit timestamps", (int)(sizeof(time_t) * 8));
-	snprintf(longs, sizeof longs, "%d-bit long ints", (int)(sizeof(int64_t) * 8));
+/* One item as rsync's JSON writes it: "X" is true, "no X" false,
+ * "N-bit X" the number under "X_bits" (the plural 's' dropped), any
+ * other "WORD X" the string WORD; '-' and ' ' in names become '_'. */
+static int json_item(const char *str, bool comma, char *out, size_t size)
+{
+	const char *space = strchr(str, ' ');
+	bool is_no = space && strncmp(str, "no ", 3) == 0;
+	bool is_bits = space && str[0] >= '0' && str[0] <= '9';
+	char name[40], value[24];
 
+	if (is_bits) {
+		const char *dash = strchr(str, '-');
+		snprintf(value, sizeof value, "%.*s", (int)(dash - str), str);
+		snprintf(name, sizeof name, "%.*s_bits", (int)strlen(space + 1) - 1, space + 1);
+	} else {
+		snprintf(name, sizeof name, "%s", space ? space + 1 : str);
+		if (!space)
+			snprintf(value, sizeof value, "true");
+		else if (is_no)
+			snprintf(value, sizeof value, "false");
+		else
+			snprintf(value, sizeof value, "\"%.*s\"", (int)(space - str), str);
+	}
+	for (char *c = name; *c; c++)
+		if (*c == ' ' || *c == '-')
+			*c = '_';
+	return snprintf(out, size, " \"%s\": %s%s", name, value, comma ? "," : "");
+}
+
+/* The items as rsync's print_info_flags(f == FNONE) does: one JSON
+ * object per "*Heading" (lower-cased first letter), items wrapped at 75
+ * columns with a 3-space indent. */
+static void print_flags_json(FILE *f, const char *const *items)
+{
+	char line[75], item[48];
+	int len = 0, open_obj = 0;
+
+	for (int j = 0;; j++) {
+		const char *s = items[j], *next = s ? items[j + 1] : NULL;
+		int ilen = 1000;
+
+		if (s && *s != '*')
+			ilen = json_item(s, next && *next != '*', item, sizeof item);
+		if (len && len + ilen >= (int)sizeof line) {
+			fprintf(f, "   %s\n", line);
+			len = 0;
+		}
+		if (!s)
+			break;
+		if (*s == '*') {
+			if (open_obj)
+				fprintf(f, "  }");
+			open_obj = 1;
+			fprintf(f, ",\n  \"%c%s\": {\n", s[1] >= 'A' && s[1] <= 'Z' ? s[1] + 32 : s[1],
+				s + 2);
+		} else {
+			snprintf(line + len, sizeof line - (size_t)len, "%s", item);
+			len += ilen;
+		}
+	}
+	if (open_obj)
+		fprintf(f, "  }");
+}
+
+/* ",\n  "name": [\n    "a", "b"\n  ]" for a space-separated list. */
+static void print_list_json(FILE *f, const char *name, const char *list)
+{
+	char copy[256];
+	char *save = NULL, *tok, *next;
+
+	snprintf(copy, sizeof copy, "%s", list);
+	fprintf(f, ",\n  \"%s\": [\n   ", name);
+	for (tok = strtok_r(copy, " ", &save); tok; tok = next) {
+		next = strtok_r(NULL, " ", &save);
+		fprintf(f, " \"%s\"%s", tok, next ? "," : "");
+	}
+	fprintf(f, "\n  ]");
+}
+
+void usage_print_version_json(FILE *f)
+{
+	struct version_items v;
+	char proto[16];
+
+	version_items_init(&v);
+	snprintf(proto, sizeof proto, "%d.0", FERRY_PROTOCOL_VERSION);
+	fprintf(f, "{\n  \"program\": \"ferry\"");
+	fprintf(f, ",\n  \"version\": \"%s\"", FERRY_VERSION);
+	fprintf(f, ",\n  \"protocol\": \"%s\"", proto);
+	fprintf(f, ",\n  \"copyright\": \"(C) 2026 by the ferry authors.\"");
+	print_flags_json(f, v.items);
+	print_list_json(f, "checksum_list", csum_default_list(true));
+	print_list_json(f, "compress_list", TOKEN_SERVER_LIST);
+	print_list_json(f, "daemon_auth_list", auth_default_list());
+	fprintf(f, ",\n  \"license\": \"ISC\"");
+	fprintf(f, ",\n  \"caveat\": \"ferry comes with ABSOLUTELY NO WARRANTY\"");
+	fprintf(f, "\n}\n");
+}
+
+void usage_print_version(FILE *f)
+{
+	struct version_items v;
+	char csums[128];
+	const char *list = csum_default_list(true), *x64;
+
+	version_items_init(&v);
 	fprintf(f, "ferry  version %s  protocol version %d\n", FERRY_VERSION,
 		FERRY_PROTOCOL_VERSION);
 	fprintf(f, "Copyright (C) 2026 by the ferry authors.\n");
-	print_flags(f, items);
+	print_flags(f, v.items);
 
 	/* rsync lists aliases in parentheses: "xxh64 (xxhash)". */
 	x64 = strstr(list, "xxh64");

@@ -19,8 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/connect.h"
 #include "daemon/daemon.h"
 #include "daemon/ssh_listen.h"
+#include "daemon/socket_activation.h"
 #include "proto/wire.h"
 
 static const char default_config[] =
@@ -130,6 +132,8 @@ int daemon_listen_socket(const struct ferry_opts *o, const struct daemon_config 
 			continue;
 		int one = 1;
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		/* rsync socket.c: open_socket_in; accepted sockets inherit them */
+		sockopts_apply(fd, o->sockopts ? o->sockopts : cfg->socket_options);
 		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
 		    listen(fd, cfg->listen_backlog > 0 ? cfg->listen_backlog : 5) == 0)
 			break;
@@ -211,16 +215,24 @@ int daemon_main(const struct ferry_opts *o)
 		config_free(&cfg);
 		return code;
 	}
+	/* systemd socket activation: the listening socket is inherited
+	 * (daemon/socket_activation.c). */
+	int lfd = socket_activation_listener();
+	if (lfd == SOCKET_ACTIVATION_ERROR) {
+		config_free(&cfg);
+		return RERR_SOCKETIO;
+	}
 	/* Started by inetd: the connection is already on stdin. */
 	int sotype;
 	socklen_t len = sizeof sotype;
-	if (getsockopt(STDIN_FILENO, SOL_SOCKET, SO_TYPE, &sotype, &len) == 0 && !o->no_detach &&
-	    !o->port) {
+	if (lfd < 0 && getsockopt(STDIN_FILENO, SOL_SOCKET, SO_TYPE, &sotype, &len) == 0 &&
+	    !o->no_detach && !o->port) {
 		int code = daemon_serve_client(&cfg, o, STDIN_FILENO, STDOUT_FILENO);
 		config_free(&cfg);
 		return code;
 	}
-	int lfd = daemon_listen_socket(o, &cfg, o->port ? o->port : cfg.port ? cfg.port : 873);
+	if (lfd < 0)
+		lfd = daemon_listen_socket(o, &cfg, o->port ? o->port : cfg.port ? cfg.port : 873);
 	if (lfd < 0) {
 		config_free(&cfg);
 		return RERR_SOCKETIO;

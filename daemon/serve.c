@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "client/options.h"
+#include "client/secluded.h"
 #include "daemon/access.h"
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
@@ -601,6 +602,42 @@ static bool apply_module_policy(struct conn *c, const struct daemon_module *m, b
 	return true;
 }
 
+static bool conn_getc(void *ctx, char *ch)
+{
+	return wire_read(&((struct conn *)ctx)->s.in, ch, 1);
+}
+
+/* A client that sent -s (--secluded-args) sends the rest of its arguments
+ * after the first list (clientserver.c: rsync_module reads them with a
+ * second read_args()); parse the two together. Returns the options
+ * parser's result, or -1 when the list could not be read (*merged and
+ * *extra are then NULL). */
+static int parse_secluded(struct conn *c, struct ferry_opts *o, int argc, char **argv,
+			  const bool *refused, char ***merged, char ***extra)
+{
+	const char *why = NULL;
+	int nextra = 0, margc = 0;
+
+	*merged = NULL;
+	*extra = secluded_read(conn_getc, c, &nextra, &why);
+	if (!*extra) {
+		daemon_log(c->cfg, c->m, "reading the secluded arguments from %s (%s): %s", c->host,
+			   c->addr, why);
+		return -1;
+	}
+	/* Only the options before the secluded ones count: rsync 3.5.0 at
+	 * protocol < 30 also sends "(null)", "." and the paths in the first
+	 * list, which its daemon ignores. */
+	*merged = secluded_merge(argv, options_secluded_split(argv), *extra, nextra, &margc);
+	if (!*merged) {
+		secluded_free(*extra);
+		*extra = NULL;
+		return -1;
+	}
+	options_free(o);
+	return options_parse_refusing(o, margc, *merged, OPTS_FROM_REMOTE, refused);
+}
+
 static int serve_module(struct conn *c, const struct daemon_module *m)
 {
 	char *user = c->user;
@@ -654,6 +691,17 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	struct ferry_opts o;
 	bool *refused = options_refusals(m->refuse_options);
 	int rc = options_parse_refusing(&o, argc, argv, OPTS_FROM_REMOTE, refused);
+	char **merged = NULL, **secluded = NULL;
+	if (rc == 0 && o.secluded_args &&
+	    (rc = parse_secluded(c, &o, argc, argv, refused, &merged, &secluded)) < 0) {
+		free(refused);
+		options_free(&o);
+		for (int i = 0; i < argc; i++)
+			free(argv[i]);
+		free(argv);
+		close(root_fd);
+		return RERR_STREAMIO;
+	}
 	free(refused);
 	struct server_ctx ctx = {.root_fd = root_fd, .confined = true,
 				 .remote_protocol = c->remote_protocol,
@@ -713,6 +761,8 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	filter_list_free(&dfilters);
 	free(hook_refusal);
 	options_free(&o);
+	free(merged);
+	secluded_free(secluded);
 	for (int i = 0; i < argc; i++)
 		free(argv[i]);
 	free(argv);

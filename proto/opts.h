@@ -116,6 +116,16 @@ struct ferry_opts {
 	char *ssh_mode;    /* --ssh=auto|builtin|spawn (NULL = auto) */
 	char *ssh_cipher;  /* --ssh-cipher=LIST */
 	char *sockopts;    /* --sockopts */
+	bool blocking_io;  /* --blocking-io: accepted; ferry's remote-shell
+	                    * I/O is always poll()-driven, so it changes nothing */
+	char *early_input; /* --early-input=FILE: sent to the daemon before the
+	                    * module name ("#early_input=LEN") */
+	bool secluded_args; /* -s: the paths and options go over the protocol
+	                     * stream, not the remote shell's command line */
+	int old_args;      /* --old-args count (or RSYNC_OLD_ARGS): 1 stops
+	                    * escaping file names for the remote shell, 2 also
+	                    * option values */
+	char *max_alloc;   /* --max-alloc=SIZE as given, forwarded to the server */
 
 	/* compression (not supported yet; kept so the parser can refuse it) */
 	int compress;      /* -z count */

@@ -1,0 +1,215 @@
+/*
+ * RSYNC_PROXY: reach a daemon through an HTTP proxy's CONNECT method
+ * (rsync socket.c: open_socket_out, establish_proxy_connection).
+ * RSYNC_PROXY is "[USER:PASS@]HOST:PORT"; with a user the request carries
+ * "Proxy-Authorization: Basic base64(USER:PASS)".
+ */
+#include "client/connect.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PROXY_BUF 1024          /* a request or one response line */
+#define PROXY_MAX_HEADER_LINES 100
+
+struct proxy_spec {
+	char user[256], pass[256];
+	char host[256];
+	int port;
+	bool has_auth;
+};
+
+/* Split "[USER:PASS@]HOST:PORT"; false after saying what is wrong. */
+static bool proxy_spec_parse(const char *spec, struct proxy_spec *ps)
+{
+	const char *at = strrchr(spec, '@'), *hp = at ? at + 1 : spec;
+
+	memset(ps, 0, sizeof *ps);
+	if (at) {
+		const char *colon = memchr(spec, ':', (size_t)(at - spec));
+		if (!colon) {
+			fprintf(stderr, "ferry: invalid proxy specification: should be "
+					"USER:PASS@HOST:PORT\n");
+			return false;
+		}
+		size_t ulen = (size_t)(colon - spec), plen = (size_t)(at - colon - 1);
+		if (ulen >= sizeof ps->user || plen >= sizeof ps->pass) {
+			fprintf(stderr, "ferry: RSYNC_PROXY: the user or password is too long\n");
+			return false;
+		}
+		memcpy(ps->user, spec, ulen);
+		memcpy(ps->pass, colon + 1, plen);
+		ps->has_auth = true;
+	}
+	const char *colon = strchr(hp, ':');
+	char *end;
+	if (!colon) {
+		fprintf(stderr, "ferry: invalid proxy specification: should be HOST:PORT\n");
+		return false;
+	}
+	long port = strtol(colon + 1, &end, 10);
+	if ((size_t)(colon - hp) >= sizeof ps->host || colon == hp || *end || end == colon + 1 ||
+	    port < 1 || port > 65535) {
+		fprintf(stderr, "ferry: invalid proxy specification \"%s\": should be HOST:PORT "
+				"with a port from 1 to 65535\n", hp);
+		return false;
+	}
+	memcpy(ps->host, hp, (size_t)(colon - hp));
+	ps->port = (int)port;
+	return true;
+}
+
+static void base64(const unsigned char *in, size_t len, char *out)
+{
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+	for (size_t i = 0; i < len; i += 3) {
+		unsigned v = (unsigned)in[i] << 16;
+		if (i + 1 < len)
+			v |= (unsigned)in[i + 1] << 8;
+		if (i + 2 < len)
+			v |= in[i + 2];
+		*out++ = tab[(v >> 18) & 63];
+		*out++ = tab[(v >> 12) & 63];
+		*out++ = i + 1 < len ? tab[(v >> 6) & 63] : '=';
+		*out++ = i + 2 < len ? tab[v & 63] : '=';
+	}
+	*out = '\0';
+}
+
+/* Read one line (up to '\n', byte by byte so nothing after the header is
+ * consumed); "\r\n" and "\n" are stripped. false on EOF, error or a line
+ * longer than size - 1. */
+static bool read_proxy_line(int fd, char *buf, size_t size, const char **why)
+{
+	size_t n = 0;
+
+	for (;;) {
+		char c;
+		ssize_t r = read(fd, &c, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			*why = r == 0 ? "the proxy closed the connection" : strerror(errno);
+			return false;
+		}
+		if (c == '\n')
+			break;
+		if (n + 1 >= size) {
+			*why = "proxy response line too long";
+			return false;
+		}
+		buf[n++] = c;
+	}
+	if (n && buf[n - 1] == '\r')
+		n--;
+	buf[n] = '\0';
+	return true;
+}
+
+static bool write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t w = write(fd, buf, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		buf += w;
+		len -= (size_t)w;
+	}
+	return true;
+}
+
+/* "HTTP/1.x 2xx ..." */
+static bool status_ok(const char *line)
+{
+	if (strncmp(line, "HTTP/", 5) != 0)
+		return false;
+	line += 5;
+	while ((*line >= '0' && *line <= '9') || *line == '.')
+		line++;
+	while (*line == ' ')
+		line++;
+	return *line == '2';
+}
+
+/* Send CONNECT for host:port and read the answer up to the blank line. */
+static bool proxy_handshake(int fd, const struct proxy_spec *ps, const char *host, int port)
+{
+	char req[PROXY_BUF], auth[PROXY_BUF], line[PROXY_BUF];
+	const char *why = NULL;
+
+	for (const unsigned char *c = (const unsigned char *)host; *c; c++) {
+		if (*c < 0x20 || *c == 0x7f) {
+			fprintf(stderr, "ferry: invalid control character in proxy CONNECT host\n");
+			return false;
+		}
+	}
+	auth[0] = '\0';
+	if (ps->has_auth) {
+		char cred[sizeof ps->user + sizeof ps->pass + 1], b64[sizeof cred * 4 / 3 + 4];
+		int clen = snprintf(cred, sizeof cred, "%s:%s", ps->user, ps->pass);
+		base64((const unsigned char *)cred, (size_t)clen, b64);
+		memset(cred, 0, sizeof cred);
+		snprintf(auth, sizeof auth, "\r\nProxy-Authorization: Basic %s", b64);
+	}
+	int len = snprintf(req, sizeof req, "CONNECT %s:%d HTTP/1.0%s\r\n\r\n", host, port, auth);
+	memset(auth, 0, sizeof auth);
+	if (len <= 0 || (size_t)len >= sizeof req) {
+		fprintf(stderr, "ferry: proxy CONNECT request too long\n");
+		return false;
+	}
+	bool sent = write_all(fd, req, (size_t)len);
+	memset(req, 0, sizeof req);
+	if (!sent) {
+		fprintf(stderr, "ferry: failed to write to proxy: %s\n", strerror(errno));
+		return false;
+	}
+	if (!read_proxy_line(fd, line, sizeof line, &why)) {
+		fprintf(stderr, "ferry: failed to read from proxy: %s\n", why);
+		return false;
+	}
+	if (!status_ok(line)) {
+		fprintf(stderr, "ferry: bad response from proxy -- %s\n", line);
+		return false;
+	}
+	for (int n = 0;; n++) {
+		if (n >= PROXY_MAX_HEADER_LINES) {
+			fprintf(stderr, "ferry: proxy response header has more than %d lines\n",
+				PROXY_MAX_HEADER_LINES);
+			return false;
+		}
+		if (!read_proxy_line(fd, line, sizeof line, &why)) {
+			fprintf(stderr, "ferry: failed to read from proxy: %s\n", why);
+			return false;
+		}
+		if (!line[0])
+			return true;
+	}
+}
+
+int proxy_connect(const char *spec, const struct connect_req *req, int *exit_code)
+{
+	struct proxy_spec ps;
+
+	if (!proxy_spec_parse(spec, &ps)) {
+		*exit_code = 10;
+		return -1;
+	}
+	struct connect_req to_proxy = *req;
+	to_proxy.host = ps.host;
+	to_proxy.port = ps.port;
+	int fd = tcp_connect(&to_proxy, exit_code);
+	if (fd >= 0 && !proxy_handshake(fd, &ps, req->host, req->port)) {
+		close(fd);
+		fd = -1;
+		*exit_code = 10;
+	}
+	memset(&ps, 0, sizeof ps);
+	return fd;
+}
