@@ -25,9 +25,9 @@ fi
 
 # The newest Debian PostgreSQL (/usr/lib/postgresql/N/bin) wins over PATH.
 PGBIN=""
-for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V); do
+while IFS= read -r d; do
     [ -x "$d/initdb" ] && [ -x "$d/pgbench" ] && PGBIN=$d
-done
+done < <(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V)
 if [ -z "$PGBIN" ] && command -v initdb >/dev/null && command -v pgbench >/dev/null; then
     PGBIN=$(dirname "$(command -v initdb)")
 fi
@@ -79,11 +79,11 @@ pg_start() {
 # in DATADIR/postmaster.pid, by its PID; "crash" kills it (SIGKILL), which
 # leaves the pid file behind. Its children notice and exit by themselves.
 pg_stop() {
-    local data=$1 sig=INT pid i
+    local data=$1 sig=INT pid _
     [ "${2:-fast}" = crash ] && sig=KILL
     pid=$(head -n 1 "$data/postmaster.pid" 2>/dev/null) || return 0
     kill -"$sig" "$pid" 2>/dev/null
-    for i in $(seq 100); do
+    for _ in $(seq 100); do
         t_pid_alive "$pid" || break
         sleep 0.1
     done
@@ -172,7 +172,10 @@ excluded_absent() {
     [ -z "$(ls -A "$m/pg_wal/archive_status")" ] || { echo "archive_status not empty"; bad=1; }
     f=$(find "$m/pg_wal" -maxdepth 1 -type f | grep -cvE '/[0-9A-F]{24}$|\.history$')
     [ "$f" = 0 ] || { echo "pg_wal has $f files that are not WAL segments"; bad=1; }
-        [ -f "$m/backup_label" ] && [ -f "$m/global/pg_control" ] || { echo "no backup_label/pg_control"; bad=1; }
+    if [ ! -f "$m/backup_label" ] || [ ! -f "$m/global/pg_control" ]; then
+        echo "no backup_label/pg_control"
+        bad=1
+    fi
     grep -q '^status = complete' "$m/ferry-pg-mirror.state" || { echo "state not complete"; bad=1; }
     return $bad
 }
@@ -278,8 +281,8 @@ t_check standby_signal test -f "$S/standby.signal"
 t_check standby_conninfo grep -q "^primary_conninfo = 'host=$PG port=$P1" "$S/postgresql.auto.conf"
 
 wait_for() {
-    local port=$1 sql=$2 want=$3 i v
-    for i in $(seq 150); do
+    local port=$1 sql=$2 want=$3 v _
+    for _ in $(seq 150); do
         v=$(q "$port" "$sql" 2>/dev/null)
         [ "$v" = "$want" ] && return 0
         sleep 0.2
