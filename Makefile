@@ -56,7 +56,8 @@ unit: $(UNIT_BINS)
 # is installed, so a second run costs one dpkg-query.
 BUILD_DEPS := gcc make pkg-config libssh-dev zlib1g-dev libxxhash-dev libbsd-dev \
               libmd-dev libzstd-dev liblz4-dev libcmocka-dev
-TEST_DEPS  := rsync openssh-server openssh-client python3 procps iproute2
+TEST_DEPS  := rsync openssh-server openssh-client python3 procps iproute2 \
+              postgresql postgresql-contrib
 
 deps:
 	@missing=""; for p in $(BUILD_DEPS) $(TEST_DEPS); do \
@@ -91,6 +92,8 @@ install: all
 	install -m 755 ferry $(DESTDIR)$(PREFIX)/bin/ferry
 	install -m 644 man/ferry.1 $(DESTDIR)$(PREFIX)/share/man/man1/ferry.1
 	install -m 644 man/ferryd.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/ferryd.conf.5
+	install -m 755 contrib/ferry-pg-mirror $(DESTDIR)$(PREFIX)/bin/ferry-pg-mirror
+	install -m 644 man/ferry-pg-mirror.1 $(DESTDIR)$(PREFIX)/share/man/man1/ferry-pg-mirror.1
 
 clean:
 	rm -rf build ferry
