@@ -34,7 +34,7 @@ static int run_receiver_child(const struct ferry_opts *o, int fd, const char *de
 	struct session s;
 	char *paths[1] = {(char *)dest};
 	struct server_ctx ctx = {.root_fd = AT_FDCWD, .paths = paths, .npaths = 1,
-				 .client_caps = LOCAL_CAPS};
+				 .client_caps = LOCAL_CAPS, .local_child = true};
 
 	ro.server = true;
 	ro.sender = false;

@@ -297,7 +297,9 @@ int server_run(struct session *s, const struct server_ctx *ctx)
 		return error_exit(s, ctx->refusal_code);
 	}
 	filter_list_init(&filters);
-	if (filter_list_from_opts(&filters, s->opts, err, sizeof err) < 0) {
+	struct ferry_opts own = *s->opts;
+	own.server = !ctx->local_child; /* merge files are read only for our own user */
+	if (filter_list_from_opts(&filters, &own, err, sizeof err) < 0) {
 		session_err(s, "%s", err);
 		filter_list_free(&filters);
 		return finish(s, false) ? RERR_SYNTAX : RERR_SYNTAX;

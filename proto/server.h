@@ -19,6 +19,8 @@ struct server_ctx {
 	const struct filter_list *daemon_filters; /* module exclude rules, or NULL */
 	const char *refusal;     /* when set: set up, report this error, stop */
 	int refusal_code;        /* ... and exit with this code */
+	bool local_child;        /* the receiving half of a local copy: its
+				  * options are the user's own, not a peer's */
 	bool refusal_verbatim;   /* refusal is the daemon's own text (a hook's
 				  * output): sent line by line, unprefixed */
 };
