@@ -73,12 +73,13 @@ static int open_side_dir(struct recv_ctx *rc, const char *dir, bool create)
 	return mine;
 }
 
-bool recv_open_side_dirs(struct recv_ctx *rc)
+int recv_open_side_dirs(struct recv_ctx *rc)
 {
 	const struct ferry_opts *o = rc->s->opts;
 	static const char *const kind[] = {"", "compare-dest", "copy-dest", "link-dest"};
 
 	rc->backup_fd = -1;
+	rc->temp_fd = -1;
 	rc->nalt = 0;
 	for (int i = 0; i < o->nalt_dest && i < ALT_DEST_MAX; i++) {
 		rc->alt_fd[i] = open_side_dir(rc, o->alt_dest[i], false);
@@ -92,10 +93,17 @@ bool recv_open_side_dirs(struct recv_ctx *rc)
 		if (rc->backup_fd < 0) {
 			session_err(rc->s, "cannot open --backup-dir \"%s\": %s", o->backup_dir,
 				    strerror(errno));
-			return false;
+			return RERR_FILEIO;
 		}
 	}
-	return true;
+	if (o->temp_dir && !o->dry_run) {
+		rc->temp_fd = open_side_dir(rc, o->temp_dir, false);
+		if (rc->temp_fd < 0) {
+			session_err(rc->s, "The temp-dir does not exist: %s", o->temp_dir);
+			return RERR_SYNTAX;
+		}
+	}
+	return 0;
 }
 
 void recv_close_side_dirs(struct recv_ctx *rc)
@@ -106,5 +114,7 @@ void recv_close_side_dirs(struct recv_ctx *rc)
 	rc->nalt = 0;
 	if (rc->backup_fd >= 0)
 		close(rc->backup_fd);
-	rc->backup_fd = -1;
+	if (rc->temp_fd >= 0)
+		close(rc->temp_fd);
+	rc->backup_fd = rc->temp_fd = -1;
 }

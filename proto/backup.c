@@ -19,32 +19,6 @@ static const char *backup_suffix(const struct ferry_opts *o)
 	return o->backup_dir ? "" : "~";
 }
 
-/* Across file systems a rename cannot move the file: copy it, then remove
- * the original. Only regular files are worth the copy. */
-static int copy_then_unlink(int from_dir, const char *from, int to_dir, const char *to)
-{
-	struct stat st;
-	int in = openat(from_dir, from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-
-	if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
-		if (in >= 0)
-			close(in);
-		errno = EXDEV;
-		return -1;
-	}
-	int out = openat(to_dir, to, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-			 st.st_mode & 07777);
-	ssize_t n = 0;
-	if (out >= 0) {
-		while ((n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0)) > 0)
-			;
-	}
-	close(in);
-	if (out < 0 || n < 0 || close(out) < 0)
-		return -1;
-	return unlinkat(from_dir, from, 0);
-}
-
 bool backup_make(struct recv_ctx *rc, int dirfd, const char *leaf, const char *path)
 {
 	const struct ferry_opts *o = rc->s->opts;
@@ -83,7 +57,7 @@ bool backup_make(struct recv_ctx *rc, int dirfd, const char *leaf, const char *p
 	}
 	int r = renameat(dirfd, leaf, to_dir, to);
 	if (r < 0 && errno == EXDEV)
-		r = copy_then_unlink(dirfd, leaf, to_dir, to);
+		r = fs_copy_then_unlink(dirfd, leaf, to_dir, to);
 	int e = errno;
 	if (to_dir != dirfd && to_dir != rc->backup_fd)
 		close(to_dir);

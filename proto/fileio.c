@@ -258,6 +258,39 @@ int fs_mkpath_at(int rootfd, const char *relpath)
 	return 0;
 }
 
+/* Across file systems a rename cannot move the file: copy it, then remove
+ * the original. Only regular files are worth the copy. */
+int fs_copy_then_unlink(int from_dir, const char *from, int to_dir, const char *to)
+{
+	struct stat st;
+	int in = openat(from_dir, from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+		if (in >= 0)
+			close(in);
+		errno = EXDEV;
+		return -1;
+	}
+	int out = openat(to_dir, to, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+			 st.st_mode & 07777);
+	ssize_t n = 0;
+	if (out >= 0) {
+		while ((n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0)) > 0)
+			;
+		if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+			      errno == EOPNOTSUPP)) {
+			/* not between these file systems: plain reads and writes */
+			char buf[65536];
+			while ((n = read(in, buf, sizeof buf)) > 0 && fs_write_all(out, buf, (size_t)n))
+				;
+		}
+	}
+	close(in);
+	if (out < 0 || n < 0 || close(out) < 0)
+		return -1;
+	return unlinkat(from_dir, from, 0);
+}
+
 bool fs_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;

@@ -58,6 +58,10 @@ int fs_open_root(const char *path, bool create, bool mkpath);
  * rootfd, following no symlink and refusing "..". 0, or -1 with errno. */
 int fs_mkpath_at(int rootfd, const char *relpath);
 
+/* Move a regular file where rename(2) cannot (EXDEV): copy its data and
+ * permissions, then unlink the original. 0, or -1 with errno. */
+int fs_copy_then_unlink(int from_dir, const char *from, int to_dir, const char *to);
+
 /* Write all of buf; false with errno on failure. */
 bool fs_write_all(int fd, const void *buf, size_t len);
 /* Read exactly len bytes at offset (short only at EOF): returns bytes read

@@ -75,9 +75,10 @@ int recv_run(struct recv_ctx *rc)
 		wire_fail(&s->err, RERR_MALLOC, "out of memory");
 		return session_exit_code(s);
 	}
-	if (!recv_open_side_dirs(rc)) {
+	int side = recv_open_side_dirs(rc);
+	if (side) {
 		recv_close_side_dirs(rc);
-		wire_fail(&s->err, RERR_FILEIO, " ");
+		wire_fail(&s->err, side, " ");
 		return session_exit_code(s);
 	}
 	temp_install_signal_cleanup();

@@ -56,11 +56,13 @@ struct recv_ctx {
 	int alt_fd[ALT_DEST_MAX]; /* --compare/copy/link-dest dirs (-1: absent) */
 	int nalt;
 	int backup_fd;            /* --backup-dir, or -1 */
+	int temp_fd;              /* --temp-dir, or -1 */
 };
 
 /* --compare-dest/--copy-dest/--link-dest and --backup-dir directories,
  * opened once relative to the destination (altdest.c). */
-bool recv_open_side_dirs(struct recv_ctx *rc);
+/* 0, or the exit code of a failure it has reported. */
+int recv_open_side_dirs(struct recv_ctx *rc);
 void recv_close_side_dirs(struct recv_ctx *rc);
 
 /* -b: move dirfd/leaf (the destination's path) aside as its backup before

@@ -24,9 +24,9 @@ static void on_fatal_signal(int sig)
 	(void)sig;
 	if (t && t->fd >= 0 && !t->inplace) {
 		if (t->keep_partial)
-			renameat(t->dirfd, t->tmpname, t->dirfd, t->leaf);
+			renameat(t->tmpdirfd, t->tmpname, t->dirfd, t->leaf);
 		else
-			unlinkat(t->dirfd, t->tmpname, 0);
+			unlinkat(t->tmpdirfd, t->tmpname, 0);
 	}
 	_exit(20); /* RERR_SIGNAL */
 }
@@ -54,6 +54,7 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 	t->rc = rc;
 	t->fd = -1;
 	t->dirfd = -1;
+	t->tmpdirfd = -1;
 	t->inplace = rc->s->opts->inplace;
 	t->keep_partial = rc->s->opts->partial;
 	snprintf(t->path, sizeof t->path, "%s", path);
@@ -73,11 +74,13 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 	t->dirfd = dup(dirfd);
 	if (t->dirfd < 0)
 		return false;
+	t->tmpdirfd = t->dirfd;
 	if (t->inplace) {
 		t->fd = openat(t->dirfd, leaf, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		snprintf(t->tmpname, sizeof t->tmpname, "%s", leaf);
 	} else {
-		t->fd = fs_create_temp(t->dirfd, leaf, t->tmpname, sizeof t->tmpname);
+		t->tmpdirfd = rc->temp_fd >= 0 ? rc->temp_fd : t->dirfd;
+		t->fd = fs_create_temp(t->tmpdirfd, leaf, t->tmpname, sizeof t->tmpname);
 	}
 	if (t->fd < 0) {
 		session_err(rc->s, "mkstemp \"%s\" failed: %s", path, strerror(errno));
@@ -100,6 +103,18 @@ static void temp_close(struct temp_file *t)
 	t->dirfd = -1;
 }
 
+/* The rename into place; from a --temp-dir on another file system a copy,
+ * which then needs the attributes again. */
+static bool move_into_place(struct temp_file *t, const struct file_entry *f)
+{
+	if (renameat(t->tmpdirfd, t->tmpname, t->dirfd, t->leaf) == 0)
+		return true;
+	if (errno != EXDEV || t->tmpdirfd == t->dirfd)
+		return false;
+	return fs_copy_then_unlink(t->tmpdirfd, t->tmpname, t->dirfd, t->leaf) == 0 &&
+	       apply_attrs(t->rc, t->dirfd, t->leaf, f, NULL, true) >= 0;
+}
+
 bool temp_commit(struct temp_file *t, const struct file_entry *f)
 {
 	struct session *s = t->rc->s;
@@ -117,17 +132,17 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 		ok = false;
 	}
 	/* Attributes go on the temp file, so the final name appears complete. */
-	if (ok && apply_attrs(t->rc, t->dirfd, t->tmpname, f, NULL, true) < 0)
+	if (ok && apply_attrs(t->rc, t->tmpdirfd, t->tmpname, f, NULL, true) < 0)
 		ok = false;
 	if (ok && !t->inplace && s->opts->backup &&
 	    !backup_make(t->rc, t->dirfd, t->leaf, t->path)) {
-		unlinkat(t->dirfd, t->tmpname, 0);
+		unlinkat(t->tmpdirfd, t->tmpname, 0);
 		ok = false;
 	}
-	if (ok && !t->inplace && renameat(t->dirfd, t->tmpname, t->dirfd, t->leaf) < 0) {
+	if (ok && !t->inplace && !move_into_place(t, f)) {
 		session_err(s, "rename \"%s\" -> \"%s\" failed: %s", t->tmpname, t->path,
 			    strerror(errno));
-		unlinkat(t->dirfd, t->tmpname, 0);
+		unlinkat(t->tmpdirfd, t->tmpname, 0);
 		ok = false;
 	}
 	temp_close(t);
@@ -137,7 +152,7 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 void temp_discard(struct temp_file *t)
 {
 	if (t->dirfd >= 0 && !t->inplace)
-		unlinkat(t->dirfd, t->tmpname, 0);
+		unlinkat(t->tmpdirfd, t->tmpname, 0);
 	temp_close(t);
 }
 
@@ -145,9 +160,9 @@ void temp_abandon(struct temp_file *t)
 {
 	if (t->dirfd >= 0 && !t->inplace) {
 		if (t->keep_partial)
-			renameat(t->dirfd, t->tmpname, t->dirfd, t->leaf);
+			renameat(t->tmpdirfd, t->tmpname, t->dirfd, t->leaf);
 		else
-			unlinkat(t->dirfd, t->tmpname, 0);
+			unlinkat(t->tmpdirfd, t->tmpname, 0);
 	}
 	temp_close(t);
 }

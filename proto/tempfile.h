@@ -14,6 +14,7 @@
 struct temp_file {
 	struct recv_ctx *rc;
 	int dirfd;            /* a dup of the parent dir, owned */
+	int tmpdirfd;         /* where the temp file lives: dirfd, or --temp-dir's */
 	int fd;               /* the data fd, -1 when closed */
 	char tmpname[300];
 	char leaf[256];

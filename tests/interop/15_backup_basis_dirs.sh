@@ -108,6 +108,23 @@ check_mkpath() {
 }
 t_check mkpath_creates_parents check_mkpath
 
+check_temp_dir() {
+    mkdir -p "$T/tmpd"
+    both tempdir prep_none . -a --temp-dir="$T/tmpd" "$SRC/" DST/ || return 1
+    [ -z "$(ls -A "$T/tmpd")" ] || return 1
+    # on another file system (tmpfs) the file is copied into place
+    if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+        local shm
+        shm=$(mktemp -d /dev/shm/ferry-test.XXXXXX) || return 1
+        "$FERRY" -a -T "$shm" "$SRC/" "$T/tempdir.shm/" || { rm -rf "$shm"; return 1; }
+        rmdir "$shm" || return 1
+        t_compare "$SRC" "$T/tempdir.shm" || return 1
+    fi
+    ! "$FERRY" -a -T "$T/nonexistent" "$SRC/" "$T/tempdir.none/" 2>"$T/tempdir.err"
+    [ $? = 0 ] && grep -q "The temp-dir does not exist" "$T/tempdir.err"
+}
+t_check temp_dir_local_and_cross_device check_temp_dir
+
 # Against daemons: ferry pushes to rsyncd with --link-dest (the option is
 # forwarded), rsync pushes to the ferry daemon with --link-dest=../prev
 # (resolved inside the module).
