@@ -875,10 +875,16 @@ void *generator_main(void *arg)
 		wire_fail(&rc->s->err, RERR_MALLOC, "out of memory");
 	} else if (!generate_files(&g)) {
 		wire_fail(&rc->s->err, RERR_STREAMIO, "generator stopped");
-		/* Wake the receiver if it still waits for the peer. */
-		shutdown(rc->s->in.fd, SHUT_RDWR);
+		pthread_mutex_lock(&rc->lock);
+		rc->generator_stopped = true;
+		pthread_mutex_unlock(&rc->lock);
+		/* Wake the receiver if it still waits for the peer. Only the
+		 * reading side: on a socket in and out are one fd, and the error
+		 * message must still reach the client. */
+		shutdown(rc->s->in.fd, SHUT_RD);
 	}
 	pthread_mutex_lock(&rc->lock);
+	rc->generator_stopped = true;
 	pthread_cond_broadcast(&rc->cond);
 	pthread_mutex_unlock(&rc->lock);
 	free(g.buf);

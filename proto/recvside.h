@@ -38,6 +38,7 @@ struct recv_ctx {
 	int done_count;           /* NDX_DONEs the receiver has read */
 	bool receiver_finished;   /* stats read, receiver ended */
 	bool receiver_failed;
+	bool generator_stopped;   /* the generator thread gave up or finished */
 
 	char **failed_dirs;       /* dirs we could not create: skip their contents */
 	size_t nfailed_dirs;
