@@ -44,6 +44,8 @@ struct recv_ctx {
 	size_t nfailed_dirs;
 
 	struct filter_list *filters; /* the rules we sent, for --delete */
+	const struct filter_list *daemon_filters; /* the module's rules, or NULL */
+	char daemon_dest[4096];   /* the destination inside the module ("" = root) */
 	char **names;             /* hash set of listed paths, for --delete */
 	size_t names_cap;
 	long deletions;           /* for --max-delete */
