@@ -359,6 +359,12 @@ excl_push_refused() {
     bad=$(find "$UP/pushed" -name '*.bin' -o -name secret)
     [ -z "$bad" ] || { echo "excluded names were written: $bad"; return 1; }
     [ -f "$UP/pushed/small.txt" ] || { echo "the rest was not written"; return 1; }
+    # rsync 3.5 still creates the refused directory, empty (mode 0700, time
+    # of the run); ferry writes nothing under an excluded name.
+    if [ -d "$UPR/pushed/secret" ]; then
+        touch -r "$UPR/pushed" "$T/pushed.stamp" && rmdir "$UPR/pushed/secret" &&
+            touch -r "$T/pushed.stamp" "$UPR/pushed" || return 1
+    fi
     t_compare "$UPR/pushed" "$UP/pushed" --nsec
 }
 t_check exclude_refuses_push excl_push_refused

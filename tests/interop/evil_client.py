@@ -405,15 +405,15 @@ def trickle(c, module):
     for b in GREETING + module + b"\n":
         try:
             c.sock.sendall(bytes([b]))
-        except OSError as e:
-            raise ed.PeerGone("after %.1f s: %s" % (time.monotonic() - start, e))
-        try:
             chunk = c.sock.recv(4096)
-            if not chunk:
-                raise ed.PeerGone("closed after %.1f s" % (time.monotonic() - start))
-            log("daemon said %r" % chunk)
         except socket.timeout:
-            pass
+            chunk = None
+        except OSError as e:  # a reset counts as closing on us
+            raise ed.PeerGone("closed after %.1f s (%s)" % (time.monotonic() - start, e))
+        if chunk == b"":
+            raise ed.PeerGone("closed after %.1f s" % (time.monotonic() - start))
+        if chunk:
+            log("daemon said %r" % chunk)
         if time.monotonic() - start > TRICKLE_LIMIT:
             raise Hang("still open after %.1f s of trickling" % (time.monotonic() - start))
     raise Hang("the whole greeting trickled in over %.1f s" % (time.monotonic() - start))
