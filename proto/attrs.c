@@ -40,8 +40,11 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 	int changed = 0;
 
 	/* A file we just wrote gets its exact time; an existing entry only
-	 * when it differs by the --modify-window rule (set_file_attrs). */
-	bool exact = !st;
+	 * when it differs by the --modify-window rule (set_file_attrs) --
+	 * except a regular file that -c found up to date, which rsync also
+	 * sets to the exact time (generator.c: maybe_ATTRS_ACCURATE_TIME).
+	 * Below protocol 31 that drops the nanoseconds it keeps otherwise. */
+	bool exact = !st || (o->checksum && S_ISREG(f->mode));
 	if (!st) {
 		if (fstatat(dirfd, leaf, &now, AT_SYMLINK_NOFOLLOW) < 0) {
 			session_err(rc->s, "stat \"%s\" failed: %s", leaf, strerror(errno));

@@ -152,6 +152,20 @@ static bool excluded(struct walker *k, const char *path, bool is_dir)
 	return k->w->filters && filter_check(k->w->filters, path, is_dir, false) < 0;
 }
 
+/* A path argument the module's rules exclude, named as inside the module. */
+static bool daemon_hides(struct walker *k, const char *arg, bool is_dir)
+{
+	char path[MAXPATHLEN_WIRE];
+
+	if (!k->w->daemon_filters)
+		return false;
+	snprintf(path, sizeof path, "%s", arg);
+	size_t n = strlen(path);
+	while (n > 1 && path[n - 1] == '/')
+		path[--n] = '\0';
+	return filter_check(k->w->daemon_filters, path, is_dir, false) < 0;
+}
+
 static bool wanted_type(const struct ferry_opts *o, mode_t m)
 {
 	if (S_ISREG(m) || S_ISDIR(m))
@@ -338,6 +352,13 @@ static bool build_one(struct walker *k, const char *arg)
 	}
 	if (!S_ISDIR(st.st_mode) && flags == 0 && strcmp(name, ".") != 0)
 		fstatat(bfd, name, &st, AT_SYMLINK_NOFOLLOW); /* a top-level symlink stays one */
+	if (strcmp(name, ".") != 0 && daemon_hides(k, arg, S_ISDIR(st.st_mode))) {
+		/* what the module excludes does not exist for the client (flist.c) */
+		session_err(k->s, "link_stat \"%s\" failed: %s (%d)", arg, strerror(ENOENT), ENOENT);
+		k->s->io_error |= IOERR_GENERAL;
+		k->sl->vanished = true;
+		return true;
+	}
 	k->top_dev = st.st_dev;
 	if (S_ISDIR(st.st_mode) && !o->recursive && !o->dirs) {
 		session_info(k->s, "skipping directory %s\n", name);

@@ -16,6 +16,7 @@
 
 #include "proto/delete.h"
 #include "proto/fileio.h"
+#include "proto/filter.h"
 #include "proto/recvside.h"
 
 #define SUMS_READ_BUF (1024 * 1024)
@@ -223,8 +224,7 @@ static uint32_t dest_mode(struct gen *g, uint32_t flist_mode, uint32_t stat_mode
 
 static void file_error(struct gen *g, const char *what, const char *name)
 {
-	session_err(g->s, "%s \"%s\" failed: %s", what, name, strerror(errno));
-	g->s->got_xfer_error = true;
+	session_xfer_err(g->s, "%s \"%s\" failed: %s", what, name, strerror(errno));
 }
 
 /* Remove what stands where an entry of another type must go. */
@@ -703,6 +703,37 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	request_file(g, ndx, f, dirfd, leaf, &st, iflags, false);
 }
 
+/* The module's exclude rules decide what a daemon takes in: a refused
+ * entry is an error and a refused directory's contents are skipped
+ * (generator.c: recv_generator, "daemon refused to receive"). The rules
+ * see the name inside the module. */
+static bool daemon_refuses(struct gen *g, int32_t ndx, const struct file_entry *f,
+			   const char *path)
+{
+	const struct recv_ctx *rc = g->rc;
+	char full[MAXPATHLEN_WIRE * 3];
+
+	if (!rc->daemon_filters || strcmp(path, ".") == 0)
+		return false;
+	if (rc->solo_name)
+		snprintf(full, sizeof full, "%s", *rc->daemon_dest ? rc->daemon_dest : path);
+	else if (*rc->daemon_dest)
+		snprintf(full, sizeof full, "%s/%s", rc->daemon_dest, path);
+	else
+		snprintf(full, sizeof full, "%s", path);
+	bool is_dir = S_ISDIR(f->mode);
+	if (filter_check(rc->daemon_filters, full, is_dir, false) >= 0)
+		return false;
+	session_xfer_err(g->s, "ERROR: daemon refused to receive %s \"%s\"",
+			 is_dir ? "directory" : "file", path);
+	g->rc->state[ndx] |= FS_FAILED;
+	if (is_dir) {
+		session_xfer_err(g->s, "*** Skipping any contents from this failed directory ***");
+		recv_mark_dir_failed(g->rc, path);
+	}
+	return true;
+}
+
 static void gen_entry(struct gen *g, int32_t ndx)
 {
 	struct file_entry *f = g->rc->fl->sorted[ndx];
@@ -721,7 +752,7 @@ static void gen_entry(struct gen *g, int32_t ndx)
 		}
 		g->last_dir = f->dirname;
 	}
-	if (parent_failed(g->rc, f))
+	if (parent_failed(g->rc, f) || daemon_refuses(g, ndx, f, path))
 		return;
 	if (S_ISDIR(f->mode)) {
 		if (o->recursive || o->dirs || (f->flags & FE_TOP_DIR) || strcmp(path, ".") == 0)
@@ -991,10 +1022,16 @@ void *generator_main(void *arg)
 		wire_fail(&rc->s->err, RERR_MALLOC, "out of memory");
 	} else if (!generate_files(&g)) {
 		wire_fail(&rc->s->err, RERR_STREAMIO, "generator stopped");
-		/* Wake the receiver if it still waits for the peer. */
-		shutdown(rc->s->in.fd, SHUT_RDWR);
+		pthread_mutex_lock(&rc->lock);
+		rc->generator_stopped = true;
+		pthread_mutex_unlock(&rc->lock);
+		/* Wake the receiver if it still waits for the peer. Only the
+		 * reading side: on a socket in and out are one fd, and the error
+		 * message must still reach the client. */
+		shutdown(rc->s->in.fd, SHUT_RD);
 	}
 	pthread_mutex_lock(&rc->lock);
+	rc->generator_stopped = true;
 	pthread_cond_broadcast(&rc->cond);
 	pthread_mutex_unlock(&rc->lock);
 	free(g.buf);

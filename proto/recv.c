@@ -89,8 +89,13 @@ int recv_run(struct recv_ctx *rc)
 		return session_exit_code(s);
 	}
 	receiver_run(rc);
-	if (wire_error_code(&s->err)) {
-		/* Unblock a generator waiting on the peer: nothing more will come. */
+	pthread_mutex_lock(&rc->lock);
+	bool gen_running = !rc->generator_stopped;
+	pthread_mutex_unlock(&rc->lock);
+	if (wire_error_code(&s->err) && gen_running) {
+		/* Unblock a generator waiting on the peer: nothing more will
+		 * come. A generator that already stopped needs no waking, and
+		 * leaving the socket open lets its error reach the client. */
 		shutdown(s->out.fd, SHUT_RDWR);
 	}
 	pthread_join(gen, NULL);

@@ -38,11 +38,14 @@ struct recv_ctx {
 	int done_count;           /* NDX_DONEs the receiver has read */
 	bool receiver_finished;   /* stats read, receiver ended */
 	bool receiver_failed;
+	bool generator_stopped;   /* the generator thread gave up or finished */
 
 	char **failed_dirs;       /* dirs we could not create: skip their contents */
 	size_t nfailed_dirs;
 
 	struct filter_list *filters; /* the rules we sent, for --delete */
+	const struct filter_list *daemon_filters; /* the module's rules, or NULL */
+	char daemon_dest[4096];   /* the destination inside the module ("" = root) */
 	char **names;             /* hash set of listed paths, for --delete */
 	size_t names_cap;
 	long deletions;           /* for --max-delete */

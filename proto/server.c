@@ -216,6 +216,36 @@ static void destination_dir(const struct server_ctx *ctx, bool solo, char *out, 
 	snprintf(out, size, "%s", path);
 }
 
+/* A daemon's module rules also apply to where a push goes: an excluded
+ * destination is refused outright (main.c: get_local_name), and the
+ * destination inside the module is kept to check each received name. */
+static bool daemon_dest(struct session *s, const struct server_ctx *ctx, struct recv_ctx *rc)
+{
+	const char *dest = ctx->npaths ? ctx->paths[0] : ".";
+	char *clean = rc->daemon_dest;
+	size_t size = sizeof rc->daemon_dest;
+
+	while (*dest == '/')
+		dest++;
+	while (dest[0] == '.' && dest[1] == '/')
+		dest += 2;
+	snprintf(clean, size, "%s", dest);
+	size_t n = strlen(clean);
+	while (n > 0 && clean[n - 1] == '/')
+		clean[--n] = '\0';
+	if (strcmp(clean, ".") == 0)
+		clean[0] = '\0';
+	if (!*clean)
+		return true;
+	if (filter_check(ctx->daemon_filters, clean, false, false) < 0 ||
+	    filter_check(ctx->daemon_filters, clean, true, false) < 0) {
+		session_err(s, "ERROR: daemon has excluded destination \"%s\"",
+			    ctx->paths[0]);
+		return false;
+	}
+	return true;
+}
+
 static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 			  struct filter_list *filters)
 {
@@ -236,6 +266,11 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 	rc.confined = ctx->confined;
 	rc.module_fd = ctx->root_fd;
 	rc.dest_rel = dest_rel;
+	rc.daemon_filters = ctx->daemon_filters;
+	if (ctx->daemon_filters && !daemon_dest(s, ctx, &rc)) {
+		flist_free(&fl);
+		return error_exit(s, RERR_FILESELECT);
+	}
 	if (fl.count > 0) {
 		rc.rootfd = open_push_dest(s, ctx, &rc, solo, sizeof solo);
 		destination_dir(ctx, rc.solo_name != NULL, dest_rel, sizeof dest_rel);

@@ -169,6 +169,29 @@ void session_err(struct session *s, const char *fmt, ...)
 	fprintf(stderr, "ferry: %s\n", msg);
 }
 
+void session_xfer_err(struct session *s, const char *fmt, ...)
+{
+	char msg[1100];
+	va_list ap;
+
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, sizeof msg - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	s->got_xfer_error = true;
+	if (s->am_server && s->out.mux) {
+		/* MSG_ERROR_XFER: the client counts it for its exit code 23
+		 * (log.c: rwrite). */
+		char line[1200];
+		int m = snprintf(line, sizeof line, "ferry: %s\n", msg);
+		wire_send_msg(&s->out, MSG_ERROR_XFER, line, (size_t)m);
+		return;
+	}
+	fflush(stdout);
+	fprintf(stderr, "ferry: %s\n", msg);
+}
+
 void session_info(struct session *s, const char *fmt, ...)
 {
 	char msg[1100];

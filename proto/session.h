@@ -150,6 +150,10 @@ void session_free(struct session *s);
 /* Print an error like rsync's rprintf(FERROR): "ferry: ..." on stderr. */
 void session_err(struct session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* An error about one file (rprintf(FERROR_XFER)): as session_err, but a
+ * server sends it as MSG_ERROR_XFER, and the run exits 23. */
+void session_xfer_err(struct session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* Informational output (stdout for a client). */
 void session_info(struct session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
