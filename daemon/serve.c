@@ -70,6 +70,17 @@ static bool send_line(struct conn *c, const char *fmt, ...)
 	return wire_write(&c->s.out, buf, (size_t)n) && wire_flush(&c->s.out);
 }
 
+/* One absolute bound for the whole handshake (greeting, module, auth,
+ * arguments): the "timeout" in force, at most 60 seconds, as rsync 3.5
+ * does. Hooks run between reads, so the bound is set again before the
+ * arguments are read. */
+static void set_handshake_deadline(struct conn *c, int timeout_s)
+{
+	int limit = timeout_s > 0 && timeout_s < 60 ? timeout_s : 60;
+
+	c->s.in.deadline_ms = wire_now_ms() + (int64_t)limit * 1000;
+}
+
 static void send_motd(struct conn *c)
 {
 	char buf[4096];
@@ -678,6 +689,7 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 		return RERR_STARTCLIENT;
 	}
 	c->s.am_root = geteuid() == 0; /* we may have dropped to the module's uid */
+	set_handshake_deadline(c, m->timeout);
 	send_line(c, "@RSYNCD: OK\n");
 	int argc = 0;
 	char **argv = read_args(c, &argc);
@@ -750,6 +762,7 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	c->s.skip_compress = run_opts.skip_compress;
 	c->s.dont_compress = m->dont_compress;
 	c->s.in.timeout_ms = c->s.out.timeout_ms = run_opts.timeout * 1000;
+	c->s.in.deadline_ms = 0; /* the handshake is over */
 	/* the daemon's own --bwlimit caps what a client may ask for */
 	if (c->dopts->bwlimit && (!run_opts.bwlimit || run_opts.bwlimit > c->dopts->bwlimit))
 		run_opts.bwlimit = c->dopts->bwlimit;
@@ -852,6 +865,7 @@ int daemon_serve_client(const struct daemon_config *cfg, const struct ferry_opts
 
 	session_init(&c.s, dopts, fd_in, fd_out);
 	c.s.in.timeout_ms = c.s.out.timeout_ms = 60 * 1000; /* bound the handshake */
+	set_handshake_deadline(&c, cfg->defaults.timeout);
 	client_addr_name(fd_in, c.addr, sizeof c.addr, c.host, sizeof c.host,
 			 cfg->defaults.reverse_lookup);
 	if (!*c.addr)

@@ -294,6 +294,31 @@ static bool wait_fd(struct wire_error *err, int fd, short events, int timeout_ms
 	return true;
 }
 
+int64_t wire_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* How long the next read may wait: the idle timeout, shortened by an
+ * absolute deadline (so a peer trickling one byte at a time cannot hold
+ * a daemon's handshake open forever). */
+static int read_wait_ms(const struct wire_in *in)
+{
+	int t = in->timeout_ms;
+
+	if (in->deadline_ms) {
+		int64_t left = in->deadline_ms - wire_now_ms();
+		if (left < 1)
+			left = 1;
+		if (t <= 0 || left < t)
+			t = (int)left;
+	}
+	return t;
+}
+
 /* Make at least `need` raw bytes available in the buffer. */
 static bool raw_fill(struct wire_in *in, size_t need)
 {
@@ -309,13 +334,14 @@ static bool raw_fill(struct wire_in *in, size_t need)
 		}
 		if (in->err->code)
 			return false;
-		if (in->timeout_ms > 0 && !wait_fd(in->err, in->fd, POLLIN, in->timeout_ms))
+		int wait_ms = read_wait_ms(in);
+		if (wait_ms > 0 && !wait_fd(in->err, in->fd, POLLIN, wait_ms))
 			return false;
 		ssize_t r = read(in->fd, in->buf + in->end, in->cap - in->end);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0 && errno == EAGAIN) {
-			if (!wait_fd(in->err, in->fd, POLLIN, in->timeout_ms))
+			if (!wait_fd(in->err, in->fd, POLLIN, wait_ms))
 				return false;
 			continue;
 		}

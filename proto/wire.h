@@ -101,6 +101,8 @@ struct wire_in {
 	bool mux;               /* input is multiplexed */
 	size_t data_left;       /* bytes left in the current MSG_DATA frame */
 	int timeout_ms;         /* 0 = wait forever */
+	int64_t deadline_ms;    /* CLOCK_MONOTONIC ms by which reads must be
+				 * done (a daemon's handshake), 0 = none */
 	uint64_t total_read;    /* raw bytes read from fd, for --stats */
 	wire_msg_fn on_msg;
 	void *msg_ctx;
@@ -130,6 +132,9 @@ void wire_in_init(struct wire_in *in, int fd, struct wire_error *err);
 void wire_in_free(struct wire_in *in);
 void wire_out_init(struct wire_out *out, int fd, struct wire_error *err);
 void wire_out_free(struct wire_out *out);
+
+/* Milliseconds on CLOCK_MONOTONIC, for deadlines. */
+int64_t wire_now_ms(void);
 
 /* Raw input. */
 bool wire_read(struct wire_in *in, void *dst, size_t n);
