@@ -664,6 +664,11 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 		break;
 	}
 	case OPT_FSYNC: o->fsync = v; break;
+	case OPT_COPY_LINKS: o->copy_links = v; break;
+	case OPT_COPY_UNSAFE_LINKS: o->copy_unsafe_links = v; break;
+	case OPT_COPY_DIRLINKS: o->copy_dirlinks = v; break;
+	case OPT_SAFE_LINKS: o->safe_links = v; break;
+	case OPT_MUNGE_LINKS: o->munge_links = v; break;
 	case OPT_ONE_FILE_SYSTEM: o->one_file_system = v ? o->one_file_system + 1 : 0; break;
 	case OPT_MKPATH: o->mkpath = v; break;
 	case OPT_BACKUP: o->backup = v; break;

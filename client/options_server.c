@@ -273,6 +273,13 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 	    || (o->dirs && !o->recursive
 		&& (o->list_only || (o->delete_mode != DELETE_NONE && am_sender))))
 		flags[x++] = 'd';
+	if (!am_sender) {
+		/* the sending server follows links for us */
+		if (o->copy_links)
+			flags[x++] = 'L';
+		if (o->copy_dirlinks)
+			flags[x++] = 'k';
+	}
 	if (am_sender) {
 		if (o->omit_dir_times)
 			flags[x++] = 'O';
@@ -419,6 +426,10 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		pushs(&a, "--partial");
 	if (o->ignore_errors)
 		pushs(&a, "--ignore-errors");
+	if (o->copy_unsafe_links)
+		pushs(&a, "--copy-unsafe-links");
+	if (o->safe_links)
+		pushs(&a, "--safe-links");
 	if (o->numeric_ids)
 		pushs(&a, "--numeric-ids");
 	if (am_sender) {

@@ -12,6 +12,8 @@
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 
 #define DIR_OPEN_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 
@@ -225,6 +227,59 @@ int fs_open_root(const char *path, bool create, bool mkpath)
 	if (mkdir(path, 0777) < 0 && errno != EEXIST)
 		return -1;
 	return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+bool fs_symlink_unsafe(const char *target, const char *path)
+{
+	int depth = 0;
+
+	if (!*target || *target == '/')
+		return true;
+	/* ".." is only allowed as leading components */
+	const char *rest = target;
+	while (strncmp(rest, "../", 3) == 0) {
+		rest += 3;
+		while (*rest == '/')
+			rest++;
+	}
+	size_t tlen = strlen(target);
+	if (strstr(rest, "/../") || (tlen > 3 && strcmp(target + tlen - 3, "/..") == 0))
+		return true;
+	/* how deep the link sits in the transfer: its margin for ".." */
+	const char *name = path, *slash;
+	for (; (slash = strchr(name, '/')) != NULL; name = slash + 1) {
+		if (name[0] == '.' && (name[1] == '/' || (name[1] == '.' && name[2] == '/'))) {
+			if (name[1] == '.')
+				depth = 0;
+		} else {
+			depth++;
+		}
+		while (slash[1] == '/')
+			slash++;
+	}
+	if (strcmp(name, "..") == 0)
+		depth = 0;
+	for (name = target; (slash = strchr(name, '/')) != NULL; name = slash + 1) {
+		if (name[0] == '.' && (name[1] == '/' || (name[1] == '.' && name[2] == '/'))) {
+			if (name[1] == '.' && --depth < 0)
+				return true;
+		} else {
+			depth++;
+		}
+		while (slash[1] == '/')
+			slash++;
+	}
+	if (strcmp(name, "..") == 0)
+		depth--;
+	return depth < 0;
+}
+
+int fs_open_beneath(int rootfd, const char *relpath, int flags)
+{
+	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+
+	return (int)syscall(SYS_openat2, rootfd, relpath, &how, sizeof how);
 }
 
 int fs_mkpath_at(int rootfd, const char *relpath)

@@ -145,6 +145,13 @@ struct ferry_opts {
 	char *server_caps;    /* with --server: the -e capability letters the
 	                       * client sent (".LsfxCIvu"); rsh is set too */
 
+	/* symlinks */
+	bool copy_links;        /* -L */
+	bool copy_unsafe_links; /* --copy-unsafe-links */
+	bool copy_dirlinks;     /* -k */
+	bool safe_links;        /* --safe-links */
+	bool munge_links;       /* --munge-links */
+
 	/* limits, safety and extras */
 	int64_t max_size;  /* --max-size in bytes, -1 = none */
 	int64_t min_size;  /* --min-size in bytes, -1 = none */

@@ -33,6 +33,7 @@ struct send_list {
 	size_t info_cap;
 	struct send_roots roots;
 	bool vanished;        /* some source arg was missing */
+	bool confined;        /* built in a daemon module (walk_opts.confined) */
 };
 
 struct walk_opts {
