@@ -312,6 +312,8 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		flags[x++] = 'R';
 	for (i = 0; i < o->one_file_system && i < 2; i++)
 		flags[x++] = 'x';
+	if (o->sparse)
+		flags[x++] = 'S';
 	if (cpres == 1)
 		flags[x++] = 'z';
 	/* rsync options.c:maybe_add_e_option(), without 'i' (no inc-recursion). */
@@ -457,6 +459,8 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 	}
 	if (o->inplace)
 		pushs(&a, "--inplace");
+	if (o->preallocate && am_sender)
+		pushs(&a, "--preallocate");
 	if (o->mkpath && am_sender)
 		pushs(&a, "--mkpath");
 	for (i = 0; i < o->nremote_options; i++)

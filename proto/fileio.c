@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -344,6 +345,38 @@ int fs_copy_then_unlink(int from_dir, const char *from, int to_dir, const char *
 	if (out < 0 || n < 0 || close(out) < 0)
 		return -1;
 	return unlinkat(from_dir, from, 0);
+}
+
+/* 4 KiB runs of zeros become holes: the file system's block size, so a
+ * hole is never a partial block. */
+#define SPARSE_RUN 4096
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+bool fs_write_sparse(int fd, const void *buf, size_t len, bool punch)
+{
+	const uint8_t *p = buf;
+
+	while (len > 0) {
+		size_t n = len < SPARSE_RUN ? len : SPARSE_RUN;
+		if (all_zero(p, n)) {
+			off_t at = lseek(fd, (off_t)n, SEEK_CUR);
+			if (at < 0)
+				return false;
+			/* a preallocated file has blocks there already */
+			if (punch)
+				fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at - (off_t)n,
+					  (off_t)n);
+		} else if (!fs_write_all(fd, p, n)) {
+			return false;
+		}
+		p += n;
+		len -= n;
+	}
+	return true;
 }
 
 bool fs_write_all(int fd, const void *buf, size_t len)

@@ -58,6 +58,11 @@ int fs_open_root(const char *path, bool create, bool mkpath);
  * rootfd, following no symlink and refusing "..". 0, or -1 with errno. */
 int fs_mkpath_at(int rootfd, const char *relpath);
 
+/* -S: write buf at the current offset, seeking over 4 KiB runs of zeros
+ * (and punching them out of a preallocated file when punch). The caller
+ * sets the final size with ftruncate. */
+bool fs_write_sparse(int fd, const void *buf, size_t len, bool punch);
+
 /* rsync's unsafe_symlink(): does a link at path (relative to the transfer)
  * with this target point outside the transfer (absolute, or climbing
  * above its top with "..")? */

@@ -157,6 +157,10 @@ struct ferry_opts {
 	int64_t min_size;  /* --min-size in bytes, -1 = none */
 	long bwlimit;      /* --bwlimit in KiB/s, 0 = none */
 	bool fsync;        /* --fsync */
+	int64_t stop_at;   /* --stop-at / --stop-after as a Unix time, 0 = none */
+	char outbuf;       /* --outbuf: 'N', 'L', 'B', or 0 for the default */
+	bool sparse;       /* -S */
+	bool preallocate;  /* --preallocate */
 	int one_file_system; /* -x count */
 	bool mkpath;       /* --mkpath */
 	bool backup;       /* -b */
