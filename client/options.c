@@ -665,6 +665,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	}
 	case OPT_FSYNC: o->fsync = v; break;
 	case OPT_SPARSE: o->sparse = v; break;
+	case OPT_REMOVE_SOURCE_FILES: o->remove_source_files = v; break;
 	case OPT_PREALLOCATE: o->preallocate = v; break;
 	case OPT_OUTBUF:
 		if (!strchr("NnLlBbUu", *arg) || !*arg)

@@ -459,6 +459,10 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 	}
 	if (o->inplace)
 		pushs(&a, "--inplace");
+	if (o->remove_source_files == 1)
+		pushs(&a, "--remove-source-files");
+	else if (o->remove_source_files)
+		pushs(&a, "--remove-sent-files");
 	if (o->preallocate && am_sender)
 		pushs(&a, "--preallocate");
 	if (o->mkpath && am_sender)

@@ -376,6 +376,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 					report_item(g, ndx, attr_change_bits(g, f, &st), NULL);
 					if (!g->o->dry_run)
 						apply_attrs(g->rc, dirfd, leaf, f, &st, true);
+					recv_report_success(g->rc, ndx, path, false);
 					return;
 				}
 			}
@@ -419,6 +420,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		g->s->stats.created_files++;
 	}
 	apply_attrs(g->rc, dirfd, leaf, f, NULL, true);
+	recv_report_success(g->rc, ndx, path, true);
 }
 
 static void gen_device(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
@@ -624,6 +626,7 @@ static bool try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f, cons
 			report_item(g, ndx, o->alt_dest_mode == ALT_DEST_COMPARE ? 0 : ITEM_LOCAL_CHANGE,
 				    NULL);
 		g->rc->state[ndx] |= FS_DONE;
+		recv_report_success(g->rc, ndx, path, false);
 		return true;
 	}
 	return false;
@@ -702,6 +705,7 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		if (!o->dry_run)
 			apply_attrs(g->rc, dirfd, leaf, f, &st, true);
 		g->rc->state[ndx] |= FS_DONE;
+		recv_report_success(g->rc, ndx, path, false);
 		return;
 	}
 	if (!o->times)

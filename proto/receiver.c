@@ -339,6 +339,7 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 		return true;
 	}
 	rc->state[ndx] |= FS_DONE;
+	recv_report_success(rc, ndx, path, true);
 	s->stats.xferred_files++;
 	progress_end(s, &r->prog, r->written, ndx);
 	if (s->xfer_log)

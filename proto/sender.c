@@ -28,6 +28,7 @@ struct snd {
 	struct progress prog;
 	int64_t sent_ofs, file_size;
 	struct dir_cursor *dirs;   /* one per root */
+	struct dir_cursor *rm_dirs; /* --remove-source-files: one per root */
 	struct token_enc *enc;     /* the token stream writer, one per session */
 	struct token_skip *skip;   /* suffixes sent with no compression effort */
 };
@@ -52,6 +53,7 @@ static void xfer_error(struct session *s, const char *fmt, ...)
 		wire_send_msg(&s->out, MSG_ERROR_XFER, line, (size_t)m);
 	} else {
 		session_err(s, "%s", msg);
+		s->got_xfer_error = true;
 	}
 }
 
@@ -307,6 +309,52 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	return ok;
 }
 
+/* --remove-source-files: the receiver has the file (sender.c:
+ * successful_send). Remove our copy unless it changed since we listed it
+ * or it is the very file the receiver wrote (a local copy onto itself). */
+static void remove_sent_file(void *ctx, int32_t ndx, int64_t dev, int64_t ino)
+{
+	struct snd *d = ctx;
+	const struct flist *fl = &d->sl->fl;
+	char path[MAXPATHLEN_WIRE * 2];
+	const char *leaf;
+	struct stat st;
+
+	if (ndx < 0 || (size_t)ndx >= fl->count) {
+		wire_fail(&d->s->err, RERR_PROTOCOL, "Invalid file index %d in MSG_SUCCESS", ndx);
+		return;
+	}
+	const struct file_entry *f = fl->sorted[ndx];
+	uint32_t root = d->sl->info[f - fl->files].root;
+	if (S_ISDIR(f->mode) || root >= d->sl->roots.count || !flist_path(f, path, sizeof path))
+		return;
+	int dirfd = dir_cursor_parent(&d->rm_dirs[root], path, &leaf);
+	int flags = d->s->opts->copy_links ? 0 : AT_SYMLINK_NOFOLLOW;
+	if (dirfd < 0 || fstatat(dirfd, leaf, &st, flags) < 0) {
+		if (errno == ENOENT)
+			session_info(d->s, "sender file already removed: %s\n", path);
+		else
+			xfer_error(d->s, "sender failed to re-lstat %s: %s (%d)", path, strerror(errno),
+				   errno);
+		return;
+	}
+	if ((dev || ino) && (int64_t)st.st_dev == dev && (int64_t)st.st_ino == ino) {
+		xfer_error(d->s, "ERROR: Skipping sender remove of destination file: %s", path);
+		return;
+	}
+	if ((S_ISREG(st.st_mode) && st.st_size != f->size) || st.st_mtim.tv_sec != f->mtime) {
+		xfer_error(d->s, "ERROR: Skipping sender remove for changed file: %s", path);
+		return;
+	}
+	if (unlinkat(dirfd, leaf, 0) < 0) {
+		xfer_error(d->s, "sender failed to remove %s: %s (%d)", path, strerror(errno),
+			   errno);
+		return;
+	}
+	if (d->s->opts->verbose > 1)
+		session_info(d->s, "sender removed %s\n", path);
+}
+
 bool sender_run(struct session *s, struct send_list *sl)
 {
 	struct snd d = {.s = s, .sl = sl};
@@ -335,6 +383,15 @@ bool sender_run(struct session *s, struct send_list *sl)
 	}
 	for (size_t i = 0; i < sl->roots.count; i++)
 		dir_cursor_init(&d.dirs[i], sl->roots.fds[i]);
+	if (s->opts->remove_source_files && !s->opts->dry_run) {
+		d.rm_dirs = calloc(sl->roots.count ? sl->roots.count : 1, sizeof *d.rm_dirs);
+		if (!d.rm_dirs)
+			ok = wire_fail(&s->err, RERR_MALLOC, "out of memory");
+		for (size_t i = 0; ok && i < sl->roots.count; i++)
+			dir_cursor_init(&d.rm_dirs[i], sl->roots.fds[i]);
+		s->on_success = remove_sent_file;
+		s->on_success_ctx = &d;
+	}
 	while (ok) {
 		int32_t ndx;
 		int iflags;
@@ -388,6 +445,12 @@ bool sender_run(struct session *s, struct send_list *sl)
 	for (size_t i = 0; i < sl->roots.count; i++)
 		dir_cursor_close(&d.dirs[i]);
 	free(d.dirs);
+	if (d.rm_dirs) {
+		for (size_t i = 0; i < sl->roots.count; i++)
+			dir_cursor_close(&d.rm_dirs[i]);
+		free(d.rm_dirs);
+	}
+	s->on_success = NULL; /* d goes out of scope */
 	token_enc_free(d.enc);
 	token_skip_free(d.skip);
 	return ok;

@@ -264,6 +264,7 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 	rc.filters = filters;
 	rc.rootfd = -1;
 	rc.confined = ctx->confined;
+	rc.local = ctx->local_child;
 	rc.module_fd = ctx->root_fd;
 	rc.dest_rel = dest_rel;
 	rc.daemon_filters = ctx->daemon_filters;

@@ -127,6 +127,11 @@ struct session {
 	/* Called for every file sent or received (daemon transfer logging). */
 	void (*xfer_log)(void *ctx, const struct file_entry *f, int iflags);
 	void *xfer_log_ctx;
+	/* --remove-source-files on the sending side: the receiver reports a
+	 * file safely in place (MSG_SUCCESS, with the destination's dev and
+	 * inode in a local copy, or 0/0) */
+	void (*on_success)(void *ctx, int32_t ndx, int64_t dev, int64_t ino);
+	void *on_success_ctx;
 	FILE *info;                 /* where MSG_INFO and our -v output go */
 };
 
