@@ -43,6 +43,7 @@ struct pstate {
 	const char *elem;   /* the argv element being parsed, for messages */
 	int dirs;           /* rsync's xfer_dirs: -1 unset, 0, 2 (-d), 4 (--old-d) */
 	int del_before, del_during, del_after, del_plain;
+	bool chown_user, chown_group; /* --chown made the user/group map */
 	int version_cnt, f_cnt;
 	bool from0, daemon_opt;
 	int secluded;       /* rsync's protect_args: -1 unset, 0, 1 */
@@ -665,6 +666,45 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	}
 	case OPT_FSYNC: o->fsync = v; break;
 	case OPT_SPARSE: o->sparse = v; break;
+	case OPT_USERMAP:
+		if (o->usermap)
+			return usage_err(ps, ps->chown_user ? "--usermap conflicts with prior --chown."
+							    : "You can only specify --usermap once.");
+		return set_str(ps, &o->usermap, arg);
+	case OPT_GROUPMAP:
+		if (o->groupmap)
+			return usage_err(ps, ps->chown_group ? "--groupmap conflicts with prior --chown."
+							     : "You can only specify --groupmap once.");
+		return set_str(ps, &o->groupmap, arg);
+	case OPT_CHOWN: {
+		/* rsync implements --chown as the map "*:USER" / "*:GROUP" */
+		const char *colon = strchr(arg, ':');
+		size_t ulen = colon ? (size_t)(colon - arg) : strlen(arg);
+		char map[4096];
+		if (ulen) {
+			if (o->usermap)
+				return usage_err(ps, ps->chown_user
+							     ? "You can only specify a user-affecting --chown once."
+							     : "--chown conflicts with prior --usermap.");
+			snprintf(map, sizeof map, "*:%.*s", (int)ulen, arg);
+			if ((rc = set_str(ps, &o->usermap, map)) != 0)
+				return rc;
+			ps->chown_user = true;
+			o->owner = true;
+		}
+		if (colon && colon[1]) {
+			if (o->groupmap)
+				return usage_err(ps, ps->chown_group
+							     ? "You can only specify a group-affecting --chown once."
+							     : "--chown conflicts with prior --groupmap.");
+			snprintf(map, sizeof map, "*:%s", colon + 1);
+			if ((rc = set_str(ps, &o->groupmap, map)) != 0)
+				return rc;
+			ps->chown_group = true;
+			o->group = true;
+		}
+		break;
+	}
 	case OPT_REMOVE_SOURCE_FILES: o->remove_source_files = v; break;
 	case OPT_PREALLOCATE: o->preallocate = v; break;
 	case OPT_OUTBUF:
@@ -1164,6 +1204,8 @@ void options_free(struct ferry_opts *o)
 	if (!o)
 		return;
 	free(o->config_file);
+	free(o->usermap);
+	free(o->groupmap);
 	free(o->backup_dir);
 	free(o->suffix);
 	free(o->temp_dir);

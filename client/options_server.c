@@ -435,6 +435,10 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 	if (o->numeric_ids)
 		pushs(&a, "--numeric-ids");
 	if (am_sender) {
+		if (o->usermap)
+			push(&a, options_safe_arg("--usermap", o->usermap, false));
+		if (o->groupmap)
+			push(&a, options_safe_arg("--groupmap", o->groupmap, false));
 		if (o->ignore_existing)
 			pushs(&a, "--ignore-existing");
 		if (o->existing)

@@ -853,6 +853,11 @@ bool flist_recv(struct session *s, struct flist *fl)
 	uint32_t xflags;
 	bool end;
 
+	/* --usermap/--groupmap/--chown count while the id lists arrive */
+	if (o->usermap && !s->uids.rules_parsed && !id_rules_parse(s, &s->uids, o->usermap, true))
+		return false;
+	if (o->groupmap && !s->gids.rules_parsed && !id_rules_parse(s, &s->gids, o->groupmap, false))
+		return false;
 	for (;;) {
 		if (!recv_flags(s, fl, &xflags, &end))
 			return false;

@@ -153,10 +153,8 @@ void session_free(struct session *s)
 {
 	wire_in_free(&s->in);
 	wire_out_free(&s->out);
-	free(s->uids.from);
-	free(s->uids.to);
-	free(s->gids.from);
-	free(s->gids.to);
+	id_map_free(&s->uids);
+	id_map_free(&s->gids);
 	free(s->fl.hl_pairs);
 	chmod_free(&s->chmod);
 }

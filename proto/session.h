@@ -78,10 +78,21 @@ struct stats {
 };
 
 /* Names of uids/gids sent by the peer, to map them to local ids. */
+/* One --usermap/--groupmap (or --chown) rule: a sender name pattern, or
+ * a sender id range, and the local id it becomes. */
+struct id_rule {
+	char *pattern;     /* name or wildcard; NULL for an id range */
+	uint32_t lo, hi;   /* the id range when pattern is NULL */
+	uint32_t to;
+};
+
 struct id_map {
 	uint32_t *from;
 	uint32_t *to;
 	size_t count, cap;
+	struct id_rule *rules; /* in the order given; the first match wins */
+	size_t nrules;
+	bool rules_parsed;
 };
 
 struct session {
@@ -140,6 +151,10 @@ bool id_map_add(struct session *s, struct id_map *map, uint32_t id, const char *
 		bool is_user);
 /* Map an entry's uid/gid to local ids as rsync's match_uid/match_gid do. */
 void id_map_apply(struct session *s, struct file_entry *f);
+/* Read --usermap/--groupmap (rsync uidlist.c: parse_name_map). False,
+ * with the error reported and the exit code set, for a malformed map. */
+bool id_rules_parse(struct session *s, struct id_map *map, const char *spec, bool users);
+void id_map_free(struct id_map *map);
 
 /* Print an item line for -v/-i/--out-format as rsync's client does
  * (log.c: log_item, maybe_log_item); nothing on a server. */
