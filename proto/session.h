@@ -128,6 +128,10 @@ struct session {
 	void (*xfer_log)(void *ctx, const struct file_entry *f, int iflags);
 	void *xfer_log_ctx;
 	FILE *info;                 /* where MSG_INFO and our -v output go */
+
+	/* -A/-X: ACLs and xattr sets seen in the file list (acls.c, xattrs.c). */
+	struct acl_state *acl_state;
+	struct xattr_state *xattr_state;
 };
 
 /* Record the peer's name for an id and the local id it maps to. */
