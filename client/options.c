@@ -594,6 +594,8 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_LINKS: o->links = v; break;
 	case OPT_HARD_LINKS: o->hard_links = v; break;
 	case OPT_PERMS: o->perms = v; break;
+	case OPT_ACLS: o->acls = v; o->perms = o->perms || v; break;
+	case OPT_XATTRS: o->xattrs = v ? o->xattrs + 1 : 0; break;
 	case OPT_EXECUTABILITY: o->executability = true; break;
 	case OPT_CHMOD:
 		if (!chmod_valid(arg))

@@ -302,6 +302,10 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		flags[x++] = 'p';
 	else if (o->executability && am_sender)
 		flags[x++] = 'E';
+	if (o->acls)
+		flags[x++] = 'A';
+	for (i = 0; i < o->xattrs && i < 2; i++)
+		flags[x++] = 'X';
 	if (o->recursive)
 		flags[x++] = 'r';
 	if (o->checksum)

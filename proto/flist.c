@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "proto/acls.h"
 #include "proto/session.h"
+#include "proto/xattrs.h"
 
 #define ARENA_BLOCK (256 * 1024)
 
@@ -746,6 +748,10 @@ static bool recv_entry(struct session *s, struct flist *fl, uint32_t xflags)
 		if (S_ISREG(f->mode))
 			f->sum = sum;
 	}
+	if (o->acls && !acl_recv_entry(s, f))
+		return false;
+	if (o->xattrs && !xattr_recv_entry(s, f))
+		return false;
 	if (!o->hard_links)
 		f->flags &= ~(FE_HLINKED | FE_HLINK_FIRST);
 	f->flags |= FE_ACTIVE;
@@ -858,6 +864,8 @@ bool flist_recv(struct session *s, struct flist *fl)
 		return false;
 	if (o->groupmap && !s->gids.rules_parsed && !id_rules_parse(s, &s->gids, o->groupmap, false))
 		return false;
+	if (!meta_check_protocol(s))
+		return false;
 	for (;;) {
 		if (!recv_flags(s, fl, &xflags, &end))
 			return false;
@@ -867,10 +875,13 @@ bool flist_recv(struct session *s, struct flist *fl)
 			return false;
 		count_entry(&s->stats, &fl->files[fl->count - 1]);
 	}
-	if (o->owner && !o->numeric_ids && !recv_id_list(s, &s->uids, true))
+	/* -A sends the lists for the ids its ACLs name (uidlist.c: recv_id_list) */
+	if ((o->owner || o->acls) && !o->numeric_ids && !recv_id_list(s, &s->uids, true))
 		return false;
-	if (o->group && !o->numeric_ids && !recv_id_list(s, &s->gids, false))
+	if ((o->group || o->acls) && !o->numeric_ids && !recv_id_list(s, &s->gids, false))
 		return false;
+	if (o->acls)
+		acl_map_ids(s);
 	if (s->protocol < 30) {
 		int32_t err;
 		if (!wire_read_i32(&s->in, &err))

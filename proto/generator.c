@@ -14,6 +14,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "proto/acls.h"
+#include "proto/xattrs.h"
 #include "proto/delete.h"
 #include "proto/fileio.h"
 #include "proto/filter.h"
@@ -179,16 +181,46 @@ static int attr_change_bits(struct gen *g, const struct file_entry *f, const str
 	return attr_change_bits_for(g, f, st, 0);
 }
 
+/* -A/-X: the 'a' and 'x' item bits, comparing the entry with what is at
+ * dirfd/leaf (dirfd < 0: nothing there yet). */
+static int meta_item_bits(struct gen *g, const struct file_entry *f, int dirfd, const char *leaf)
+{
+	if (!g->o->acls && !g->o->xattrs)
+		return 0;
+	int bits = xattr_item_bits(g->s, dirfd, leaf, f);
+	if (dirfd >= 0)
+		bits |= acl_item_bits(g->s, dirfd, leaf, f);
+	return bits;
+}
+
+/* meta_item_bits() for an entry at its place in the destination. */
+static int meta_item_bits_at_dest(struct gen *g, const struct file_entry *f, int iflags)
+{
+	char path[MAXPATHLEN_WIRE * 2];
+
+	if (!g->o->acls && !g->o->xattrs)
+		return 0;
+	if ((iflags & ITEM_IS_NEW) || !flist_path(f, path, sizeof path))
+		return meta_item_bits(g, f, -1, NULL);
+	if (g->rc->solo_name && !S_ISDIR(f->mode))
+		return meta_item_bits(g, f, g->rc->rootfd, g->rc->solo_name);
+	return meta_item_bits(g, f, g->rc->rootfd, path);
+}
+
 /* A report-only record: sent to the sender for protocol >= 29 (which
  * echoes it to our receiver, who prints it in order), printed here before. */
 static bool report_item(struct gen *g, int32_t ndx, int iflags, const char *xname)
 {
 	struct session *s = g->s;
 	const struct ferry_opts *o = g->o;
+	const struct file_entry *f = g->rc->fl->sorted[ndx];
+	iflags |= meta_item_bits_at_dest(g, f, iflags);
 	bool want = (iflags & SIGNIFICANT_ITEM_FLAGS & 0xffff) || o->itemize > 1 ||
 		    o->verbose > 1 || (xname && *xname);
+	/* An xattr request rides on the record, so it goes out regardless. */
+	bool xattr_req = xattr_request_follows(s, iflags);
 
-	if (!want || (!o->itemize && !o->verbose && !o->out_format && !o->progress))
+	if (!xattr_req && (!want || (!o->itemize && !o->verbose && !o->out_format && !o->progress)))
 		return true;
 	if (s->protocol < 29) {
 		recv_log_item(g->rc, g->rc->fl->sorted[ndx], iflags, xname);
@@ -198,7 +230,7 @@ static bool report_item(struct gen *g, int32_t ndx, int iflags, const char *xnam
 		iflags |= ITEM_XNAME_FOLLOWS;
 	wire_out_lock(&s->out);
 	bool ok = wire_write_ndx(&s->out, ndx) && wire_write_u16(&s->out, (uint16_t)iflags) &&
-		  (!xname || wire_write_vstring(&s->out, xname));
+		  (!xname || wire_write_vstring(&s->out, xname)) && xattr_gen_request(s, f, iflags);
 	wire_out_unlock(&s->out);
 	return ok;
 }
@@ -529,11 +561,15 @@ static bool request_from(struct gen *g, int32_t ndx, const struct basis *b, int 
 		fd = openat(b->dirfd, b->leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && b->alt >= 0)
 		iflags |= ITEM_BASIS_TYPE_FOLLOWS;
+	const struct file_entry *f = g->rc->fl->sorted[ndx];
+	bool at_dest = b->st && b->alt < 0 && !(iflags & ITEM_IS_NEW);
+	iflags |= meta_item_bits(g, f, at_dest ? b->dirfd : -1, at_dest ? b->leaf : NULL);
 	g->rc->state[ndx] |= FS_REQUESTED;
 	wire_out_lock(&s->out);
 	ok = wire_write_ndx(&s->out, ndx) &&
 	     (s->protocol < 29 || wire_write_u16(&s->out, (uint16_t)(iflags & 0xffff))) &&
-	     (!(iflags & ITEM_BASIS_TYPE_FOLLOWS) || wire_write_u8(&s->out, (uint8_t)b->alt));
+	     (!(iflags & ITEM_BASIS_TYPE_FOLLOWS) || wire_write_u8(&s->out, (uint8_t)b->alt)) &&
+	     xattr_gen_request(s, f, iflags);
 	if (ok && !g->o->dry_run)
 		ok = fd >= 0 ? send_sums(g, fd, b->st->st_size, redo) : send_null_sums(s);
 	wire_out_unlock(&s->out);

@@ -60,6 +60,8 @@ struct ferry_opts {
 	bool dirs;         /* -d; as rsync's xfer_dirs also set by -r and by a listing */
 	bool links;        /* -l */
 	bool perms;        /* -p */
+	bool acls;         /* -A (implies -p) */
+	int xattrs;        /* -X count: 2 also copies user.rsync.%* */
 	bool executability; /* -E */
 	bool times;        /* -t */
 	bool omit_dir_times;  /* -O */

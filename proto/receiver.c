@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/xattrs.h"
 #include "proto/fileio.h"
 #include "proto/recvside.h"
 #include "proto/progress.h"
@@ -227,7 +228,31 @@ static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, int *bas
 	xname[0] = '\0';
 	if ((*iflags & ITEM_XNAME_FOLLOWS) && !wire_read_vstring(&s->in, xname, xsize))
 		return false;
+	if (xattr_request_follows(s, *iflags) && !xattr_recv_values(s, r->rc->fl->sorted[*ndx]))
+		return false;
 	return true;
+}
+
+/* -X on an entry that was not transferred: its xattrs changed, and only
+ * we have the values the generator asked for (receiver.c: recv_files ->
+ * set_file_attrs). */
+static void apply_item_xattrs(struct rcv *r, int32_t ndx, int iflags)
+{
+	const struct file_entry *f = r->rc->fl->sorted[ndx];
+	char path[MAXPATHLEN_WIRE * 2];
+	const char *leaf = ".";
+	int dirfd = r->rc->rootfd;
+
+	if (!xattr_request_follows(r->s, iflags) ||
+	    ((iflags & ITEM_XNAME_FOLLOWS) && (iflags & ITEM_LOCAL_CHANGE)) ||
+	    !flist_path(f, path, sizeof path))
+		return;
+	if (r->rc->solo_name && !S_ISDIR(f->mode))
+		leaf = r->rc->solo_name;
+	else if (strcmp(path, ".") != 0)
+		dirfd = dir_cursor_parent(&r->dirs, path, &leaf);
+	if (dirfd >= 0)
+		xattr_apply(r->s, dirfd, leaf, f, dirfd, leaf);
 }
 
 /* Open the basis the generator computed sums from: the destination file
@@ -333,6 +358,7 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 		discard_failed(r, ndx, path, true);
 		return true;
 	}
+	xattr_apply(s, tf.tmpdirfd, tf.tmpname, f, tf.dirfd, tf.leaf);
 	if (!temp_commit(&tf, f)) {
 		rc->state[ndx] |= FS_FAILED;
 		s->got_xfer_error = true;
@@ -389,6 +415,7 @@ static bool receive_replies(struct rcv *r)
 		}
 		if (!(iflags & ITEM_TRANSFER)) {
 			recv_log_item(r->rc, r->rc->fl->sorted[ndx], iflags, xname[0] ? xname : NULL);
+			apply_item_xattrs(r, ndx, iflags);
 			continue;
 		}
 		if (r->phase_dones >= 2)

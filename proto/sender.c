@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/xattrs.h"
 #include "proto/fileio.h"
 #include "proto/match.h"
 #include "proto/progress.h"
@@ -101,19 +102,39 @@ static bool read_request(struct snd *d, int32_t *ndx, int *iflags, uint8_t *type
 	xname[0] = '\0';
 	if ((*iflags & ITEM_XNAME_FOLLOWS) && !wire_read_vstring(&s->in, xname, xsize))
 		return false;
+	if (xattr_request_follows(s, *iflags) &&
+	    !xattr_sender_read_request(s, d->sl->fl.sorted[*ndx]))
+		return false;
 	return true;
 }
 
-/* Echo the request header back (sender.c: write_ndx_and_attrs). */
-static bool echo_header(struct session *s, int32_t ndx, int iflags, uint8_t type, const char *xname)
+/* -X: the values the generator asked for follow the echoed item
+ * (sender.c: write_ndx_and_attrs -> send_xattr_request). */
+static bool send_xattr_values(struct snd *d, int32_t ndx)
 {
+	struct file_entry *f = d->sl->fl.sorted[ndx];
+	uint32_t root = d->sl->info[f - d->sl->fl.files].root;
+	char path[MAXPATHLEN_WIRE * 2];
+
+	if (!flist_path(f, path, sizeof path))
+		return wire_fail(&d->s->err, RERR_PROTOCOL, "file name too long");
+	return xattr_sender_send_values(d->s, root < d->sl->roots.count ? d->sl->roots.fds[root] : -1,
+					path, f);
+}
+
+/* Echo the request header back (sender.c: write_ndx_and_attrs). */
+static bool echo_header(struct snd *d, int32_t ndx, int iflags, uint8_t type, const char *xname)
+{
+	struct session *s = d->s;
+
 	if (!wire_write_ndx(&s->out, ndx))
 		return false;
 	if (s->protocol < 29)
 		return true;
 	return wire_write_u16(&s->out, (uint16_t)iflags) &&
 	       (!(iflags & ITEM_BASIS_TYPE_FOLLOWS) || wire_write_u8(&s->out, type)) &&
-	       (!(iflags & ITEM_XNAME_FOLLOWS) || wire_write_vstring(&s->out, xname));
+	       (!(iflags & ITEM_XNAME_FOLLOWS) || wire_write_vstring(&s->out, xname)) &&
+	       (!xattr_request_follows(s, iflags) || send_xattr_values(d, ndx));
 }
 
 /* The receiver's sum head and block sums, bounded before any allocation
@@ -285,7 +306,7 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	d->file_size = st.st_size;
 	progress_update(s, &d->prog, 0, st.st_size);
 	wire_out_lock(&s->out);
-	if (echo_header(s, ndx, iflags, type, xname) && wire_write_i32(&s->out, h.count) &&
+	if (echo_header(d, ndx, iflags, type, xname) && wire_write_i32(&s->out, h.count) &&
 	    wire_write_i32(&s->out, h.blength) &&
 	    (s->protocol < 27 || wire_write_i32(&s->out, h.s2length)) &&
 	    wire_write_i32(&s->out, h.remainder) &&
@@ -416,7 +437,7 @@ bool sender_run(struct session *s, struct send_list *sl)
 			session_log_item(s, f, iflags, xname[0] ? xname : NULL, NULL);
 			count_created(&s->stats, f, iflags);
 			wire_out_lock(&s->out);
-			ok = echo_header(s, ndx, iflags, type, xname);
+			ok = echo_header(&d, ndx, iflags, type, xname);
 			wire_out_unlock(&s->out);
 			continue;
 		}

@@ -2,6 +2,8 @@
  * Session set-up, the handler for the peer's out-of-band messages, and the
  * exit-code rules.
  */
+#include "proto/acls.h"
+#include "proto/xattrs.h"
 #include "proto/session.h"
 #include "proto/outfilter.h"
 
@@ -157,6 +159,8 @@ void session_free(struct session *s)
 	id_map_free(&s->gids);
 	free(s->fl.hl_pairs);
 	chmod_free(&s->chmod);
+	acl_state_free(s);
+	xattr_state_free(s);
 }
 
 void session_err(struct session *s, const char *fmt, ...)

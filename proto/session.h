@@ -144,6 +144,10 @@ struct session {
 	void (*on_success)(void *ctx, int32_t ndx, int64_t dev, int64_t ino);
 	void *on_success_ctx;
 	FILE *info;                 /* where MSG_INFO and our -v output go */
+
+	/* -A/-X: ACLs and xattr sets seen in the file list (acls.c, xattrs.c). */
+	struct acl_state *acl_state;
+	struct xattr_state *xattr_state;
 };
 
 /* Record the peer's name for an id and the local id it maps to. */
