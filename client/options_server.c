@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "client/options.h"
+#include "proto/logfmt.h"
 
 #define SHELL_CHARS "!#$&;|<>(){}\"'` \t\n\r\\"
 #define WILD_CHARS "*?[]"
@@ -81,33 +82,6 @@ char *options_remote_arg(const struct ferry_opts *o, const char *opt, const char
 		      (!o->old_args || (!is_filename && !split_when_old));
 
 	return escape ? options_safe_arg(opt, arg, false) : plain_arg(opt, arg);
-}
-
-/* rsync log.c:log_format_has() */
-static bool format_has(const char *format, char esc)
-{
-	const char *p;
-	int width;
-
-	if (!format)
-		return false;
-	for (p = format; (p = strchr(p, '%')) != NULL;) {
-		for (p++; *p == '\''; p++) {}
-		width = 1;
-		if (*p == '-')
-			p++, width++;
-		while (isdigit((unsigned char)*p) && width < 32 - 8)
-			p++, width++;
-		while (*p == '\'')
-			p++;
-		if (!*p)
-			break;
-		if (*p == esc)
-			return true;
-		if (*p == '%')
-			p++;
-	}
-	return false;
 }
 
 /* rsync options.c:make_output_option() for the --info words the user set
@@ -344,14 +318,14 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		const char *fmt = o->out_format;
 		int has_i = 0, has_o_or_i = 0;
 		if (fmt) {
-			if (format_has(fmt, 'i'))
+			if (log_format_has(fmt, 'i'))
 				has_i = o->itemize | 1;
 		} else if (o->itemize) {
 			fmt = "%i %n%L";
 			has_i = o->itemize;
 		} else if (name_info_on(o))
 			fmt = "%n%L";
-		if (has_i || format_has(fmt, 'o'))
+		if (has_i || log_format_has(fmt, 'o'))
 			has_o_or_i = 1;
 		if (fmt) {
 			if (has_i > 1)

@@ -144,6 +144,7 @@ void session_log_item(struct session *s, const struct file_entry *f, int iflags,
 		.iflags = iflags,
 		.xname = xname,
 		.sending = s->am_sender,
+		.local = s->local_copy,
 		.human = o->human,
 		.preserve_times = o->times,
 	};

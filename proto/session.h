@@ -144,6 +144,7 @@ struct session {
 	void (*on_success)(void *ctx, int32_t ndx, int64_t dev, int64_t ino);
 	void *on_success_ctx;
 	FILE *info;                 /* where MSG_INFO and our -v output go */
+	bool local_copy;            /* a half of a local copy: items show '>' */
 
 	/* -A/-X: ACLs and xattr sets seen in the file list (acls.c, xattrs.c). */
 	struct acl_state *acl_state;
