@@ -668,6 +668,8 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	}
 	case OPT_FSYNC: o->fsync = v; break;
 	case OPT_SPARSE: o->sparse = v; break;
+	case OPT_PARTIAL_DIR: return set_str(ps, &o->partial_dir, arg);
+	case OPT_DELAY_UPDATES: o->delay_updates = v; break;
 	case OPT_USERMAP:
 		if (o->usermap)
 			return usage_err(ps, ps->chown_user ? "--usermap conflicts with prior --chown."
@@ -986,6 +988,50 @@ static int run_getopt(struct pstate *ps)
 	return rc;
 }
 
+/* --partial-dir and --delay-updates (options.c, after parsing): the
+ * directory is cleaned, "." means none, RSYNC_PARTIAL_DIR stands in for a
+ * plain --partial, and a relative one is excluded (perishably) so it is
+ * neither sent nor deleted (compat.c). */
+static int settle_partial_dir(struct pstate *ps)
+{
+	struct ferry_opts *o = ps->o;
+	const char *env = getenv("RSYNC_PARTIAL_DIR");
+
+	if (o->delay_updates && !o->partial_dir) {
+		if (set_str(ps, &o->partial_dir, ".~tmp~") != 0)
+			return RERR_MALLOC;
+		o->partial_dir_implied = true;
+	}
+	if (o->inplace && o->partial_dir)
+		return usage_err(ps, "--inplace cannot be used with --%s",
+				 o->delay_updates ? "delay-updates" : "partial-dir");
+	if (o->inplace)
+		return 0;
+	if (o->partial && !o->partial_dir && !o->server && env && *env &&
+	    set_str(ps, &o->partial_dir, env) != 0)
+		return RERR_MALLOC;
+	if (!o->partial_dir)
+		return 0;
+	size_t n = strlen(o->partial_dir);
+	while (n > 1 && o->partial_dir[n - 1] == '/')
+		o->partial_dir[--n] = '\0';
+	while (strncmp(o->partial_dir, "./", 2) == 0)
+		memmove(o->partial_dir, o->partial_dir + 2, strlen(o->partial_dir + 2) + 1);
+	if (!*o->partial_dir || strcmp(o->partial_dir, ".") == 0) {
+		free(o->partial_dir);
+		o->partial_dir = NULL;
+		return 0;
+	}
+	o->partial = true;
+	if (*o->partial_dir != '/' && !o->server) {
+		char rule[4200];
+		bool old = o->protocol && o->protocol < 30;
+		snprintf(rule, sizeof rule, "%s %s/", old ? "-" : "-p", o->partial_dir);
+		return add_rule(ps, "", rule);
+	}
+	return 0;
+}
+
 static void opts_init(struct ferry_opts *o)
 {
 	memset(o, 0, sizeof *o);
@@ -1127,6 +1173,8 @@ static int finish(struct pstate *ps)
 	if (o->delete_mode != DELETE_NONE && del_row >= 0)
 		return refuse_err(ps, &options_table[del_row]);
 
+	if ((rc = settle_partial_dir(ps)) != 0)
+		return rc;
 	/* --inplace keeps partial data by nature; rsync clears keep_partial. */
 	if (o->inplace)
 		o->partial = false;
@@ -1206,6 +1254,7 @@ void options_free(struct ferry_opts *o)
 	if (!o)
 		return;
 	free(o->config_file);
+	free(o->partial_dir);
 	free(o->usermap);
 	free(o->groupmap);
 	free(o->backup_dir);

@@ -402,8 +402,16 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		pushf(&a, o->modify_window < 0 ? "-@%ld" : "--modify-window=%ld", o->modify_window);
 	if (o->checksum_seed)
 		pushf(&a, "--checksum-seed=%ld", (long)(int32_t)o->checksum_seed);
-	if (o->partial && am_sender)
+	if (o->partial_dir && am_sender) {
+		if (!o->partial_dir_implied) {
+			pushs(&a, "--partial-dir");
+			push(&a, options_safe_arg("", o->partial_dir, false));
+		}
+		if (o->delay_updates)
+			pushs(&a, "--delay-updates");
+	} else if (o->partial && am_sender) {
 		pushs(&a, "--partial");
+	}
 	if (o->ignore_errors)
 		pushs(&a, "--ignore-errors");
 	if (o->copy_unsafe_links)

@@ -542,7 +542,8 @@ struct basis {
 	int dirfd;
 	const char *leaf;
 	const struct stat *st;  /* NULL: no basis */
-	int alt;                /* index of the --*-dest dir, or -1 */
+	int alt;                /* index of the --*-dest dir, FNAMECMP_PARTIAL_DIR,
+				 * or -1 for the destination itself */
 };
 
 /* Ask the sender for the file, with block sums of the basis if any. */
@@ -585,6 +586,28 @@ static bool request_file(struct gen *g, int32_t ndx, const struct file_entry *f,
 
 	(void)f;
 	return request_from(g, ndx, &b, iflags, redo);
+}
+
+/* --partial-dir: a partial file from an earlier try is the best basis
+ * (generator.c: partialptr). Fills b (dirfd owned by *pfd) when there is
+ * one. */
+static bool partial_basis(struct gen *g, const char *path, int *pfd, struct basis *b,
+			  struct stat *st)
+{
+	*pfd = -1;
+	if (!g->o->partial_dir)
+		return false;
+	int fd = partial_dir_open(g->rc, path, false);
+	const char *leaf = partial_leaf(g->rc, path);
+	if (fd < 0)
+		return false;
+	if (fstatat(fd, leaf, st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st->st_mode)) {
+		close(fd);
+		return false;
+	}
+	*pfd = fd;
+	*b = (struct basis){.dirfd = fd, .leaf = leaf, .st = st, .alt = FNAMECMP_PARTIAL_DIR};
+	return true;
 }
 
 /* Does the --link-dest copy carry the attributes we preserve, so that a
@@ -711,6 +734,12 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 			f->mode = dest_mode(g, f->mode, 0, false);
 		struct basis b = {.dirfd = dirfd, .leaf = leaf, .st = NULL, .alt = -1};
 		struct stat bst;
+		int pfd;
+		if (partial_basis(g, path, &pfd, &b, &bst)) {
+			request_from(g, ndx, &b, ITEM_IS_NEW, false);
+			close(pfd);
+			return;
+		}
 		if (g->rc->nalt && try_alt_dests(g, ndx, f, path, dirfd, leaf, &b, &bst))
 			return;
 		request_from(g, ndx, &b, ITEM_IS_NEW, false);
@@ -742,11 +771,19 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 			apply_attrs(g->rc, dirfd, leaf, f, &st, true);
 		g->rc->state[ndx] |= FS_DONE;
 		recv_report_success(g->rc, ndx, path, false);
+		if (o->partial_dir && !o->dry_run)
+			partial_remove(g->rc, path); /* a leftover of an older try */
 		return;
 	}
 	if (!o->times)
 		iflags |= ITEM_REPORT_TIME; /* attr_change_bits_for() with a transfer */
-	request_file(g, ndx, f, dirfd, leaf, &st, iflags, false);
+	struct basis b = {.dirfd = dirfd, .leaf = leaf, .st = &st, .alt = -1};
+	struct stat pst;
+	int pfd;
+	partial_basis(g, path, &pfd, &b, &pst);
+	request_from(g, ndx, &b, iflags, false);
+	if (pfd >= 0)
+		close(pfd);
 }
 
 /* The module's exclude rules decide what a daemon takes in: a refused

@@ -88,6 +88,9 @@ struct ferry_opts {
 	int whole_file;    /* -W: 1 on, 0 off (--no-W), -1 default */
 	bool inplace;      /* --inplace */
 	bool partial;      /* --partial */
+	char *partial_dir; /* --partial-dir (or ".~tmp~" for --delay-updates) */
+	bool partial_dir_implied; /* ... the --delay-updates default */
+	bool delay_updates; /* --delay-updates */
 	bool dry_run;      /* -n */
 	long block_size;   /* -B, 0 = automatic */
 	char *checksum_choice; /* --checksum-choice / --cc */

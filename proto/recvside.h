@@ -79,6 +79,13 @@ bool backup_make(struct recv_ctx *rc, int dirfd, const char *leaf, const char *p
  * --remove-sent-files (the file was sent, not just found up to date). */
 void recv_report_success(struct recv_ctx *rc, int32_t ndx, const char *path, bool always);
 
+/* --partial-dir (partial.c): the name a file of path has there, the dir
+ * opened (created 0700 when create; -1 with errno), and removing the
+ * partial file and, when empty, its dir. */
+const char *partial_leaf(const struct recv_ctx *rc, const char *path);
+int partial_dir_open(struct recv_ctx *rc, const char *path, bool create);
+void partial_remove(struct recv_ctx *rc, const char *path);
+
 /* Run the receiving side after the file list has been received and
  * sorted. Returns the exit code. */
 int recv_run(struct recv_ctx *rc);

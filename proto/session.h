@@ -59,6 +59,7 @@
 	(~(ITEM_BASIS_TYPE_FOLLOWS | ITEM_XNAME_FOLLOWS | ITEM_LOCAL_CHANGE))
 
 #define FNAMECMP_FNAME 0x80
+#define FNAMECMP_PARTIAL_DIR 0x81
 
 struct stats {
 	int64_t total_size;          /* sizes of regular files and symlinks */
