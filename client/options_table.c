@@ -185,7 +185,7 @@ const struct opt_spec options_table[] = {
 	AR("partial-dir", 0, Y, OPT_PARTIAL_DIR, "DIR", "put a partially transferred file into DIR"),
 	FL("delay-updates", 0, Y, OPT_DELAY_UPDATES, 1, "put all updated files into place at end"),
 	NO("no-delay-updates", Y, OPT_DELAY_UPDATES),
-	FL("prune-empty-dirs", 'm', N, OPT_PRUNE_EMPTY_DIRS, 1, "prune empty directory chains from file-list"),
+	FL("prune-empty-dirs", 'm', Y, OPT_PRUNE_EMPTY_DIRS, 1, "prune empty directory chains from file-list"),
 	NO("no-prune-empty-dirs", Y, OPT_PRUNE_EMPTY_DIRS),
 	NO("no-m", Y, OPT_PRUNE_EMPTY_DIRS),
 	FL("numeric-ids", 0, Y, OPT_NUMERIC_IDS, 1, "don't map uid/gid values by user/group name"),

@@ -327,6 +327,70 @@ bool flist_sort_sender(struct session *s, struct flist *fl)
 	return true;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* -m (flist.c: the prune_empty_dirs pass of flist_sort_and_clean): a
+ * directory with no file anywhere below it is left out, except "." (the
+ * top of the transfer). */
+static bool prune_empty_dirs(struct session *s, struct flist *fl)
+{
+	char **keep = NULL, path[MAXPATHLEN_WIRE * 2];
+	size_t n = 0, cap = 0;
+	bool ok = true;
+
+	/* every ancestor of a non-directory stays */
+	for (size_t i = fl->low; ok && i <= fl->high && i < fl->count; i++) {
+		const struct file_entry *f = fl->sorted[i];
+		if (!(f->flags & FE_ACTIVE) || S_ISDIR(f->mode) || !f->dirname)
+			continue;
+		snprintf(path, sizeof path, "%s", f->dirname);
+		for (char *end = path + strlen(path);;) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 256;
+				char **k = realloc(keep, cap * sizeof *k);
+				if (!k) {
+					ok = false;
+					break;
+				}
+				keep = k;
+			}
+			if (!(keep[n++] = strdup(path))) {
+				ok = false;
+				break;
+			}
+			while (end > path && *end != '/')
+				end--;
+			if (end == path)
+				break;
+			*end = '\0';
+		}
+	}
+	if (ok)
+		qsort(keep, n, sizeof *keep, cmp_str);
+	for (size_t i = fl->low; ok && i <= fl->high && i < fl->count; i++) {
+		struct file_entry *f = fl->sorted[i];
+		if (!(f->flags & FE_ACTIVE) || !S_ISDIR(f->mode) || !flist_path(f, path, sizeof path) ||
+		    strcmp(path, ".") == 0)
+			continue;
+		char *key = path;
+		if (!bsearch(&key, keep, n, sizeof *keep, cmp_str))
+			f->flags &= ~FE_ACTIVE;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(keep[i]);
+	free(keep);
+	if (!ok)
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory pruning empty directories");
+	while (fl->low < fl->high && !(fl->sorted[fl->low]->flags & FE_ACTIVE))
+		fl->low++;
+	while (fl->high > fl->low && !(fl->sorted[fl->high]->flags & FE_ACTIVE))
+		fl->high--;
+	return true;
+}
+
 bool flist_sort_and_clean(struct session *s, struct flist *fl)
 {
 	struct sort_ctx c = {.protocol = s->protocol};
@@ -388,6 +452,8 @@ bool flist_sort_and_clean(struct session *s, struct flist *fl)
 		}
 	}
 	fl->high = prev;
+	if (s->opts && s->opts->prune_empty_dirs && !s->am_sender)
+		return prune_empty_dirs(s, fl);
 	return true;
 }
 

@@ -165,6 +165,7 @@ struct ferry_opts {
 	int64_t stop_at;   /* --stop-at / --stop-after as a Unix time, 0 = none */
 	char outbuf;       /* --outbuf: 'N', 'L', 'B', or 0 for the default */
 	bool sparse;       /* -S */
+	bool prune_empty_dirs; /* -m */
 	char *usermap;     /* --usermap, or "*:USER" from --chown */
 	char *groupmap;    /* --groupmap, or "*:GROUP" from --chown */
 	int remove_source_files; /* 1 --remove-source-files, 2 --remove-sent-files */
