@@ -47,6 +47,7 @@ static int run_receiver_child(const struct ferry_opts *o, int fd, const char *de
 		ro.whole_file = 1;
 	session_init(&s, &ro, fd, fd);
 	s.info = stderr;
+	s.local_copy = true; /* it logs the deletions to --log-file */
 	int code = server_run(&s, &ctx);
 	session_free(&s);
 	return code;

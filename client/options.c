@@ -849,6 +849,8 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 		break;
 	}
 	case OPT_OUT_FORMAT: return set_str(ps, &o->out_format, arg);
+	case OPT_LOG_FILE: return set_str(ps, &o->log_file, arg);
+	case OPT_LOG_FILE_FORMAT: return set_str(ps, &o->log_file_format, arg);
 	case OPT_PASSWORD_FILE: return set_str(ps, &o->password_file, arg);
 	case OPT_LIST_ONLY: o->list_only = o->list_only_opt = true; break;
 	case OPT_PROTOCOL:
@@ -1255,6 +1257,8 @@ void options_free(struct ferry_opts *o)
 	if (!o)
 		return;
 	free(o->config_file);
+	free(o->log_file);
+	free(o->log_file_format);
 	free(o->partial_dir);
 	free(o->usermap);
 	free(o->groupmap);

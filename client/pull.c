@@ -168,6 +168,9 @@ static void print_summary(const struct ferry_opts *o, struct session *s, double 
 	if (o->verbose || o->stats)
 		summary_print(stdout, &s->stats, elapsed, o->human, o->dry_run);
 	fflush(stdout);
+	logfile_write(s, "sent %lld bytes  received %lld bytes  total size %lld",
+		      (long long)s->stats.total_written, (long long)s->stats.total_read,
+		      (long long)s->stats.total_size);
 }
 
 static int receive_and_apply(struct session *s, const char *dest, struct filter_list *filters,
@@ -182,6 +185,7 @@ static int receive_and_apply(struct session *s, const char *dest, struct filter_
 	flist_init(&fl);
 	/* rsync's "receiving file list ... done" (without incremental recursion) */
 	bool show = (o->verbose || o->progress) && !o->quiet && !o->list_only && dest;
+	logfile_write(s, "receiving file list");
 	if (show) {
 		printf("receiving file list ... ");
 		fflush(stdout);

@@ -19,6 +19,14 @@
 #include "proto/negotiate.h"
 #include "proto/sendside.h"
 
+/* The last line rsync writes to its --log-file. */
+static void log_totals(struct session *s)
+{
+	logfile_write(s, "sent %lld bytes  received %lld bytes  total size %lld",
+		      (long long)s->stats.total_written, (long long)s->stats.total_read,
+		      (long long)s->stats.total_size);
+}
+
 static void print_summary(const struct ferry_opts *o, struct session *s, time_t start)
 {
 	s->stats.total_written = (int64_t)s->out.total_written;
@@ -28,6 +36,7 @@ static void print_summary(const struct ferry_opts *o, struct session *s, time_t 
 	if (o->verbose || o->stats)
 		summary_print(stdout, &s->stats, (double)(time(NULL) - start), o->human, o->dry_run);
 	fflush(stdout);
+	log_totals(s);
 }
 
 static bool send_everything(struct session *s, char **srcs, int nsrc, struct filter_list *filters)
@@ -39,6 +48,7 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 	if (!filter_send(s, filters, true) || !wire_flush(&s->out))
 		return false;
 	bool show = (o->verbose || o->progress) && !o->quiet;
+	logfile_write(s, "building file list");
 	if (show) {
 		printf("building file list ... ");
 		fflush(stdout);

@@ -220,7 +220,8 @@ static bool report_item(struct gen *g, int32_t ndx, int iflags, const char *xnam
 	/* An xattr request rides on the record, so it goes out regardless. */
 	bool xattr_req = xattr_request_follows(s, iflags);
 
-	if (!xattr_req && (!want || (!o->itemize && !o->verbose && !o->out_format && !o->progress)))
+	bool shown = o->itemize || o->verbose || o->out_format || o->progress || s->log_fp;
+	if (!xattr_req && (!want || !shown))
 		return true;
 	if (s->protocol < 29) {
 		recv_log_item(g->rc, g->rc->fl->sorted[ndx], iflags, xname);

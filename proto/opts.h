@@ -47,6 +47,8 @@ struct ferry_opts {
 	bool no_motd;      /* --no-motd */
 	int itemize;       /* -i count */
 	char *out_format;  /* --out-format / --log-format */
+	char *log_file;    /* --log-file */
+	char *log_file_format; /* --log-file-format */
 	bool stats;        /* --stats */
 	int human;         /* -h count; 1 is rsync's default output unit */
 	bool progress;     /* --progress */

@@ -143,6 +143,7 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 	s->out.bwlimit = opts->bwlimit;
 	s->err.stop_at = (time_t)opts->stop_at;
 	s->munge_symlinks = opts->munge_links; /* a daemon's module decides for itself */
+	logfile_open(s);
 	s->skip_compress = opts->skip_compress;
 	if (opts->chmod) {
 		mode_t um = umask(0);
@@ -153,6 +154,7 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 
 void session_free(struct session *s)
 {
+	logfile_close(s);
 	wire_in_free(&s->in);
 	wire_out_free(&s->out);
 	id_map_free(&s->uids);
@@ -184,6 +186,7 @@ void session_err(struct session *s, const char *fmt, ...)
 	}
 	fflush(stdout);
 	fprintf(stderr, "ferry: %s\n", msg);
+	logfile_write(s, "ferry: %s", msg);
 }
 
 void session_xfer_err(struct session *s, const char *fmt, ...)

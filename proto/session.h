@@ -146,11 +146,18 @@ struct session {
 	void *on_success_ctx;
 	FILE *info;                 /* where MSG_INFO and our -v output go */
 	bool local_copy;            /* a half of a local copy: items show '>' */
+	FILE *log_fp;               /* --log-file, or NULL */
 
 	/* -A/-X: ACLs and xattr sets seen in the file list (acls.c, xattrs.c). */
 	struct acl_state *acl_state;
 	struct xattr_state *xattr_state;
 };
+
+/* --log-file (logfile.c): opened by session_init when asked for; lines
+ * are stamped with the time and our pid. */
+void logfile_open(struct session *s);
+void logfile_write(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void logfile_close(struct session *s);
 
 /* Record the peer's name for an id and the local id it maps to. */
 bool id_map_add(struct session *s, struct id_map *map, uint32_t id, const char *name,
