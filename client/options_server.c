@@ -286,6 +286,8 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		flags[x++] = 'r';
 	if (o->checksum)
 		flags[x++] = 'c';
+	if (o->cvs_exclude)
+		flags[x++] = 'C';
 	if (o->ignore_times)
 		flags[x++] = 'I';
 	if (o->relative)

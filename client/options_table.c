@@ -220,7 +220,7 @@ const struct opt_spec options_table[] = {
 	AR("compress-threads", 0, N, OPT_COMPRESS_THREADS, "NUM", "explicitly set compression threads (aka --zt)"),
 	ALA("zt", N, OPT_COMPRESS_THREADS),
 	AR("skip-compress", 0, Y, OPT_SKIP_COMPRESS, "LIST", "skip compressing files with suffix in LIST"),
-	FL("cvs-exclude", 'C', N, OPT_CVS_EXCLUDE, 1, "auto-ignore files in the same way CVS does"),
+	FL("cvs-exclude", 'C', Y, OPT_CVS_EXCLUDE, 1, "auto-ignore files in the same way CVS does"),
 	AR("filter", 'f', Y, OPT_FILTER, "RULE", "add a file-filtering RULE"),
 	FL(NULL, 'F', N, OPT_F, 1, "same as --filter='dir-merge /.rsync-filter'\n"
 				   "repeated: --filter='- .rsync-filter'"),

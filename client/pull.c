@@ -259,7 +259,9 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 		return code;
 	}
 	bool listing = srcs[0].kind == REMOTE_DAEMON && !srcs[0].module[0];
-	if (!filter_send(&s, &filters, false) || !wire_flush(&s.out)) {
+	if (!filter_send(&s, &filters, false) || !wire_flush(&s.out) ||
+	    (o->cvs_exclude && filter_add_cvs_rules(&filters, true, true, err, sizeof err) < 0 &&
+	     wire_fail(&s.err, RERR_SYNTAX, "%s", err))) {
 		code = session_exit_code(&s);
 		if (s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
 			fprintf(stderr, "ferry: %s\n", s.err.msg);

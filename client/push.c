@@ -45,6 +45,10 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 	struct send_list sl;
 	struct walk_opts w = {.filters = filters, .root_fd = AT_FDCWD, .confined = false};
 
+	char err[512];
+	if (o->cvs_exclude &&
+	    filter_add_cvs_rules(filters, s->protocol >= 29, true, err, sizeof err) < 0)
+		return wire_fail(&s->err, RERR_SYNTAX, "%s", err);
 	if (!filter_send(s, filters, true) || !wire_flush(&s->out))
 		return false;
 	bool show = (o->verbose || o->progress) && !o->quiet;

@@ -168,6 +168,7 @@ struct ferry_opts {
 	char outbuf;       /* --outbuf: 'N', 'L', 'B', or 0 for the default */
 	bool sparse;       /* -S */
 	bool prune_empty_dirs; /* -m */
+	bool cvs_exclude;  /* -C */
 	char *usermap;     /* --usermap, or "*:USER" from --chown */
 	char *groupmap;    /* --groupmap, or "*:GROUP" from --chown */
 	int remove_source_files; /* 1 --remove-source-files, 2 --remove-sent-files */

@@ -345,6 +345,14 @@ int server_run(struct session *s, const struct server_ctx *ctx)
 		filter_list_free(&filters);
 		return finish(s, false);
 	}
+	/* exclude.c: recv_filter_list */
+	bool both = ctx->local_child || s->am_sender;
+	if (s->opts->cvs_exclude &&
+	    filter_add_cvs_rules(&filters, both || s->protocol < 29, both, err, sizeof err) < 0) {
+		session_err(s, "%s", err);
+		filter_list_free(&filters);
+		return finish(s, false) ? RERR_SYNTAX : RERR_SYNTAX;
+	}
 	int code = s->am_sender ? serve_sender(s, ctx, &filters) : serve_receiver(s, ctx, &filters);
 	filter_list_free(&filters);
 	return code;
