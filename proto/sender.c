@@ -219,6 +219,8 @@ static int open_source(struct snd *d, int32_t ndx, const struct file_entry *f)
 	}
 	if (strcmp(path, ".") == 0)
 		return -1;
+	if (d->sl->open_plain)
+		return openat(d->sl->roots.fds[root], path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	int dirfd = dir_cursor_parent(&d->dirs[root], path, &leaf);
 	if (dirfd < 0)
 		return -1;
