@@ -41,6 +41,9 @@ static int run_receiver_child(const struct ferry_opts *o, int fd, const char *de
 	ro.sender = false;
 	ro.files_from = NULL; /* the list is ours (the sender's) to read */
 	ro.files_from_fd = -1;
+	/* --munge-links is for one side of a remote transfer; rsync's local
+	 * copy leaves the links as they are */
+	ro.munge_links = false;
 	/* Without a slow link in between, delta transfer only costs time:
 	 * rsync's local default is --whole-file. */
 	if (ro.whole_file < 0)

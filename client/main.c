@@ -179,6 +179,9 @@ int main(int argc, char **argv)
 			usage_print_help(stderr);
 			rc = RERR_SYNTAX;
 		} else if ((rc = open_files_from(&o)) == 0) {
+			if (o.outbuf)
+				setvbuf(stdout, NULL, o.outbuf == 'N' ? _IONBF
+						      : o.outbuf == 'L' ? _IOLBF : _IOFBF, 0);
 			rc = run_client(&o);
 		}
 		if (o.files_from_fd >= 0)

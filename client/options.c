@@ -670,6 +670,38 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 		break;
 	}
 	case OPT_FSYNC: o->fsync = v; break;
+	case OPT_SPARSE: o->sparse = v; break;
+	case OPT_PREALLOCATE: o->preallocate = v; break;
+	case OPT_OUTBUF:
+		if (!strchr("NnLlBbUu", *arg) || !*arg)
+			return usage_err(ps, "Invalid --outbuf setting -- specify N, L, or B.");
+		o->outbuf = (char)toupper((unsigned char)*arg);
+		if (o->outbuf == 'U')
+			o->outbuf = 'N';
+		break;
+	case OPT_STOP_AFTER: {
+		char *end;
+		long mins = strtol(arg, &end, 10);
+		time_t now = time(NULL);
+		if (mins <= 0 || mins > INT_MAX / 60)
+			return usage_err(ps, "invalid --stop-after value: %s", arg);
+		o->stop_at = (int64_t)now + mins * 60;
+		break;
+	}
+	case OPT_STOP_AT: {
+		time_t t = stop_at_parse(arg, time(NULL));
+		if (t == (time_t)-1)
+			return usage_err(ps, "invalid --stop-at format: %s", arg);
+		if (t <= time(NULL))
+			return usage_err(ps, "--stop-at time is not in the future: %s", arg);
+		o->stop_at = (int64_t)t;
+		break;
+	}
+	case OPT_COPY_LINKS: o->copy_links = v; break;
+	case OPT_COPY_UNSAFE_LINKS: o->copy_unsafe_links = v; break;
+	case OPT_COPY_DIRLINKS: o->copy_dirlinks = v; break;
+	case OPT_SAFE_LINKS: o->safe_links = v; break;
+	case OPT_MUNGE_LINKS: o->munge_links = v; break;
 	case OPT_ONE_FILE_SYSTEM: o->one_file_system = v ? o->one_file_system + 1 : 0; break;
 	case OPT_MKPATH: o->mkpath = v; break;
 	case OPT_BACKUP: o->backup = v; break;

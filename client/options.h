@@ -14,6 +14,7 @@
 #define FERRY_CLIENT_OPTIONS_H
 
 #include <stdbool.h>
+#include <time.h>
 #include <stdio.h>
 
 #include "proto/opts.h"
@@ -179,6 +180,11 @@ enum opt_id {
 	OPT_IPV6, OPT_QSORT, OPT_SERVER, OPT_SENDER, OPT_DAEMON, OPT_CONFIG,
 	OPT_DPARAM, OPT_DETACH, OPT_SSH_MODE, OPT_SSH_CIPHER,
 };
+
+/* ---- stop_time.c ---- */
+
+/* --stop-at's argument as a time after now, or (time_t)-1 when invalid. */
+time_t stop_at_parse(const char *arg, time_t now);
 
 /* ---- usage.c ---- */
 

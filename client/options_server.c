@@ -274,6 +274,13 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 	    || (o->dirs && !o->recursive
 		&& (o->list_only || (o->delete_mode != DELETE_NONE && am_sender))))
 		flags[x++] = 'd';
+	if (!am_sender) {
+		/* the sending server follows links for us */
+		if (o->copy_links)
+			flags[x++] = 'L';
+		if (o->copy_dirlinks)
+			flags[x++] = 'k';
+	}
 	if (am_sender) {
 		if (o->omit_dir_times)
 			flags[x++] = 'O';
@@ -306,6 +313,8 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		flags[x++] = 'R';
 	for (i = 0; i < o->one_file_system && i < 2; i++)
 		flags[x++] = 'x';
+	if (o->sparse)
+		flags[x++] = 'S';
 	if (cpres == 1)
 		flags[x++] = 'z';
 	/* rsync options.c:maybe_add_e_option(), without 'i' (no inc-recursion). */
@@ -420,6 +429,10 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		pushs(&a, "--partial");
 	if (o->ignore_errors)
 		pushs(&a, "--ignore-errors");
+	if (o->copy_unsafe_links)
+		pushs(&a, "--copy-unsafe-links");
+	if (o->safe_links)
+		pushs(&a, "--safe-links");
 	if (o->numeric_ids)
 		pushs(&a, "--numeric-ids");
 	if (am_sender) {
@@ -447,6 +460,8 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 	}
 	if (o->inplace)
 		pushs(&a, "--inplace");
+	if (o->preallocate && am_sender)
+		pushs(&a, "--preallocate");
 	/* options.c: server_options. A list we read goes over the socket to
 	 * a sending server; one on the remote host is named for it to open. */
 	const char *ff_remote = options_files_from_remote(o, NULL, 0);

@@ -26,11 +26,12 @@ struct walker {
 	dev_t top_dev;  /* -x: the file system of the current source argument */
 	int base_fd;    /* names are relative to this: w->root_fd, or the
 			 * --files-from source directory */
+	struct { dev_t dev; ino_t ino; } above[128]; /* dirs being walked: no loops */
+	int nabove;
 	char err[512];
 	/* -R (flist.c: send_file_list's statics) */
 	char **root_names;     /* the "/./" dir of each root, "" = base */
 	size_t nroot_names;
-	int cur_root;          /* index of the current name's root, -1 none */
 	char lastpath[MAXPATHLEN_WIRE]; /* the last implied dirs sent */
 	int implied_dot;       /* rsync's implied_dot_dir: 0, -1 due, 1 sent */
 };
@@ -196,6 +197,94 @@ static void join(char *out, size_t size, const char *dir, const char *name)
 
 static bool walk_dir(struct walker *k, int dirfd, const char *relpath);
 
+static bool following_links(const struct ferry_opts *o)
+{
+	return o->copy_links || o->copy_unsafe_links || o->copy_dirlinks;
+}
+
+/* Stat what the symlink dirfd/leaf points to. In a daemon module the
+ * link is resolved from the source argument's directory and may not lead
+ * out of it (the sender opens the file the same way). */
+static int stat_target(struct walker *k, int dirfd, const char *leaf, const char *path,
+		       struct stat *st)
+{
+	if (!k->w->confined)
+		return fstatat(dirfd, leaf, st, 0);
+	int fd = fs_open_beneath(k->sl->roots.fds[k->root], path, O_PATH);
+	if (fd < 0)
+		return -1;
+	int r = fstat(fd, st);
+	close(fd);
+	return r;
+}
+
+/* -L, --copy-unsafe-links, -k (flist.c: readlink_stat, link_stat): replace
+ * a symlink's stat by its referent's when asked to. False: leave the entry
+ * out (a link that must be followed but leads nowhere). */
+static bool resolve_link(struct walker *k, int dirfd, const char *leaf, const char *path,
+			 struct stat *st)
+{
+	const struct ferry_opts *o = k->s->opts;
+	bool follow = o->copy_links;
+	struct stat target;
+
+	if (!follow && o->copy_unsafe_links) {
+		char link[MAXPATHLEN_WIRE];
+		ssize_t n = readlinkat(dirfd, leaf, link, sizeof link - 1);
+		if (n >= 0) {
+			link[n] = '\0';
+			follow = fs_symlink_unsafe(link, path);
+			if (follow && o->verbose)
+				session_info(k->s, "copying unsafe symlink \"%s\" -> \"%s\"\n", path,
+					     link);
+		}
+	}
+	if (!follow && !o->copy_dirlinks)
+		return true;
+	if (stat_target(k, dirfd, leaf, path, &target) < 0) {
+		if (!follow)
+			return true; /* -k: a dangling link stays a link */
+		session_err(k->s, "symlink has no referent: \"%s\"", path);
+		k->s->io_error |= IOERR_GENERAL;
+		return false;
+	}
+	if (follow || S_ISDIR(target.st_mode))
+		*st = target;
+	return true;
+}
+
+/* A subdirectory to walk: normally never through a symlink, but a link
+ * the user asked to follow is opened as its referent. */
+static int open_subdir(struct walker *k, int dirfd, const char *leaf, const char *sub)
+{
+	int fd = openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0 || (errno != ELOOP && errno != ENOTDIR) || !following_links(k->s->opts))
+		return fd;
+	if (!k->w->confined)
+		return openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fs_open_beneath(k->sl->roots.fds[k->root], sub, O_RDONLY | O_DIRECTORY);
+}
+
+/* Is the directory on fd one we are already inside (a followed link
+ * leading back up)? Otherwise remember it while its contents are walked. */
+static bool enter_dir(struct walker *k, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return false;
+	for (int i = 0; i < k->nabove; i++)
+		if (k->above[i].dev == st.st_dev && k->above[i].ino == st.st_ino)
+			return false;
+	if (k->nabove == (int)(sizeof k->above / sizeof k->above[0]))
+		return false;
+	k->above[k->nabove].dev = st.st_dev;
+	k->above[k->nabove].ino = st.st_ino;
+	k->nabove++;
+	return true;
+}
+
 /* Send a directory's entries, then recurse into its subdirectories, like
  * rsync's send_directory(). */
 static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
@@ -238,6 +327,9 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 				 path);
 			continue;
 		}
+		if (S_ISLNK(st.st_mode) && following_links(o) &&
+		    !resolve_link(k, dirfd, de->d_name, path, &st))
+			continue;
 		if (!wanted_type(o, st.st_mode) || excluded(k, path, S_ISDIR(st.st_mode)))
 			continue;
 		/* -xx leaves out mount points; -x sends them empty (below). */
@@ -260,7 +352,7 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 		char sub[MAXPATHLEN_WIRE];
 		if (!flist_path(f, sub, sizeof sub))
 			continue;
-		int sfd = openat(dirfd, f->basename, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int sfd = open_subdir(k, dirfd, f->basename, sub);
 		if (sfd < 0) {
 			io_error(k, IOERR_GENERAL, "opendir", sub);
 			continue;
@@ -270,7 +362,13 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 			close(sfd);
 			continue;
 		}
+		if (!enter_dir(k, sfd)) {
+			session_err(k->s, "skipping directory %s: a symlink loop leads back to it", sub);
+			close(sfd);
+			continue;
+		}
 		bool ok = walk_dir(k, sfd, sub);
+		k->nabove--;
 		close(sfd);
 		if (!ok)
 			return false;
@@ -368,6 +466,8 @@ static bool build_one(struct walker *k, const char *arg)
 	}
 	if (!S_ISDIR(st.st_mode) && flags == 0 && strcmp(name, ".") != 0)
 		fstatat(bfd, name, &st, AT_SYMLINK_NOFOLLOW); /* a top-level symlink stays one */
+	if (S_ISLNK(st.st_mode) && following_links(o) && !resolve_link(k, bfd, name, name, &st))
+		return true;
 	if (strcmp(name, ".") != 0 && daemon_hides(k, arg, S_ISDIR(st.st_mode))) {
 		/* what the module excludes does not exist for the client (flist.c) */
 		session_err(k->s, "link_stat \"%s\" failed: %s (%d)", arg, strerror(ENOENT), ENOENT);
@@ -389,15 +489,16 @@ static bool build_one(struct walker *k, const char *arg)
 		f->flags |= FE_TOP_DIR | FE_CONTENT_DIR;
 		if (!o->recursive && strcmp(name, ".") != 0)
 			return true;
-		int dfd = strcmp(name, ".") == 0
-				  ? dup(bfd)
-				  : openat(bfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
-							  (k->w->confined ? O_NOFOLLOW : 0));
+		int dfd = strcmp(name, ".") == 0 ? dup(bfd)
+			  : k->w->confined ? open_subdir(k, bfd, name, name)
+					   : openat(bfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0) {
 			io_error(k, IOERR_GENERAL, "opendir", name);
 			return true;
 		}
 		if (o->recursive || strcmp(name, ".") == 0) {
+			k->nabove = 0;
+			enter_dir(k, dfd);
 			bool ok = walk_dir(k, dfd, name);
 			close(dfd);
 			return ok;
@@ -483,7 +584,7 @@ static bool set_root(struct walker *k, const char *dir)
 {
 	for (size_t i = 0; i < k->nroot_names; i++) {
 		if (strcmp(k->root_names[i], dir) == 0) {
-			k->cur_root = (int)i;
+			k->root = (uint32_t)i;
 			return true;
 		}
 	}
@@ -509,14 +610,13 @@ static bool set_root(struct walker *k, const char *dir)
 		close(fd);
 		return wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
 	}
-	k->root_names[k->nroot_names] = copy;
-	k->cur_root = (int)k->nroot_names++;
+	k->root_names[k->nroot_names++] = copy; /* add_roots made it k->root */
 	return true;
 }
 
 static int cur_root_fd(const struct walker *k)
 {
-	return k->sl->roots.fds[k->cur_root];
+	return k->sl->roots.fds[k->root];
 }
 
 /* The directory holding name inside the current root, and its last
@@ -688,6 +788,8 @@ static bool add_named(struct walker *k, const char *fn, enum name_type type,
 		io_error(k, IOERR_GENERAL, "opendir", fn);
 		return true;
 	}
+	k->nabove = 0;
+	enter_dir(k, dfd);
 	bool ok = walk_dir(k, dfd, fn);
 	close(dfd);
 	return ok;
@@ -721,6 +823,11 @@ static bool build_relative(struct walker *k, const char *arg)
 	bool hidden = false;
 	if (stat_relative(k, fn, type, &st, &pfd, &leaf) < 0)
 		e = errno;
+	else if (S_ISLNK(st.st_mode) && following_links(o) &&
+		 !resolve_link(k, pfd, leaf, fn, &st)) {
+		close(pfd);
+		return true;
+	}
 	else if (type != DOTDIR_NAME && k->w->daemon_filters &&
 		 filter_check(k->w->daemon_filters, fn, S_ISDIR(st.st_mode), false) < 0)
 		hidden = true;
@@ -787,10 +894,11 @@ static bool build_listed(struct walker *k, const char *base)
 bool flist_build(struct session *s, const struct walk_opts *w, char **args, int nargs,
 		 struct send_list *out)
 {
-	struct walker k = {.s = s, .w = w, .sl = out, .base_fd = w->root_fd, .cur_root = -1};
+	struct walker k = {.s = s, .w = w, .sl = out, .base_fd = w->root_fd};
 	bool ok = true;
 
 	memset(out, 0, sizeof *out);
+	out->confined = w->confined;
 	flist_init(&out->fl);
 	/* -R outside a module: the sender opens files by their path, through
 	 * implied dirs that may be symlinks, as rsync does. */

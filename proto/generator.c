@@ -348,6 +348,12 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	int dirfd = parent_of(g, path, &leaf);
 	int iflags = ITEM_LOCAL_CHANGE | ITEM_REPORT_CHANGE;
 
+	if (g->o->safe_links && fs_symlink_unsafe(f->link, path)) {
+		if (g->o->verbose)
+			session_info(g->s, "ignoring unsafe symlink \"%s\" -> \"%s\"\n", path,
+				     f->link);
+		return;
+	}
 	if (dry_missing(g, dirfd)) {
 		report_item(g, ndx, iflags | ITEM_IS_NEW, NULL);
 		return;

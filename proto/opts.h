@@ -150,11 +150,22 @@ struct ferry_opts {
 	char *server_caps;    /* with --server: the -e capability letters the
 	                       * client sent (".LsfxCIvu"); rsh is set too */
 
+	/* symlinks */
+	bool copy_links;        /* -L */
+	bool copy_unsafe_links; /* --copy-unsafe-links */
+	bool copy_dirlinks;     /* -k */
+	bool safe_links;        /* --safe-links */
+	bool munge_links;       /* --munge-links */
+
 	/* limits, safety and extras */
 	int64_t max_size;  /* --max-size in bytes, -1 = none */
 	int64_t min_size;  /* --min-size in bytes, -1 = none */
 	long bwlimit;      /* --bwlimit in KiB/s, 0 = none */
 	bool fsync;        /* --fsync */
+	int64_t stop_at;   /* --stop-at / --stop-after as a Unix time, 0 = none */
+	char outbuf;       /* --outbuf: 'N', 'L', 'B', or 0 for the default */
+	bool sparse;       /* -S */
+	bool preallocate;  /* --preallocate */
 	int one_file_system; /* -x count */
 	bool mkpath;       /* --mkpath */
 	bool backup;       /* -b */

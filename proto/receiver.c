@@ -93,7 +93,9 @@ static bool flush_out(struct rcv *r, int fd, const char *path)
 {
 	if (r->out_len == 0)
 		return true;
-	if (fd >= 0 && !fs_write_all(fd, r->out, r->out_len)) {
+	bool sparse = r->o->sparse && !r->o->inplace;
+	if (fd >= 0 && !(sparse ? fs_write_sparse(fd, r->out, r->out_len, r->o->preallocate)
+				: fs_write_all(fd, r->out, r->out_len))) {
 		session_err(r->s, "write failed on \"%s\": %s", path, strerror(errno));
 		r->out_len = 0;
 		return false;

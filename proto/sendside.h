@@ -37,6 +37,7 @@ struct send_list {
 	bool open_plain;      /* -R on the user's own files: open by path
 			       * (implied dirs may be symlinks, followed as
 			       * rsync does), not one component at a time */
+	bool confined;        /* built in a daemon module (walk_opts.confined) */
 };
 
 struct walk_opts {

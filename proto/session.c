@@ -126,6 +126,8 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 	s->in.msg_ctx = s;
 	s->in.timeout_ms = s->out.timeout_ms = opts->timeout * 1000;
 	s->out.bwlimit = opts->bwlimit;
+	s->err.stop_at = (time_t)opts->stop_at;
+	s->munge_symlinks = opts->munge_links; /* a daemon's module decides for itself */
 	s->skip_compress = opts->skip_compress;
 	if (opts->chmod) {
 		mode_t um = umask(0);

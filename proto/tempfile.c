@@ -58,7 +58,6 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 	t->inplace = rc->s->opts->inplace;
 	t->keep_partial = rc->s->opts->partial;
 	snprintf(t->path, sizeof t->path, "%s", path);
-	(void)f;
 	if (rc->solo_name) {
 		dirfd = rc->rootfd;
 		leaf = rc->solo_name;
@@ -82,6 +81,8 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 		t->tmpdirfd = rc->temp_fd >= 0 ? rc->temp_fd : t->dirfd;
 		t->fd = fs_create_temp(t->tmpdirfd, leaf, t->tmpname, sizeof t->tmpname);
 	}
+	if (t->fd >= 0 && rc->s->opts->preallocate && f && f->size > 0 && !t->inplace)
+		fallocate(t->fd, 0, 0, (off_t)f->size); /* best effort, as rsync */
 	if (t->fd < 0) {
 		session_err(rc->s, "mkstemp \"%s\" failed: %s", path, strerror(errno));
 		close(t->dirfd);
@@ -122,7 +123,9 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 
 	if (t->dirfd < 0)
 		return false;
-	if (t->inplace) {
+	if (t->inplace || s->opts->sparse || s->opts->preallocate) {
+		/* the size is where the data ended: after a trailing hole, or
+		 * short of a preallocation for a file that shrank meanwhile */
 		off_t end = lseek(t->fd, 0, SEEK_CUR);
 		if (end >= 0 && ftruncate(t->fd, end) < 0)
 			ok = false;

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -325,8 +326,8 @@ static void test_unknown_and_unsupported(void **state)
 	assert_int_equal(PARSE(&o, "-avy", "a", "b"), RERR_SYNTAX);
 	assert_non_null(strstr(errbuf, "ferry: -y (--fuzzy) is not supported yet"));
 	options_free(&o);
-	assert_int_equal(PARSE(&o, "-S", "a", "b"), RERR_SYNTAX);
-	assert_non_null(strstr(errbuf, "ferry: -S (--sparse) is not supported yet"));
+	assert_int_equal(PARSE(&o, "-K", "a", "b"), RERR_SYNTAX);
+	assert_non_null(strstr(errbuf, "ferry: -K (--keep-dirlinks) is not supported yet"));
 	options_free(&o);
 	assert_int_equal(PARSE(&o, "--sender", "a", "b"), RERR_SYNTAX);
 	options_free(&o);
@@ -640,6 +641,40 @@ static void test_safe_arg(void **state)
 	free(s);
 }
 
+static time_t utc(int y, int mo, int d, int h, int mi)
+{
+	struct tm t = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h,
+		       .tm_min = mi, .tm_isdst = -1};
+	return mktime(&t);
+}
+
+/* --stop-at fills in what is left out from now and rolls forward. */
+static void test_stop_at(void **state)
+{
+	(void)state;
+	setenv("TZ", "UTC", 1);
+	tzset();
+	time_t now = utc(2026, 1, 15, 10, 30);
+
+	assert_int_equal(stop_at_parse("2026-01-15T11:00", now), utc(2026, 1, 15, 11, 0));
+	assert_int_equal(stop_at_parse("26-01-15T11:00", now), utc(2026, 1, 15, 11, 0));
+	assert_int_equal(stop_at_parse("11:00", now), utc(2026, 1, 15, 11, 0));
+	assert_int_equal(stop_at_parse("T11:00", now), utc(2026, 1, 15, 11, 0));
+	assert_int_equal(stop_at_parse("10:00", now), utc(2026, 1, 16, 10, 0));
+	assert_int_equal(stop_at_parse(":45", now), utc(2026, 1, 15, 10, 45));
+	assert_int_equal(stop_at_parse(":15", now), utc(2026, 1, 15, 11, 15));
+	assert_int_equal(stop_at_parse("01-20", now), utc(2026, 1, 20, 0, 0));
+	assert_int_equal(stop_at_parse("1/10", now), utc(2027, 1, 10, 0, 0));
+	assert_int_equal(stop_at_parse("20T8:05", now), utc(2026, 1, 20, 8, 5));
+	assert_true(stop_at_parse("2026-01-15T09:00", now) <= now);
+	assert_int_equal(stop_at_parse("garbage", now), (time_t)-1);
+	assert_int_equal(stop_at_parse("25:00", now), (time_t)-1);
+	assert_int_equal(stop_at_parse("T", now), (time_t)-1);
+	assert_int_equal(stop_at_parse("2026-13-01", now), (time_t)-1);
+	unsetenv("TZ");
+	tzset();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -658,6 +693,7 @@ int main(void)
 		cmocka_unit_test(test_server_argv_push),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_safe_arg),
+		cmocka_unit_test(test_stop_at),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
