@@ -117,6 +117,42 @@ int names_next(struct names_source *ns, char *out, size_t size)
 	return ns->fd >= 0 ? next_local(ns, out, size) : next_peer(ns, out, size);
 }
 
+/* A --files-from name made relative to the source directory: leading
+ * slashes and ".." that would climb out go, "." dirs go unless -R keeps
+ * them. mirrors rsync util1.c:sanitize_path(..., SP_KEEP_DOT_DIRS) */
+void names_sanitize(char *p, bool keep_dots)
+{
+	char *start = p, *sanp = p;
+
+	if (!keep_dots)
+		while (p[0] == '.' && p[1] == '/')
+			p += 2;
+	while (*p) {
+		if (*p == '/') {
+			p++;
+			continue;
+		}
+		if (!keep_dots && *p == '.' && (p[1] == '/' || p[1] == '\0')) {
+			p++;
+			continue;
+		}
+		if (p[0] == '.' && p[1] == '.' && (p[2] == '/' || p[2] == '\0')) {
+			p += 2;
+			if (sanp != start) {
+				--sanp;
+				while (sanp > start && sanp[-1] != '/')
+					sanp--;
+			}
+			continue;
+		}
+		while (*p && (*sanp++ = *p++) != '/')
+			;
+	}
+	if (sanp == start)
+		*sanp++ = '.';
+	*sanp = '\0';
+}
+
 /* ---- forwarding ---- */
 
 static bool forward_fail(struct names_forwarder *f, int code, const char *what)

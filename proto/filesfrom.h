@@ -38,6 +38,12 @@ void names_from_peer(struct names_source *ns, struct wire_in *in);
  * error (errno set for a local list; the session error for the peer). */
 int names_next(struct names_source *ns, char *out, size_t size);
 
+/* Make a listed name (or a list's own path on a daemon) relative and
+ * unable to climb: leading slashes and ".." that would go above the start
+ * are dropped, "." dirs too unless keep_dots (-R keeps them).
+ * mirrors rsync util1.c:sanitize_path() */
+void names_sanitize(char *p, bool keep_dots);
+
 /* Open the --files-from FILE a server was told to read, or "-" for stdin
  * on a client. Returns the fd or -1 with errno. */
 int names_open_local(const char *path);

@@ -542,42 +542,6 @@ static size_t clean_relative(char *name)
 	return (size_t)(t - name);
 }
 
-/* A --files-from name made relative to the source directory: leading
- * slashes and ".." that would climb out go, "." dirs go unless -R keeps
- * them. mirrors rsync util1.c:sanitize_path(..., SP_KEEP_DOT_DIRS) */
-static void sanitize_listed(char *p, bool keep_dots)
-{
-	char *start = p, *sanp = p;
-
-	if (!keep_dots)
-		while (p[0] == '.' && p[1] == '/')
-			p += 2;
-	while (*p) {
-		if (*p == '/') {
-			p++;
-			continue;
-		}
-		if (!keep_dots && *p == '.' && (p[1] == '/' || p[1] == '\0')) {
-			p++;
-			continue;
-		}
-		if (p[0] == '.' && p[1] == '.' && (p[2] == '/' || p[2] == '\0')) {
-			p += 2;
-			if (sanp != start) {
-				--sanp;
-				while (sanp > start && sanp[-1] != '/')
-					sanp--;
-			}
-			continue;
-		}
-		while (*p && (*sanp++ = *p++) != '/')
-			;
-	}
-	if (sanp == start)
-		*sanp++ = '.';
-	*sanp = '\0';
-}
-
 /* Make the "/./" dir of a name (relative to the base; "" is the base)
  * the current root, opening it the first time. False after reporting. */
 static bool set_root(struct walker *k, const char *dir)
@@ -877,7 +841,7 @@ static bool build_listed(struct walker *k, const char *base)
 	}
 	k->base_fd = bfd;
 	while ((r = names_next(k->w->names, name, sizeof name)) > 0) {
-		sanitize_listed(name, o->relative);
+		names_sanitize(name, o->relative);
 		if (!(o->relative ? build_relative(k, name) : build_one(k, name)))
 			break;
 	}

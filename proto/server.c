@@ -62,14 +62,17 @@ static int finish(struct session *s, bool ok)
  * open files-from file"). */
 static int open_listed_names(struct session *s, const struct server_ctx *ctx)
 {
+	char clean[MAXPATHLEN_WIRE];
 	const char *path = s->opts->files_from;
 	int fd;
 
 	if (ctx->confined) {
 		struct dir_cursor c;
 		const char *leaf;
-		while (*path == '/')
-			path++;
+		/* inside the module, as rsync's sanitize_path makes it */
+		snprintf(clean, sizeof clean, "%s", path);
+		names_sanitize(clean, false);
+		path = clean;
 		dir_cursor_init(&c, ctx->root_fd);
 		int dirfd = dir_cursor_parent(&c, path, &leaf);
 		fd = dirfd < 0 ? -1 : openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -86,8 +89,7 @@ static int open_listed_names(struct session *s, const struct server_ctx *ctx)
 		fd = openat(ctx->root_fd, path, O_RDONLY | O_CLOEXEC);
 	}
 	if (fd < 0)
-		session_err(s, "failed to open files-from file %s: %s", s->opts->files_from,
-			    strerror(errno));
+		session_err(s, "failed to open files-from file %s: %s", path, strerror(errno));
 	return fd;
 }
 
