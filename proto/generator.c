@@ -771,9 +771,9 @@ static void gen_entry(struct gen *g, int32_t ndx)
 	    fs_mkpath_at(g->rc->rootfd, f->dirname) < 0)
 		file_error(g, "recv_generator: mkdir", f->dirname);
 	if (S_ISDIR(f->mode)) {
-		if (o->recursive || o->dirs || (f->flags & (FE_TOP_DIR | FE_IMPLIED_DIR)) ||
-		    strcmp(path, ".") == 0)
-			gen_dir(g, ndx, f, path);
+		/* every directory in the list is made, whatever our -r/-d say
+		 * (a --files-from push sends listed dirs with neither) */
+		gen_dir(g, ndx, f, path);
 	} else if (S_ISLNK(f->mode)) {
 		if (o->links)
 			gen_symlink(g, ndx, f, path);

@@ -149,6 +149,8 @@ push_both() {
 }
 for P in 32 30; do
     t_check "push_rsyncd_anchor_p$P" push_both "ua$P" -a --protocol=$P -R "$SRC/./a/b" "$SRC/x/./y" MOD/
+    t_check "push_rsyncd_listed_dirs_p$P" push_both "udirs$P" -a --protocol=$P \
+        --files-from="$T/listdirs" "$SRC" MOD/
     t_check "push_rsyncd_files_from_p$P" push_both "uff$P" -a --protocol=$P --files-from="$T/list" "$SRC" MOD/
     cp -p "$T/list" "$T/pushr/.list" && cp -p "$T/list" "$T/pushf/.list"
     t_check "push_rsyncd_remote_list_p$P" push_both "url$P" -a --protocol=$P \
@@ -225,6 +227,8 @@ for P in 32 30; do
         --delete "$SRC/./a/b" "$SRC/./x/f3" SRV/w/
     t_check "rsync_pushes_ferryd_no_implied_p$P" daemons_both "runi$P" -a --protocol=$P -R \
         --no-implied-dirs "$SRC/./a/b/c" SRV/w/
+    t_check "rsync_pushes_ferryd_listed_dirs_p$P" daemons_both "rudirs$P" -a --protocol=$P \
+        --files-from="$T/listdirs" "$SRC" SRV/w/
     WPRE="cp -p '$T/list' .list" \
         t_check "rsync_pushes_ferryd_module_list_p$P" daemons_both "ruml$P" -a --protocol=$P \
         --files-from=:.list "$SRC" SRV/w/
