@@ -25,6 +25,7 @@ cmp_trees() {
     for d in "$1" "$2"; do
         find "$d" -type d -newermt "@$((T_START - 1))" -exec touch -d @1 {} + 2>/dev/null
     done
+    # shellcheck disable=SC2086 # CMP_OPTS is a list of flags
     t_compare ${CMP_OPTS:-} "$1" "$2"
 }
 
@@ -252,6 +253,7 @@ t_check ferryd_module_list_stays_inside check_module_list_escape
 # ------------------------------------------- rsync client, ferry --server
 
 # A remote shell that is no shell at all (see 32_server_over_rsh.sh).
+# shellcheck disable=SC2016 # the script's own $1, $#, $*
 printf '%s\n' '#!/bin/sh' 'while [ $# -gt 0 ]; do' '    case $1 in' \
     '    -l | -p | -o | -i | -F) shift 2 ;;' '    -*) shift ;;' '    *) break ;;' \
     '    esac' 'done' 'shift' 'exec sh -c "$*"' >"$T/fakessh"
