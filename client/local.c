@@ -90,6 +90,7 @@ int client_local(const struct ferry_opts *o, char **srcs, int nsrc, const char *
 		so.whole_file = 1;
 	session_init(&s, &so, sv[0], sv[0]);
 	s.am_sender = true;
+	s.local_copy = true;
 	int code;
 	if (!negotiate_client(&s, 0)) {
 		code = session_exit_code(&s);

@@ -43,6 +43,7 @@ struct pstate {
 	const char *elem;   /* the argv element being parsed, for messages */
 	int dirs;           /* rsync's xfer_dirs: -1 unset, 0, 2 (-d), 4 (--old-d) */
 	int del_before, del_during, del_after, del_plain;
+	bool chown_user, chown_group; /* --chown made the user/group map */
 	int version_cnt, f_cnt;
 	bool from0, daemon_opt;
 	int relative;       /* rsync's relative_paths: -1 unset, 0, 1 */
@@ -599,6 +600,8 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_LINKS: o->links = v; break;
 	case OPT_HARD_LINKS: o->hard_links = v; break;
 	case OPT_PERMS: o->perms = v; break;
+	case OPT_ACLS: o->acls = v; o->perms = o->perms || v; break;
+	case OPT_XATTRS: o->xattrs = v ? o->xattrs + 1 : 0; break;
 	case OPT_EXECUTABILITY: o->executability = true; break;
 	case OPT_CHMOD:
 		if (!chmod_valid(arg))
@@ -671,6 +674,49 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	}
 	case OPT_FSYNC: o->fsync = v; break;
 	case OPT_SPARSE: o->sparse = v; break;
+	case OPT_PRUNE_EMPTY_DIRS: o->prune_empty_dirs = v; break;
+	case OPT_PARTIAL_DIR: return set_str(ps, &o->partial_dir, arg);
+	case OPT_DELAY_UPDATES: o->delay_updates = v; break;
+	case OPT_USERMAP:
+		if (o->usermap)
+			return usage_err(ps, ps->chown_user ? "--usermap conflicts with prior --chown."
+							    : "You can only specify --usermap once.");
+		return set_str(ps, &o->usermap, arg);
+	case OPT_GROUPMAP:
+		if (o->groupmap)
+			return usage_err(ps, ps->chown_group ? "--groupmap conflicts with prior --chown."
+							     : "You can only specify --groupmap once.");
+		return set_str(ps, &o->groupmap, arg);
+	case OPT_CHOWN: {
+		/* rsync implements --chown as the map "*:USER" / "*:GROUP" */
+		const char *colon = strchr(arg, ':');
+		size_t ulen = colon ? (size_t)(colon - arg) : strlen(arg);
+		char map[4096];
+		if (ulen) {
+			if (o->usermap)
+				return usage_err(ps, ps->chown_user
+							     ? "You can only specify a user-affecting --chown once."
+							     : "--chown conflicts with prior --usermap.");
+			snprintf(map, sizeof map, "*:%.*s", (int)ulen, arg);
+			if ((rc = set_str(ps, &o->usermap, map)) != 0)
+				return rc;
+			ps->chown_user = true;
+			o->owner = true;
+		}
+		if (colon && colon[1]) {
+			if (o->groupmap)
+				return usage_err(ps, ps->chown_group
+							     ? "You can only specify a group-affecting --chown once."
+							     : "--chown conflicts with prior --groupmap.");
+			snprintf(map, sizeof map, "*:%s", colon + 1);
+			if ((rc = set_str(ps, &o->groupmap, map)) != 0)
+				return rc;
+			ps->chown_group = true;
+			o->group = true;
+		}
+		break;
+	}
+	case OPT_REMOVE_SOURCE_FILES: o->remove_source_files = v; break;
 	case OPT_PREALLOCATE: o->preallocate = v; break;
 	case OPT_OUTBUF:
 		if (!strchr("NnLlBbUu", *arg) || !*arg)
@@ -949,6 +995,50 @@ static int run_getopt(struct pstate *ps)
 	return rc;
 }
 
+/* --partial-dir and --delay-updates (options.c, after parsing): the
+ * directory is cleaned, "." means none, RSYNC_PARTIAL_DIR stands in for a
+ * plain --partial, and a relative one is excluded (perishably) so it is
+ * neither sent nor deleted (compat.c). */
+static int settle_partial_dir(struct pstate *ps)
+{
+	struct ferry_opts *o = ps->o;
+	const char *env = getenv("RSYNC_PARTIAL_DIR");
+
+	if (o->delay_updates && !o->partial_dir) {
+		if (set_str(ps, &o->partial_dir, ".~tmp~") != 0)
+			return RERR_MALLOC;
+		o->partial_dir_implied = true;
+	}
+	if (o->inplace && o->partial_dir)
+		return usage_err(ps, "--inplace cannot be used with --%s",
+				 o->delay_updates ? "delay-updates" : "partial-dir");
+	if (o->inplace)
+		return 0;
+	if (o->partial && !o->partial_dir && !o->server && env && *env &&
+	    set_str(ps, &o->partial_dir, env) != 0)
+		return RERR_MALLOC;
+	if (!o->partial_dir)
+		return 0;
+	size_t n = strlen(o->partial_dir);
+	while (n > 1 && o->partial_dir[n - 1] == '/')
+		o->partial_dir[--n] = '\0';
+	while (strncmp(o->partial_dir, "./", 2) == 0)
+		memmove(o->partial_dir, o->partial_dir + 2, strlen(o->partial_dir + 2) + 1);
+	if (!*o->partial_dir || strcmp(o->partial_dir, ".") == 0) {
+		free(o->partial_dir);
+		o->partial_dir = NULL;
+		return 0;
+	}
+	o->partial = true;
+	if (*o->partial_dir != '/' && !o->server) {
+		char rule[4200];
+		bool old = o->protocol && o->protocol < 30;
+		snprintf(rule, sizeof rule, "%s %s/", old ? "-" : "-p", o->partial_dir);
+		return add_rule(ps, "", rule);
+	}
+	return 0;
+}
+
 static void opts_init(struct ferry_opts *o)
 {
 	memset(o, 0, sizeof *o);
@@ -1100,6 +1190,8 @@ static int finish(struct pstate *ps)
 	if (o->delete_mode != DELETE_NONE && del_row >= 0)
 		return refuse_err(ps, &options_table[del_row]);
 
+	if ((rc = settle_partial_dir(ps)) != 0)
+		return rc;
 	/* --inplace keeps partial data by nature; rsync clears keep_partial. */
 	if (o->inplace)
 		o->partial = false;
@@ -1181,6 +1273,9 @@ void options_free(struct ferry_opts *o)
 	if (!o)
 		return;
 	free(o->config_file);
+	free(o->partial_dir);
+	free(o->usermap);
+	free(o->groupmap);
 	free(o->backup_dir);
 	free(o->suffix);
 	free(o->temp_dir);

@@ -135,7 +135,7 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 		if (o->dry_run) {
 			/* nothing exists there yet, and nothing will be written */
 			rc->dry_run_missing_root = true;
-			if (o->verbose || o->itemize) {
+			if (o->verbose || o->itemize || log_format_has(o->out_format, 'i')) {
 				int n = (int)dlen;
 				while (n > 1 && dest[n - 1] == '/')
 					n--;
@@ -149,7 +149,7 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 			fprintf(stderr, "ferry: mkdir \"%s\" failed: %s\n", dest, strerror(errno));
 			return -RERR_FILEIO;
 		}
-		if (o->verbose || o->itemize || o->progress) {
+		if (o->verbose || o->itemize || o->progress || log_format_has(o->out_format, 'i')) {
 			/* rsync names it without the trailing slash */
 			int n = (int)dlen;
 			while (n > 1 && dest[n - 1] == '/')

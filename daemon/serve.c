@@ -738,6 +738,11 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	} else if (o.sender && m->write_only) {
 		snprintf(refusal, sizeof refusal, "ERROR: module is write only");
 		ctx.refusal_code = RERR_SYNTAX;
+	} else if (o.sender && read_only && o.remove_source_files) {
+		snprintf(refusal, sizeof refusal,
+			 "ERROR: --remove-%s-files cannot be used with a read-only module",
+			 o.remove_source_files == 1 ? "source" : "sent");
+		ctx.refusal_code = RERR_SYNTAX;
 	}
 	if (!refusal[0] && !apply_module_policy(c, m, o.sender, root_fd)) {
 		snprintf(refusal, sizeof refusal, "daemon security issue -- contact admin");

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/acls.h"
 #include "proto/logfmt.h"
 #include "proto/outfilter.h"
 #include "proto/recvside.h"
@@ -82,9 +83,14 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 			changed |= ITEM_REPORT_TIME;
 		}
 	}
+	/* -A: the access ACL carries the permission bits, so it goes before
+	 * the mode, which it may change (rsync.c: set_file_attrs). */
+	uint32_t cur_mode = st->st_mode;
+	if (acl_apply(rc->s, dirfd, leaf, f, &cur_mode) > 0)
+		changed |= ITEM_REPORT_ACL;
 	/* chown may clear set-id bits, so the mode comes last. */
 	/* Without -p the generator already chose the mode to keep (dest_mode). */
-	if (!S_ISLNK(f->mode) && (st->st_mode & 07777) != (f->mode & 07777)) {
+	if (!S_ISLNK(f->mode) && (cur_mode & 07777) != (f->mode & 07777)) {
 		if (fchmodat(dirfd, leaf, f->mode & 07777, 0) < 0) {
 			session_err(rc->s, "chmod \"%s\" failed: %s", leaf, strerror(errno));
 			rc->s->got_xfer_error = true;
@@ -138,6 +144,7 @@ void session_log_item(struct session *s, const struct file_entry *f, int iflags,
 		.iflags = iflags,
 		.xname = xname,
 		.sending = s->am_sender,
+		.local = s->local_copy,
 		.human = o->human,
 		.preserve_times = o->times,
 	};

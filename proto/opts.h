@@ -60,6 +60,8 @@ struct ferry_opts {
 	bool dirs;         /* -d; as rsync's xfer_dirs also set by -r and by a listing */
 	bool links;        /* -l */
 	bool perms;        /* -p */
+	bool acls;         /* -A (implies -p) */
+	int xattrs;        /* -X count: 2 also copies user.rsync.%* */
 	bool executability; /* -E */
 	bool times;        /* -t */
 	bool omit_dir_times;  /* -O */
@@ -91,6 +93,9 @@ struct ferry_opts {
 	int whole_file;    /* -W: 1 on, 0 off (--no-W), -1 default */
 	bool inplace;      /* --inplace */
 	bool partial;      /* --partial */
+	char *partial_dir; /* --partial-dir (or ".~tmp~" for --delay-updates) */
+	bool partial_dir_implied; /* ... the --delay-updates default */
+	bool delay_updates; /* --delay-updates */
 	bool dry_run;      /* -n */
 	long block_size;   /* -B, 0 = automatic */
 	char *checksum_choice; /* --checksum-choice / --cc */
@@ -165,6 +170,10 @@ struct ferry_opts {
 	int64_t stop_at;   /* --stop-at / --stop-after as a Unix time, 0 = none */
 	char outbuf;       /* --outbuf: 'N', 'L', 'B', or 0 for the default */
 	bool sparse;       /* -S */
+	bool prune_empty_dirs; /* -m */
+	char *usermap;     /* --usermap, or "*:USER" from --chown */
+	char *groupmap;    /* --groupmap, or "*:GROUP" from --chown */
+	int remove_source_files; /* 1 --remove-source-files, 2 --remove-sent-files */
 	bool preallocate;  /* --preallocate */
 	int one_file_system; /* -x count */
 	bool mkpath;       /* --mkpath */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "proto/filter.h"
+#include "proto/logfmt.h"
 #include "proto/fileio.h"
 #include "proto/filesfrom.h"
 #include "proto/negotiate.h"
@@ -252,7 +253,7 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 			return -RERR_FILEIO;
 		}
 		rc->root_created = true;
-		if (s->opts->verbose || s->opts->itemize)
+		if (s->opts->verbose || s->opts->itemize || log_format_has(s->opts->out_format, 'i'))
 			session_info(s, "created directory %s\n", clean);
 		fd = openat(parent, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	} else {
@@ -356,6 +357,7 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 	rc.filters = filters;
 	rc.rootfd = -1;
 	rc.confined = ctx->confined;
+	rc.local = ctx->local_child;
 	rc.module_fd = ctx->root_fd;
 	rc.dest_rel = dest_rel;
 	rc.daemon_filters = ctx->daemon_filters;

@@ -22,6 +22,7 @@ void wire_error_init(struct wire_error *e)
 	pthread_mutex_init(&e->lock, NULL);
 	e->code = 0;
 	e->msg[0] = '\0';
+	e->stop_at = 0;
 }
 
 bool wire_fail(struct wire_error *e, int code, const char *fmt, ...)
