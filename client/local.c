@@ -20,6 +20,7 @@
 #include "client/options.h"
 #include "client/pull.h"
 #include "client/push.h"
+#include "proto/filesfrom.h"
 #include "proto/filter.h"
 #include "proto/negotiate.h"
 #include "proto/sendside.h"
@@ -38,6 +39,8 @@ static int run_receiver_child(const struct ferry_opts *o, int fd, const char *de
 
 	ro.server = true;
 	ro.sender = false;
+	ro.files_from = NULL; /* the list is ours (the sender's) to read */
+	ro.files_from_fd = -1;
 	/* --munge-links is for one side of a remote transfer; rsync's local
 	 * copy leaves the links as they are */
 	ro.munge_links = false;
@@ -127,9 +130,14 @@ int client_local_list(const struct ferry_opts *o, char **srcs, int nsrc)
 	}
 	session_init(&s, o, -1, -1);
 	struct walk_opts w = {.filters = &filters, .root_fd = AT_FDCWD};
+	struct names_source ns;
+	if (o->files_from_fd >= 0) {
+		names_from_fd(&ns, o->files_from_fd, o->from0);
+		w.names = &ns;
+	}
 	bool ok = flist_build(&s, &w, srcs, nsrc, &sl) && flist_sort_and_clean(&s, &sl.fl);
 	for (size_t i = sl.fl.low; ok && i <= sl.fl.high && i < sl.fl.count; i++)
-		if (sl.fl.sorted[i]->flags & FE_ACTIVE)
+		if (listed_entry(o, sl.fl.sorted[i]))
 			list_entry(o, sl.fl.sorted[i]);
 	fflush(stdout);
 	int code = ok ? session_exit_code(&s) : session_exit_code(&s);

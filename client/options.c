@@ -46,6 +46,8 @@ struct pstate {
 	bool chown_user, chown_group; /* --chown made the user/group map */
 	int version_cnt, f_cnt;
 	bool from0, daemon_opt;
+	int relative;       /* rsync's relative_paths: -1 unset, 0, 1 */
+	int recurse;        /* rsync's recurse: 0, 1 (from -a), 2 (-r) */
 	int secluded;       /* rsync's protect_args: -1 unset, 0, 1 */
 	int old_args;       /* rsync's old_style_args: -1 unset, 0, 1, 2... */
 	size_t args_cap, filters_cap;
@@ -585,9 +587,13 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_ARCHIVE:
 		o->recursive = o->links = o->perms = o->times = true;
 		o->group = o->owner = o->devices = o->specials = true;
+		if (!ps->recurse)
+			ps->recurse = 1; /* -a's -r gives way to --files-from */
 		break;
-	case OPT_RECURSIVE: o->recursive = v; break;
-	case OPT_RELATIVE: o->relative = v; break;
+	case OPT_RECURSIVE: o->recursive = v; ps->recurse = v ? 2 : 0; break;
+	case OPT_RELATIVE: ps->relative = v; break;
+	case OPT_IMPLIED_DIRS: o->no_implied_dirs = !v; break;
+	case OPT_FILES_FROM: return set_str(ps, &o->files_from, arg);
 	case OPT_UPDATE: o->update = true; break;
 	case OPT_INPLACE: o->inplace = v; break;
 	case OPT_DIRS: case OPT_OLD_DIRS: ps->dirs = v; break;
@@ -811,7 +817,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_INCLUDE: return add_old_rule(ps, arg, true);
 	case OPT_EXCLUDE_FROM: return read_rule_file(ps, arg, false);
 	case OPT_INCLUDE_FROM: return read_rule_file(ps, arg, true);
-	case OPT_FROM0: ps->from0 = v; break;
+	case OPT_FROM0: ps->from0 = o->from0 = v; break;
 	case OPT_ADDRESS: return set_str(ps, &o->bind_address, arg);
 	case OPT_PORT:
 		if ((rc = parse_int(ps, arg, 1, 65535, &n)) != 0)
@@ -1043,6 +1049,7 @@ static void opts_init(struct ferry_opts *o)
 	o->max_delete = -1;
 	o->max_size = o->min_size = -1;
 	o->human = 1;
+	o->files_from_fd = -1;
 }
 
 /* Check --checksum-choice (rsync checksum.c:parse_checksum_choice()):
@@ -1142,6 +1149,15 @@ static int finish(struct pstate *ps)
 		return rc;
 	if (o->server && o->rsh && (rc = set_str(ps, &o->server_caps, o->rsh)) != 0)
 		return rc;
+	/* --files-from: -a no longer implies -r, -d is implied, and so is -R
+	 * unless given either way (options.c: the files_from block). */
+	if (o->files_from) {
+		if (ps->recurse == 1)
+			o->recursive = false;
+		if (ps->dirs < 0)
+			ps->dirs = 1;
+	}
+	o->relative = ps->relative < 0 ? o->files_from != NULL : ps->relative != 0;
 	if (o->nargs < 2 && !o->server)
 		o->list_only = true;
 
@@ -1218,6 +1234,7 @@ int options_parse_refusing(struct ferry_opts *o, int argc, char **argv, unsigned
 	ps.mode = OM_CLIENT;
 	ps.dirs = -1;
 	ps.secluded = ps.old_args = -1;
+	ps.relative = -1;
 	ps.elem = "";
 	ps.refused = refused;
 	if (argc < 1)
@@ -1237,6 +1254,7 @@ int options_parse_refusing(struct ferry_opts *o, int argc, char **argv, unsigned
 		ps.mode = OM_DAEMON;
 		ps.dirs = -1;
 		ps.secluded = ps.old_args = -1;
+		ps.relative = -1;
 		ps.elem = "";
 		rc = run_getopt(&ps);
 	}
@@ -1266,6 +1284,7 @@ void options_free(struct ferry_opts *o)
 	free(o->backup_dir);
 	free(o->suffix);
 	free(o->temp_dir);
+	free(o->files_from);
 	for (i = 0; i < o->nalt_dest; i++)
 		free(o->alt_dest[i]);
 	for (i = 0; i < o->ndparam; i++)

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "client/options.h"
+#include "client/remote.h"
 #include "proto/logfmt.h"
 
 #define SHELL_CHARS "!#$&;|<>(){}\"'` \t\n\r\\"
@@ -453,6 +454,24 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 	}
 	if (o->inplace)
 		pushs(&a, "--inplace");
+	/* options.c: server_options. A list we read goes over the socket to
+	 * a sending server; one on the remote host is named for it to open. */
+	const char *ff_remote = options_files_from_remote(o, NULL, 0);
+	if (o->files_from && (!am_sender || ff_remote)) {
+		if (ff_remote) {
+			pushs(&a, "--files-from");
+			push(&a, options_remote_arg(o, "", ff_remote, false));
+			if (o->from0)
+				pushs(&a, "--from0");
+		} else {
+			pushs(&a, "--files-from=-");
+			pushs(&a, "--from0");
+		}
+		if (!o->relative)
+			pushs(&a, "--no-relative");
+	}
+	if (o->relative && o->no_implied_dirs && (!am_sender || protocol >= 30))
+		pushs(&a, "--no-implied-dirs");
 	if (o->remove_source_files == 1)
 		pushs(&a, "--remove-source-files");
 	else if (o->remove_source_files)
@@ -470,6 +489,33 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		return NULL;
 	}
 	return a.v;
+}
+
+const char *options_files_from_remote(const struct ferry_opts *o, char *host, size_t hostsize)
+{
+	const char *ff = o->files_from;
+	struct remote_spec r;
+
+	if (!ff)
+		return NULL;
+	if (*ff == ':') {
+		/* ":FILE" is the remote end of the transfer, whichever it is */
+		if (host && hostsize)
+			*host = '\0';
+		return ff + 1 + (ff[1] == ':');
+	}
+	remote_parse(ff, &r);
+	if (r.kind == REMOTE_LOCAL)
+		return NULL;
+	if (host && hostsize)
+		snprintf(host, hostsize, "%s", r.host);
+	if (strncasecmp(ff, "rsync://", 8) == 0) {
+		const char *slash = strchr(ff + 8, '/');
+		return slash ? slash + 1 : ff + strlen(ff);
+	}
+	const char *p = *ff == '[' && strchr(ff, ']') ? strchr(ff, ']') : ff;
+	const char *colon = strchr(p, ':');
+	return colon + 1 + (colon[1] == ':');
 }
 
 void options_free_argv(char **argv)

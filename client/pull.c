@@ -15,6 +15,7 @@
 
 #include "client/transport.h"
 #include "client/options.h"
+#include "proto/filesfrom.h"
 #include "proto/filter.h"
 #include "proto/fileio.h"
 #include "proto/logfmt.h"
@@ -81,6 +82,16 @@ void list_entry(const struct ferry_opts *o, const struct file_entry *f)
 		 S_ISLNK(f->mode) && o->links ? " -> " : "",
 		 S_ISLNK(f->mode) && o->links ? f->link : "");
 	out_filtered(stdout, line, o->eight_bit_output, '\n');
+}
+
+/* Is the entry listed by --list-only? Not an implied dir the user asked
+ * to leave out (generator.c: recv_generator under list_only). */
+bool listed_entry(const struct ferry_opts *o, const struct file_entry *f)
+{
+	if (!(f->flags & FE_ACTIVE))
+		return false;
+	return !(S_ISDIR(f->mode) && (f->flags & FE_IMPLIED_DIR) && o->relative &&
+		 o->no_implied_dirs);
 }
 
 /* Where the entries go (main.c: get_local_name): a directory (rootfd), or
@@ -174,7 +185,7 @@ static void print_summary(const struct ferry_opts *o, struct session *s, double 
 }
 
 static int receive_and_apply(struct session *s, const char *dest, struct filter_list *filters,
-			     double start)
+			     struct names_forwarder *fw, double start)
 {
 	const struct ferry_opts *o = s->opts;
 	struct flist fl;
@@ -190,7 +201,11 @@ static int receive_and_apply(struct session *s, const char *dest, struct filter_
 		printf("receiving file list ... ");
 		fflush(stdout);
 	}
-	bool ok = flist_recv(s, &fl) && flist_sort_and_clean(s, &fl);
+	bool ok = flist_recv(s, &fl);
+	/* The sender has read all of a forwarded --files-from list by the
+	 * time its file list ends. */
+	ok = names_forward_finish(fw, !ok) && ok;
+	ok = ok && flist_sort_and_clean(s, &fl);
 	if (show && ok)
 		printf("done\n");
 	if (!ok) {
@@ -212,7 +227,7 @@ static int receive_and_apply(struct session *s, const char *dest, struct filter_
 	rc.rootfd = -1;
 	if (o->list_only || !dest) {
 		for (size_t i = fl.low; i <= fl.high && i < fl.count; i++)
-			if (fl.sorted[i]->flags & FE_ACTIVE)
+			if (listed_entry(o, fl.sorted[i]))
 				list_entry(o, fl.sorted[i]);
 		fflush(stdout);
 		rc.list_only = true;
@@ -259,14 +274,19 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 		return code;
 	}
 	bool listing = srcs[0].kind == REMOTE_DAEMON && !srcs[0].module[0];
+	struct names_forwarder fw = {0};
+	/* Our --files-from list goes to the sender while its file list comes
+	 * back (main.c: client_run, start_filesfrom_forwarding). */
 	if (!filter_send(&s, &filters, false) || !wire_flush(&s.out) ||
 	    (o->cvs_exclude && filter_add_cvs_rules(&filters, true, true, err, sizeof err) < 0 &&
-	     wire_fail(&s.err, RERR_SYNTAX, "%s", err))) {
+	     wire_fail(&s.err, RERR_SYNTAX, "%s", err)) ||
+	    (o->files_from_fd >= 0 &&
+	     !names_forward_start(&fw, &s, o->files_from_fd, o->from0))) {
 		code = session_exit_code(&s);
 		if (s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
 			fprintf(stderr, "ferry: %s\n", s.err.msg);
 	} else {
-		code = receive_and_apply(&s, listing ? NULL : dest, &filters, start);
+		code = receive_and_apply(&s, listing ? NULL : dest, &filters, &fw, start);
 		if (code && wire_error_code(&s.err) && s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
 			fprintf(stderr, "ferry: %s\n", s.err.msg);
 	}

@@ -15,5 +15,8 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 struct file_entry;
 /* One --list-only line (generator.c: list_file_entry). */
 void list_entry(const struct ferry_opts *o, const struct file_entry *f);
+/* Is the entry shown by --list-only (active, and not an implied dir left
+ * out by --no-implied-dirs)? */
+bool listed_entry(const struct ferry_opts *o, const struct file_entry *f);
 
 #endif

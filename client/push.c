@@ -14,6 +14,7 @@
 
 #include "client/transport.h"
 #include "client/options.h"
+#include "proto/filesfrom.h"
 #include "proto/filter.h"
 #include "proto/logfmt.h"
 #include "proto/negotiate.h"
@@ -57,8 +58,23 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 		printf("building file list ... ");
 		fflush(stdout);
 	}
+	/* --files-from: our own list, or one on the remote host that the
+	 * receiving server sends us (unframed before protocol 31; main.c:
+	 * client_run). */
+	struct names_source ns;
+	bool mux_in = s->in.mux;
+	if (o->files_from_fd >= 0) {
+		names_from_fd(&ns, o->files_from_fd, o->from0);
+		w.names = &ns;
+	} else if (o->files_from) {
+		names_from_peer(&ns, &s->in);
+		if (s->protocol < 31)
+			s->in.mux = false;
+		w.names = &ns;
+	}
 	time_t t0 = time(NULL);
 	bool ok = flist_build(s, &w, srcs, nsrc, &sl);
+	s->in.mux = mux_in;
 	s->stats.flist_buildtime_ms = (int64_t)(time(NULL) - t0) * 1000;
 	ok = ok && flist_send(s, &sl) && flist_sort_sender(s, &sl.fl);
 	if (show && ok)

@@ -452,6 +452,15 @@ bool flist_sort_and_clean(struct session *s, struct flist *fl)
 		}
 	}
 	fl->high = prev;
+	/* -R names may start with "/": strip it only now that the order is
+	 * the sender's (flist.c: flist_sort_and_clean's strip_root). */
+	for (i = fl->low; s->opts->relative && i <= fl->high; i++) {
+		struct file_entry *f = fl->sorted[i];
+		while (f->dirname && *f->dirname == '/')
+			f->dirname++;
+		if (f->dirname && !*f->dirname)
+			f->dirname = NULL;
+	}
 	if (s->opts && s->opts->prune_empty_dirs && !s->am_sender)
 		return prune_empty_dirs(s, fl);
 	return true;

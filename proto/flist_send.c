@@ -91,7 +91,8 @@ static uint32_t entry_xflags(struct session *s, struct send_state *st, const str
 		/* A directory whose contents are not sent must not have them
 		 * deleted on the other side (flist.c: send_file_entry). */
 		if (s->protocol >= 30 && !(f->flags & FE_CONTENT_DIR))
-			x = (f->flags & FE_TOP_DIR ? XMIT_TOP_DIR : 0) | XMIT_NO_CONTENT_DIR;
+			x = (f->flags & (FE_TOP_DIR | FE_IMPLIED_DIR) ? XMIT_TOP_DIR : 0) |
+			    XMIT_NO_CONTENT_DIR;
 		else
 			x = f->flags & FE_TOP_DIR ? XMIT_TOP_DIR : 0;
 	}

@@ -838,9 +838,20 @@ static void gen_entry(struct gen *g, int32_t ndx)
 	}
 	if (parent_failed(g->rc, f) || daemon_refuses(g, ndx, f, path))
 		return;
+	/* --no-implied-dirs: an implied dir is left as it is (a symlink
+	 * stays one), and a missing one made plain (generator.c:
+	 * recv_generator, make_path). */
+	bool no_implied = o->relative && o->no_implied_dirs;
+	if (no_implied && S_ISDIR(f->mode) && (f->flags & FE_IMPLIED_DIR))
+		return;
+	if (no_implied && f->dirname && !o->dry_run && !g->rc->solo_name &&
+	    dir_cursor_open(&g->dirs, f->dirname) < 0 && errno == ENOENT &&
+	    fs_mkpath_at(g->rc->rootfd, f->dirname) < 0)
+		file_error(g, "recv_generator: mkdir", f->dirname);
 	if (S_ISDIR(f->mode)) {
-		if (o->recursive || o->dirs || (f->flags & FE_TOP_DIR) || strcmp(path, ".") == 0)
-			gen_dir(g, ndx, f, path);
+		/* every directory in the list is made, whatever our -r/-d say
+		 * (a --files-from push sends listed dirs with neither) */
+		gen_dir(g, ndx, f, path);
 	} else if (S_ISLNK(f->mode)) {
 		if (o->links)
 			gen_symlink(g, ndx, f, path);
@@ -996,6 +1007,8 @@ static void touch_up_dirs(struct gen *g)
 	for (size_t i = fl->low; i <= fl->high && i < fl->count; i++) {
 		struct file_entry *f = fl->sorted[i];
 		if (!(f->flags & FE_ACTIVE) || !S_ISDIR(f->mode) || (g->rc->state[i] & FS_FAILED))
+			continue;
+		if ((f->flags & FE_IMPLIED_DIR) && g->o->relative && g->o->no_implied_dirs)
 			continue;
 		if (!flist_path(f, path, sizeof path))
 			continue;

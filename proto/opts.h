@@ -74,7 +74,12 @@ struct ferry_opts {
 	bool specials;     /* --specials (-D) */
 	bool hard_links;   /* -H */
 	bool numeric_ids;  /* --numeric-ids */
-	bool relative;     /* -R */
+	bool relative;     /* -R (also implied by --files-from) */
+	bool no_implied_dirs; /* --no-implied-dirs (only meaningful with -R) */
+	char *files_from;  /* --files-from FILE as given ("-", "host:FILE", ":FILE") */
+	bool from0;        /* -0/--from0: lists are NUL-separated */
+	int files_from_fd; /* a client's local --files-from list, opened by
+			    * main() before the transfer; -1 otherwise */
 	char *chmod;       /* --chmod=CHMOD (comma-joined if repeated) */
 
 	/* how to decide what changed */

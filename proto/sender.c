@@ -242,6 +242,8 @@ static int open_source(struct snd *d, int32_t ndx, const struct file_entry *f)
 	}
 	if (strcmp(path, ".") == 0)
 		return -1;
+	if (d->sl->open_plain)
+		return openat(d->sl->roots.fds[root], path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	int dirfd = dir_cursor_parent(&d->dirs[root], path, &leaf);
 	int fd = dirfd < 0 ? -1 : openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	const struct ferry_opts *o = d->s->opts;
@@ -333,13 +335,15 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 /* --remove-source-files: the receiver has the file (sender.c:
  * successful_send). Remove our copy unless it changed since we listed it
  * or it is the very file the receiver wrote (a local copy onto itself). */
+static void remove_at(struct snd *d, const struct file_entry *f, int dirfd, const char *leaf,
+		      const char *path, int64_t dev, int64_t ino);
+
 static void remove_sent_file(void *ctx, int32_t ndx, int64_t dev, int64_t ino)
 {
 	struct snd *d = ctx;
 	const struct flist *fl = &d->sl->fl;
 	char path[MAXPATHLEN_WIRE * 2];
 	const char *leaf;
-	struct stat st;
 
 	if (ndx < 0 || (size_t)ndx >= fl->count) {
 		wire_fail(&d->s->err, RERR_PROTOCOL, "Invalid file index %d in MSG_SUCCESS", ndx);
@@ -349,7 +353,32 @@ static void remove_sent_file(void *ctx, int32_t ndx, int64_t dev, int64_t ino)
 	uint32_t root = d->sl->info[f - fl->files].root;
 	if (S_ISDIR(f->mode) || root >= d->sl->roots.count || !flist_path(f, path, sizeof path))
 		return;
-	int dirfd = dir_cursor_parent(&d->rm_dirs[root], path, &leaf);
+	int plainfd = -1;
+	int dirfd;
+	if (d->sl->open_plain) {
+		/* -R: by the path, as the file was opened (see open_source) */
+		char *slash = strrchr(path, '/');
+		leaf = slash ? slash + 1 : path;
+		if (slash)
+			*slash = '\0';
+		plainfd = openat(d->sl->roots.fds[root], slash ? (*path ? path : "/") : ".",
+				 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (slash)
+			*slash = '/';
+		dirfd = plainfd;
+	} else {
+		dirfd = dir_cursor_parent(&d->rm_dirs[root], path, &leaf);
+	}
+	remove_at(d, f, dirfd, leaf, path, dev, ino);
+	if (plainfd >= 0)
+		close(plainfd);
+}
+
+/* The checks and the unlink of --remove-source-files, on dirfd/leaf. */
+static void remove_at(struct snd *d, const struct file_entry *f, int dirfd, const char *leaf,
+		      const char *path, int64_t dev, int64_t ino)
+{
+	struct stat st;
 	int flags = d->s->opts->copy_links ? 0 : AT_SYMLINK_NOFOLLOW;
 	if (dirfd < 0 || fstatat(dirfd, leaf, &st, flags) < 0) {
 		if (errno == ENOENT)

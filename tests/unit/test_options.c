@@ -198,9 +198,26 @@ static void test_negations(void **state)
 	assert_int_equal(PARSE(&o, "--no-H", "--no-A", "--no-X", "--no-z", "--no-s", "a", "b"), 0);
 	options_free(&o);
 
-	/* but --no-implied-dirs changes -R behaviour: not supported yet */
-	assert_int_equal(PARSE(&o, "--no-implied-dirs", "a", "b"), RERR_SYNTAX);
-	assert_non_null(strstr(errbuf, "ferry: --no-implied-dirs is not supported yet"));
+	/* --no-implied-dirs is kept (it only matters with -R) */
+	assert_int_equal(PARSE(&o, "--no-implied-dirs", "a", "b"), 0);
+	assert_true(o.no_implied_dirs);
+	assert_false(o.relative);
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "--no-i-d", "--i-d", "-R", "a", "b"), 0);
+	assert_false(o.no_implied_dirs);
+	assert_true(o.relative);
+	options_free(&o);
+
+	/* --files-from implies -R and -d, and -a's -r gives way; an explicit
+	 * -r stays, and --no-R wins wherever it is */
+	assert_int_equal(PARSE(&o, "-a", "--files-from=l", "-0", "a", "b"), 0);
+	assert_true(o.relative && o.dirs && o.from0);
+	assert_false(o.recursive);
+	assert_string_equal(o.files_from, "l");
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "--no-R", "--files-from=l", "-ra", "a", "b"), 0);
+	assert_true(o.recursive);
+	assert_false(o.relative);
 	options_free(&o);
 }
 
@@ -516,6 +533,16 @@ static void test_server_argv_pull(void **state)
 	     "--info=name2,stats,progress2,flist", "h::m/", "d/");
 	PULL("--server --sender -e.LsfxCIvu --info=ALL2 .", "--info=ALL2", "h::m/", "d/");
 	PULL("--server --sender -vve.LsfxCIvu .", "-vv", "h::m/", "d/");
+	/* --files-from (options.c: server_options): a local list goes over
+	 * the socket, a remote one is named; --no-implied-dirs with -R */
+	PULL("--server --sender -logDtpRe.LsfxCIvu --files-from=- --from0 .",
+	     "-a", "--files-from=list", "h:mod/", "d/");
+	PULL("--server --sender -logDtpRe.LsfxCIvu --files-from rl --from0 .",
+	     "-a", "--files-from=:rl", "-0", "h:mod/", "d/");
+	PULL("--server --sender -logDtpe.LsfxCIvu --files-from=- --from0 --no-relative .",
+	     "-a", "--files-from=list", "--no-R", "h:mod/", "d/");
+	PULL("--server --sender -logDtprRe.LsfxCIvu --no-implied-dirs .",
+	     "-aR", "--no-implied-dirs", "h:mod/", "d/");
 	/* protocol 29: no capability string */
 	expect_server_argv(true, 29, "--server --sender -logDtpr .",
 			   (char *[]){ "ferry", "-a", "h::m/", "d/", NULL });
@@ -528,6 +555,11 @@ static void test_server_argv_push(void **state)
 	(void)state;
 	/* rsync -av --delete src/ host::mod/ */
 	PUSH("--server -vlogDtpre.LsfxCIvu --delete .", "-av", "--delete", "src/", "h::mod/");
+	PUSH("--server -logDtpRe.LsfxCIvu .", "-a", "--files-from=list", "src", "h:d/");
+	PUSH("--server -logDtpRe.LsfxCIvu --files-from rl .", "-a", "--files-from=h:rl", "src",
+	     "h:d/");
+	PUSH("--server -logDtprRe.LsfxCIvu --no-implied-dirs .", "-aR", "--no-implied-dirs",
+	     "src", "h:d/");
 	PUSH("--server -re.LsfxCIvu --delete-before .", "--delete-before", "-r", "s/", "h::m/");
 	PUSH("--server -re.LsfxCIvu --delete-during .", "--del", "-r", "s/", "h::m/");
 	PUSH("--server -re.LsfxCIvu --delete-delay .", "--delete-delay", "-r", "s/", "h::m/");
