@@ -161,8 +161,8 @@ static void version_items_init(struct version_items *v)
 		 * specials are not tested against rsync yet. */
 		"no hardlink-specials", "no hardlink-symlinks", "IPv6",
 		"no atimes", "no batchfiles", "inplace", "no append", "ACLs",
-		"xattrs", "optional secluded-args", "no iconv", "no prealloc",
-		"no stop-at", "no crtimes",
+		"xattrs", "optional secluded-args", "no iconv", "prealloc",
+		"stop-at", "no crtimes",
 		"*Optimizations",
 		"no SIMD-roll", "no asm-roll", "no openssl-crypto", "no asm-MD5",
 		NULL,
