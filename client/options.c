@@ -676,6 +676,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_SPARSE: o->sparse = v; break;
 	case OPT_PRUNE_EMPTY_DIRS: o->prune_empty_dirs = v; break;
 	case OPT_CVS_EXCLUDE: o->cvs_exclude = v; break;
+	case OPT_MISSING_ARGS: o->missing_args = v; break;
 	case OPT_PARTIAL_DIR: return set_str(ps, &o->partial_dir, arg);
 	case OPT_DELAY_UPDATES: o->delay_updates = v; break;
 	case OPT_USERMAP:

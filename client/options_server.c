@@ -403,6 +403,11 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 	}
 	if (o->max_alloc)
 		push(&a, options_remote_arg(o, "--max-alloc", o->max_alloc, false));
+	/* --delete-missing-args needs both sides; the sender ignores alone */
+	if (o->missing_args == 2)
+		pushs(&a, "--delete-missing-args");
+	else if (o->missing_args == 1 && !am_sender)
+		pushs(&a, "--ignore-missing-args");
 	if (o->modify_window_set && am_sender)
 		pushf(&a, o->modify_window < 0 ? "-@%ld" : "--modify-window=%ld", o->modify_window);
 	if (o->checksum_seed)

@@ -716,7 +716,8 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 		if (!wire_read_i32(&s->in, &v))
 			return false;
 		k->mode = (uint32_t)v;
-		if (!valid_type(k->mode))
+		/* mode 0 is a missing argument under --delete-missing-args */
+		if (!valid_type(k->mode) && !(k->mode == 0 && s->opts->missing_args == 2))
 			return wire_fail(&s->err, RERR_PROTOCOL, "invalid file mode 0%o from sender",
 					 k->mode);
 	}

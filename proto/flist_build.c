@@ -113,7 +113,7 @@ static struct file_entry *add_entry(struct walker *k, const char *path, const st
 		return NULL;
 	}
 	f->mode = st->st_mode;
-	if (k->s->chmod.n && !S_ISLNK(f->mode))
+	if (k->s->chmod.n && !S_ISLNK(f->mode) && f->mode)
 		f->mode = chmod_apply(&k->s->chmod, f->mode);
 	f->size = S_ISREG(st->st_mode) ? st->st_size : S_ISDIR(st->st_mode) ? st->st_size : 0;
 	f->mtime = st->st_mtim.tv_sec;
@@ -459,6 +459,14 @@ static bool build_one(struct walker *k, const char *arg)
 	}
 	int flags = strcmp(name, ".") == 0 || !k->w->confined ? 0 : AT_SYMLINK_NOFOLLOW;
 	if (strcmp(name, ".") == 0 ? fstat(bfd, &st) < 0 : fstatat(bfd, name, &st, flags) < 0) {
+		if (errno == ENOENT && o->missing_args == 1)
+			return true; /* --ignore-missing-args */
+		if (errno == ENOENT && o->missing_args == 2) {
+			/* --delete-missing-args: a mode-0 entry tells the
+			 * receiver to delete its copy (flist.c) */
+			memset(&st, 0, sizeof st);
+			return add_entry(k, name, &st, bfd, name) || !wire_error_code(&k->s->err);
+		}
 		session_err(k->s, "link_stat \"%s\" failed: %s (%d)", arg, strerror(errno), errno);
 		k->s->io_error |= IOERR_GENERAL;
 		k->sl->vanished = true;

@@ -838,6 +838,11 @@ static void gen_entry(struct gen *g, int32_t ndx)
 	}
 	if (parent_failed(g->rc, f) || daemon_refuses(g, ndx, f, path))
 		return;
+	if (f->mode == 0 && o->missing_args == 2) {
+		if (!o->dry_run)
+			delete_missing_arg(g->rc, &g->dirs, path);
+		return;
+	}
 	/* --no-implied-dirs: an implied dir is left as it is (a symlink
 	 * stays one), and a missing one made plain (generator.c:
 	 * recv_generator, make_path). */

@@ -174,6 +174,7 @@ struct ferry_opts {
 	bool sparse;       /* -S */
 	bool prune_empty_dirs; /* -m */
 	bool cvs_exclude;  /* -C */
+	int missing_args;  /* 1 --ignore-missing-args, 2 --delete-missing-args */
 	char *usermap;     /* --usermap, or "*:USER" from --chown */
 	char *groupmap;    /* --groupmap, or "*:GROUP" from --chown */
 	int remove_source_files; /* 1 --remove-source-files, 2 --remove-sent-files */
