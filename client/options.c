@@ -677,6 +677,11 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_PRUNE_EMPTY_DIRS: o->prune_empty_dirs = v; break;
 	case OPT_CVS_EXCLUDE: o->cvs_exclude = v; break;
 	case OPT_MISSING_ARGS: o->missing_args = v; break;
+	case OPT_APPEND:
+		/* a server counts its --append words; a client takes the value */
+		o->append = !v ? 0 : o->server ? o->append + 1 : v;
+		break;
+	case OPT_APPEND_VERIFY: o->append = v ? 2 : 0; break;
 	case OPT_PARTIAL_DIR: return set_str(ps, &o->partial_dir, arg);
 	case OPT_DELAY_UPDATES: o->delay_updates = v; break;
 	case OPT_USERMAP:
@@ -1014,7 +1019,8 @@ static int settle_partial_dir(struct pstate *ps)
 		o->partial_dir_implied = true;
 	}
 	if (o->inplace && o->partial_dir)
-		return usage_err(ps, "--inplace cannot be used with --%s",
+		return usage_err(ps, "--%s cannot be used with --%s",
+				 o->append ? "append" : "inplace",
 				 o->delay_updates ? "delay-updates" : "partial-dir");
 	if (o->inplace)
 		return 0;
@@ -1194,6 +1200,12 @@ static int finish(struct pstate *ps)
 	if (o->delete_mode != DELETE_NONE && del_row >= 0)
 		return refuse_err(ps, &options_table[del_row]);
 
+	if (o->append) {
+		if (o->whole_file > 0)
+			return usage_err(ps, "--append cannot be used with --whole-file");
+		o->inplace = true; /* options.c: append implies inplace */
+		o->whole_file = 0;
+	}
 	if ((rc = settle_partial_dir(ps)) != 0)
 		return rc;
 	/* --inplace keeps partial data by nature; rsync clears keep_partial. */

@@ -457,8 +457,13 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		if (info)
 			push(&a, info);
 	}
-	if (o->inplace)
+	if (o->append) {
+		if (o->append > 1)
+			pushs(&a, "--append");
+		pushs(&a, "--append");
+	} else if (o->inplace) {
 		pushs(&a, "--inplace");
+	}
 	/* options.c: server_options. A list we read goes over the socket to
 	 * a sending server; one on the remote host is named for it to open. */
 	const char *ff_remote = options_files_from_remote(o, NULL, 0);

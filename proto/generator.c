@@ -104,6 +104,10 @@ static bool send_sums(struct gen *g, int fd, int64_t len, bool redo)
 	sum_sizes_sqroot(&h, len, s->protocol, g->o->block_size, csum_len(s->xfer_csum), redo);
 	if (!write_sum_head(s, &h))
 		return false;
+	/* --append: the head says how much we have; no block sums follow
+	 * (generator.c: generate_and_send_sums) */
+	if (g->o->append && !redo)
+		return true;
 	size_t per_read = SUMS_READ_BUF - SUMS_READ_BUF % (size_t)h.blength;
 	while (off < len) {
 		size_t want = len - off < (int64_t)per_read ? (size_t)(len - off) : per_read;
@@ -776,6 +780,8 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 			partial_remove(g->rc, path); /* a leftover of an older try */
 		return;
 	}
+	if (o->append && st.st_size >= f->size)
+		return; /* --append only ever adds to a shorter file */
 	if (!o->times)
 		iflags |= ITEM_REPORT_TIME; /* attr_change_bits_for() with a transfer */
 	struct basis b = {.dirfd = dirfd, .leaf = leaf, .st = &st, .alt = -1};

@@ -94,6 +94,7 @@ struct ferry_opts {
 	/* how to transfer */
 	int whole_file;    /* -W: 1 on, 0 off (--no-W), -1 default */
 	bool inplace;      /* --inplace */
+	int append;        /* 1 --append, 2 --append-verify (implies --inplace) */
 	bool partial;      /* --partial */
 	char *partial_dir; /* --partial-dir (or ".~tmp~" for --delay-updates) */
 	bool partial_dir_implied; /* ... the --delay-updates default */

@@ -33,6 +33,7 @@ struct rcv {
 	int phase_dones;   /* NDX_DONEs read from the sender */
 	struct progress prog;
 	int64_t written;   /* bytes of the current file so far */
+	int append;        /* --append(-verify) while in the first phase */
 	int32_t *delayed;  /* --delay-updates: files waiting in partial dirs */
 	size_t ndelayed, delayed_cap;
 	int64_t file_size;
@@ -364,6 +365,30 @@ static void finish_delayed(struct rcv *r)
 	r->ndelayed = 0;
 }
 
+/* --append: the data up to what our sum head announced stays as it is;
+ * with --append-verify it goes into the checksum (receiver.c:
+ * receive_data's append_mode branch). The writes go on from there. */
+static bool skip_appended_prefix(struct rcv *r, const struct sum_head *h, int basis_fd, int fd,
+				 struct csum_ctx *sum)
+{
+	int64_t have = (int64_t)h->count * h->blength;
+
+	if (h->remainder)
+		have -= h->blength - h->remainder;
+	if (have < 0)
+		have = 0;
+	for (int64_t off = 0; r->append == 2 && basis_fd >= 0 && off < have;) {
+		size_t want = have - off < OUT_BUF ? (size_t)(have - off) : OUT_BUF;
+		ssize_t n = fs_pread_full(basis_fd, r->data, want, off);
+		if (n <= 0)
+			break;
+		csum_file_update(sum, r->data, (size_t)n);
+		off += n;
+	}
+	r->written = have;
+	return lseek(fd, (off_t)have, SEEK_SET) == (off_t)have;
+}
+
 /* Receive one file's data into place. Returns false on a stream error. */
 static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type)
 {
@@ -397,7 +422,11 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	s->stats.total_transferred_size += f->size;
 	r->written = 0;
 	r->file_size = f->size;
-	progress_update(s, &r->prog, 0, f->size);
+	if (r->append && write_ok && !skip_appended_prefix(r, &h, basis_fd, tf.fd, &sum)) {
+		session_err(s, "lseek of \"%s\" failed: %s", path, strerror(errno));
+		write_ok = false;
+	}
+	progress_update(s, &r->prog, r->written, f->size);
 	bool ok = receive_data(r, &h, basis_fd, write_ok ? tf.fd : -1, path, &sum, &write_ok);
 	if (basis_fd >= 0)
 		close(basis_fd);
@@ -480,6 +509,7 @@ static bool receive_replies(struct rcv *r)
 			return false;
 		if (ndx == NDX_DONE) {
 			r->phase_dones++;
+			r->append = 0; /* a redo rewrites whole files */
 			if (r->phase_dones == max_phase && r->ndelayed)
 				finish_delayed(r); /* before the generator touches up dirs */
 			recv_note_done(r->rc);
@@ -511,7 +541,7 @@ static bool receive_replies(struct rcv *r)
 
 bool receiver_run(struct recv_ctx *rc)
 {
-	struct rcv r = {.rc = rc, .s = rc->s, .o = rc->s->opts};
+	struct rcv r = {.rc = rc, .s = rc->s, .o = rc->s->opts, .append = rc->s->opts->append};
 	bool ok;
 
 	dir_cursor_init(&r.dirs, rc->rootfd);

@@ -30,6 +30,7 @@ struct snd {
 	int64_t sent_ofs, file_size;
 	struct dir_cursor *dirs;   /* one per root */
 	struct dir_cursor *rm_dirs; /* --remove-source-files: one per root */
+	int append;                /* --append(-verify) while in the first phase */
 	struct token_enc *enc;     /* the token stream writer, one per session */
 	struct token_skip *skip;   /* suffixes sent with no compression effort */
 };
@@ -139,7 +140,8 @@ static bool echo_header(struct snd *d, int32_t ndx, int iflags, uint8_t type, co
 
 /* The receiver's sum head and block sums, bounded before any allocation
  * (io.c: read_sum_head; sender.c: receive_sums; CVE-2024-12084). */
-static bool read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, uint8_t **sum2)
+static bool read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, uint8_t **sum2,
+		      bool head_only)
 {
 	int32_t max_block = s->protocol < 30 ? (1 << 29) : (1 << 17);
 
@@ -161,7 +163,7 @@ static bool read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, ui
 		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid remainder length %d", h->remainder);
 	if ((size_t)h->count * (4 + (size_t)h->s2length) > MAX_SUMS_BYTES)
 		return wire_fail(&s->err, RERR_PROTOCOL, "too many block sums (%d)", h->count);
-	if (h->count == 0)
+	if (h->count == 0 || head_only)
 		return true;
 	*sum1 = malloc((size_t)h->count * sizeof **sum1);
 	*sum2 = calloc((size_t)h->count, (size_t)h->s2length + 1);
@@ -257,6 +259,45 @@ static int open_source(struct snd *d, int32_t ndx, const struct file_entry *f)
 	return fs_open_beneath(d->sl->roots.fds[root], path, O_RDONLY);
 }
 
+/* --append: how much the receiver already has, from its sum head
+ * (match.c: the append_mode branch), never more than we have. */
+static int64_t append_offset(const struct sum_head *h, int64_t size)
+{
+	int64_t have = (int64_t)h->count * h->blength;
+
+	if (h->remainder)
+		have -= h->blength - h->remainder;
+	return have < 0 ? 0 : have > size ? size : have;
+}
+
+/* --append: send the file from `have` on as literal data; with
+ * --append-verify the whole file goes into the checksum. */
+static bool send_appended(struct snd *d, int fd, int64_t size, int64_t have)
+{
+	static __thread uint8_t buf[32 * 1024];
+	int64_t off = 0;
+
+	while (d->append == 2 && off < have) {
+		size_t want = have - off < (int64_t)sizeof buf ? (size_t)(have - off) : sizeof buf;
+		ssize_t n = fs_pread_full(fd, buf, want, off);
+		if (n <= 0)
+			break;
+		csum_file_update(&d->sum, buf, (size_t)n);
+		off += n;
+	}
+	d->sent_ofs = have;
+	for (off = have; off < size;) {
+		size_t want = size - off < (int64_t)sizeof buf ? (size_t)(size - off) : sizeof buf;
+		ssize_t n = fs_pread_full(fd, buf, want, off);
+		if (n <= 0)
+			break; /* shrank under us: the checksum tells the receiver */
+		if (!out_literal(d, buf, (size_t)n) || !out_feed(d, buf, (size_t)n))
+			return false;
+		off += n;
+	}
+	return true;
+}
+
 static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const char *xname)
 {
 	struct session *s = d->s;
@@ -271,7 +312,7 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	if (!S_ISREG(f->mode))
 		return wire_fail(&s->err, RERR_PROTOCOL,
 				 "received request to transfer non-regular file: %d", ndx);
-	if (!read_sums(s, &h, &sum1, &sum2)) {
+	if (!read_sums(s, &h, &sum1, &sum2, d->append > 0)) {
 		free(sum1);
 		free(sum2);
 		return false;
@@ -294,8 +335,8 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 		return true;
 	}
 	struct match_index idx;
-	bool have_idx = h.count > 0 && match_index_build(&idx, &h, sum1, sum2);
-	if (h.count > 0 && !have_idx) {
+	bool have_idx = h.count > 0 && !d->append && match_index_build(&idx, &h, sum1, sum2);
+	if (h.count > 0 && !d->append && !have_idx) {
 		close(fd);
 		free(sum1);
 		free(sum2);
@@ -313,7 +354,8 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	    (s->protocol < 27 || wire_write_i32(&s->out, h.s2length)) &&
 	    wire_write_i32(&s->out, h.remainder) &&
 	    token_enc_begin(d->enc, &s->out, s->compress && token_skip_match(d->skip, path)) &&
-	    match_send_file(have_idx ? &idx : NULL, fd, st.st_size, s->seed, &mo) &&
+	    (d->append ? send_appended(d, fd, st.st_size, append_offset(&h, st.st_size))
+		       : match_send_file(have_idx ? &idx : NULL, fd, st.st_size, s->seed, &mo)) &&
 	    token_enc_end(d->enc, &s->out)) {
 		uint8_t digest[CSUM_MAX_DIGEST];
 		csum_file_final(&d->sum, digest);
@@ -413,6 +455,7 @@ bool sender_run(struct session *s, struct send_list *sl)
 	int io_error_sent = s->io_error;
 	bool ok = true;
 
+	d.append = s->opts->append;
 	d.dirs = calloc(sl->roots.count ? sl->roots.count : 1, sizeof *d.dirs);
 	uint8_t *sent = calloc(sl->fl.count / 8 + 1, 1);
 	if (!d.dirs || !sent) {
@@ -451,6 +494,7 @@ bool sender_run(struct session *s, struct send_list *sl)
 			break;
 		}
 		if (ndx == NDX_DONE) {
+			d.append = 0; /* a redo sends whole files (sender.c) */
 			if (++phase > max_phase)
 				break;
 			ok = wire_write_ndx(&s->out, NDX_DONE) && wire_flush(&s->out);
