@@ -489,6 +489,17 @@ static int handle_words(struct pstate *ps, bool debug, const char *arg)
 	}
 	if (r < 0)
 		return usage_err(ps, "Unknown --%s item: \"%s\"", debug ? "debug" : "info", bad);
+	for (int i = 0; !debug && words[i].name; i++) {
+		if (strcmp(words[i].name, "PROGRESS") != 0 || !set[i])
+			continue;
+		/* --info=progress2 is the whole-transfer line; progress1 the
+		 * per-file one --progress gives (options.c) */
+		ps->o->progress2 = levels[i] >= 2;
+		if (levels[i] == 1)
+			ps->o->progress = true;
+		else if (levels[i] == 0)
+			ps->o->progress = false;
+	}
 	return join_str(ps, debug ? &ps->o->debug : &ps->o->info, arg);
 }
 
@@ -846,6 +857,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_8BIT: o->eight_bit_output = v; break;
 	case OPT_HUMAN: o->human = v ? o->human + 1 : 0; break;
 	case OPT_PROGRESS: o->progress = v; break;
+	case OPT_JSON: o->json = v; break;
 	case OPT_P: o->progress = o->partial = true; break;
 	case OPT_ITEMIZE: o->itemize = v ? o->itemize + 1 : 0; break;
 	case OPT_REMOTE_OPTION: {

@@ -158,6 +158,7 @@ const struct opt_spec options_table[] = {
 	AR("rsync-path", 0, Y, OPT_RSYNC_PATH, "PROGRAM", "specify the rsync to run on remote machine"),
 	AR("ssh", 0, Y, OPT_SSH_MODE, "auto|builtin|spawn", "ssh through libssh inside ferry, or spawn ssh (ferry only)"),
 	AR("ssh-cipher", 0, Y, OPT_SSH_CIPHER, "LIST", "ssh ciphers to offer, like ssh -c (ferry only)"),
+	FL("json", 0, Y, OPT_JSON, 1, "progress and final stats as JSON lines on stdout (ferry only)"),
 	FL("existing", 0, Y, OPT_EXISTING, 1, "skip creating new files on receiver"),
 	FL("ignore-non-existing", 0, Y, OPT_EXISTING, 1, "skip creating new files on receiver"),
 	FL("ignore-existing", 0, Y, OPT_IGNORE_EXISTING, 1, "skip updating files that exist on receiver"),

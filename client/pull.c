@@ -19,6 +19,7 @@
 #include "proto/filter.h"
 #include "proto/fileio.h"
 #include "proto/logfmt.h"
+#include "proto/progress.h"
 #include "proto/negotiate.h"
 #include "proto/outfilter.h"
 #include "proto/recvside.h"
@@ -174,10 +175,15 @@ static void print_summary(const struct ferry_opts *o, struct session *s, double 
 {
 	s->stats.total_written = (int64_t)s->out.total_written;
 	s->stats.total_read = (int64_t)s->in.total_read;
-	if (o->stats)
-		stats_print(stdout, &s->stats, s->protocol, o->human, false);
-	if (o->verbose || o->stats)
-		summary_print(stdout, &s->stats, elapsed, o->human, o->dry_run);
+	progress_finish(s);
+	if (o->json) {
+		progress_json_stats(s, session_exit_code(s), elapsed);
+	} else {
+		if (o->stats)
+			stats_print(stdout, &s->stats, s->protocol, o->human, false);
+		if (o->verbose || o->stats)
+			summary_print(stdout, &s->stats, elapsed, o->human, o->dry_run);
+	}
 	fflush(stdout);
 	logfile_write(s, "sent %lld bytes  received %lld bytes  total size %lld",
 		      (long long)s->stats.total_written, (long long)s->stats.total_read,
@@ -195,7 +201,7 @@ static int receive_and_apply(struct session *s, const char *dest, struct filter_
 
 	flist_init(&fl);
 	/* rsync's "receiving file list ... done" (without incremental recursion) */
-	bool show = (o->verbose || o->progress) && !o->quiet && !o->list_only && dest;
+	bool show = (o->verbose || o->progress) && !o->quiet && !o->json && !o->list_only && dest;
 	logfile_write(s, "receiving file list");
 	if (show) {
 		printf("receiving file list ... ");

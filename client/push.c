@@ -17,6 +17,7 @@
 #include "proto/filesfrom.h"
 #include "proto/filter.h"
 #include "proto/logfmt.h"
+#include "proto/progress.h"
 #include "proto/negotiate.h"
 #include "proto/sendside.h"
 
@@ -32,10 +33,16 @@ static void print_summary(const struct ferry_opts *o, struct session *s, time_t 
 {
 	s->stats.total_written = (int64_t)s->out.total_written;
 	s->stats.total_read = (int64_t)s->in.total_read;
-	if (o->stats)
-		stats_print(stdout, &s->stats, s->protocol, o->human, true);
-	if (o->verbose || o->stats)
-		summary_print(stdout, &s->stats, (double)(time(NULL) - start), o->human, o->dry_run);
+	progress_finish(s);
+	if (o->json) {
+		progress_json_stats(s, session_exit_code(s), (double)(time(NULL) - start));
+	} else {
+		if (o->stats)
+			stats_print(stdout, &s->stats, s->protocol, o->human, true);
+		if (o->verbose || o->stats)
+			summary_print(stdout, &s->stats, (double)(time(NULL) - start), o->human,
+				      o->dry_run);
+	}
 	fflush(stdout);
 	log_totals(s);
 }
@@ -52,7 +59,7 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 		return wire_fail(&s->err, RERR_SYNTAX, "%s", err);
 	if (!filter_send(s, filters, true) || !wire_flush(&s->out))
 		return false;
-	bool show = (o->verbose || o->progress) && !o->quiet;
+	bool show = (o->verbose || o->progress) && !o->quiet && !o->json;
 	logfile_write(s, "building file list");
 	if (show) {
 		printf("building file list ... ");

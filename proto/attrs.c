@@ -13,6 +13,7 @@
 
 #include "proto/acls.h"
 #include "proto/logfmt.h"
+#include "proto/progress.h"
 #include "proto/outfilter.h"
 #include "proto/recvside.h"
 
@@ -138,10 +139,11 @@ void session_log_item(struct session *s, const struct file_entry *f, int iflags,
 
 	if (s->am_server)
 		return;
-	bool to_stdout = fmt && item_visible(o, f, iflags, xname, strstr(fmt, "%i") != NULL,
-					     o->itemize);
+	bool to_json = o->json && item_visible(o, f, iflags, xname, true, 1);
+	bool to_stdout = !o->json && fmt &&
+			 item_visible(o, f, iflags, xname, strstr(fmt, "%i") != NULL, o->itemize);
 	bool to_log = s->log_fp && item_visible(o, f, iflags, xname, true, 1);
-	if (!to_stdout && !to_log)
+	if (!to_stdout && !to_log && !to_json)
 		return;
 	if (name_override)
 		snprintf(name, sizeof name, "%s", name_override);
@@ -160,6 +162,12 @@ void session_log_item(struct session *s, const struct file_entry *f, int iflags,
 	if (to_log) {
 		log_format(log_fmt, &it, line, sizeof line);
 		logfile_write(s, "%s", line);
+	}
+	if (to_json) {
+		log_format("%i", &it, line, sizeof line);
+		pthread_mutex_lock(&print_lock);
+		progress_json_item(s, name, line, f->size);
+		pthread_mutex_unlock(&print_lock);
 	}
 	if (!to_stdout)
 		return;
@@ -210,6 +218,12 @@ void session_log_delete(struct session *s, const char *path, mode_t mode)
 		const char *log_fmt = o->log_file_format ? o->log_file_format : "%i %n%L";
 		log_format(format_has_io(log_fmt) ? log_fmt : "deleting %n", &it, line, sizeof line);
 		logfile_write(s, "%s", line);
+	}
+	if (o->json && !s->am_server) {
+		pthread_mutex_lock(&print_lock);
+		progress_json_item(s, path, "*deleting", 0);
+		pthread_mutex_unlock(&print_lock);
+		return;
 	}
 	/* log.c: log_delete: at -v, or whenever an output format is set */
 	if (!fmt || s->am_server)

@@ -51,7 +51,9 @@ struct ferry_opts {
 	char *log_file_format; /* --log-file-format */
 	bool stats;        /* --stats */
 	int human;         /* -h count; 1 is rsync's default output unit */
-	bool progress;     /* --progress */
+	bool progress;     /* --progress (or --info=progress1) */
+	bool progress2;    /* --info=progress2: one line for the whole transfer */
+	bool json;         /* --json: progress, items and stats as JSON lines */
 	bool list_only;    /* --list-only, or implied by a lone source */
 	char *info;        /* --info=FLAGS, as given (comma-joined if repeated) */
 	char *debug;       /* --debug=FLAGS, as given */

@@ -1,16 +1,27 @@
 /*
- * --progress lines in rsync's layout (progress.c: rprint_progress).
+ * Progress as rsync shows it (progress.c: rprint_progress): per file with
+ * --progress, or for the whole transfer with --info=progress2; and, for
+ * scripts, as JSON lines with --json (ferry only).
  */
 #include "proto/progress.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "proto/logfmt.h"
 
 static long ms_between(const struct timeval *a, const struct timeval *b)
 {
 	return (long)(b->tv_sec - a->tv_sec) * 1000 + (long)(b->tv_usec - a->tv_usec) / 1000;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void print_line(struct session *s, int64_t ofs, int64_t size, double rate_kb,
@@ -31,17 +42,56 @@ static void print_line(struct session *s, int64_t ofs, int64_t size, double rate
 	else
 		snprintf(rem, sizeof rem, "%4u:%02u:%02u", (unsigned)(remain / 3600.0),
 			 (unsigned)(remain / 60.0) % 60, (unsigned)remain % 60);
-	int pct = ofs == size ? 100 : (int)(100.0 * (double)ofs / (double)size);
+	int pct = ofs >= size ? 100 : (int)(100.0 * (double)ofs / (double)size);
 	fprintf(s->info, "\r%15s %3d%% %7.2f%s %s%s", fmt_num(ofs, s->opts->human, num, sizeof num),
 		pct, rate_kb, units, rem, eol);
 	fflush(s->info);
+}
+
+/* The whole transfer so far: done files plus the current one's offset. */
+static void overall(struct session *s, int64_t ofs, bool force)
+{
+	const struct ferry_opts *o = s->opts;
+	int64_t now = now_ms();
+
+	if (!s->progress_start_ms)
+		s->progress_start_ms = s->progress_last_ms = now;
+	else if (!force && now - s->progress_last_ms < 1000)
+		return;
+	s->progress_last_ms = now;
+	int64_t done = s->progress_done + ofs, total = s->stats.total_size;
+	int64_t ms = now - s->progress_start_ms;
+	double rate_kb = (double)done * 1000.0 / (double)(ms ? ms : 1) / 1024.0;
+	double remain = rate_kb > 0 ? (double)(total - done) / rate_kb / 1024.0 : -1.0;
+	int left = force ? 0 : s->stats.num_files - s->progress_checked;
+	if (o->json) {
+		fprintf(stdout,
+			"{\"event\":\"progress\",\"bytes\":%lld,\"total_bytes\":%lld,"
+			"\"percent\":%.1f,\"bytes_per_sec\":%.0f,\"files_transferred\":%d,"
+			"\"files_total\":%d,\"elapsed_ms\":%lld}\n",
+			(long long)done, (long long)total,
+			total ? 100.0 * (double)done / (double)total : 100.0, rate_kb * 1024.0,
+			s->stats.xferred_files, s->stats.num_files, (long long)ms);
+		fflush(stdout);
+		return;
+	}
+	char eol[96];
+	snprintf(eol, sizeof eol, " (xfr#%d, to-chk=%d/%d)", s->stats.xferred_files,
+		 left < 0 ? 0 : left, s->stats.num_files);
+	print_line(s, done, total ? total : 1, rate_kb, remain, eol);
 }
 
 void progress_update(struct session *s, struct progress *p, int64_t ofs, int64_t size)
 {
 	struct timeval now;
 
-	if (s->am_server || !s->opts->progress)
+	if (s->am_server)
+		return;
+	if (s->opts->progress2 || s->opts->json) {
+		overall(s, ofs, false);
+		return;
+	}
+	if (!s->opts->progress)
 		return;
 	gettimeofday(&now, NULL);
 	if (!p->started) {
@@ -65,7 +115,15 @@ void progress_end(struct session *s, struct progress *p, int64_t size, int32_t n
 	struct timeval now;
 	char eol[128];
 
-	if (s->am_server || !s->opts->progress)
+	if (s->am_server)
+		return;
+	if (s->opts->progress2 || s->opts->json) {
+		s->progress_done += size;
+		s->progress_checked = ndx + 1;
+		memset(p, 0, sizeof *p);
+		return;
+	}
+	if (!s->opts->progress)
 		return;
 	gettimeofday(&now, NULL);
 	long diff = p->started ? ms_between(&p->start, &now) : 1;
@@ -77,4 +135,58 @@ void progress_end(struct session *s, struct progress *p, int64_t size, int32_t n
 		 s->stats.num_files - ndx - 1, s->stats.num_files);
 	print_line(s, size, size, rate, (double)diff / 1000.0, eol);
 	memset(p, 0, sizeof *p);
+}
+
+void progress_finish(struct session *s)
+{
+	if (s->am_server || !(s->opts->progress2 || s->opts->json))
+		return;
+	overall(s, 0, true);
+	if (!s->opts->json) {
+		fputc('\n', s->info);
+		fflush(s->info);
+	}
+}
+
+/* A JSON string body: quotes, backslashes and control bytes escaped. */
+static void json_string(FILE *fp, const char *str)
+{
+	fputc('"', fp);
+	for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(fp, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(fp, "\\u%04x", *p);
+		else
+			fputc(*p, fp);
+	}
+	fputc('"', fp);
+}
+
+void progress_json_item(struct session *s, const char *name, const char *item, int64_t size)
+{
+	fputs("{\"event\":\"item\",\"name\":", stdout);
+	json_string(stdout, name);
+	fputs(",\"change\":", stdout);
+	json_string(stdout, item);
+	fprintf(stdout, ",\"size\":%lld}\n", (long long)size);
+	fflush(stdout);
+}
+
+void progress_json_stats(struct session *s, int exit_code, double elapsed)
+{
+	const struct stats *st = &s->stats;
+
+	fprintf(stdout,
+		"{\"event\":\"stats\",\"exit_code\":%d,\"elapsed_sec\":%.3f,\"files\":%d,"
+		"\"files_transferred\":%d,\"files_created\":%d,"
+		"\"files_deleted\":%d,\"total_size\":%lld,\"transferred_size\":%lld,"
+		"\"literal_bytes\":%lld,\"matched_bytes\":%lld,\"bytes_sent\":%lld,"
+		"\"bytes_received\":%lld}\n",
+		exit_code, elapsed, st->num_files, st->xferred_files,
+		st->created_files, st->deleted_files, (long long)st->total_size,
+		(long long)st->total_transferred_size, (long long)st->literal_data,
+		(long long)st->matched_data, (long long)st->total_written,
+		(long long)st->total_read);
+	fflush(stdout);
 }

@@ -21,4 +21,12 @@ void progress_update(struct session *s, struct progress *p, int64_t ofs, int64_t
  * the file's index in the sorted list. */
 void progress_end(struct session *s, struct progress *p, int64_t size, int32_t ndx);
 
+/* --info=progress2 / --json: the final whole-transfer line or event. */
+void progress_finish(struct session *s);
+
+/* --json events: one changed item ("change" in %i's letters), and the
+ * run's statistics at the end. */
+void progress_json_item(struct session *s, const char *name, const char *item, int64_t size);
+void progress_json_stats(struct session *s, int exit_code, double elapsed);
+
 #endif

@@ -147,6 +147,10 @@ struct session {
 	FILE *info;                 /* where MSG_INFO and our -v output go */
 	bool local_copy;            /* a half of a local copy: items show '>' */
 	FILE *log_fp;               /* --log-file, or NULL */
+	/* --info=progress2 / --json: the whole transfer's progress */
+	int64_t progress_done;      /* bytes of the files finished so far */
+	int progress_checked;       /* entries of the sorted list passed so far */
+	int64_t progress_start_ms, progress_last_ms;
 
 	/* -A/-X: ACLs and xattr sets seen in the file list (acls.c, xattrs.c). */
 	struct acl_state *acl_state;
