@@ -129,6 +129,13 @@ def has_children(pid):
     return False
 
 
+def wait_reaped(pid, timeout=20):
+    """Wait until pid has no children left (its connections are done)."""
+    deadline = time.monotonic() + timeout
+    while has_children(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 class Server:
     """A server process started per run: argv is built for a given port."""
 
@@ -179,9 +186,8 @@ class Server:
         """Stop after the per-connection children are reaped: (cpu, maxrss)."""
         proc, self.proc = self.proc, None
         server_pids = tree_pids(proc.pid)[1:2]
-        deadline = time.monotonic() + 20
-        while server_pids and has_children(server_pids[0]) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        if server_pids:
+            wait_reaped(server_pids[0])
         self._kill(proc)
         _, cpu, maxrss = read_rusage(self.rufile)
         return cpu, maxrss

@@ -2,11 +2,13 @@
 """ferry vs rsync benchmark (issue 8). `make bench` / `make bench-quick`.
 
 Usage: bench/run.py [--quick] [--scale S] [--rounds N] [--only REGEX]
-                    [--bench-dir DIR] [--no-write]
+                    [--bench-dir DIR] [--no-write] [--perf KEY]
 
-Environment: BENCH_DIR (default /var/tmp/ferry-bench), BENCH_SCALE (1.0 =
-the issue's full sizes: 2 GiB bigfile, 100,000 small files, pgbench -s 50),
-BENCH_ROUNDS, FERRY (default ./ferry), RSYNC (default rsync).
+Environment: BENCH_DIR (default /var/tmp/ferry-bench; datasets cached per
+scale), BENCH_SCALE (1.0 = the issue's full sizes: 2 GiB bigfile, 100,000
+small files, pgbench -s 50), BENCH_ROUNDS, FERRY (default ./ferry), RSYNC
+(default rsync). --perf KEY runs scenario KEY's ferry variant once under
+`perf record` (client and daemon) and prints the top symbols of each side.
 
 Every scenario runs its variants (ferry, rsync, ...) alternately, A B A B,
 for the given number of rounds, each with the same preparation (not timed):
@@ -50,7 +52,8 @@ class Env:
 
     def __init__(self, args):
         self.bench_dir = os.path.abspath(args.bench_dir)
-        self.data = os.path.join(self.bench_dir, "data")
+        # One cache per scale, so quick and full runs do not evict each other.
+        self.data = os.path.join(self.bench_dir, f"data-{args.scale:g}")
         self.work = os.path.join(self.bench_dir, "work")
         self.run_dir = os.path.join(self.bench_dir, "run")
         self.dst = os.path.join(self.work, "dst")
@@ -672,6 +675,44 @@ def report(env, args, scenarios, sizes, started, load_before, skipped):
 
 # -------------------------------------------------------------------- main
 
+def profile(env, sc, outdir):
+    """Run sc's first variant (ferry) once with `perf record` on the client
+    and on the server process tree; print the top symbols of each side."""
+    os.makedirs(outdir, exist_ok=True)
+    v = sc.variants[0]
+    prepare(env, sc)
+    server = v.server(env) if v.server else None
+    port = server.start() if server else None
+    perf = ["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000", "-g"]
+    srv_perf = None
+    if server is not None and server.proc is not None:
+        daemon_pid = measure.tree_pids(server.proc.pid)[1]
+        # -p follows the per-connection children the daemon forks.
+        srv_perf = subprocess.Popen(perf + ["-o", os.path.join(outdir, "server.data"),
+                                            "-p", str(daemon_pid)])
+        time.sleep(0.5)
+    cli = subprocess.run(perf + ["-o", os.path.join(outdir, "client.data"), "--"]
+                         + v.argv(env, port), stdout=subprocess.DEVNULL)
+    if srv_perf:
+        measure.wait_reaped(daemon_pid)
+        srv_perf.send_signal(2)
+        srv_perf.wait()
+    if server:
+        server.stop()
+    print(f"# perf profile: {sc.key} {v.name} (client exit {cli.returncode})")
+    for side in ("client", "server"):
+        data = os.path.join(outdir, f"{side}.data")
+        if not os.path.exists(data):
+            continue
+        rep = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children",
+                              "--sort", "comm,dso,symbol", "-g", "none",
+                              "--percent-limit", "1.5"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        print(f"\n## {side}\n")
+        print("\n".join(l for l in rep.stdout.splitlines()
+                        if l.strip() and not l.startswith("#")))
+
+
 def build_helper(env):
     """Compile bench/rusage_run.c into the run directory (once per source change)."""
     src = os.path.join(HERE, "rusage_run.c")
@@ -697,6 +738,7 @@ def main():
     ap.add_argument("--only", default=None, help="regex on scenario keys")
     ap.add_argument("--bench-dir", default=os.environ.get("BENCH_DIR", "/var/tmp/ferry-bench"))
     ap.add_argument("--no-write", action="store_true", help="do not write bench/results")
+    ap.add_argument("--perf", metavar="KEY", help="profile scenario KEY's ferry run with perf")
     args = ap.parse_args()
     args.mode = "quick" if args.quick else "full"
     if args.scale is None:
@@ -724,6 +766,10 @@ def main():
         scenarios = [s for s in scenarios if s.dataset != "pgdata"]
     if args.only:
         scenarios = [s for s in scenarios if re.search(args.only, s.key)]
+    if args.perf:
+        scenarios = [s for s in scenarios if s.key == args.perf]
+        if not scenarios:
+            sys.exit(f"bench: no scenario {args.perf}")
     need_ssh = any(s.key.startswith("ssh-") for s in scenarios)
     if need_ssh:
         try:
@@ -734,6 +780,13 @@ def main():
                     s.skipped = f"no sshd: {e}"
     need_pg_bb = any(s.key == "base-pgdata" for s in scenarios)
     env.pg_server = PgBaseServer(env) if need_pg_bb and pg_ok else None
+    if args.perf:
+        try:
+            profile(env, scenarios[0], os.path.join(env.run_dir, "perf"))
+        finally:
+            if env.pg_server:
+                env.pg_server.close()
+        return
     try:
         for sc in scenarios:
             if sc.skipped:
@@ -750,7 +803,9 @@ def main():
     if not args.no_write:
         outdir = os.path.join(HERE, "results")
         os.makedirs(outdir, exist_ok=True)
-        path = os.path.join(outdir, f"{started:%Y-%m-%d}-{args.mode}.md")
+        default_scale = 0.02 if args.quick else 1.0
+        suffix = "" if args.scale == default_scale else f"-s{args.scale:g}"
+        path = os.path.join(outdir, f"{started:%Y-%m-%d}-{args.mode}{suffix}.md")
         with open(path, "w") as f:
             f.write(text)
         log(f"written: {path}")
