@@ -26,7 +26,7 @@ MAIN_OBJ  := $(BUILD)/client/main.o
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all ferry deps check check-asan unit run install clean bench bench-quick
+.PHONY: all ferry deps check check-asan unit run install clean bench bench-quick bench-deps
 
 all: ferry
 
@@ -97,3 +97,21 @@ install: all
 
 clean:
 	rm -rf build ferry
+
+# Benchmarks against rsync (issue 8): see README "Benchmarks" and bench/run.py.
+# bench-deps installs Debian's PostgreSQL (for the pgdata dataset and
+# pg_basebackup) only when its binaries are missing.
+BENCH_DEPS := postgresql postgresql-contrib
+
+bench-deps:
+	@if ls /usr/lib/postgresql/*/bin/pgbench /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" != 0 ]; then echo "make bench-deps: need root to install: $(BENCH_DEPS)" >&2; exit 1; \
+	else echo "installing: $(BENCH_DEPS)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BENCH_DEPS) >/dev/null || exit 1; \
+	fi
+
+bench: deps bench-deps all
+	/usr/bin/python3 bench/run.py
+
+bench-quick: deps bench-deps all
+	/usr/bin/python3 bench/run.py --quick
