@@ -9,6 +9,9 @@
 #include "proto/checksum.h"
 
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <strings.h>
 
 #include <md4.h>
@@ -171,12 +174,37 @@ int auth_parse(const char *name, enum csum_type *out)
  * sum (n - i) * x[i]. Bytes are signed (CHAR_OFFSET 0): rsync reads them as
  * schar, and a peer computing unsigned sums would never match a block.
  */
-static void rolling_sums(const uint8_t *buf, size_t len, uint32_t *s1p,
-			 uint32_t *s2p)
+/* rsync's weak sum over signed bytes: s1 = sum of b[i], s2 = sum of the
+ * running s1. Sixteen bytes at a time the update is linear, s2 += 16 * s1
+ * + sum of (16 - k) * b[k] and s1 += sum of b[k], so each SIMD lane can
+ * keep its own share and the shares add up at the end. */
+static void rolling_sums(const uint8_t *buf, size_t len, uint32_t *s1p, uint32_t *s2p)
 {
 	uint32_t s1 = 0, s2 = 0;
+	size_t i = 0;
+#ifdef __SSE2__
+	const __m128i zero = _mm_setzero_si128(), ones = _mm_set1_epi16(1);
+	const __m128i w_lo = _mm_setr_epi16(16, 15, 14, 13, 12, 11, 10, 9);
+	const __m128i w_hi = _mm_setr_epi16(8, 7, 6, 5, 4, 3, 2, 1);
+	__m128i v1 = zero, v2 = zero;
 
-	for (size_t i = 0; i < len; i++) {
+	for (; i + 16 <= len; i += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(buf + i));
+		__m128i sign = _mm_cmpgt_epi8(zero, v);
+		__m128i lo = _mm_unpacklo_epi8(v, sign), hi = _mm_unpackhi_epi8(v, sign);
+		v2 = _mm_add_epi32(v2, _mm_slli_epi32(v1, 4));
+		v2 = _mm_add_epi32(v2, _mm_add_epi32(_mm_madd_epi16(lo, w_lo),
+						     _mm_madd_epi16(hi, w_hi)));
+		v1 = _mm_add_epi32(v1, _mm_add_epi32(_mm_madd_epi16(lo, ones),
+						     _mm_madd_epi16(hi, ones)));
+	}
+	uint32_t l1[4], l2[4];
+	_mm_storeu_si128((__m128i *)(void *)l1, v1);
+	_mm_storeu_si128((__m128i *)(void *)l2, v2);
+	s1 = l1[0] + l1[1] + l1[2] + l1[3];
+	s2 = l2[0] + l2[1] + l2[2] + l2[3];
+#endif
+	for (; i < len; i++) {
 		s1 += (uint32_t)(int8_t)buf[i];
 		s2 += s1;
 	}

@@ -40,6 +40,14 @@ static uint32_t mix32(uint32_t x)
 	return x;
 }
 
+#define WEAK_FILTER_BITS 65536
+
+/* 16 bits from both halves of a weak sum (rsync's tag is (s1 + s2) & 0xffff). */
+static inline uint32_t weak_tag(uint32_t s)
+{
+	return (s ^ (s >> 16)) & (WEAK_FILTER_BITS - 1);
+}
+
 static uint32_t pair_hash(uint32_t sum1, const uint8_t *s2, int32_t len)
 {
 	uint32_t h = mix32(sum1);
@@ -60,8 +68,9 @@ bool match_index_build(struct match_index *m, const struct sum_head *h, uint32_t
 	m->pair_cap = m->weak_cap;
 	m->weak = malloc(m->weak_cap * sizeof *m->weak);
 	m->weak_used = calloc(m->weak_cap, 1);
+	m->weak_bits = calloc(WEAK_FILTER_BITS / 8, 1);
 	m->pairs = malloc(m->pair_cap * sizeof *m->pairs);
-	if (!m->weak || !m->weak_used || !m->pairs) {
+	if (!m->weak || !m->weak_used || !m->weak_bits || !m->pairs) {
 		match_index_free(m);
 		return false;
 	}
@@ -74,6 +83,7 @@ bool match_index_build(struct match_index *m, const struct sum_head *h, uint32_t
 			w = (w + 1) & (m->weak_cap - 1);
 		m->weak[w] = s;
 		m->weak_used[w] = 1;
+		m->weak_bits[weak_tag(s) >> 3] |= (uint8_t)(1u << (weak_tag(s) & 7));
 		const uint8_t *s2 = sum2 + (size_t)b * (size_t)h->s2length;
 		size_t p = pair_hash(s, s2, h->s2length) & (m->pair_cap - 1);
 		bool dup = false;
@@ -96,7 +106,9 @@ void match_index_free(struct match_index *m)
 {
 	free(m->weak);
 	free(m->weak_used);
+	free(m->weak_bits);
 	free(m->pairs);
+	m->weak_bits = NULL;
 	m->weak = NULL;
 	m->weak_used = NULL;
 	m->pairs = NULL;
@@ -104,6 +116,9 @@ void match_index_free(struct match_index *m)
 
 static bool weak_present(const struct match_index *m, uint32_t s)
 {
+	uint32_t tag = weak_tag(s);
+	if (!(m->weak_bits[tag >> 3] & (1u << (tag & 7))))
+		return false;
 	size_t w = mix32(s) & (m->weak_cap - 1);
 
 	while (m->weak_used[w]) {

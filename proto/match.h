@@ -15,6 +15,8 @@ struct match_index {
 	struct sum_head h;
 	uint32_t *sum1;          /* h.count weak sums */
 	uint8_t *sum2;           /* h.count * h.s2length strong-sum prefixes */
+	uint8_t *weak_bits;      /* 64 Ki-bit filter over the weak sums: most
+				  * byte positions stop at one L1 load */
 	uint32_t *weak;          /* distinct weak sums (open addressing) */
 	uint8_t *weak_used;
 	size_t weak_cap;
