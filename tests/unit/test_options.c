@@ -461,8 +461,9 @@ static void test_daemon_mode(void **state)
 	options_free(&o);
 	assert_int_equal(PARSE(&o, "--daemon", "-h"), FERRY_OPTS_EXIT_OK);
 	options_free(&o);
-	assert_int_equal(PARSE(&o, "--daemon", "--log-file=/x"), RERR_SYNTAX);
-	assert_non_null(strstr(errbuf, "--log-file is not supported yet"));
+	assert_int_equal(PARSE(&o, "--daemon", "--log-file=/x", "--log-file-format=%f"), 0);
+	assert_string_equal(o.log_file, "/x");
+	assert_string_equal(o.log_file_format, "%f");
 	options_free(&o);
 
 	/* daemon over a remote shell */
