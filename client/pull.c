@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/batch_client.h"
 #include "client/transport.h"
 #include "client/options.h"
 #include "proto/filter.h"
@@ -170,8 +171,7 @@ static void print_summary(const struct ferry_opts *o, struct session *s, double 
 	fflush(stdout);
 }
 
-static int receive_and_apply(struct session *s, const char *dest, struct filter_list *filters,
-			     double start)
+int pull_receive(struct session *s, const char *dest, struct filter_list *filters, double start)
 {
 	const struct ferry_opts *o = s->opts;
 	struct flist fl;
@@ -260,7 +260,10 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 		if (s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
 			fprintf(stderr, "ferry: %s\n", s.err.msg);
 	} else {
-		code = receive_and_apply(&s, listing ? NULL : dest, &filters, start);
+		code = batch_client_start(&s, false) ? pull_receive(&s, listing ? NULL : dest,
+								    &filters, start)
+						     : session_exit_code(&s);
+		code = batch_client_finish(&s, code);
 		if (code && wire_error_code(&s.err) && s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
 			fprintf(stderr, "ferry: %s\n", s.err.msg);
 	}

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/batch_client.h"
 #include "client/transport.h"
 #include "client/options.h"
 #include "proto/filter.h"
@@ -37,6 +38,8 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 	struct walk_opts w = {.filters = filters, .root_fd = AT_FDCWD, .confined = false};
 
 	if (!filter_send(s, filters, true) || !wire_flush(&s->out))
+		return false;
+	if (!batch_client_start(s, true))
 		return false;
 	bool show = (o->verbose || o->progress) && !o->quiet;
 	if (show) {
@@ -106,5 +109,5 @@ int push_run(struct session *s, char **srcs, int nsrc, struct filter_list *filte
 		if (s->err.msg[0] && strcmp(s->err.msg, " ") != 0)
 			fprintf(stderr, "ferry: %s\n", s->err.msg);
 	}
-	return code;
+	return batch_client_finish(s, code);
 }

@@ -14,6 +14,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "proto/batch.h"
 #include "proto/delete.h"
 #include "proto/fileio.h"
 #include "proto/filter.h"
@@ -967,6 +968,7 @@ static bool generate_files(struct gen *g)
 			return false;
 		gen_entry(g, (int32_t)i);
 	}
+	batch_note_listed(rc);
 	/* A: end of phase 0 */
 	if (!send_done(g) || !wire_flush(&s->out))
 		return false;

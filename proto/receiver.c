@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/batch.h"
 #include "proto/fileio.h"
 #include "proto/recvside.h"
 #include "proto/progress.h"
@@ -33,6 +34,7 @@ struct rcv {
 	struct progress prog;
 	int64_t written;   /* bytes of the current file so far */
 	int64_t file_size;
+	bool discarding;   /* reading a batched file we do not apply */
 };
 
 void recv_note_done(struct recv_ctx *rc)
@@ -148,6 +150,8 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 			return wire_fail(&s->err, RERR_PROTOCOL,
 					 "block index %lld out of range (count %d) for \"%s\"",
 					 (long long)block, h->count, path);
+		if (basis_fd < 0 && r->discarding)
+			continue;
 		if (basis_fd < 0)
 			return wire_fail(&s->err, RERR_PROTOCOL,
 					 "sender referenced a block but no basis exists for \"%s\"", path);
@@ -273,6 +277,25 @@ static void discard_failed(struct rcv *r, int32_t ndx, const char *path, bool re
 	}
 }
 
+/* Read one file's data from a batch without applying it (receiver.c:
+ * discard_receive_data). */
+static bool discard_file(struct rcv *r, const char *path)
+{
+	struct session *s = r->s;
+	struct sum_head h;
+	struct csum_ctx sum;
+	uint8_t theirs[CSUM_MAX_DIGEST];
+	bool write_ok = false;
+
+	if (!read_sum_head(r, &h))
+		return false;
+	csum_file_init(&sum, s->xfer_csum, s->seed);
+	r->discarding = true;
+	bool ok = receive_data(r, &h, -1, -1, path, &sum, &write_ok);
+	r->discarding = false;
+	return ok && wire_read(&s->in, theirs, csum_len(s->xfer_csum));
+}
+
 /* Receive one file's data into place. Returns false on a stream error. */
 static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type)
 {
@@ -291,12 +314,18 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	if (!S_ISREG(f->mode))
 		return wire_fail(&s->err, RERR_PROTOCOL,
 				 "received request to transfer non-regular file: %d", ndx);
+	if (!(rc->state[ndx] & FS_REQUESTED) && r->o->read_batch) {
+		/* Our generator found it up to date: the batch's update is
+		 * not for this copy. */
+		session_info(s, "(Skipping batched update for \"%s\")\n", path);
+		return discard_file(r, path);
+	}
 	if (!(rc->state[ndx] & FS_REQUESTED))
 		return wire_fail(&s->err, RERR_PROTOCOL, "sender sent \"%s\", which we did not request",
 				 path);
 	recv_log_item(rc, f, iflags, NULL);
 	if (r->o->dry_run)
-		return true;
+		return r->o->read_batch ? discard_file(r, path) : true;
 	if (!read_sum_head(r, &h))
 		return false;
 	int basis_fd = h.count > 0 ? open_basis(r, f, path, basis_type) : -1;
@@ -328,7 +357,8 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	}
 	if (memcmp(ours, theirs, n) != 0 && s->xfer_csum != CSUM_NONE) {
 		temp_discard(&tf);
-		discard_failed(r, ndx, path, true);
+		/* A batch holds no second copy to ask for. */
+		discard_failed(r, ndx, path, !r->o->read_batch);
 		return true;
 	}
 	if (!temp_commit(&tf, f)) {
@@ -393,6 +423,8 @@ static bool receive_replies(struct rcv *r)
 		if (!recv_one_file(r, ndx, iflags, basis_type))
 			return false;
 	}
+	if (r->o->read_batch)
+		batch_report_missing(r->rc);
 	if (!s->am_server && !read_stats(r))
 		return false;
 	if (s->protocol >= 31) {
@@ -414,8 +446,12 @@ bool receiver_run(struct recv_ctx *rc)
 	r.data = malloc(OUT_BUF);
 	r.out = malloc(OUT_BUF);
 	r.dec = token_dec_new(rc->s->compress, rc->s->protocol, &rc->s->err);
-	ok = r.data && r.out && r.dec ? receive_replies(&r)
+	ok = r.data && r.out && r.dec ? true
 				      : wire_fail(&rc->s->err, RERR_MALLOC, "out of memory");
+	/* A batch runs ahead of our generator: let it decide first. */
+	if (ok && r.o->read_batch)
+		ok = batch_wait_listed(rc);
+	ok = ok && receive_replies(&r);
 	token_dec_free(r.dec);
 	free(r.data);
 	free(r.out);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/batch.h"
 #include "proto/fileio.h"
 #include "proto/match.h"
 #include "proto/progress.h"
@@ -407,6 +408,8 @@ bool sender_finish(struct session *s)
 			return false;
 		if (!wire_flush(&s->out))
 			return false;
+	} else if (!batch_write_stats(s)) {
+		return false;
 	}
 	if (s->protocol < 24)
 		return true;

@@ -88,6 +88,7 @@ bool wire_fail(struct wire_error *e, int code, const char *fmt, ...)
 int wire_error_code(struct wire_error *e);
 
 struct wire_in;
+struct batch_tee;
 /* Called for every non-data frame of a multiplexed input. Returns false to
  * stop the session (after recording an error). */
 typedef bool (*wire_msg_fn)(void *ctx, struct wire_in *in, int code,
@@ -108,6 +109,8 @@ struct wire_in {
 	void *msg_ctx;
 	int32_t ndx_prev_pos, ndx_prev_neg; /* read_ndx state (protocol >= 30) */
 	int protocol;
+	struct batch_tee *tee;  /* --write-batch: a copy of every data byte
+				 * read (proto/batch.h), or NULL */
 };
 
 struct wire_out {
@@ -126,6 +129,8 @@ struct wire_out {
 	long bwlimit;           /* --bwlimit in KiB/s, 0 = none */
 	int64_t bw_backlog;     /* bytes written ahead of the allowed rate */
 	struct timespec bw_prior;
+	struct batch_tee *tee;  /* --write-batch: a copy of every data byte
+				 * written (proto/batch.h), or NULL */
 };
 
 void wire_in_init(struct wire_in *in, int fd, struct wire_error *err);
