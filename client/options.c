@@ -1007,6 +1007,9 @@ static int check_batch(struct pstate *ps)
 	} else if (o->write_batch < 0 && o->dry_run) {
 		o->write_batch = 0;
 	}
+	/* Nothing changes on the receiving side (main.c). */
+	if (o->write_batch < 0)
+		o->dry_run = true;
 	return 0;
 }
 

@@ -55,6 +55,13 @@ struct batch_tee {
 
 struct session;
 
+/* Are files transferred? Not in a dry run, but --only-write-batch (which
+ * implies one) still moves the data (rsync's do_xfers). */
+static inline bool batch_do_xfers(const struct ferry_opts *o)
+{
+	return !o->dry_run || o->write_batch < 0;
+}
+
 /* The stream flags for these options (batch.c: write_stream_flags). */
 int32_t batch_stream_flags(const struct ferry_opts *o);
 

@@ -324,8 +324,13 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 		return wire_fail(&s->err, RERR_PROTOCOL, "sender sent \"%s\", which we did not request",
 				 path);
 	recv_log_item(rc, f, iflags, NULL);
+	/* A dry run gets no data, except from a batch being read, or for
+	 * an --only-write-batch client, which records it (an
+	 * --only-write-batch server's sender diverts it away from us). */
 	if (r->o->dry_run)
-		return r->o->read_batch ? discard_file(r, path) : true;
+		return r->o->read_batch || (r->o->write_batch < 0 && !s->am_server)
+			       ? discard_file(r, path)
+			       : true;
 	if (!read_sum_head(r, &h))
 		return false;
 	int basis_fd = h.count > 0 ? open_basis(r, f, path, basis_type) : -1;

@@ -779,8 +779,11 @@ bool wire_write(struct wire_out *out, const void *src, size_t n)
 	bool ok;
 
 	pthread_mutex_lock(&out->lock);
-	ok = out->buf ? write_locked(out, src, n)
-		      : wire_fail(out->err, RERR_MALLOC, "out of memory");
+	if (out->divert)
+		ok = true;
+	else
+		ok = out->buf ? write_locked(out, src, n)
+			      : wire_fail(out->err, RERR_MALLOC, "out of memory");
 	if (ok && out->tee)
 		ok = batch_tee_data(out->tee, src, n);
 	pthread_mutex_unlock(&out->lock);

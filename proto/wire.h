@@ -131,6 +131,8 @@ struct wire_out {
 	struct timespec bw_prior;
 	struct batch_tee *tee;  /* --write-batch: a copy of every data byte
 				 * written (proto/batch.h), or NULL */
+	bool divert;            /* --only-write-batch: data goes to the tee
+				 * only, not to the peer */
 };
 
 void wire_in_init(struct wire_in *in, int fd, struct wire_error *err);
