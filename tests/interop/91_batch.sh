@@ -1,0 +1,289 @@
+#!/bin/bash
+# Batch mode against real rsync: a batch written by ferry (--write-batch,
+# --only-write-batch; local, pulled from an rsync daemon, pushed to rsync
+# over a remote shell) is replayed by `rsync --read-batch` on a copy of the
+# old tree, and a batch written by rsync is replayed by `ferry
+# --read-batch`; every result must equal the new tree. FILE.sh must run;
+# --only-write-batch must leave the destination as it was.
+#
+# Run against real rsync (FERRY=/usr/bin/rsync) every check but the
+# ferry-only ones must pass: that proves the checks themselves.
+# Check functions are called through t_check, which shellcheck cannot see.
+# shellcheck disable=SC2317
+
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+t_require "$RSYNC" "$PYTHON" "$FERRY"
+t_setup
+
+OLD=$T/old   # what every destination starts as
+NEW=$T/new   # the source: OLD with changes
+B=$T/batches
+mkdir -p "$B"
+
+make_trees() {
+    t_mktree "$OLD" || return 1
+    "$RSYNC" -aH "$OLD/" "$NEW/" || return 1
+    # A scattered change inside the 5 MiB file, so the batch holds a delta.
+    head -c 40000 /dev/urandom | dd of="$NEW/sub/huge.bin" bs=1 seek=2000000 \
+        conv=notrunc 2>/dev/null || return 1
+    touch -d @1700000000 "$NEW/sub/huge.bin"
+    echo "appended" >>"$NEW/small.txt"
+    rm "$NEW/one"
+    mkdir "$NEW/newdir" && echo "new file" >"$NEW/newdir/f.txt"
+    chmod 0640 "$NEW/page.bin"
+    touch -d @1600000000 "$NEW/newdir/f.txt" "$NEW/newdir" "$NEW/small.txt" "$NEW"
+}
+if ! t_check make_trees make_trees; then
+    t_done
+fi
+
+cat >"$T/fakessh" <<'EOF'
+#!/bin/sh
+while [ $# -gt 0 ]; do
+    case $1 in
+    -l | -p | -o | -i | -F) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+    esac
+done
+shift
+exec sh -c "$*"
+EOF
+chmod 0755 "$T/fakessh"
+
+# ------------------------------------------------------------------ helpers
+
+# run OUT CMD... -- OUT.out, OUT.err, OUT.rc get CMD's stdout, stderr, exit.
+run() {
+    local out=$1
+    shift
+    "$@" >"$out.out" 2>"$out.err" </dev/null
+    echo $? >"$out.rc"
+}
+
+# ok_same RUN A B -- RUN exited 0 and tree B equals tree A.
+ok_same() {
+    local rc
+    rc=$(cat "$1.rc")
+    if [ "$rc" != 0 ]; then
+        echo "exit $rc"
+        head -n 20 "$1.out" "$1.err"
+        return 1
+    fi
+    t_compare "$2" "$3" --nsec
+}
+
+# fresh DIR -- DIR becomes a copy of the old tree.
+fresh() {
+    rm -rf "$1" && "$RSYNC" -aH "$OLD/" "$1/"
+}
+
+# replay_rsync NAME BATCH -- real rsync replays BATCH onto a fresh copy of
+# the old tree, which must then equal the new one.
+replay_rsync() {
+    local d=$T/replay_$1
+    fresh "$d"
+    run "$T/$1.replay" "$RSYNC" -aH --delete --read-batch="$2" "$d/"
+    ok_same "$T/$1.replay" "$NEW" "$d"
+}
+
+small_batch() {
+    local size
+    size=$(stat -c %s "$1")
+    [ "$size" -lt 1048576 ] && return 0
+    echo "batch $1 is $size bytes: not a delta"
+    return 1
+}
+
+# ----------------------------------------------- ferry writes, rsync reads
+
+fresh "$T/d1"
+run "$T/local_write" "$FERRY" -aH --delete --write-batch="$B/local" "$NEW/" "$T/d1/"
+t_check local_write_updates_dest ok_same "$T/local_write" "$NEW" "$T/d1"
+t_check local_write_batch_is_delta small_batch "$B/local"
+t_check local_rsync_reads_ferry_batch replay_rsync local "$B/local"
+
+sh_runs() {
+    local d=$T/sh_dest
+    [ -x "$B/local.sh" ] || { echo "$B/local.sh is not executable"; return 1; }
+    grep -q -- "--read-batch=" "$B/local.sh" || { cat "$B/local.sh"; return 1; }
+    fresh "$d"
+    run "$T/sh_run" sh "$B/local.sh" "$d/"
+    ok_same "$T/sh_run" "$NEW" "$d"
+}
+t_check batch_sh_runs sh_runs
+
+# The filter rules travel in FILE.sh as a here-document for --filter=._-.
+sh_with_filters() {
+    local d=$T/shf_dest
+    fresh "$T/shf_w"
+    run "$T/shf_write" "$FERRY" -a --exclude='*.txt' --exclude='big.bin' \
+        --write-batch="$B/filt" "$NEW/" "$T/shf_w/" || return 1
+    grep -q "^- \*\.txt$" "$B/filt.sh" || { cat "$B/filt.sh"; return 1; }
+    fresh "$d"
+    run "$T/shf_run" sh "$B/filt.sh" "$d/"
+    ok_same "$T/shf_run" "$T/shf_w" "$d"
+}
+t_check batch_sh_with_filters sh_with_filters
+
+# Compression: the token stream in the batch is zlib, as rsync expects.
+fresh "$T/dz"
+run "$T/local_z" "$FERRY" -aHz --delete --write-batch="$B/localz" "$NEW/" "$T/dz/"
+t_check local_z_write ok_same "$T/local_z" "$NEW" "$T/dz"
+t_check local_z_rsync_reads replay_rsync localz "$B/localz"
+
+only_write_local() {
+    fresh "$T/d3"
+    run "$T/only_local" "$FERRY" -aH --delete --only-write-batch="$B/only" "$NEW/" "$T/d3/"
+    [ "$(cat "$T/only_local.rc")" = 0 ] || { cat "$T/only_local.err"; return 1; }
+    t_compare "$OLD" "$T/d3" --nsec
+}
+t_check only_write_batch_leaves_dest only_write_local
+t_check only_write_batch_rsync_reads replay_rsync only "$B/only"
+
+# ----------------------------------------------- rsync writes, ferry reads
+
+rsync_batch() {
+    fresh "$T/r_w"
+    "$RSYNC" -aH --delete --no-inc-recursive --write-batch="$B/byrsync" "$NEW/" "$T/r_w/"
+}
+t_check rsync_writes_batch rsync_batch
+
+ferry_reads() {
+    local d=$T/f_r
+    fresh "$d"
+    run "$T/ferry_read" "$FERRY" -aH --delete --read-batch="$B/byrsync" "$d/"
+    ok_same "$T/ferry_read" "$NEW" "$d"
+}
+t_check ferry_reads_rsync_batch ferry_reads
+
+rsync_z_batch() {
+    local d=$T/f_rz
+    fresh "$T/r_wz" && fresh "$d"
+    "$RSYNC" -aHz --delete --no-inc-recursive --write-batch="$B/byrsync_z" "$NEW/" "$T/r_wz/" ||
+        return 1
+    run "$T/ferry_read_z" "$FERRY" -aH --delete --read-batch="$B/byrsync_z" "$d/"
+    ok_same "$T/ferry_read_z" "$NEW" "$d"
+}
+t_check ferry_reads_rsync_z_batch rsync_z_batch
+
+# Read on a destination that already has the update: nothing to apply.
+reread() {
+    run "$T/reread" "$FERRY" -aH --delete --read-batch="$B/byrsync" "$T/f_r/"
+    ok_same "$T/reread" "$NEW" "$T/f_r"
+}
+t_check ferry_rereads_batch reread
+
+# The batch's stream flags win over the command line: no -H/-r/-l given
+# here (--delete is no stream flag, so it is given, and needs -d).
+flags_from_batch() {
+    local d=$T/f_flags
+    fresh "$d"
+    run "$T/ferry_flags" "$FERRY" -ptgo -d --delete --read-batch="$B/byrsync" "$d/"
+    ok_same "$T/ferry_flags" "$NEW" "$d"
+}
+t_check ferry_takes_batch_flags flags_from_batch
+
+# ------------------------------------------------- over the network
+
+if t_rsyncd_start d91 "
+[new]
+    path = $NEW
+    read only = yes
+"; then
+    URL=rsync://127.0.0.1:$RSYNCD_PORT/new/
+    fresh "$T/p1"
+    run "$T/pull_write" "$FERRY" -aHz --delete --write-batch="$B/pull" "$URL" "$T/p1/"
+    t_check pull_write_updates_dest ok_same "$T/pull_write" "$NEW" "$T/p1"
+    t_check pull_batch_is_delta small_batch "$B/pull"
+    t_check pull_rsync_reads_ferry_batch replay_rsync pull "$B/pull"
+
+    pull_only() {
+        fresh "$T/p2"
+        run "$T/pull_only" "$FERRY" -aH --delete --only-write-batch="$B/pullonly" "$URL" "$T/p2/"
+        [ "$(cat "$T/pull_only.rc")" = 0 ] || { cat "$T/pull_only.err"; return 1; }
+        t_compare "$OLD" "$T/p2" --nsec
+    }
+    t_check pull_only_write_leaves_dest pull_only
+    t_check pull_only_rsync_reads replay_rsync pullonly "$B/pullonly"
+else
+    t_fail rsyncd_start "real rsync daemon did not start"
+fi
+
+push_write() {
+    fresh "$T/q1"
+    run "$T/push_write" "$FERRY" -aH --delete -e "$T/fakessh" --rsync-path="$RSYNC" \
+        --write-batch="$B/push" "$NEW/" "localhost:$T/q1/"
+    ok_same "$T/push_write" "$NEW" "$T/q1"
+}
+t_check push_rsh_write_updates_dest push_write
+t_check push_rsh_rsync_reads_ferry_batch replay_rsync push "$B/push"
+
+push_only() {
+    fresh "$T/q2"
+    run "$T/push_only" "$FERRY" -aH --delete -e "$T/fakessh" --rsync-path="$RSYNC" \
+        --only-write-batch="$B/pushonly" "$NEW/" "localhost:$T/q2/"
+    [ "$(cat "$T/push_only.rc")" = 0 ] || { cat "$T/push_only.err"; return 1; }
+    t_compare "$OLD" "$T/q2" --nsec
+}
+t_check push_rsh_only_write_leaves_dest push_only
+t_check push_rsh_only_rsync_reads replay_rsync pushonly "$B/pushonly"
+
+# ------------------------------------------------------------- refusals
+
+rc_is() {
+    local rc
+    rc=$(cat "$1.rc")
+    [ "$rc" = "$2" ] && return 0
+    echo "exit $rc, expected $2"
+    head -n 20 "$1.out" "$1.err"
+    return 1
+}
+
+run "$T/missing" "$FERRY" -a --read-batch="$T/no-such-batch" "$T/nowhere/"
+t_check read_batch_missing_file rc_is "$T/missing" 11
+
+run "$T/both" "$FERRY" -a --read-batch="$B/local" --write-batch="$B/x" "$T/nowhere/"
+t_check write_and_read_batch_refused rc_is "$T/both" 1
+
+# A truncated batch is a stream error, not a crash or a partial tree.
+truncated() {
+    local d=$T/trunc
+    fresh "$d"
+    head -c 300 "$B/local" >"$B/truncated"
+    run "$T/truncated" "$FERRY" -aH --read-batch="$B/truncated" "$d/"
+    local rc
+    rc=$(cat "$T/truncated.rc")
+    case $rc in 0 | 1[5-9] | 1[0-9][0-9]) echo "exit $rc"; cat "$T/truncated.err"; return 1 ;; esac
+    return 0
+}
+t_check read_batch_truncated truncated
+
+if [ "$(basename "$FERRY")" != rsync ]; then
+    # ferry cannot replay incremental recursion: it must say so, not
+    # misread the stream.
+    inc_recursive() {
+        fresh "$T/ir_w" && fresh "$T/ir_r"
+        "$RSYNC" -aH --write-batch="$B/increc" "$NEW/" "$T/ir_w/" || return 1
+        run "$T/increc" "$FERRY" -aH --read-batch="$B/increc" "$T/ir_r/"
+        [ "$(cat "$T/increc.rc")" != 0 ] || { echo "read an inc-recursive batch"; return 1; }
+        grep -q "inc-recursive" "$T/increc.err" || { cat "$T/increc.err"; return 1; }
+        t_compare "$OLD" "$T/ir_r" --nsec
+    }
+    t_check inc_recursive_batch_refused inc_recursive
+fi
+
+no_reports() {
+    local f bad=0
+    for f in "$T"/*.err; do
+        if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer' "$f"; then
+            echo "sanitizer report in $f:"
+            grep -m1 -A12 -E 'ERROR: [A-Za-z]*Sanitizer|runtime error' "$f"
+            bad=1
+        fi
+    done
+    return "$bad"
+}
+t_check no_sanitizer_reports no_reports
+t_done
