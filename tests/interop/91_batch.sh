@@ -230,6 +230,28 @@ push_only() {
 t_check push_rsh_only_write_leaves_dest push_only
 t_check push_rsh_only_rsync_reads replay_rsync pushonly "$B/pushonly"
 
+# ferry as the server of an rsync client that writes the batch: a pull
+# (ferry sends) and an --only-write-batch push (ferry's receiver must
+# change nothing and read no file data).
+rsync_client_pull() {
+    fresh "$T/s1"
+    run "$T/s_pull" "$RSYNC" -aH --delete -e "$T/fakessh" --rsync-path="$FERRY" \
+        --write-batch="$B/srvpull" "localhost:$NEW/" "$T/s1/"
+    ok_same "$T/s_pull" "$NEW" "$T/s1" || return 1
+    replay_rsync srvpull "$B/srvpull"
+}
+t_check rsync_client_batch_pull_from_ferry rsync_client_pull
+
+rsync_client_only_push() {
+    fresh "$T/s2"
+    run "$T/s_push" "$RSYNC" -aH --delete -e "$T/fakessh" --rsync-path="$FERRY" \
+        --only-write-batch="$B/srvpush" "$NEW/" "localhost:$T/s2/"
+    [ "$(cat "$T/s_push.rc")" = 0 ] || { cat "$T/s_push.err"; return 1; }
+    t_compare "$OLD" "$T/s2" --nsec || return 1
+    replay_rsync srvpush "$B/srvpush"
+}
+t_check rsync_client_only_write_push_to_ferry rsync_client_only_push
+
 # ------------------------------------------------------------- refusals
 
 rc_is() {
