@@ -162,8 +162,11 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 
 static void print_summary(const struct ferry_opts *o, struct session *s, double elapsed)
 {
-	s->stats.total_written = (int64_t)s->out.total_written;
-	s->stats.total_read = (int64_t)s->in.total_read;
+	/* A batch replay reports the recorded sender's counts, as rsync. */
+	if (!o->read_batch) {
+		s->stats.total_written = (int64_t)s->out.total_written;
+		s->stats.total_read = (int64_t)s->in.total_read;
+	}
 	if (o->stats)
 		stats_print(stdout, &s->stats, s->protocol, o->human, false);
 	if (o->verbose || o->stats)

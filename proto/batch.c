@@ -234,6 +234,17 @@ int batch_open_read(const char *name, int32_t *flags)
 	return fd;
 }
 
+/* Set one option as the batch says; with -v say so (check_batch_flags). */
+static void match_flag(const struct ferry_opts *o, bool *field, bool set, const char *name)
+{
+	if (*field == set)
+		return;
+	if (o->verbose)
+		printf("%sing the %s option to match the batchfile.\n", set ? "Sett" : "Clear",
+		       name);
+	*field = set;
+}
+
 bool batch_apply_flags(struct ferry_opts *o, int32_t flags)
 {
 	/* mirrors rsync batch.c: check_batch_flags() */
@@ -249,15 +260,21 @@ bool batch_apply_flags(struct ferry_opts *o, int32_t flags)
 						 : "--append-verify");
 		return false;
 	}
-	o->recursive = flags & BATCH_F_RECURSE;
-	o->owner = flags & BATCH_F_OWNER;
-	o->group = flags & BATCH_F_GROUP;
-	o->links = flags & BATCH_F_LINKS;
-	o->devices = flags & BATCH_F_DEVICES;
-	o->hard_links = flags & BATCH_F_HARD_LINKS;
-	o->checksum = flags & BATCH_F_CHECKSUM;
-	o->dirs = (flags & BATCH_F_DIRS) || o->recursive;
-	o->compress = flags & BATCH_F_COMPRESS ? 1 : 0;
-	o->inplace = flags & BATCH_F_INPLACE;
+	bool compress = o->compress != 0;
+	match_flag(o, &o->recursive, flags & BATCH_F_RECURSE, "--recurse (-r)");
+	match_flag(o, &o->owner, flags & BATCH_F_OWNER, "--owner (-o)");
+	match_flag(o, &o->group, flags & BATCH_F_GROUP, "--group (-g)");
+	match_flag(o, &o->links, flags & BATCH_F_LINKS, "--links (-l)");
+	match_flag(o, &o->devices, flags & BATCH_F_DEVICES, "--devices (-D)");
+	match_flag(o, &o->hard_links, flags & BATCH_F_HARD_LINKS, "--hard-links (-H)");
+	match_flag(o, &o->checksum, flags & BATCH_F_CHECKSUM, "--checksum (-c)");
+	/* rsync keeps an explicit -d as 2, which never equals the batch's
+	 * 0/1: it always reports it. */
+	if (o->dirs_explicit)
+		o->dirs = !(flags & BATCH_F_DIRS);
+	match_flag(o, &o->dirs, flags & (BATCH_F_DIRS | BATCH_F_RECURSE), "--dirs (-d)");
+	match_flag(o, &compress, flags & BATCH_F_COMPRESS, "--compress (-z)");
+	match_flag(o, &o->inplace, flags & BATCH_F_INPLACE, "--inplace");
+	o->compress = compress ? 1 : 0;
 	return true;
 }

@@ -210,6 +210,21 @@ old_protocol() {
 t_check protocol_29_both_ways old_protocol 29
 t_check protocol_30_both_ways old_protocol 30
 
+# What a replay prints (-i items, --stats with the recorded counts, the
+# "Setting ... to match the batchfile" notes) is rsync's, line for line;
+# sorted, since where rsync's generator (another process) puts its
+# "*deleting" lines among the receiver's is a race.
+same_output() {
+    local f=$T/out_f r=$T/out_r
+    fresh "$f" && fresh "$r" || return 1
+    "$RSYNC" -v -ptgo -d -i --delete --stats --read-batch="$B/byrsync" "$r/" 2>&1 |
+        grep -v "bytes/sec" | sort >"$T/out_r.txt"
+    "$FERRY" -v -ptgo -d -i --delete --stats --read-batch="$B/byrsync" "$f/" 2>&1 |
+        grep -v "bytes/sec" | sort >"$T/out_f.txt"
+    diff "$T/out_r.txt" "$T/out_f.txt"
+}
+t_check replay_output_like_rsync same_output
+
 # ------------------------------------------------- over the network
 
 if t_rsyncd_start d91 "
