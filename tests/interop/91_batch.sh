@@ -168,6 +168,16 @@ rsync_z_batch() {
 }
 t_check ferry_reads_rsync_z_batch rsync_z_batch
 
+# "-" reads the batch from standard input.
+from_stdin() {
+    local d=$T/f_stdin
+    fresh "$d"
+    "$FERRY" -aH --delete --read-batch=- "$d/" <"$B/byrsync" >"$T/stdin.out" 2>"$T/stdin.err"
+    echo $? >"$T/stdin.rc"
+    ok_same "$T/stdin" "$NEW" "$d"
+}
+t_check ferry_reads_batch_from_stdin from_stdin
+
 # Read on a destination that already has the update: nothing to apply.
 reread() {
     run "$T/reread" "$FERRY" -aH --delete --read-batch="$B/byrsync" "$T/f_r/"
