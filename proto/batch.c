@@ -13,8 +13,9 @@
 #include <unistd.h>
 
 #include "proto/session.h"
+#include "proto/token.h"
 
-int32_t batch_stream_flags(const struct ferry_opts *o)
+int32_t batch_stream_flags(const struct ferry_opts *o, bool compressed)
 {
 	int32_t f = 0;
 
@@ -35,7 +36,7 @@ int32_t batch_stream_flags(const struct ferry_opts *o)
 		f |= BATCH_F_CHECKSUM;
 	if (o->dirs)
 		f |= BATCH_F_DIRS;
-	if (o->compress)
+	if (compressed)
 		f |= BATCH_F_COMPRESS;
 	if (o->inplace)
 		f |= BATCH_F_INPLACE;
@@ -95,7 +96,7 @@ static bool write_header(struct batch_tee *t, struct session *s)
 	uint8_t b[4 + 4 + 9 + 4];
 	size_t n = 0;
 
-	put_le32(b + n, batch_stream_flags(s->opts));
+	put_le32(b + n, batch_stream_flags(s->opts, s->compress != CPRES_NONE));
 	n += 4;
 	put_le32(b + n, s->protocol);
 	n += 4;
@@ -260,7 +261,7 @@ bool batch_apply_flags(struct ferry_opts *o, int32_t flags)
 						 : "--append-verify");
 		return false;
 	}
-	bool compress = o->compress != 0;
+	bool compress = o->compress != 0 || o->compress_choice;
 	match_flag(o, &o->recursive, flags & BATCH_F_RECURSE, "--recurse (-r)");
 	match_flag(o, &o->owner, flags & BATCH_F_OWNER, "--owner (-o)");
 	match_flag(o, &o->group, flags & BATCH_F_GROUP, "--group (-g)");
@@ -275,6 +276,13 @@ bool batch_apply_flags(struct ferry_opts *o, int32_t flags)
 	match_flag(o, &o->dirs, flags & (BATCH_F_DIRS | BATCH_F_RECURSE), "--dirs (-d)");
 	match_flag(o, &compress, flags & BATCH_F_COMPRESS, "--compress (-z)");
 	match_flag(o, &o->inplace, flags & BATCH_F_INPLACE, "--inplace");
-	o->compress = compress ? 1 : 0;
+	/* Keep -zz / --compress-choice: the algorithm comes from the
+	 * command line (FILE.sh repeats it), the flag only says "on". */
+	if (!compress) {
+		o->compress = 0;
+		o->compress_choice = NULL; /* a copy: the caller frees the original */
+	}
+	else if (!o->compress && !o->compress_choice)
+		o->compress = 1;
 	return true;
 }

@@ -62,8 +62,9 @@ static inline bool batch_do_xfers(const struct ferry_opts *o)
 	return !o->dry_run || o->write_batch < 0;
 }
 
-/* The stream flags for these options (batch.c: write_stream_flags). */
-int32_t batch_stream_flags(const struct ferry_opts *o);
+/* The stream flags for these options, `compressed` telling whether the
+ * file data is compressed (batch.c: write_stream_flags). */
+int32_t batch_stream_flags(const struct ferry_opts *o, bool compressed);
 
 /* Client, --write-batch/--only-write-batch, after the protocol set-up and
  * the filter list: create FILE and FILE.sh, write the header, and from now

@@ -308,7 +308,16 @@ bool negotiate_from_batch(struct session *s)
 	}
 	s->xfer_csum = csum_implied(s->protocol);
 	s->flist_csum = csum_flist_type(s->xfer_csum);
-	s->compress = s->opts->compress ? CPRES_ZLIB : CPRES_NONE;
+	/* Compressed data: zlib unless the command line names another
+	 * algorithm (as FILE.sh does for -zz or --compress-choice). */
+	int want = CPRES_NONE;
+	if (s->opts->compress || s->opts->compress_choice) {
+		if (!compress_wanted(s, &want))
+			return false;
+		if (want == CPRES_AUTO || want == CPRES_NONE)
+			want = CPRES_ZLIB;
+	}
+	s->compress = want;
 	s->compress_level = token_resolve_level(&s->compress, TOKEN_LEVEL_DEFAULT);
 	return wire_read_i32(&s->in, &s->seed);
 }

@@ -255,6 +255,23 @@ if t_rsyncd_start d91 "
         [ "$(cat "$T/pull_only.rc")" = 0 ] || { cat "$T/pull_only.err"; return 1; }
         t_compare "$OLD" "$T/p2" --nsec
     }
+    # A forced algorithm is not recorded in the batch: the reader is
+    # given the same option, as FILE.sh does.
+    pull_zc() {
+        local zc=$1 w=$T/pz_w_$1 r=$T/pz_r_$1 f=$T/pz_f_$1
+        fresh "$w" && fresh "$r" && fresh "$f" && fresh "$T/pz_rw_$zc" || return 1
+        run "$T/pz_w$zc" "$FERRY" -aH --delete --zc="$zc" --write-batch="$B/pz$zc" "$URL" "$w/"
+        ok_same "$T/pz_w$zc" "$NEW" "$w" || return 1
+        run "$T/pz_r$zc" "$RSYNC" -aH --delete --zc="$zc" --read-batch="$B/pz$zc" "$r/"
+        ok_same "$T/pz_r$zc" "$NEW" "$r" || return 1
+        "$RSYNC" -aH --delete --no-inc-recursive --zc="$zc" --write-batch="$B/rz$zc" \
+            "$URL" "$T/pz_rw_$zc/" >/dev/null || return 1
+        run "$T/pz_f$zc" "$FERRY" -aH --delete --zc="$zc" --read-batch="$B/rz$zc" "$f/"
+        ok_same "$T/pz_f$zc" "$NEW" "$f"
+    }
+    t_check pull_zstd_batch_both_ways pull_zc zstd
+    t_check pull_zlibx_batch_both_ways pull_zc zlibx
+
     t_check pull_only_write_leaves_dest pull_only
     t_check pull_only_rsync_reads replay_rsync pullonly "$B/pullonly"
 else
