@@ -277,9 +277,14 @@ static void discard_failed(struct rcv *r, int32_t ndx, const char *path, bool re
 	}
 }
 
-/* Read one file's data from a batch without applying it (receiver.c:
- * discard_receive_data). */
-static bool discard_file(struct rcv *r, const char *path)
+static int open_basis(struct rcv *r, const struct file_entry *f, const char *path, int type);
+
+/* Read one file's data without applying it (receiver.c:
+ * discard_receive_data). basis_type >= 0: the basis our generator sent
+ * sums of, read so that a compressed stream's decoder sees the matched
+ * data as the sender's encoder did; -1: none (rsync reads none either). */
+static bool discard_file(struct rcv *r, const struct file_entry *f, const char *path,
+			 int basis_type)
 {
 	struct session *s = r->s;
 	struct sum_head h;
@@ -289,10 +294,13 @@ static bool discard_file(struct rcv *r, const char *path)
 
 	if (!read_sum_head(r, &h))
 		return false;
+	int basis_fd = h.count > 0 && basis_type >= 0 ? open_basis(r, f, path, basis_type) : -1;
 	csum_file_init(&sum, s->xfer_csum, s->seed);
 	r->discarding = true;
-	bool ok = receive_data(r, &h, -1, -1, path, &sum, &write_ok);
+	bool ok = receive_data(r, &h, basis_fd, -1, path, &sum, &write_ok);
 	r->discarding = false;
+	if (basis_fd >= 0)
+		close(basis_fd);
 	return ok && wire_read(&s->in, theirs, csum_len(s->xfer_csum));
 }
 
@@ -318,7 +326,7 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 		/* Our generator found it up to date: the batch's update is
 		 * not for this copy. */
 		session_info(s, "(Skipping batched update for \"%s\")\n", path);
-		return discard_file(r, path);
+		return discard_file(r, f, path, -1);
 	}
 	if (!(rc->state[ndx] & FS_REQUESTED))
 		return wire_fail(&s->err, RERR_PROTOCOL, "sender sent \"%s\", which we did not request",
@@ -327,10 +335,12 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	/* A dry run gets no data, except from a batch being read, or for
 	 * an --only-write-batch client, which records it (an
 	 * --only-write-batch server's sender diverts it away from us). */
+	if (r->o->dry_run && r->o->read_batch)
+		return discard_file(r, f, path, -1);
+	if (r->o->dry_run && r->o->write_batch < 0 && !s->am_server)
+		return discard_file(r, f, path, basis_type);
 	if (r->o->dry_run)
-		return r->o->read_batch || (r->o->write_batch < 0 && !s->am_server)
-			       ? discard_file(r, path)
-			       : true;
+		return true;
 	if (!read_sum_head(r, &h))
 		return false;
 	int basis_fd = h.count > 0 ? open_basis(r, f, path, basis_type) : -1;

@@ -251,7 +251,7 @@ if t_rsyncd_start d91 "
 
     pull_only() {
         fresh "$T/p2"
-        run "$T/pull_only" "$FERRY" -aH --delete --only-write-batch="$B/pullonly" "$URL" "$T/p2/"
+        run "$T/pull_only" "$FERRY" -aHz --delete --only-write-batch="$B/pullonly" "$URL" "$T/p2/"
         [ "$(cat "$T/pull_only.rc")" = 0 ] || { cat "$T/pull_only.err"; return 1; }
         t_compare "$OLD" "$T/p2" --nsec
     }
@@ -289,7 +289,7 @@ t_check push_rsh_rsync_reads_ferry_batch replay_rsync push "$B/push"
 
 push_only() {
     fresh "$T/q2"
-    run "$T/push_only" "$FERRY" -aH --delete -e "$T/fakessh" --rsync-path="$RSYNC" \
+    run "$T/push_only" "$FERRY" -aHz --delete -e "$T/fakessh" --rsync-path="$RSYNC" \
         --only-write-batch="$B/pushonly" "$NEW/" "localhost:$T/q2/"
     [ "$(cat "$T/push_only.rc")" = 0 ] || { cat "$T/push_only.err"; return 1; }
     t_compare "$OLD" "$T/q2" --nsec
