@@ -57,7 +57,7 @@ unit: $(UNIT_BINS)
 BUILD_DEPS := gcc make pkg-config libssh-dev zlib1g-dev libxxhash-dev libbsd-dev \
               libmd-dev libzstd-dev liblz4-dev libcmocka-dev
 TEST_DEPS  := rsync openssh-server openssh-client python3 procps iproute2 \
-              postgresql postgresql-contrib
+              postgresql postgresql-contrib acl attr
 
 deps:
 	@missing=""; for p in $(BUILD_DEPS) $(TEST_DEPS); do \

@@ -17,6 +17,7 @@
 #include "client/pull.h"
 #include "client/remote.h"
 #include "proto/batch.h"
+#include "proto/filesfrom.h"
 #include "proto/filter.h"
 #include "proto/negotiate.h"
 #include "proto/session.h"
@@ -230,7 +231,8 @@ int client_read_batch(const struct ferry_opts *o)
 		code = session_exit_code(&s);
 		fprintf(stderr, "ferry: %s\n", s.err.msg);
 	} else {
-		code = pull_receive(&s, dest, &filters, (double)time(NULL));
+		struct names_forwarder none = {0}; /* no --files-from here */
+		code = pull_receive(&s, dest, &filters, &none, (double)time(NULL));
 		if (code && wire_error_code(&s.err) && s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
 			fprintf(stderr, "ferry: %s\n", s.err.msg);
 	}

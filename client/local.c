@@ -20,6 +20,7 @@
 #include "client/options.h"
 #include "client/pull.h"
 #include "client/push.h"
+#include "proto/filesfrom.h"
 #include "proto/filter.h"
 #include "proto/negotiate.h"
 #include "proto/sendside.h"
@@ -38,12 +39,18 @@ static int run_receiver_child(const struct ferry_opts *o, int fd, const char *de
 
 	ro.server = true;
 	ro.sender = false;
+	ro.files_from = NULL; /* the list is ours (the sender's) to read */
+	ro.files_from_fd = -1;
+	/* --munge-links is for one side of a remote transfer; rsync's local
+	 * copy leaves the links as they are */
+	ro.munge_links = false;
 	/* Without a slow link in between, delta transfer only costs time:
 	 * rsync's local default is --whole-file. */
 	if (ro.whole_file < 0 && !o->write_batch)
 		ro.whole_file = 1;
 	session_init(&s, &ro, fd, fd);
 	s.info = stderr;
+	s.local_copy = true; /* it logs the deletions to --log-file */
 	int code = server_run(&s, &ctx);
 	session_free(&s);
 	return code;
@@ -85,6 +92,7 @@ int client_local(const struct ferry_opts *o, char **srcs, int nsrc, const char *
 		so.whole_file = 1;
 	session_init(&s, &so, sv[0], sv[0]);
 	s.am_sender = true;
+	s.local_copy = true;
 	int code;
 	if (!negotiate_client(&s, 0)) {
 		code = session_exit_code(&s);
@@ -123,9 +131,14 @@ int client_local_list(const struct ferry_opts *o, char **srcs, int nsrc)
 	}
 	session_init(&s, o, -1, -1);
 	struct walk_opts w = {.filters = &filters, .root_fd = AT_FDCWD};
+	struct names_source ns;
+	if (o->files_from_fd >= 0) {
+		names_from_fd(&ns, o->files_from_fd, o->from0);
+		w.names = &ns;
+	}
 	bool ok = flist_build(&s, &w, srcs, nsrc, &sl) && flist_sort_and_clean(&s, &sl.fl);
 	for (size_t i = sl.fl.low; ok && i <= sl.fl.high && i < sl.fl.count; i++)
-		if (sl.fl.sorted[i]->flags & FE_ACTIVE)
+		if (listed_entry(o, sl.fl.sorted[i]))
 			list_entry(o, sl.fl.sorted[i]);
 	fflush(stdout);
 	int code = ok ? session_exit_code(&s) : session_exit_code(&s);

@@ -2,6 +2,7 @@
  * ferry's entry point: one executable that is the client, the daemon
  * (--daemon) and the server (--server), like rsync.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <locale.h>
 #include <signal.h>
@@ -19,9 +20,50 @@
 #include "client/secluded.h"
 #include "daemon/daemon.h"
 #include "proto/chmod.h"
+#include "proto/filesfrom.h"
 #include "proto/server.h"
 
 #define MAX_SOURCES 64
+
+/* The --files-from host must be one end of the transfer
+ * (main.c: start_client). */
+static int check_files_from_host(const struct ferry_opts *o, const struct remote_spec *remote)
+{
+	char host[256];
+
+	if (!options_files_from_remote(o, host, sizeof host))
+		return 0;
+	if (!remote) {
+		fprintf(stderr, "ferry: --files-from cannot be remote when the transfer is local\n");
+		return RERR_SYNTAX;
+	}
+	if (*host && strcmp(host, remote->host) != 0) {
+		fprintf(stderr, "ferry: --files-from hostname is not the same as the transfer hostname\n");
+		return RERR_SYNTAX;
+	}
+	return 0;
+}
+
+/* --files-from takes exactly a source directory and a destination, and a
+ * local list is opened now, before any connection (options.c). */
+static int open_files_from(struct ferry_opts *o)
+{
+	if (!o->files_from)
+		return 0;
+	if (o->nargs != 2) {
+		usage_print_help(stderr);
+		return RERR_SYNTAX;
+	}
+	if (options_files_from_remote(o, NULL, 0))
+		return 0;
+	o->files_from_fd = names_open_local(o->files_from);
+	if (o->files_from_fd < 0) {
+		fprintf(stderr, "ferry: failed to open files-from file %s: %s\n", o->files_from,
+			strerror(errno));
+		return RERR_SYNTAX;
+	}
+	return 0;
+}
 
 static int run_client(const struct ferry_opts *o)
 {
@@ -59,6 +101,9 @@ static int run_client(const struct ferry_opts *o)
 				fprintf(stderr, "ferry: a module name is needed to push to a daemon\n");
 				return RERR_SYNTAX;
 			}
+			int bad = check_files_from_host(o, &dst);
+			if (bad)
+				return bad;
 			return client_push(o, o->args, nsrc, &dst);
 		}
 	}
@@ -76,6 +121,9 @@ static int run_client(const struct ferry_opts *o)
 			return RERR_SYNTAX;
 		}
 	}
+	int bad = check_files_from_host(o, srcs[0].kind == REMOTE_LOCAL ? NULL : &srcs[0]);
+	if (bad)
+		return bad;
 	if (srcs[0].kind == REMOTE_LOCAL) {
 		if (!dest || o->list_only)
 			return client_local_list(o, o->args, nsrc);
@@ -133,11 +181,16 @@ int main(int argc, char **argv)
 		} else if (!o.nargs) {
 			usage_print_help(stderr);
 			rc = RERR_SYNTAX;
-		} else {
+		} else if ((rc = open_files_from(&o)) == 0) {
+			if (o.outbuf)
+				setvbuf(stdout, NULL, o.outbuf == 'N' ? _IONBF
+						      : o.outbuf == 'L' ? _IOLBF : _IOFBF, 0);
 			o.raw_argv = argv; /* for a batch's FILE.sh */
 			o.raw_argc = argc;
 			rc = run_client(&o);
 		}
+		if (o.files_from_fd >= 0)
+			close(o.files_from_fd);
 	}
 	options_free(&o);
 	free(merged);

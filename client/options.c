@@ -44,8 +44,11 @@ struct pstate {
 	const char *elem;   /* the argv element being parsed, for messages */
 	int dirs;           /* rsync's xfer_dirs: -1 unset, 0, 2 (-d), 4 (--old-d) */
 	int del_before, del_during, del_after, del_plain;
+	bool chown_user, chown_group; /* --chown made the user/group map */
 	int version_cnt, f_cnt;
 	bool from0, daemon_opt;
+	int relative;       /* rsync's relative_paths: -1 unset, 0, 1 */
+	int recurse;        /* rsync's recurse: 0, 1 (from -a), 2 (-r) */
 	int secluded;       /* rsync's protect_args: -1 unset, 0, 1 */
 	int old_args;       /* rsync's old_style_args: -1 unset, 0, 1, 2... */
 	size_t args_cap, filters_cap;
@@ -585,15 +588,21 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_ARCHIVE:
 		o->recursive = o->links = o->perms = o->times = true;
 		o->group = o->owner = o->devices = o->specials = true;
+		if (!ps->recurse)
+			ps->recurse = 1; /* -a's -r gives way to --files-from */
 		break;
-	case OPT_RECURSIVE: o->recursive = v; break;
-	case OPT_RELATIVE: o->relative = v; break;
+	case OPT_RECURSIVE: o->recursive = v; ps->recurse = v ? 2 : 0; break;
+	case OPT_RELATIVE: ps->relative = v; break;
+	case OPT_IMPLIED_DIRS: o->no_implied_dirs = !v; break;
+	case OPT_FILES_FROM: return set_str(ps, &o->files_from, arg);
 	case OPT_UPDATE: o->update = true; break;
 	case OPT_INPLACE: o->inplace = v; break;
 	case OPT_DIRS: case OPT_OLD_DIRS: ps->dirs = v; break;
 	case OPT_LINKS: o->links = v; break;
 	case OPT_HARD_LINKS: o->hard_links = v; break;
 	case OPT_PERMS: o->perms = v; break;
+	case OPT_ACLS: o->acls = v; o->perms = o->perms || v; break;
+	case OPT_XATTRS: o->xattrs = v ? o->xattrs + 1 : 0; break;
 	case OPT_EXECUTABILITY: o->executability = true; break;
 	case OPT_CHMOD:
 		if (!chmod_valid(arg))
@@ -665,6 +674,83 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 		break;
 	}
 	case OPT_FSYNC: o->fsync = v; break;
+	case OPT_SPARSE: o->sparse = v; break;
+	case OPT_PRUNE_EMPTY_DIRS: o->prune_empty_dirs = v; break;
+	case OPT_CVS_EXCLUDE: o->cvs_exclude = v; break;
+	case OPT_MISSING_ARGS: o->missing_args = v; break;
+	case OPT_PARTIAL_DIR: return set_str(ps, &o->partial_dir, arg);
+	case OPT_DELAY_UPDATES: o->delay_updates = v; break;
+	case OPT_USERMAP:
+		if (o->usermap)
+			return usage_err(ps, ps->chown_user ? "--usermap conflicts with prior --chown."
+							    : "You can only specify --usermap once.");
+		return set_str(ps, &o->usermap, arg);
+	case OPT_GROUPMAP:
+		if (o->groupmap)
+			return usage_err(ps, ps->chown_group ? "--groupmap conflicts with prior --chown."
+							     : "You can only specify --groupmap once.");
+		return set_str(ps, &o->groupmap, arg);
+	case OPT_CHOWN: {
+		/* rsync implements --chown as the map "*:USER" / "*:GROUP" */
+		const char *colon = strchr(arg, ':');
+		size_t ulen = colon ? (size_t)(colon - arg) : strlen(arg);
+		char map[4096];
+		if (ulen) {
+			if (o->usermap)
+				return usage_err(ps, ps->chown_user
+							     ? "You can only specify a user-affecting --chown once."
+							     : "--chown conflicts with prior --usermap.");
+			snprintf(map, sizeof map, "*:%.*s", (int)ulen, arg);
+			if ((rc = set_str(ps, &o->usermap, map)) != 0)
+				return rc;
+			ps->chown_user = true;
+			o->owner = true;
+		}
+		if (colon && colon[1]) {
+			if (o->groupmap)
+				return usage_err(ps, ps->chown_group
+							     ? "You can only specify a group-affecting --chown once."
+							     : "--chown conflicts with prior --groupmap.");
+			snprintf(map, sizeof map, "*:%s", colon + 1);
+			if ((rc = set_str(ps, &o->groupmap, map)) != 0)
+				return rc;
+			ps->chown_group = true;
+			o->group = true;
+		}
+		break;
+	}
+	case OPT_REMOVE_SOURCE_FILES: o->remove_source_files = v; break;
+	case OPT_PREALLOCATE: o->preallocate = v; break;
+	case OPT_OUTBUF:
+		if (!strchr("NnLlBbUu", *arg) || !*arg)
+			return usage_err(ps, "Invalid --outbuf setting -- specify N, L, or B.");
+		o->outbuf = (char)toupper((unsigned char)*arg);
+		if (o->outbuf == 'U')
+			o->outbuf = 'N';
+		break;
+	case OPT_STOP_AFTER: {
+		char *end;
+		long mins = strtol(arg, &end, 10);
+		time_t now = time(NULL);
+		if (mins <= 0 || mins > INT_MAX / 60)
+			return usage_err(ps, "invalid --stop-after value: %s", arg);
+		o->stop_at = (int64_t)now + mins * 60;
+		break;
+	}
+	case OPT_STOP_AT: {
+		time_t t = stop_at_parse(arg, time(NULL));
+		if (t == (time_t)-1)
+			return usage_err(ps, "invalid --stop-at format: %s", arg);
+		if (t <= time(NULL))
+			return usage_err(ps, "--stop-at time is not in the future: %s", arg);
+		o->stop_at = (int64_t)t;
+		break;
+	}
+	case OPT_COPY_LINKS: o->copy_links = v; break;
+	case OPT_COPY_UNSAFE_LINKS: o->copy_unsafe_links = v; break;
+	case OPT_COPY_DIRLINKS: o->copy_dirlinks = v; break;
+	case OPT_SAFE_LINKS: o->safe_links = v; break;
+	case OPT_MUNGE_LINKS: o->munge_links = v; break;
 	case OPT_ONE_FILE_SYSTEM: o->one_file_system = v ? o->one_file_system + 1 : 0; break;
 	case OPT_MKPATH: o->mkpath = v; break;
 	case OPT_BACKUP: o->backup = v; break;
@@ -733,7 +819,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_INCLUDE: return add_old_rule(ps, arg, true);
 	case OPT_EXCLUDE_FROM: return read_rule_file(ps, arg, false);
 	case OPT_INCLUDE_FROM: return read_rule_file(ps, arg, true);
-	case OPT_FROM0: ps->from0 = v; break;
+	case OPT_FROM0: ps->from0 = o->from0 = v; break;
 	case OPT_ADDRESS: return set_str(ps, &o->bind_address, arg);
 	case OPT_PORT:
 		if ((rc = parse_int(ps, arg, 1, 65535, &n)) != 0)
@@ -778,6 +864,8 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 		break;
 	}
 	case OPT_OUT_FORMAT: return set_str(ps, &o->out_format, arg);
+	case OPT_LOG_FILE: return set_str(ps, &o->log_file, arg);
+	case OPT_LOG_FILE_FORMAT: return set_str(ps, &o->log_file_format, arg);
 	case OPT_PASSWORD_FILE: return set_str(ps, &o->password_file, arg);
 	case OPT_LIST_ONLY: o->list_only = o->list_only_opt = true; break;
 	case OPT_PROTOCOL:
@@ -918,6 +1006,50 @@ static int run_getopt(struct pstate *ps)
 	return rc;
 }
 
+/* --partial-dir and --delay-updates (options.c, after parsing): the
+ * directory is cleaned, "." means none, RSYNC_PARTIAL_DIR stands in for a
+ * plain --partial, and a relative one is excluded (perishably) so it is
+ * neither sent nor deleted (compat.c). */
+static int settle_partial_dir(struct pstate *ps)
+{
+	struct ferry_opts *o = ps->o;
+	const char *env = getenv("RSYNC_PARTIAL_DIR");
+
+	if (o->delay_updates && !o->partial_dir) {
+		if (set_str(ps, &o->partial_dir, ".~tmp~") != 0)
+			return RERR_MALLOC;
+		o->partial_dir_implied = true;
+	}
+	if (o->inplace && o->partial_dir)
+		return usage_err(ps, "--inplace cannot be used with --%s",
+				 o->delay_updates ? "delay-updates" : "partial-dir");
+	if (o->inplace)
+		return 0;
+	if (o->partial && !o->partial_dir && !o->server && env && *env &&
+	    set_str(ps, &o->partial_dir, env) != 0)
+		return RERR_MALLOC;
+	if (!o->partial_dir)
+		return 0;
+	size_t n = strlen(o->partial_dir);
+	while (n > 1 && o->partial_dir[n - 1] == '/')
+		o->partial_dir[--n] = '\0';
+	while (strncmp(o->partial_dir, "./", 2) == 0)
+		memmove(o->partial_dir, o->partial_dir + 2, strlen(o->partial_dir + 2) + 1);
+	if (!*o->partial_dir || strcmp(o->partial_dir, ".") == 0) {
+		free(o->partial_dir);
+		o->partial_dir = NULL;
+		return 0;
+	}
+	o->partial = true;
+	if (*o->partial_dir != '/' && !o->server) {
+		char rule[4200];
+		bool old = o->protocol && o->protocol < 30;
+		snprintf(rule, sizeof rule, "%s %s/", old ? "-" : "-p", o->partial_dir);
+		return add_rule(ps, "", rule);
+	}
+	return 0;
+}
+
 static void opts_init(struct ferry_opts *o)
 {
 	memset(o, 0, sizeof *o);
@@ -925,6 +1057,7 @@ static void opts_init(struct ferry_opts *o)
 	o->max_delete = -1;
 	o->max_size = o->min_size = -1;
 	o->human = 1;
+	o->files_from_fd = -1;
 }
 
 /* Check --checksum-choice (rsync checksum.c:parse_checksum_choice()):
@@ -1007,6 +1140,11 @@ static int check_batch(struct pstate *ps)
 	} else if (o->write_batch < 0 && o->dry_run) {
 		o->write_batch = 0;
 	}
+	if (o->read_batch && o->files_from)
+		return usage_err(ps, "--read-batch cannot be used with --files-from");
+	if (o->read_batch && o->remove_source_files)
+		return usage_err(ps, "--read-batch cannot be used with --remove-%s-files",
+				 o->remove_source_files == 1 ? "source" : "sent");
 	/* Nothing changes on the receiving side (main.c). */
 	if (o->write_batch < 0)
 		o->dry_run = true;
@@ -1053,6 +1191,15 @@ static int finish(struct pstate *ps)
 		return rc;
 	if (o->server && o->rsh && (rc = set_str(ps, &o->server_caps, o->rsh)) != 0)
 		return rc;
+	/* --files-from: -a no longer implies -r, -d is implied, and so is -R
+	 * unless given either way (options.c: the files_from block). */
+	if (o->files_from) {
+		if (ps->recurse == 1)
+			o->recursive = false;
+		if (ps->dirs < 0)
+			ps->dirs = 1;
+	}
+	o->relative = ps->relative < 0 ? o->files_from != NULL : ps->relative != 0;
 	if (o->nargs < 2 && !o->server && !o->read_batch)
 		o->list_only = true;
 
@@ -1088,6 +1235,8 @@ static int finish(struct pstate *ps)
 	if (o->delete_mode != DELETE_NONE && del_row >= 0)
 		return refuse_err(ps, &options_table[del_row]);
 
+	if ((rc = settle_partial_dir(ps)) != 0)
+		return rc;
 	/* --inplace keeps partial data by nature; rsync clears keep_partial. */
 	if (o->inplace)
 		o->partial = false;
@@ -1127,6 +1276,7 @@ int options_parse_refusing(struct ferry_opts *o, int argc, char **argv, unsigned
 	ps.mode = OM_CLIENT;
 	ps.dirs = -1;
 	ps.secluded = ps.old_args = -1;
+	ps.relative = -1;
 	ps.elem = "";
 	ps.refused = refused;
 	if (argc < 1)
@@ -1146,6 +1296,7 @@ int options_parse_refusing(struct ferry_opts *o, int argc, char **argv, unsigned
 		ps.mode = OM_DAEMON;
 		ps.dirs = -1;
 		ps.secluded = ps.old_args = -1;
+		ps.relative = -1;
 		ps.elem = "";
 		rc = run_getopt(&ps);
 	}
@@ -1167,9 +1318,15 @@ void options_free(struct ferry_opts *o)
 	if (!o)
 		return;
 	free(o->config_file);
+	free(o->log_file);
+	free(o->log_file_format);
+	free(o->partial_dir);
+	free(o->usermap);
+	free(o->groupmap);
 	free(o->backup_dir);
 	free(o->suffix);
 	free(o->temp_dir);
+	free(o->files_from);
 	for (i = 0; i < o->nalt_dest; i++)
 		free(o->alt_dest[i]);
 	for (i = 0; i < o->ndparam; i++)

@@ -14,6 +14,7 @@
 #define FERRY_CLIENT_OPTIONS_H
 
 #include <stdbool.h>
+#include <time.h>
 #include <stdio.h>
 
 #include "proto/opts.h"
@@ -95,6 +96,11 @@ void options_free_argv(char **argv);
  */
 char *options_safe_arg(const char *opt, const char *arg, bool escape_tilde);
 
+/* --files-from=[host]:FILE: the FILE part when the list is on the remote
+ * end (main.c: check_for_hostspec), NULL when it is local or absent; the
+ * host ("" for ":FILE") goes into host when it is not NULL. */
+const char *options_files_from_remote(const struct ferry_opts *o, char *host, size_t hostsize);
+
 /* options_safe_arg() as o asks: nothing is escaped with --secluded-args
  * (the arguments never meet a shell) or with --old-args twice; with one
  * --old-args, file names and the -M values (split_when_old) are not
@@ -174,6 +180,11 @@ enum opt_id {
 	OPT_IPV6, OPT_QSORT, OPT_SERVER, OPT_SENDER, OPT_DAEMON, OPT_CONFIG,
 	OPT_DPARAM, OPT_DETACH, OPT_SSH_MODE, OPT_SSH_CIPHER,
 };
+
+/* ---- stop_time.c ---- */
+
+/* --stop-at's argument as a time after now, or (time_t)-1 when invalid. */
+time_t stop_at_parse(const char *arg, time_t now);
 
 /* ---- usage.c ---- */
 

@@ -10,6 +10,8 @@
 #include <strings.h>
 
 #include "client/options.h"
+#include "client/remote.h"
+#include "proto/logfmt.h"
 
 #define SHELL_CHARS "!#$&;|<>(){}\"'` \t\n\r\\"
 #define WILD_CHARS "*?[]"
@@ -81,33 +83,6 @@ char *options_remote_arg(const struct ferry_opts *o, const char *opt, const char
 		      (!o->old_args || (!is_filename && !split_when_old));
 
 	return escape ? options_safe_arg(opt, arg, false) : plain_arg(opt, arg);
-}
-
-/* rsync log.c:log_format_has() */
-static bool format_has(const char *format, char esc)
-{
-	const char *p;
-	int width;
-
-	if (!format)
-		return false;
-	for (p = format; (p = strchr(p, '%')) != NULL;) {
-		for (p++; *p == '\''; p++) {}
-		width = 1;
-		if (*p == '-')
-			p++, width++;
-		while (isdigit((unsigned char)*p) && width < 32 - 8)
-			p++, width++;
-		while (*p == '\'')
-			p++;
-		if (!*p)
-			break;
-		if (*p == esc)
-			return true;
-		if (*p == '%')
-			p++;
-	}
-	return false;
 }
 
 /* rsync options.c:make_output_option() for the --info words the user set
@@ -273,7 +248,16 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 	    || (o->dirs && !o->recursive
 		&& (o->list_only || (o->delete_mode != DELETE_NONE && am_sender))))
 		flags[x++] = 'd';
+	if (!am_sender) {
+		/* the sending server follows links for us */
+		if (o->copy_links)
+			flags[x++] = 'L';
+		if (o->copy_dirlinks)
+			flags[x++] = 'k';
+	}
 	if (am_sender) {
+		if (o->prune_empty_dirs)
+			flags[x++] = 'm';
 		if (o->omit_dir_times)
 			flags[x++] = 'O';
 		if (o->omit_link_times)
@@ -295,16 +279,24 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		flags[x++] = 'p';
 	else if (o->executability && am_sender)
 		flags[x++] = 'E';
+	if (o->acls)
+		flags[x++] = 'A';
+	for (i = 0; i < o->xattrs && i < 2; i++)
+		flags[x++] = 'X';
 	if (o->recursive)
 		flags[x++] = 'r';
 	if (o->checksum)
 		flags[x++] = 'c';
+	if (o->cvs_exclude)
+		flags[x++] = 'C';
 	if (o->ignore_times)
 		flags[x++] = 'I';
 	if (o->relative)
 		flags[x++] = 'R';
 	for (i = 0; i < o->one_file_system && i < 2; i++)
 		flags[x++] = 'x';
+	if (o->sparse)
+		flags[x++] = 'S';
 	if (cpres == 1)
 		flags[x++] = 'z';
 	/* rsync options.c:maybe_add_e_option(), without 'i' (no inc-recursion). */
@@ -331,14 +323,14 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		const char *fmt = o->out_format;
 		int has_i = 0, has_o_or_i = 0;
 		if (fmt) {
-			if (format_has(fmt, 'i'))
+			if (log_format_has(fmt, 'i'))
 				has_i = o->itemize | 1;
 		} else if (o->itemize) {
 			fmt = "%i %n%L";
 			has_i = o->itemize;
 		} else if (name_info_on(o))
 			fmt = "%n%L";
-		if (has_i || format_has(fmt, 'o'))
+		if (has_i || log_format_has(fmt, 'o'))
 			has_o_or_i = 1;
 		if (fmt) {
 			if (has_i > 1)
@@ -413,17 +405,38 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 	}
 	if (o->max_alloc)
 		push(&a, options_remote_arg(o, "--max-alloc", o->max_alloc, false));
+	/* --delete-missing-args needs both sides; the sender ignores alone */
+	if (o->missing_args == 2)
+		pushs(&a, "--delete-missing-args");
+	else if (o->missing_args == 1 && !am_sender)
+		pushs(&a, "--ignore-missing-args");
 	if (o->modify_window_set && am_sender)
 		pushf(&a, o->modify_window < 0 ? "-@%ld" : "--modify-window=%ld", o->modify_window);
 	if (o->checksum_seed)
 		pushf(&a, "--checksum-seed=%ld", (long)(int32_t)o->checksum_seed);
-	if (o->partial && am_sender)
+	if (o->partial_dir && am_sender) {
+		if (!o->partial_dir_implied) {
+			pushs(&a, "--partial-dir");
+			push(&a, options_safe_arg("", o->partial_dir, false));
+		}
+		if (o->delay_updates)
+			pushs(&a, "--delay-updates");
+	} else if (o->partial && am_sender) {
 		pushs(&a, "--partial");
+	}
 	if (o->ignore_errors)
 		pushs(&a, "--ignore-errors");
+	if (o->copy_unsafe_links)
+		pushs(&a, "--copy-unsafe-links");
+	if (o->safe_links)
+		pushs(&a, "--safe-links");
 	if (o->numeric_ids)
 		pushs(&a, "--numeric-ids");
 	if (am_sender) {
+		if (o->usermap)
+			push(&a, options_safe_arg("--usermap", o->usermap, false));
+		if (o->groupmap)
+			push(&a, options_safe_arg("--groupmap", o->groupmap, false));
 		if (o->ignore_existing)
 			pushs(&a, "--ignore-existing");
 		if (o->existing)
@@ -448,6 +461,30 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 	}
 	if (o->inplace)
 		pushs(&a, "--inplace");
+	/* options.c: server_options. A list we read goes over the socket to
+	 * a sending server; one on the remote host is named for it to open. */
+	const char *ff_remote = options_files_from_remote(o, NULL, 0);
+	if (o->files_from && (!am_sender || ff_remote)) {
+		if (ff_remote) {
+			pushs(&a, "--files-from");
+			push(&a, options_remote_arg(o, "", ff_remote, false));
+			if (o->from0)
+				pushs(&a, "--from0");
+		} else {
+			pushs(&a, "--files-from=-");
+			pushs(&a, "--from0");
+		}
+		if (!o->relative)
+			pushs(&a, "--no-relative");
+	}
+	if (o->relative && o->no_implied_dirs && (!am_sender || protocol >= 30))
+		pushs(&a, "--no-implied-dirs");
+	if (o->remove_source_files == 1)
+		pushs(&a, "--remove-source-files");
+	else if (o->remove_source_files)
+		pushs(&a, "--remove-sent-files");
+	if (o->preallocate && am_sender)
+		pushs(&a, "--preallocate");
 	if (o->mkpath && am_sender)
 		pushs(&a, "--mkpath");
 	for (i = 0; i < o->nremote_options; i++)
@@ -459,6 +496,33 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		return NULL;
 	}
 	return a.v;
+}
+
+const char *options_files_from_remote(const struct ferry_opts *o, char *host, size_t hostsize)
+{
+	const char *ff = o->files_from;
+	struct remote_spec r;
+
+	if (!ff)
+		return NULL;
+	if (*ff == ':') {
+		/* ":FILE" is the remote end of the transfer, whichever it is */
+		if (host && hostsize)
+			*host = '\0';
+		return ff + 1 + (ff[1] == ':');
+	}
+	remote_parse(ff, &r);
+	if (r.kind == REMOTE_LOCAL)
+		return NULL;
+	if (host && hostsize)
+		snprintf(host, hostsize, "%s", r.host);
+	if (strncasecmp(ff, "rsync://", 8) == 0) {
+		const char *slash = strchr(ff + 8, '/');
+		return slash ? slash + 1 : ff + strlen(ff);
+	}
+	const char *p = *ff == '[' && strchr(ff, ']') ? strchr(ff, ']') : ff;
+	const char *colon = strchr(p, ':');
+	return colon + 1 + (colon[1] == ':');
 }
 
 void options_free_argv(char **argv)

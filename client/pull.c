@@ -16,6 +16,7 @@
 #include "client/batch_client.h"
 #include "client/transport.h"
 #include "client/options.h"
+#include "proto/filesfrom.h"
 #include "proto/filter.h"
 #include "proto/fileio.h"
 #include "proto/logfmt.h"
@@ -84,6 +85,16 @@ void list_entry(const struct ferry_opts *o, const struct file_entry *f)
 	out_filtered(stdout, line, o->eight_bit_output, '\n');
 }
 
+/* Is the entry listed by --list-only? Not an implied dir the user asked
+ * to leave out (generator.c: recv_generator under list_only). */
+bool listed_entry(const struct ferry_opts *o, const struct file_entry *f)
+{
+	if (!(f->flags & FE_ACTIVE))
+		return false;
+	return !(S_ISDIR(f->mode) && (f->flags & FE_IMPLIED_DIR) && o->relative &&
+		 o->no_implied_dirs);
+}
+
 /* Where the entries go (main.c: get_local_name): a directory (rootfd), or
  * for a single non-directory a file name inside the parent directory. */
 static int open_destination(const struct ferry_opts *o, struct flist *fl, const char *dest,
@@ -125,7 +136,7 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 		if (o->dry_run) {
 			/* nothing exists there yet, and nothing will be written */
 			rc->dry_run_missing_root = true;
-			if (o->verbose || o->itemize) {
+			if (o->verbose || o->itemize || log_format_has(o->out_format, 'i')) {
 				int n = (int)dlen;
 				while (n > 1 && dest[n - 1] == '/')
 					n--;
@@ -139,7 +150,7 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 			fprintf(stderr, "ferry: mkdir \"%s\" failed: %s\n", dest, strerror(errno));
 			return -RERR_FILEIO;
 		}
-		if (o->verbose || o->itemize || o->progress) {
+		if (o->verbose || o->itemize || o->progress || log_format_has(o->out_format, 'i')) {
 			/* rsync names it without the trailing slash */
 			int n = (int)dlen;
 			while (n > 1 && dest[n - 1] == '/')
@@ -172,9 +183,13 @@ static void print_summary(const struct ferry_opts *o, struct session *s, double 
 	if (o->verbose || o->stats)
 		summary_print(stdout, &s->stats, elapsed, o->human, o->dry_run);
 	fflush(stdout);
+	logfile_write(s, "sent %lld bytes  received %lld bytes  total size %lld",
+		      (long long)s->stats.total_written, (long long)s->stats.total_read,
+		      (long long)s->stats.total_size);
 }
 
-int pull_receive(struct session *s, const char *dest, struct filter_list *filters, double start)
+int pull_receive(struct session *s, const char *dest, struct filter_list *filters,
+		 struct names_forwarder *fw, double start)
 {
 	const struct ferry_opts *o = s->opts;
 	struct flist fl;
@@ -185,11 +200,16 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	flist_init(&fl);
 	/* rsync's "receiving file list ... done" (without incremental recursion) */
 	bool show = (o->verbose || o->progress) && !o->quiet && !o->list_only && dest;
+	logfile_write(s, "receiving file list");
 	if (show) {
 		printf("receiving file list ... ");
 		fflush(stdout);
 	}
-	bool ok = flist_recv(s, &fl) && flist_sort_and_clean(s, &fl);
+	bool ok = flist_recv(s, &fl);
+	/* The sender has read all of a forwarded --files-from list by the
+	 * time its file list ends. */
+	ok = names_forward_finish(fw, !ok) && ok;
+	ok = ok && flist_sort_and_clean(s, &fl);
 	if (show && ok)
 		printf("done\n");
 	if (!ok) {
@@ -211,7 +231,7 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	rc.rootfd = -1;
 	if (o->list_only || !dest) {
 		for (size_t i = fl.low; i <= fl.high && i < fl.count; i++)
-			if (fl.sorted[i]->flags & FE_ACTIVE)
+			if (listed_entry(o, fl.sorted[i]))
 				list_entry(o, fl.sorted[i]);
 		fflush(stdout);
 		rc.list_only = true;
@@ -258,14 +278,21 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 		return code;
 	}
 	bool listing = srcs[0].kind == REMOTE_DAEMON && !srcs[0].module[0];
-	if (!filter_send(&s, &filters, false) || !wire_flush(&s.out)) {
+	struct names_forwarder fw = {0};
+	/* Our --files-from list goes to the sender while its file list comes
+	 * back (main.c: client_run, start_filesfrom_forwarding). */
+	if (!filter_send(&s, &filters, false) || !wire_flush(&s.out) ||
+	    (o->cvs_exclude && filter_add_cvs_rules(&filters, true, true, err, sizeof err) < 0 &&
+	     wire_fail(&s.err, RERR_SYNTAX, "%s", err)) ||
+	    (o->files_from_fd >= 0 &&
+	     !names_forward_start(&fw, &s, o->files_from_fd, o->from0))) {
 		code = session_exit_code(&s);
 		if (s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
 			fprintf(stderr, "ferry: %s\n", s.err.msg);
 	} else {
-		code = batch_client_start(&s, false) ? pull_receive(&s, listing ? NULL : dest,
-								    &filters, start)
-						     : session_exit_code(&s);
+		code = batch_client_start(&s, false)
+			       ? pull_receive(&s, listing ? NULL : dest, &filters, &fw, start)
+			       : session_exit_code(&s);
 		code = batch_client_finish(&s, code);
 		if (code && wire_error_code(&s.err) && s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
 			fprintf(stderr, "ferry: %s\n", s.err.msg);

@@ -17,10 +17,15 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
  * --read-batch. */
 struct session;
 struct filter_list;
-int pull_receive(struct session *s, const char *dest, struct filter_list *filters, double start);
+struct names_forwarder;
+int pull_receive(struct session *s, const char *dest, struct filter_list *filters,
+		 struct names_forwarder *fw, double start);
 
 struct file_entry;
 /* One --list-only line (generator.c: list_file_entry). */
 void list_entry(const struct ferry_opts *o, const struct file_entry *f);
+/* Is the entry shown by --list-only (active, and not an implied dir left
+ * out by --no-implied-dirs)? */
+bool listed_entry(const struct ferry_opts *o, const struct file_entry *f);
 
 #endif

@@ -15,10 +15,19 @@
 #include "client/batch_client.h"
 #include "client/transport.h"
 #include "client/options.h"
+#include "proto/filesfrom.h"
 #include "proto/filter.h"
 #include "proto/logfmt.h"
 #include "proto/negotiate.h"
 #include "proto/sendside.h"
+
+/* The last line rsync writes to its --log-file. */
+static void log_totals(struct session *s)
+{
+	logfile_write(s, "sent %lld bytes  received %lld bytes  total size %lld",
+		      (long long)s->stats.total_written, (long long)s->stats.total_read,
+		      (long long)s->stats.total_size);
+}
 
 static void print_summary(const struct ferry_opts *o, struct session *s, time_t start)
 {
@@ -29,6 +38,7 @@ static void print_summary(const struct ferry_opts *o, struct session *s, time_t 
 	if (o->verbose || o->stats)
 		summary_print(stdout, &s->stats, (double)(time(NULL) - start), o->human, o->dry_run);
 	fflush(stdout);
+	log_totals(s);
 }
 
 static bool send_everything(struct session *s, char **srcs, int nsrc, struct filter_list *filters)
@@ -37,17 +47,37 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 	struct send_list sl;
 	struct walk_opts w = {.filters = filters, .root_fd = AT_FDCWD, .confined = false};
 
+	char err[512];
+	if (o->cvs_exclude &&
+	    filter_add_cvs_rules(filters, s->protocol >= 29, true, err, sizeof err) < 0)
+		return wire_fail(&s->err, RERR_SYNTAX, "%s", err);
 	if (!filter_send(s, filters, true) || !wire_flush(&s->out))
 		return false;
 	if (!batch_client_start(s, true))
 		return false;
 	bool show = (o->verbose || o->progress) && !o->quiet;
+	logfile_write(s, "building file list");
 	if (show) {
 		printf("building file list ... ");
 		fflush(stdout);
 	}
+	/* --files-from: our own list, or one on the remote host that the
+	 * receiving server sends us (unframed before protocol 31; main.c:
+	 * client_run). */
+	struct names_source ns;
+	bool mux_in = s->in.mux;
+	if (o->files_from_fd >= 0) {
+		names_from_fd(&ns, o->files_from_fd, o->from0);
+		w.names = &ns;
+	} else if (o->files_from) {
+		names_from_peer(&ns, &s->in);
+		if (s->protocol < 31)
+			s->in.mux = false;
+		w.names = &ns;
+	}
 	time_t t0 = time(NULL);
 	bool ok = flist_build(s, &w, srcs, nsrc, &sl);
+	s->in.mux = mux_in;
 	s->stats.flist_buildtime_ms = (int64_t)(time(NULL) - t0) * 1000;
 	ok = ok && flist_send(s, &sl) && flist_sort_sender(s, &sl.fl);
 	if (show && ok)

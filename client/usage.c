@@ -160,9 +160,9 @@ static void version_items_init(struct version_items *v)
 		/* -H links every non-directory, but linked symlinks and
 		 * specials are not tested against rsync yet. */
 		"no hardlink-specials", "no hardlink-symlinks", "IPv6",
-		"no atimes", "batchfiles", "inplace", "no append", "no ACLs",
-		"no xattrs", "optional secluded-args", "no iconv", "no prealloc",
-		"no stop-at", "no crtimes",
+		"no atimes", "batchfiles", "inplace", "no append", "ACLs",
+		"xattrs", "optional secluded-args", "no iconv", "prealloc",
+		"stop-at", "no crtimes",
 		"*Optimizations",
 		"no SIMD-roll", "no asm-roll", "no openssl-crypto", "no asm-MD5",
 		NULL,

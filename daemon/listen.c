@@ -82,6 +82,40 @@ void daemon_log(const struct daemon_config *cfg, const struct daemon_module *m, 
 	dprintf(fd, "%s [%d] %s\n", when, (int)getpid(), msg);
 }
 
+static int replace_str(char **field, const char *value)
+{
+	char *copy = strdup(value);
+
+	if (!copy)
+		return -1;
+	free(*field);
+	*field = copy;
+	return 0;
+}
+
+/* `ferry --daemon --log-file=FILE --log-file-format=FMT` win over the
+ * config's "log file" and "log format", in every module (rsync's daemon
+ * options of the same names). */
+static int override_module_logging(const struct ferry_opts *o, struct daemon_module *m)
+{
+	if ((o->log_file && replace_str(&m->log_file, o->log_file) < 0) ||
+	    (o->log_file_format && replace_str(&m->log_format, o->log_file_format) < 0)) {
+		fprintf(stderr, "ferry: out of memory\n");
+		return -1;
+	}
+	return 0;
+}
+
+static int override_logging(const struct ferry_opts *o, struct daemon_config *cfg)
+{
+	if (override_module_logging(o, &cfg->defaults) < 0)
+		return -1;
+	for (size_t i = 0; i < cfg->nmodules; i++)
+		if (override_module_logging(o, &cfg->modules[i]) < 0)
+			return -1;
+	return 0;
+}
+
 static int load_config(const struct ferry_opts *o, struct daemon_config *cfg)
 {
 	char err[1024], cwd[4096];
@@ -106,7 +140,7 @@ static int load_config(const struct ferry_opts *o, struct daemon_config *cfg)
 		fprintf(stderr, "ferry: %s\n", err);
 		return -1;
 	}
-	return 0;
+	return override_logging(o, cfg);
 }
 
 int daemon_listen_socket(const struct ferry_opts *o, const struct daemon_config *cfg, int port)

@@ -368,8 +368,11 @@ fail:
 /* A path argument "module/some/path" as a path inside the module: the
  * module name stripped, "." and empty components dropped, ".." never
  * climbing above the root (util1.c: sanitize_path). A trailing slash is
- * kept: it decides whether a directory or its contents are sent. */
-static void module_relative(const char *arg, const char *module, char *out, size_t size)
+ * kept: it decides whether a directory or its contents are sent. With -R
+ * the "." components stay (SP_KEEP_DOT_DIRS): "/./" marks where the
+ * sent names begin. */
+static void module_relative(const char *arg, const char *module, bool keep_dots, char *out,
+			    size_t size)
 {
 	size_t mlen = strlen(module);
 	const char *p = arg;
@@ -386,7 +389,7 @@ static void module_relative(const char *arg, const char *module, char *out, size
 		size_t len = e ? (size_t)(e - p) : strlen(p);
 		if (len == 0)
 			break;
-		if (len == 1 && p[0] == '.') {
+		if (len == 1 && p[0] == '.' && !keep_dots) {
 			/* drop */
 		} else if (len == 2 && p[0] == '.' && p[1] == '.') {
 			while (n > 0 && buf[n - 1] != '/')
@@ -519,7 +522,7 @@ static char *run_pre_xfer_hook(struct xfer_hook *pre, char **argv, int argc,
 			hook_argv[i] = argv[i];
 			continue;
 		}
-		module_relative(argv[i], module, rel, sizeof rel);
+		module_relative(argv[i], module, false, rel, sizeof rel);
 		hook_argv[i] = strdup(rel);
 		if (!hook_argv[i])
 			hook_argv[i] = argv[i];
@@ -735,6 +738,11 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	} else if (o.sender && m->write_only) {
 		snprintf(refusal, sizeof refusal, "ERROR: module is write only");
 		ctx.refusal_code = RERR_SYNTAX;
+	} else if (o.sender && read_only && o.remove_source_files) {
+		snprintf(refusal, sizeof refusal,
+			 "ERROR: --remove-%s-files cannot be used with a read-only module",
+			 o.remove_source_files == 1 ? "source" : "sent");
+		ctx.refusal_code = RERR_SYNTAX;
 	}
 	if (!refusal[0] && !apply_module_policy(c, m, o.sender, root_fd)) {
 		snprintf(refusal, sizeof refusal, "daemon security issue -- contact admin");
@@ -744,7 +752,7 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	char **paths = calloc((size_t)(o.nargs > 0 ? o.nargs : 1), sizeof *paths);
 	for (int i = 1; rc == 0 && paths && i < o.nargs; i++) {
 		char rel[4096];
-		module_relative(o.args[i], m->name, rel, sizeof rel);
+		module_relative(o.args[i], m->name, o.relative, rel, sizeof rel);
 		paths[ctx.npaths++] = strdup(rel);
 	}
 	ctx.paths = paths;

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/acls.h"
 #include "proto/logfmt.h"
 #include "proto/outfilter.h"
 #include "proto/recvside.h"
@@ -82,9 +83,14 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 			changed |= ITEM_REPORT_TIME;
 		}
 	}
+	/* -A: the access ACL carries the permission bits, so it goes before
+	 * the mode, which it may change (rsync.c: set_file_attrs). */
+	uint32_t cur_mode = st->st_mode;
+	if (acl_apply(rc->s, dirfd, leaf, f, &cur_mode) > 0)
+		changed |= ITEM_REPORT_ACL;
 	/* chown may clear set-id bits, so the mode comes last. */
 	/* Without -p the generator already chose the mode to keep (dest_mode). */
-	if (!S_ISLNK(f->mode) && (st->st_mode & 07777) != (f->mode & 07777)) {
+	if (!S_ISLNK(f->mode) && (cur_mode & 07777) != (f->mode & 07777)) {
 		if (fchmodat(dirfd, leaf, f->mode & 07777, 0) < 0) {
 			session_err(rc->s, "chmod \"%s\" failed: %s", leaf, strerror(errno));
 			rc->s->got_xfer_error = true;
@@ -108,26 +114,35 @@ static const char *item_format(const struct ferry_opts *o)
 	return NULL;
 }
 
+/* Is an untransferred item worth a line (log.c: maybe_log_item)? */
+static bool item_visible(const struct ferry_opts *o, const struct file_entry *f, int iflags,
+			 const char *xname, bool has_i, int itemize)
+{
+	int significant = iflags & SIGNIFICANT_ITEM_FLAGS & 0xffff;
+
+	if (iflags & ITEM_TRANSFER)
+		return true;
+	bool see = has_i && (significant || (xname && *xname) || itemize > 1 ||
+			     (o->verbose > 1 && has_i));
+	bool local_change = (iflags & ITEM_LOCAL_CHANGE) && significant;
+	return see || local_change || (xname && *xname) || (S_ISDIR(f->mode) && significant);
+}
+
 void session_log_item(struct session *s, const struct file_entry *f, int iflags,
 		      const char *xname, const char *name_override)
 {
 	const struct ferry_opts *o = s->opts;
 	const char *fmt = item_format(o);
+	const char *log_fmt = o->log_file_format ? o->log_file_format : "%i %n%L";
 	char name[MAXPATHLEN_WIRE * 2], line[MAXPATHLEN_WIRE * 3];
 
-	if (!fmt || s->am_server)
+	if (s->am_server)
 		return;
-	bool has_i = strstr(fmt, "%i") != NULL;
-	int significant = iflags & SIGNIFICANT_ITEM_FLAGS & 0xffff;
-	if (!(iflags & ITEM_TRANSFER)) {
-		/* maybe_log_item: what rsync shows of an untransferred item */
-		bool see = has_i && (significant || (xname && *xname) || o->itemize > 1 ||
-				     (o->verbose > 1 && has_i));
-		bool local_change = (iflags & ITEM_LOCAL_CHANGE) && significant;
-		if (!see && !local_change && !(xname && *xname) &&
-		    !(S_ISDIR(f->mode) && significant))
-			return;
-	}
+	bool to_stdout = fmt && item_visible(o, f, iflags, xname, strstr(fmt, "%i") != NULL,
+					     o->itemize);
+	bool to_log = s->log_fp && item_visible(o, f, iflags, xname, true, 1);
+	if (!to_stdout && !to_log)
+		return;
 	if (name_override)
 		snprintf(name, sizeof name, "%s", name_override);
 	else if (!flist_path(f, name, sizeof name))
@@ -138,9 +153,16 @@ void session_log_item(struct session *s, const struct file_entry *f, int iflags,
 		.iflags = iflags,
 		.xname = xname,
 		.sending = s->am_sender,
+		.local = s->local_copy,
 		.human = o->human,
 		.preserve_times = o->times,
 	};
+	if (to_log) {
+		log_format(log_fmt, &it, line, sizeof line);
+		logfile_write(s, "%s", line);
+	}
+	if (!to_stdout)
+		return;
 	log_format(fmt, &it, line, sizeof line);
 	pthread_mutex_lock(&print_lock);
 	out_filtered(s->info, line, o->eight_bit_output, '\n');
@@ -175,11 +197,6 @@ void session_log_delete(struct session *s, const char *path, mode_t mode)
 	const char *fmt = item_format(o);
 	char line[MAXPATHLEN_WIRE * 3];
 
-	/* log.c: log_delete: at -v, or whenever an output format is set */
-	if (!fmt || s->am_server)
-		return;
-	if (!format_has_io(fmt))
-		fmt = "deleting %n";
 	struct log_item it = {
 		.name = path,
 		.mode = mode,
@@ -188,6 +205,17 @@ void session_log_delete(struct session *s, const char *path, mode_t mode)
 		.human = o->human,
 		.preserve_times = o->times,
 	};
+	/* the receiver logs deletions to --log-file, in a local copy too */
+	if (s->log_fp && (!s->am_server || s->local_copy)) {
+		const char *log_fmt = o->log_file_format ? o->log_file_format : "%i %n%L";
+		log_format(format_has_io(log_fmt) ? log_fmt : "deleting %n", &it, line, sizeof line);
+		logfile_write(s, "%s", line);
+	}
+	/* log.c: log_delete: at -v, or whenever an output format is set */
+	if (!fmt || s->am_server)
+		return;
+	if (!format_has_io(fmt))
+		fmt = "deleting %n";
 	log_format(fmt, &it, line, sizeof line);
 	pthread_mutex_lock(&print_lock);
 	out_filtered(s->info, line, o->eight_bit_output, '\n');

@@ -275,6 +275,33 @@ static bool deletions_allowed(struct recv_ctx *rc)
 	return true;
 }
 
+void delete_missing_arg(struct recv_ctx *rc, struct dir_cursor *dirs, const char *path)
+{
+	const char *leaf;
+	struct stat st;
+	int dirfd = rc->solo_name ? rc->rootfd : dir_cursor_parent(dirs, path, &leaf);
+
+	if (rc->solo_name)
+		leaf = rc->solo_name;
+	if (dirfd < 0 || fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return;
+	if (protected_by_filter(rc, path, S_ISDIR(st.st_mode)))
+		return;
+	/* without --delete or --force only an empty directory goes (rsync's
+	 * del_opts lack DEL_RECURSE) */
+	const struct ferry_opts *o = rc->s->opts;
+	if (S_ISDIR(st.st_mode) && o->delete_mode == DELETE_NONE && !o->force) {
+		if (unlinkat(dirfd, leaf, AT_REMOVEDIR) == 0) {
+			log_deletion(rc, path, st.st_mode);
+			count_deletion(&rc->s->stats, st.st_mode);
+		} else if (errno == ENOTEMPTY || errno == EEXIST) {
+			session_info(rc->s, "cannot delete non-empty directory: %s\n", path);
+		}
+		return;
+	}
+	delete_item(rc, dirfd, leaf, path);
+}
+
 void delete_in_dir(struct recv_ctx *rc, struct dir_cursor *dirs, const char *dirpath,
 		   int32_t ndx)
 {

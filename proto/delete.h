@@ -26,4 +26,8 @@ void delete_in_dir(struct recv_ctx *rc, struct dir_cursor *dirs, const char *dir
 /* --delete-before / --delete-after: one pass over every content directory. */
 void delete_pass(struct recv_ctx *rc, struct dir_cursor *dirs);
 
+/* --delete-missing-args: the sender had no such argument, so ours goes
+ * (generator.c: recv_generator with a mode-0 entry). */
+void delete_missing_arg(struct recv_ctx *rc, struct dir_cursor *dirs, const char *path);
+
 #endif

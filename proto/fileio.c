@@ -6,12 +6,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 
 #define DIR_OPEN_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 
@@ -227,6 +230,59 @@ int fs_open_root(const char *path, bool create, bool mkpath)
 	return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
+bool fs_symlink_unsafe(const char *target, const char *path)
+{
+	int depth = 0;
+
+	if (!*target || *target == '/')
+		return true;
+	/* ".." is only allowed as leading components */
+	const char *rest = target;
+	while (strncmp(rest, "../", 3) == 0) {
+		rest += 3;
+		while (*rest == '/')
+			rest++;
+	}
+	size_t tlen = strlen(target);
+	if (strstr(rest, "/../") || (tlen > 3 && strcmp(target + tlen - 3, "/..") == 0))
+		return true;
+	/* how deep the link sits in the transfer: its margin for ".." */
+	const char *name = path, *slash;
+	for (; (slash = strchr(name, '/')) != NULL; name = slash + 1) {
+		if (name[0] == '.' && (name[1] == '/' || (name[1] == '.' && name[2] == '/'))) {
+			if (name[1] == '.')
+				depth = 0;
+		} else {
+			depth++;
+		}
+		while (slash[1] == '/')
+			slash++;
+	}
+	if (strcmp(name, "..") == 0)
+		depth = 0;
+	for (name = target; (slash = strchr(name, '/')) != NULL; name = slash + 1) {
+		if (name[0] == '.' && (name[1] == '/' || (name[1] == '.' && name[2] == '/'))) {
+			if (name[1] == '.' && --depth < 0)
+				return true;
+		} else {
+			depth++;
+		}
+		while (slash[1] == '/')
+			slash++;
+	}
+	if (strcmp(name, "..") == 0)
+		depth--;
+	return depth < 0;
+}
+
+int fs_open_beneath(int rootfd, const char *relpath, int flags)
+{
+	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+
+	return (int)syscall(SYS_openat2, rootfd, relpath, &how, sizeof how);
+}
+
 int fs_mkpath_at(int rootfd, const char *relpath)
 {
 	char buf[4096];
@@ -289,6 +345,38 @@ int fs_copy_then_unlink(int from_dir, const char *from, int to_dir, const char *
 	if (out < 0 || n < 0 || close(out) < 0)
 		return -1;
 	return unlinkat(from_dir, from, 0);
+}
+
+/* 4 KiB runs of zeros become holes: the file system's block size, so a
+ * hole is never a partial block. */
+#define SPARSE_RUN 4096
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+bool fs_write_sparse(int fd, const void *buf, size_t len, bool punch)
+{
+	const uint8_t *p = buf;
+
+	while (len > 0) {
+		size_t n = len < SPARSE_RUN ? len : SPARSE_RUN;
+		if (all_zero(p, n)) {
+			off_t at = lseek(fd, (off_t)n, SEEK_CUR);
+			if (at < 0)
+				return false;
+			/* a preallocated file has blocks there already */
+			if (punch)
+				fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at - (off_t)n,
+					  (off_t)n);
+		} else if (!fs_write_all(fd, p, n)) {
+			return false;
+		}
+		p += n;
+		len -= n;
+	}
+	return true;
 }
 
 bool fs_write_all(int fd, const void *buf, size_t len)

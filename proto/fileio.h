@@ -58,6 +58,20 @@ int fs_open_root(const char *path, bool create, bool mkpath);
  * rootfd, following no symlink and refusing "..". 0, or -1 with errno. */
 int fs_mkpath_at(int rootfd, const char *relpath);
 
+/* -S: write buf at the current offset, seeking over 4 KiB runs of zeros
+ * (and punching them out of a preallocated file when punch). The caller
+ * sets the final size with ftruncate. */
+bool fs_write_sparse(int fd, const void *buf, size_t len, bool punch);
+
+/* rsync's unsafe_symlink(): does a link at path (relative to the transfer)
+ * with this target point outside the transfer (absolute, or climbing
+ * above its top with "..")? */
+bool fs_symlink_unsafe(const char *target, const char *path);
+
+/* openat2(RESOLVE_BENEATH): open relpath under rootfd following symlinks,
+ * but never out of rootfd's tree. -1 with errno (EXDEV on an escape). */
+int fs_open_beneath(int rootfd, const char *relpath, int flags);
+
 /* Move a regular file where rename(2) cannot (EXDEV): copy its data and
  * permissions, then unlink the original. 0, or -1 with errno. */
 int fs_copy_then_unlink(int from_dir, const char *from, int to_dir, const char *to);

@@ -699,6 +699,16 @@ int filter_parse_rule(struct filter_list *fl, const char *text, int flags, char 
 	return parse_str(&pc, text, flags & FILTER_PARSE_INCLUDE ? FR_INCLUDE : 0) < 0 ? -1 : 0;
 }
 
+int filter_add_cvs_rules(struct filter_list *fl, bool dir_merge, bool defaults, char *err,
+			 size_t errsz)
+{
+	if (dir_merge && filter_parse_rule(fl, ":C", 0, err, errsz) < 0)
+		return -1;
+	if (defaults && filter_parse_rule(fl, "-C", 0, err, errsz) < 0)
+		return -1;
+	return 0;
+}
+
 int filter_list_from_opts(struct filter_list *fl, const struct ferry_opts *o, char *err,
 			  size_t errsz)
 {

@@ -100,6 +100,12 @@ int filter_parse_rule(struct filter_list *fl, const char *text, int flags, char 
 		      size_t errsz);
 
 /* All of o->filters, in order; --delete-excluded and --protocol from o. */
+/* -C: rsync adds ":C" (a per-directory .cvsignore) and "-C" (the CVS
+ * default patterns, ~/.cvsignore, $CVSIGNORE) to the list, each side as
+ * exclude.c: send_filter_list / recv_filter_list decide. */
+int filter_add_cvs_rules(struct filter_list *fl, bool dir_merge, bool defaults, char *err,
+			 size_t errsz);
+
 int filter_list_from_opts(struct filter_list *fl, const struct ferry_opts *o, char *err,
 			  size_t errsz);
 

@@ -78,7 +78,8 @@ bool filter_receiver_wants_list(const struct session *s)
 {
 	const struct ferry_opts *o = s->opts;
 
-	return o && o->delete_mode != DELETE_NONE && (!o->delete_excluded || s->protocol >= 29);
+	return o && (o->prune_empty_dirs ||
+		     (o->delete_mode != DELETE_NONE && (!o->delete_excluded || s->protocol >= 29)));
 }
 
 enum { ELIDE_NONE, ELIDE_LOCAL, ELIDE_REMOTE };

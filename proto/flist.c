@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "proto/acls.h"
 #include "proto/session.h"
+#include "proto/xattrs.h"
 
 #define ARENA_BLOCK (256 * 1024)
 
@@ -325,6 +327,70 @@ bool flist_sort_sender(struct session *s, struct flist *fl)
 	return true;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* -m (flist.c: the prune_empty_dirs pass of flist_sort_and_clean): a
+ * directory with no file anywhere below it is left out, except "." (the
+ * top of the transfer). */
+static bool prune_empty_dirs(struct session *s, struct flist *fl)
+{
+	char **keep = NULL, path[MAXPATHLEN_WIRE * 2];
+	size_t n = 0, cap = 0;
+	bool ok = true;
+
+	/* every ancestor of a non-directory stays */
+	for (size_t i = fl->low; ok && i <= fl->high && i < fl->count; i++) {
+		const struct file_entry *f = fl->sorted[i];
+		if (!(f->flags & FE_ACTIVE) || S_ISDIR(f->mode) || !f->dirname)
+			continue;
+		snprintf(path, sizeof path, "%s", f->dirname);
+		for (char *end = path + strlen(path);;) {
+			if (n == cap) {
+				cap = cap ? cap * 2 : 256;
+				char **k = realloc(keep, cap * sizeof *k);
+				if (!k) {
+					ok = false;
+					break;
+				}
+				keep = k;
+			}
+			if (!(keep[n++] = strdup(path))) {
+				ok = false;
+				break;
+			}
+			while (end > path && *end != '/')
+				end--;
+			if (end == path)
+				break;
+			*end = '\0';
+		}
+	}
+	if (ok)
+		qsort(keep, n, sizeof *keep, cmp_str);
+	for (size_t i = fl->low; ok && i <= fl->high && i < fl->count; i++) {
+		struct file_entry *f = fl->sorted[i];
+		if (!(f->flags & FE_ACTIVE) || !S_ISDIR(f->mode) || !flist_path(f, path, sizeof path) ||
+		    strcmp(path, ".") == 0)
+			continue;
+		char *key = path;
+		if (!bsearch(&key, keep, n, sizeof *keep, cmp_str))
+			f->flags &= ~FE_ACTIVE;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(keep[i]);
+	free(keep);
+	if (!ok)
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory pruning empty directories");
+	while (fl->low < fl->high && !(fl->sorted[fl->low]->flags & FE_ACTIVE))
+		fl->low++;
+	while (fl->high > fl->low && !(fl->sorted[fl->high]->flags & FE_ACTIVE))
+		fl->high--;
+	return true;
+}
+
 bool flist_sort_and_clean(struct session *s, struct flist *fl)
 {
 	struct sort_ctx c = {.protocol = s->protocol};
@@ -386,6 +452,17 @@ bool flist_sort_and_clean(struct session *s, struct flist *fl)
 		}
 	}
 	fl->high = prev;
+	/* -R names may start with "/": strip it only now that the order is
+	 * the sender's (flist.c: flist_sort_and_clean's strip_root). */
+	for (i = fl->low; s->opts->relative && i <= fl->high; i++) {
+		struct file_entry *f = fl->sorted[i];
+		while (f->dirname && *f->dirname == '/')
+			f->dirname++;
+		if (f->dirname && !*f->dirname)
+			f->dirname = NULL;
+	}
+	if (s->opts && s->opts->prune_empty_dirs && !s->am_sender)
+		return prune_empty_dirs(s, fl);
 	return true;
 }
 
@@ -639,7 +716,8 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 		if (!wire_read_i32(&s->in, &v))
 			return false;
 		k->mode = (uint32_t)v;
-		if (!valid_type(k->mode))
+		/* mode 0 is a missing argument under --delete-missing-args */
+		if (!valid_type(k->mode) && !(k->mode == 0 && s->opts->missing_args == 2))
 			return wire_fail(&s->err, RERR_PROTOCOL, "invalid file mode 0%o from sender",
 					 k->mode);
 	}
@@ -746,6 +824,10 @@ static bool recv_entry(struct session *s, struct flist *fl, uint32_t xflags)
 		if (S_ISREG(f->mode))
 			f->sum = sum;
 	}
+	if (o->acls && !acl_recv_entry(s, f))
+		return false;
+	if (o->xattrs && !xattr_recv_entry(s, f))
+		return false;
 	if (!o->hard_links)
 		f->flags &= ~(FE_HLINKED | FE_HLINK_FIRST);
 	f->flags |= FE_ACTIVE;
@@ -853,6 +935,13 @@ bool flist_recv(struct session *s, struct flist *fl)
 	uint32_t xflags;
 	bool end;
 
+	/* --usermap/--groupmap/--chown count while the id lists arrive */
+	if (o->usermap && !s->uids.rules_parsed && !id_rules_parse(s, &s->uids, o->usermap, true))
+		return false;
+	if (o->groupmap && !s->gids.rules_parsed && !id_rules_parse(s, &s->gids, o->groupmap, false))
+		return false;
+	if (!meta_check_protocol(s))
+		return false;
 	for (;;) {
 		if (!recv_flags(s, fl, &xflags, &end))
 			return false;
@@ -862,10 +951,13 @@ bool flist_recv(struct session *s, struct flist *fl)
 			return false;
 		count_entry(&s->stats, &fl->files[fl->count - 1]);
 	}
-	if (o->owner && !o->numeric_ids && !recv_id_list(s, &s->uids, true))
+	/* -A sends the lists for the ids its ACLs name (uidlist.c: recv_id_list) */
+	if ((o->owner || o->acls) && !o->numeric_ids && !recv_id_list(s, &s->uids, true))
 		return false;
-	if (o->group && !o->numeric_ids && !recv_id_list(s, &s->gids, false))
+	if ((o->group || o->acls) && !o->numeric_ids && !recv_id_list(s, &s->gids, false))
 		return false;
+	if (o->acls)
+		acl_map_ids(s);
 	if (s->protocol < 30) {
 		int32_t err;
 		if (!wire_read_i32(&s->in, &err))

@@ -70,6 +70,8 @@ struct file_entry {
 	int32_t hl_first;      /* sorted index of the group's first member */
 	uint32_t flags;        /* FE_* */
 	int32_t depth;
+	/* -A/-X: index + 1 into the session's ACL and xattr lists, 0 = none */
+	int32_t acl_ndx, defacl_ndx, xattr_ndx;
 };
 
 /* What the previous entry left behind: rsync compresses each entry against

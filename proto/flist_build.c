@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "proto/fileio.h"
+#include "proto/filesfrom.h"
 #include "proto/filter.h"
 #include "proto/sendside.h"
 
@@ -23,7 +24,16 @@ struct walker {
 	struct send_list *sl;
 	uint32_t root;
 	dev_t top_dev;  /* -x: the file system of the current source argument */
+	int base_fd;    /* names are relative to this: w->root_fd, or the
+			 * --files-from source directory */
+	struct { dev_t dev; ino_t ino; } above[128]; /* dirs being walked: no loops */
+	int nabove;
 	char err[512];
+	/* -R (flist.c: send_file_list's statics) */
+	char **root_names;     /* the "/./" dir of each root, "" = base */
+	size_t nroot_names;
+	char lastpath[MAXPATHLEN_WIRE]; /* the last implied dirs sent */
+	int implied_dot;       /* rsync's implied_dot_dir: 0, -1 due, 1 sent */
 };
 
 static void io_error(struct walker *k, int bit, const char *what, const char *name)
@@ -103,7 +113,7 @@ static struct file_entry *add_entry(struct walker *k, const char *path, const st
 		return NULL;
 	}
 	f->mode = st->st_mode;
-	if (k->s->chmod.n && !S_ISLNK(f->mode))
+	if (k->s->chmod.n && !S_ISLNK(f->mode) && f->mode)
 		f->mode = chmod_apply(&k->s->chmod, f->mode);
 	f->size = S_ISREG(st->st_mode) ? st->st_size : S_ISDIR(st->st_mode) ? st->st_size : 0;
 	f->mtime = st->st_mtim.tv_sec;
@@ -187,6 +197,94 @@ static void join(char *out, size_t size, const char *dir, const char *name)
 
 static bool walk_dir(struct walker *k, int dirfd, const char *relpath);
 
+static bool following_links(const struct ferry_opts *o)
+{
+	return o->copy_links || o->copy_unsafe_links || o->copy_dirlinks;
+}
+
+/* Stat what the symlink dirfd/leaf points to. In a daemon module the
+ * link is resolved from the source argument's directory and may not lead
+ * out of it (the sender opens the file the same way). */
+static int stat_target(struct walker *k, int dirfd, const char *leaf, const char *path,
+		       struct stat *st)
+{
+	if (!k->w->confined)
+		return fstatat(dirfd, leaf, st, 0);
+	int fd = fs_open_beneath(k->sl->roots.fds[k->root], path, O_PATH);
+	if (fd < 0)
+		return -1;
+	int r = fstat(fd, st);
+	close(fd);
+	return r;
+}
+
+/* -L, --copy-unsafe-links, -k (flist.c: readlink_stat, link_stat): replace
+ * a symlink's stat by its referent's when asked to. False: leave the entry
+ * out (a link that must be followed but leads nowhere). */
+static bool resolve_link(struct walker *k, int dirfd, const char *leaf, const char *path,
+			 struct stat *st)
+{
+	const struct ferry_opts *o = k->s->opts;
+	bool follow = o->copy_links;
+	struct stat target;
+
+	if (!follow && o->copy_unsafe_links) {
+		char link[MAXPATHLEN_WIRE];
+		ssize_t n = readlinkat(dirfd, leaf, link, sizeof link - 1);
+		if (n >= 0) {
+			link[n] = '\0';
+			follow = fs_symlink_unsafe(link, path);
+			if (follow && o->verbose)
+				session_info(k->s, "copying unsafe symlink \"%s\" -> \"%s\"\n", path,
+					     link);
+		}
+	}
+	if (!follow && !o->copy_dirlinks)
+		return true;
+	if (stat_target(k, dirfd, leaf, path, &target) < 0) {
+		if (!follow)
+			return true; /* -k: a dangling link stays a link */
+		session_err(k->s, "symlink has no referent: \"%s\"", path);
+		k->s->io_error |= IOERR_GENERAL;
+		return false;
+	}
+	if (follow || S_ISDIR(target.st_mode))
+		*st = target;
+	return true;
+}
+
+/* A subdirectory to walk: normally never through a symlink, but a link
+ * the user asked to follow is opened as its referent. */
+static int open_subdir(struct walker *k, int dirfd, const char *leaf, const char *sub)
+{
+	int fd = openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0 || (errno != ELOOP && errno != ENOTDIR) || !following_links(k->s->opts))
+		return fd;
+	if (!k->w->confined)
+		return openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fs_open_beneath(k->sl->roots.fds[k->root], sub, O_RDONLY | O_DIRECTORY);
+}
+
+/* Is the directory on fd one we are already inside (a followed link
+ * leading back up)? Otherwise remember it while its contents are walked. */
+static bool enter_dir(struct walker *k, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return false;
+	for (int i = 0; i < k->nabove; i++)
+		if (k->above[i].dev == st.st_dev && k->above[i].ino == st.st_ino)
+			return false;
+	if (k->nabove == (int)(sizeof k->above / sizeof k->above[0]))
+		return false;
+	k->above[k->nabove].dev = st.st_dev;
+	k->above[k->nabove].ino = st.st_ino;
+	k->nabove++;
+	return true;
+}
+
 /* Send a directory's entries, then recurse into its subdirectories, like
  * rsync's send_directory(). */
 static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
@@ -229,6 +327,9 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 				 path);
 			continue;
 		}
+		if (S_ISLNK(st.st_mode) && following_links(o) &&
+		    !resolve_link(k, dirfd, de->d_name, path, &st))
+			continue;
 		if (!wanted_type(o, st.st_mode) || excluded(k, path, S_ISDIR(st.st_mode)))
 			continue;
 		/* -xx leaves out mount points; -x sends them empty (below). */
@@ -251,7 +352,7 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 		char sub[MAXPATHLEN_WIRE];
 		if (!flist_path(f, sub, sizeof sub))
 			continue;
-		int sfd = openat(dirfd, f->basename, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int sfd = open_subdir(k, dirfd, f->basename, sub);
 		if (sfd < 0) {
 			io_error(k, IOERR_GENERAL, "opendir", sub);
 			continue;
@@ -261,7 +362,13 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 			close(sfd);
 			continue;
 		}
+		if (!enter_dir(k, sfd)) {
+			session_err(k->s, "skipping directory %s: a symlink loop leads back to it", sub);
+			close(sfd);
+			continue;
+		}
 		bool ok = walk_dir(k, sfd, sub);
+		k->nabove--;
 		close(sfd);
 		if (!ok)
 			return false;
@@ -299,17 +406,24 @@ static void split_arg(const char *arg, char *base, size_t bsize, char *name, siz
 	}
 }
 
-static int open_base(struct walker *k, const char *base)
+/* Open a directory below `from` (a module root: one component at a time,
+ * no symlinks; the user's own files: as the path says). */
+static int open_dir_at(struct walker *k, int from, const char *dir)
 {
 	if (k->w->confined) {
 		struct dir_cursor c;
-		dir_cursor_init(&c, k->w->root_fd);
-		int fd = dir_cursor_open(&c, strcmp(base, ".") == 0 ? "" : base);
-		int dupfd = fd >= 0 ? dup(fd) : -1;
+		dir_cursor_init(&c, from);
+		int fd = dir_cursor_open(&c, strcmp(dir, ".") == 0 ? "" : dir);
+		int dupfd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
 		dir_cursor_close(&c);
 		return dupfd;
 	}
-	return openat(k->w->root_fd, base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return openat(from, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+static int open_base(struct walker *k, const char *base)
+{
+	return open_dir_at(k, k->base_fd, base);
 }
 
 static bool add_roots(struct walker *k, int fd)
@@ -345,6 +459,14 @@ static bool build_one(struct walker *k, const char *arg)
 	}
 	int flags = strcmp(name, ".") == 0 || !k->w->confined ? 0 : AT_SYMLINK_NOFOLLOW;
 	if (strcmp(name, ".") == 0 ? fstat(bfd, &st) < 0 : fstatat(bfd, name, &st, flags) < 0) {
+		if (errno == ENOENT && o->missing_args == 1)
+			return true; /* --ignore-missing-args */
+		if (errno == ENOENT && o->missing_args == 2) {
+			/* --delete-missing-args: a mode-0 entry tells the
+			 * receiver to delete its copy (flist.c) */
+			memset(&st, 0, sizeof st);
+			return add_entry(k, name, &st, bfd, name) || !wire_error_code(&k->s->err);
+		}
 		session_err(k->s, "link_stat \"%s\" failed: %s (%d)", arg, strerror(errno), errno);
 		k->s->io_error |= IOERR_GENERAL;
 		k->sl->vanished = true;
@@ -352,6 +474,8 @@ static bool build_one(struct walker *k, const char *arg)
 	}
 	if (!S_ISDIR(st.st_mode) && flags == 0 && strcmp(name, ".") != 0)
 		fstatat(bfd, name, &st, AT_SYMLINK_NOFOLLOW); /* a top-level symlink stays one */
+	if (S_ISLNK(st.st_mode) && following_links(o) && !resolve_link(k, bfd, name, name, &st))
+		return true;
 	if (strcmp(name, ".") != 0 && daemon_hides(k, arg, S_ISDIR(st.st_mode))) {
 		/* what the module excludes does not exist for the client (flist.c) */
 		session_err(k->s, "link_stat \"%s\" failed: %s (%d)", arg, strerror(ENOENT), ENOENT);
@@ -373,15 +497,16 @@ static bool build_one(struct walker *k, const char *arg)
 		f->flags |= FE_TOP_DIR | FE_CONTENT_DIR;
 		if (!o->recursive && strcmp(name, ".") != 0)
 			return true;
-		int dfd = strcmp(name, ".") == 0
-				  ? dup(bfd)
-				  : openat(bfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
-							  (k->w->confined ? O_NOFOLLOW : 0));
+		int dfd = strcmp(name, ".") == 0 ? dup(bfd)
+			  : k->w->confined ? open_subdir(k, bfd, name, name)
+					   : openat(bfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0) {
 			io_error(k, IOERR_GENERAL, "opendir", name);
 			return true;
 		}
 		if (o->recursive || strcmp(name, ".") == 0) {
+			k->nabove = 0;
+			enter_dir(k, dfd);
 			bool ok = walk_dir(k, dfd, name);
 			close(dfd);
 			return ok;
@@ -391,17 +516,373 @@ static bool build_one(struct walker *k, const char *arg)
 	return true;
 }
 
+/* ---- -R/--relative and --files-from (flist.c: send_file_list) ---- */
+
+enum name_type { NORMAL_NAME, SLASH_ENDING_NAME, DOTDIR_NAME };
+
+/* rsync's clean_fname(CFN_KEEP_TRAILING_SLASH | CFN_DROP_TRAILING_DOT_DIR):
+ * collapse "//" and "./", drop a trailing ".", keep a trailing "/" and
+ * a leading one; an empty result is ".". Returns the new length. */
+static size_t clean_relative(char *name)
+{
+	char *t = name, *f = name;
+	bool anchored = *f == '/';
+
+	if (anchored)
+		*t++ = *f++;
+	while (*f) {
+		if (*f == '/') {
+			f++;
+			continue;
+		}
+		if (*f == '.' && f[1] == '/') {
+			f += 2;
+			continue;
+		}
+		if (*f == '.' && f[1] == '\0')
+			break;
+		while (*f && (*t++ = *f++) != '/')
+			;
+	}
+	if (t == name)
+		*t++ = '.';
+	*t = '\0';
+	return (size_t)(t - name);
+}
+
+/* Make the "/./" dir of a name (relative to the base; "" is the base)
+ * the current root, opening it the first time. False after reporting. */
+static bool set_root(struct walker *k, const char *dir)
+{
+	for (size_t i = 0; i < k->nroot_names; i++) {
+		if (strcmp(k->root_names[i], dir) == 0) {
+			k->root = (uint32_t)i;
+			return true;
+		}
+	}
+	int fd;
+	if (*dir)
+		fd = open_base(k, dir);
+	else if (k->base_fd == AT_FDCWD)
+		fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	else
+		fd = fcntl(k->base_fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0) {
+		int e = errno;
+		session_xfer_err(k->s, "change_dir \"%s\" failed: %s (%d)", dir, strerror(e), e);
+		k->s->io_error |= IOERR_GENERAL;
+		return false;
+	}
+	char **names = realloc(k->root_names, (k->nroot_names + 1) * sizeof *names);
+	char *copy = strdup(dir);
+	if (names)
+		k->root_names = names;
+	if (!names || !copy || !add_roots(k, fd)) {
+		free(copy);
+		close(fd);
+		return wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
+	}
+	k->root_names[k->nroot_names++] = copy; /* add_roots made it k->root */
+	return true;
+}
+
+static int cur_root_fd(const struct walker *k)
+{
+	return k->sl->roots.fds[k->root];
+}
+
+/* The directory holding name inside the current root, and its last
+ * component. Symlinks on the way are followed for the user's own files
+ * (rsync follows implied dirs) and refused in a module. */
+static int open_parent(struct walker *k, const char *name, const char **leaf)
+{
+	char dir[MAXPATHLEN_WIRE];
+	const char *slash = strrchr(name, '/');
+
+	if (!slash) {
+		*leaf = name;
+		return fcntl(cur_root_fd(k), F_DUPFD_CLOEXEC, 0);
+	}
+	*leaf = slash + 1;
+	snprintf(dir, sizeof dir, "%.*s", slash == name ? 1 : (int)(slash - name), name);
+	return open_dir_at(k, cur_root_fd(k), dir);
+}
+
+/* One implied directory: its own attributes, as a dir with no contents
+ * of its own in the transfer; only the module's rules filter it. */
+static bool add_implied(struct walker *k, const char *path)
+{
+	struct stat st;
+	int fd = open_dir_at(k, cur_root_fd(k), path);
+
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		io_error(k, IOERR_GENERAL, "link_stat", path);
+		if (fd >= 0)
+			close(fd);
+		return !wire_error_code(&k->s->err);
+	}
+	close(fd);
+	if (k->w->daemon_filters && filter_check(k->w->daemon_filters, path, true, false) < 0)
+		return true;
+	struct file_entry *f = add_entry(k, path, &st, cur_root_fd(k), path);
+	if (!f)
+		return !wire_error_code(&k->s->err);
+	f->flags = FE_ACTIVE | FE_IMPLIED_DIR;
+	return true;
+}
+
+/* The directories leading to name[0..limit), skipping those the last
+ * call already sent. mirrors rsync flist.c:send_implied_dirs() */
+static bool send_implied(struct walker *k, const char *name, size_t limit)
+{
+	char path[MAXPATHLEN_WIRE];
+	size_t start = 0, i;
+
+	for (i = 0;; i++) {
+		if (i == limit) {
+			if (k->lastpath[i] == '/' || k->lastpath[i] == '\0')
+				return true;
+			break;
+		}
+		if (k->lastpath[i] != name[i])
+			break;
+		if (name[i] == '/')
+			start = i;
+	}
+	memcpy(path, name, limit);
+	path[limit] = '\0';
+	for (char *sl = path + start; (sl = strchr(sl + 1, '/')) != NULL;) {
+		*sl = '\0';
+		bool ok = add_implied(k, path);
+		*sl = '/';
+		if (!ok)
+			return false;
+	}
+	if (!add_implied(k, path))
+		return false;
+	snprintf(k->lastpath, sizeof k->lastpath, "%s", path);
+	return true;
+}
+
+/* Is any leading part of name hidden by the module's rules?
+ * (flist.c: path_is_daemon_excluded) */
+static bool daemon_hides_path(struct walker *k, const char *name)
+{
+	char path[MAXPATHLEN_WIRE];
+
+	if (!k->w->daemon_filters)
+		return false;
+	snprintf(path, sizeof path, "%s", name);
+	for (char *sl = path + 1; (sl = strchr(sl, '/')) != NULL; sl++) {
+		*sl = '\0';
+		bool hidden = filter_check(k->w->daemon_filters, path, true, false) < 0;
+		*sl = '/';
+		if (hidden)
+			return true;
+	}
+	return false;
+}
+
+/* Split one -R name at "/./" into its root dir and the name sent, and
+ * classify it. False (after reporting) for a ".." in the sent part, which
+ * ends the run as in rsync. */
+static bool split_relative(struct walker *k, char *fbuf, const char **dir, char **fn,
+			   enum name_type *type)
+{
+	char *p = strstr(fbuf, "/./");
+
+	*dir = "";
+	*fn = fbuf;
+	if (p) {
+		*p = '\0';
+		*dir = p == fbuf ? "/" : fbuf;
+		*fn = p + 3;
+		while (**fn == '/')
+			(*fn)++;
+	}
+	/* A leading "./" puts "." itself in the list (implied_dot_dir). */
+	if ((*fn)[0] == '.' && (*fn)[1] == '/' && (*fn)[2] && !k->implied_dot)
+		k->implied_dot = -1;
+	size_t len = clean_relative(*fn);
+	*type = NORMAL_NAME;
+	if (len == 1 && (*fn)[0] == '/') {
+		*fn = "/.";
+		*type = DOTDIR_NAME;
+	} else if (len == 1 && (*fn)[0] == '.') {
+		*type = DOTDIR_NAME;
+	} else if ((*fn)[len - 1] == '/') {
+		(*fn)[--len] = '\0';
+		*type = len == 1 && **fn == '.' ? DOTDIR_NAME : SLASH_ENDING_NAME;
+	}
+	for (char *d = *fn; (d = strstr(d, "..")) != NULL; d += 2) {
+		if ((d[2] == '/' || d[2] == '\0') && (d == *fn || d[-1] == '/')) {
+			session_err(k->s, "found \"..\" dir in relative path: %s", *fn);
+			return wire_fail(&k->s->err, RERR_SYNTAX, " ");
+		}
+	}
+	return true;
+}
+
+/* Stat a -R name: symlinks are followed for "dir/" and "." names
+ * (link_stat with copy_dirlinks || name_type != NORMAL_NAME). */
+static int stat_relative(struct walker *k, const char *fn, enum name_type type, struct stat *st,
+			 int *pfd, const char **leaf)
+{
+	*pfd = open_parent(k, fn, leaf);
+	if (*pfd < 0)
+		return -1;
+	bool follow = type != NORMAL_NAME && !k->w->confined;
+	if (strcmp(*leaf, ".") == 0)
+		return fstat(*pfd, st);
+	return fstatat(*pfd, *leaf, st, follow ? 0 : AT_SYMLINK_NOFOLLOW);
+}
+
+/* The entry for the name itself and, for a directory, what it holds. */
+static bool add_named(struct walker *k, const char *fn, enum name_type type,
+		      const struct stat *st, int pfd, const char *leaf)
+{
+	const struct ferry_opts *o = k->s->opts;
+	bool whole = o->recursive || (o->dirs && type != NORMAL_NAME);
+	struct file_entry *f = add_entry(k, fn, st, pfd, leaf);
+
+	if (!f)
+		return !wire_error_code(&k->s->err);
+	if (!S_ISDIR(st->st_mode))
+		return true;
+	f->flags &= ~(FE_TOP_DIR | FE_CONTENT_DIR);
+	if (!whole)
+		return true;
+	f->flags |= FE_TOP_DIR | FE_CONTENT_DIR;
+	int dfd = strcmp(leaf, ".") == 0 ? fcntl(pfd, F_DUPFD_CLOEXEC, 0)
+					 : openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+							     (k->w->confined ? O_NOFOLLOW : 0));
+	if (dfd < 0) {
+		io_error(k, IOERR_GENERAL, "opendir", fn);
+		return true;
+	}
+	k->nabove = 0;
+	enter_dir(k, dfd);
+	bool ok = walk_dir(k, dfd, fn);
+	close(dfd);
+	return ok;
+}
+
+/* One source name under -R (an argument or a --files-from line). */
+static bool build_relative(struct walker *k, const char *arg)
+{
+	const struct ferry_opts *o = k->s->opts;
+	char fbuf[MAXPATHLEN_WIRE];
+	const char *dir, *leaf;
+	char *fn;
+	enum name_type type;
+	struct stat st;
+
+	snprintf(fbuf, sizeof fbuf, "%s", arg);
+	if (!split_relative(k, fbuf, &dir, &fn, &type))
+		return false;
+	if (!set_root(k, dir)) {
+		if (k->implied_dot < 0)
+			k->implied_dot = 0;
+		return !wire_error_code(&k->s->err);
+	}
+	if (k->implied_dot < 0) {
+		k->implied_dot = 1;
+		if (!add_implied(k, "."))
+			return false;
+	}
+	int pfd = -1;
+	int e = 0;
+	bool hidden = false;
+	if (stat_relative(k, fn, type, &st, &pfd, &leaf) < 0)
+		e = errno;
+	else if (S_ISLNK(st.st_mode) && following_links(o) &&
+		 !resolve_link(k, pfd, leaf, fn, &st)) {
+		close(pfd);
+		return true;
+	}
+	else if (type != DOTDIR_NAME && k->w->daemon_filters &&
+		 filter_check(k->w->daemon_filters, fn, S_ISDIR(st.st_mode), false) < 0)
+		hidden = true;
+	else if (daemon_hides_path(k, fn))
+		hidden = true;
+	if (e || hidden) {
+		/* what the module excludes does not exist for the client */
+		e = e ? e : ENOENT;
+		session_xfer_err(k->s, "link_stat \"%s\" failed: %s (%d)", fn, strerror(e), e);
+		if (e != ENOENT)
+			k->s->io_error |= IOERR_GENERAL;
+		if (pfd >= 0)
+			close(pfd);
+		return true;
+	}
+	bool ok = true;
+	if (type != DOTDIR_NAME && excluded(k, fn, S_ISDIR(st.st_mode))) {
+		/* left out by the filter rules */
+	} else if (S_ISDIR(st.st_mode) && !o->dirs) {
+		session_info(k->s, "skipping directory %s\n", fn);
+	} else {
+		/* From protocol 30 the implied dirs always go, flagged, and
+		 * the receiver decides (flist.c: implied_dirs = 1). */
+		const char *last = strrchr(fn, '/');
+		if ((k->s->protocol >= 30 || !o->no_implied_dirs) && last && last != fn)
+			ok = send_implied(k, fn, (size_t)(last - fn));
+		k->top_dev = st.st_dev;
+		ok = ok && add_named(k, fn, type, &st, pfd, leaf);
+	}
+	close(pfd);
+	return ok;
+}
+
+/* The --files-from names, relative to the source directory args[0].
+ * A source directory that cannot be entered ends the run (exit 3). */
+static bool build_listed(struct walker *k, const char *base)
+{
+	const struct ferry_opts *o = k->s->opts;
+	char name[MAXPATHLEN_WIRE];
+	int r;
+
+	int bfd = open_dir_at(k, k->w->root_fd, base);
+	if (bfd < 0) {
+		int e = errno;
+		session_err(k->s, "change_dir \"%s\" failed: %s (%d)", base, strerror(e), e);
+		return wire_fail(&k->s->err, RERR_FILESELECT, " ");
+	}
+	k->base_fd = bfd;
+	while ((r = names_next(k->w->names, name, sizeof name)) > 0) {
+		names_sanitize(name, o->relative);
+		if (!(o->relative ? build_relative(k, name) : build_one(k, name)))
+			break;
+	}
+	close(bfd);
+	k->base_fd = k->w->root_fd;
+	if (r < 0 && k->w->names->fd >= 0) {
+		int e = errno;
+		return wire_fail(&k->s->err, RERR_FILEIO, "reading the --files-from list: %s",
+				 strerror(e));
+	}
+	return r == 0 && !wire_error_code(&k->s->err);
+}
+
 bool flist_build(struct session *s, const struct walk_opts *w, char **args, int nargs,
 		 struct send_list *out)
 {
-	struct walker k = {.s = s, .w = w, .sl = out};
+	struct walker k = {.s = s, .w = w, .sl = out, .base_fd = w->root_fd};
+	bool ok = true;
 
 	memset(out, 0, sizeof *out);
+	out->confined = w->confined;
 	flist_init(&out->fl);
-	for (int i = 0; i < nargs; i++)
-		if (!build_one(&k, args[i]))
-			return false;
-	return true;
+	/* -R outside a module: the sender opens files by their path, through
+	 * implied dirs that may be symlinks, as rsync does. */
+	out->open_plain = s->opts->relative && !w->confined;
+	if (w->names)
+		ok = build_listed(&k, nargs ? args[0] : ".");
+	for (int i = 0; ok && !w->names && i < nargs; i++)
+		ok = s->opts->relative ? build_relative(&k, args[i]) : build_one(&k, args[i]);
+	for (size_t i = 0; i < k.nroot_names; i++)
+		free(k.root_names[i]);
+	free(k.root_names);
+	return ok;
 }
 
 void send_list_free(struct send_list *sl)

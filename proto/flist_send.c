@@ -9,7 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "proto/acls.h"
 #include "proto/sendside.h"
+#include "proto/xattrs.h"
 
 struct send_state {
 	int64_t mtime;
@@ -89,7 +91,8 @@ static uint32_t entry_xflags(struct session *s, struct send_state *st, const str
 		/* A directory whose contents are not sent must not have them
 		 * deleted on the other side (flist.c: send_file_entry). */
 		if (s->protocol >= 30 && !(f->flags & FE_CONTENT_DIR))
-			x = (f->flags & FE_TOP_DIR ? XMIT_TOP_DIR : 0) | XMIT_NO_CONTENT_DIR;
+			x = (f->flags & (FE_TOP_DIR | FE_IMPLIED_DIR) ? XMIT_TOP_DIR : 0) |
+			    XMIT_NO_CONTENT_DIR;
 		else
 			x = f->flags & FE_TOP_DIR ? XMIT_TOP_DIR : 0;
 	}
@@ -292,13 +295,42 @@ static bool send_id_list(struct session *s, const struct id_seen *seen, bool use
 	return true;
 }
 
-/* Every id that occurs, also those only hidden behind XMIT_SAME_*. */
-static void collect_ids(const struct send_list *sl, struct id_seen *uids, struct id_seen *gids)
+/* Every id that occurs, also those only hidden behind XMIT_SAME_*, and
+ * those named in the ACLs sent. */
+static void collect_ids(struct session *s, const struct send_list *sl, struct id_seen *uids,
+			struct id_seen *gids)
 {
+	const uint32_t *ids;
+	size_t n;
+
 	for (size_t i = 0; i < sl->fl.count; i++) {
-		note_id(uids, sl->fl.files[i].uid);
-		note_id(gids, sl->fl.files[i].gid);
+		if (s->opts->owner)
+			note_id(uids, sl->fl.files[i].uid);
+		if (s->opts->group)
+			note_id(gids, sl->fl.files[i].gid);
 	}
+	n = acl_sent_ids(s, true, &ids);
+	for (size_t i = 0; i < n; i++)
+		note_id(uids, ids[i]);
+	n = acl_sent_ids(s, false, &ids);
+	for (size_t i = 0; i < n; i++)
+		note_id(gids, ids[i]);
+}
+
+/* -A/-X: the entry's ACLs and xattrs follow its other fields (flist.c:
+ * send_file_name), read from disk now. */
+static bool send_meta(struct session *s, struct send_list *sl, size_t i)
+{
+	struct file_entry *f = &sl->fl.files[i];
+	uint32_t root = sl->info[i].root;
+	int rootfd = root < sl->roots.count ? sl->roots.fds[root] : -1;
+	char path[MAXPATHLEN_WIRE];
+
+	if (!flist_path(f, path, sizeof path))
+		return wire_fail(&s->err, RERR_PROTOCOL, "file name too long");
+	if (s->opts->acls && !acl_send_entry(s, rootfd, path, f))
+		return false;
+	return !s->opts->xattrs || xattr_send_entry(s, rootfd, path, f);
 }
 
 bool flist_send(struct session *s, struct send_list *sl)
@@ -312,8 +344,12 @@ bool flist_send(struct session *s, struct send_list *sl)
 	int32_t *leaders = o->hard_links ? hlink_leaders(sl) : NULL;
 
 	s->fl.lastname[0] = '\0';
+	if (!meta_check_protocol(s))
+		ok = false;
 	for (size_t i = 0; ok && i < sl->fl.count; i++) {
 		ok = send_entry(s, sl, i, &st, &uids, &gids, leaders);
+		if (ok && (o->acls || o->xattrs))
+			ok = send_meta(s, sl, i);
 		const struct file_entry *f = &sl->fl.files[i];
 		if (S_ISREG(f->mode) || S_ISLNK(f->mode))
 			s->stats.total_size += f->size;
@@ -328,10 +364,10 @@ bool flist_send(struct session *s, struct send_list *sl)
 		else
 			ok = wire_write_u8(&s->out, 0);
 	}
-	collect_ids(sl, &uids, &gids);
-	if (ok && o->owner && !o->numeric_ids)
+	collect_ids(s, sl, &uids, &gids);
+	if (ok && (o->owner || o->acls) && !o->numeric_ids)
 		ok = send_id_list(s, &uids, true);
-	if (ok && o->group && !o->numeric_ids)
+	if (ok && (o->group || o->acls) && !o->numeric_ids)
 		ok = send_id_list(s, &gids, false);
 	if (ok && s->protocol < 30)
 		ok = wire_write_i32(&s->out, io_err);

@@ -14,7 +14,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "proto/acls.h"
 #include "proto/batch.h"
+#include "proto/xattrs.h"
 #include "proto/delete.h"
 #include "proto/fileio.h"
 #include "proto/filter.h"
@@ -180,16 +182,47 @@ static int attr_change_bits(struct gen *g, const struct file_entry *f, const str
 	return attr_change_bits_for(g, f, st, 0);
 }
 
+/* -A/-X: the 'a' and 'x' item bits, comparing the entry with what is at
+ * dirfd/leaf (dirfd < 0: nothing there yet). */
+static int meta_item_bits(struct gen *g, const struct file_entry *f, int dirfd, const char *leaf)
+{
+	if (!g->o->acls && !g->o->xattrs)
+		return 0;
+	int bits = xattr_item_bits(g->s, dirfd, leaf, f);
+	if (dirfd >= 0)
+		bits |= acl_item_bits(g->s, dirfd, leaf, f);
+	return bits;
+}
+
+/* meta_item_bits() for an entry at its place in the destination. */
+static int meta_item_bits_at_dest(struct gen *g, const struct file_entry *f, int iflags)
+{
+	char path[MAXPATHLEN_WIRE * 2];
+
+	if (!g->o->acls && !g->o->xattrs)
+		return 0;
+	if ((iflags & ITEM_IS_NEW) || !flist_path(f, path, sizeof path))
+		return meta_item_bits(g, f, -1, NULL);
+	if (g->rc->solo_name && !S_ISDIR(f->mode))
+		return meta_item_bits(g, f, g->rc->rootfd, g->rc->solo_name);
+	return meta_item_bits(g, f, g->rc->rootfd, path);
+}
+
 /* A report-only record: sent to the sender for protocol >= 29 (which
  * echoes it to our receiver, who prints it in order), printed here before. */
 static bool report_item(struct gen *g, int32_t ndx, int iflags, const char *xname)
 {
 	struct session *s = g->s;
 	const struct ferry_opts *o = g->o;
+	const struct file_entry *f = g->rc->fl->sorted[ndx];
+	iflags |= meta_item_bits_at_dest(g, f, iflags);
 	bool want = (iflags & SIGNIFICANT_ITEM_FLAGS & 0xffff) || o->itemize > 1 ||
 		    o->verbose > 1 || (xname && *xname);
+	/* An xattr request rides on the record, so it goes out regardless. */
+	bool xattr_req = xattr_request_follows(s, iflags);
 
-	if (!want || (!o->itemize && !o->verbose && !o->out_format && !o->progress))
+	bool shown = o->itemize || o->verbose || o->out_format || o->progress || s->log_fp;
+	if (!xattr_req && (!want || !shown))
 		return true;
 	if (s->protocol < 29) {
 		recv_log_item(g->rc, g->rc->fl->sorted[ndx], iflags, xname);
@@ -199,7 +232,7 @@ static bool report_item(struct gen *g, int32_t ndx, int iflags, const char *xnam
 		iflags |= ITEM_XNAME_FOLLOWS;
 	wire_out_lock(&s->out);
 	bool ok = wire_write_ndx(&s->out, ndx) && wire_write_u16(&s->out, (uint16_t)iflags) &&
-		  (!xname || wire_write_vstring(&s->out, xname));
+		  (!xname || wire_write_vstring(&s->out, xname)) && xattr_gen_request(s, f, iflags);
 	wire_out_unlock(&s->out);
 	return ok;
 }
@@ -349,6 +382,12 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	int dirfd = parent_of(g, path, &leaf);
 	int iflags = ITEM_LOCAL_CHANGE | ITEM_REPORT_CHANGE;
 
+	if (g->o->safe_links && fs_symlink_unsafe(f->link, path)) {
+		if (g->o->verbose)
+			session_info(g->s, "ignoring unsafe symlink \"%s\" -> \"%s\"\n", path,
+				     f->link);
+		return;
+	}
 	if (dry_missing(g, dirfd)) {
 		report_item(g, ndx, iflags | ITEM_IS_NEW, NULL);
 		return;
@@ -371,6 +410,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 					report_item(g, ndx, attr_change_bits(g, f, &st), NULL);
 					if (!g->o->dry_run)
 						apply_attrs(g->rc, dirfd, leaf, f, &st, true);
+					recv_report_success(g->rc, ndx, path, false);
 					return;
 				}
 			}
@@ -414,6 +454,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		g->s->stats.created_files++;
 	}
 	apply_attrs(g->rc, dirfd, leaf, f, NULL, true);
+	recv_report_success(g->rc, ndx, path, true);
 }
 
 static void gen_device(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
@@ -503,7 +544,8 @@ struct basis {
 	int dirfd;
 	const char *leaf;
 	const struct stat *st;  /* NULL: no basis */
-	int alt;                /* index of the --*-dest dir, or -1 */
+	int alt;                /* index of the --*-dest dir, FNAMECMP_PARTIAL_DIR,
+				 * or -1 for the destination itself */
 };
 
 /* Ask the sender for the file, with block sums of the basis if any. */
@@ -522,11 +564,15 @@ static bool request_from(struct gen *g, int32_t ndx, const struct basis *b, int 
 		fd = openat(b->dirfd, b->leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && b->alt >= 0)
 		iflags |= ITEM_BASIS_TYPE_FOLLOWS;
+	const struct file_entry *f = g->rc->fl->sorted[ndx];
+	bool at_dest = b->st && b->alt < 0 && !(iflags & ITEM_IS_NEW);
+	iflags |= meta_item_bits(g, f, at_dest ? b->dirfd : -1, at_dest ? b->leaf : NULL);
 	g->rc->state[ndx] |= FS_REQUESTED;
 	wire_out_lock(&s->out);
 	ok = wire_write_ndx(&s->out, ndx) &&
 	     (s->protocol < 29 || wire_write_u16(&s->out, (uint16_t)(iflags & 0xffff))) &&
-	     (!(iflags & ITEM_BASIS_TYPE_FOLLOWS) || wire_write_u8(&s->out, (uint8_t)b->alt));
+	     (!(iflags & ITEM_BASIS_TYPE_FOLLOWS) || wire_write_u8(&s->out, (uint8_t)b->alt)) &&
+	     xattr_gen_request(s, f, iflags);
 	if (ok && batch_do_xfers(g->o))
 		ok = fd >= 0 ? send_sums(g, fd, b->st->st_size, redo) : send_null_sums(s);
 	wire_out_unlock(&s->out);
@@ -542,6 +588,28 @@ static bool request_file(struct gen *g, int32_t ndx, const struct file_entry *f,
 
 	(void)f;
 	return request_from(g, ndx, &b, iflags, redo);
+}
+
+/* --partial-dir: a partial file from an earlier try is the best basis
+ * (generator.c: partialptr). Fills b (dirfd owned by *pfd) when there is
+ * one. */
+static bool partial_basis(struct gen *g, const char *path, int *pfd, struct basis *b,
+			  struct stat *st)
+{
+	*pfd = -1;
+	if (!g->o->partial_dir)
+		return false;
+	int fd = partial_dir_open(g->rc, path, false);
+	const char *leaf = partial_leaf(g->rc, path);
+	if (fd < 0)
+		return false;
+	if (fstatat(fd, leaf, st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st->st_mode)) {
+		close(fd);
+		return false;
+	}
+	*pfd = fd;
+	*b = (struct basis){.dirfd = fd, .leaf = leaf, .st = st, .alt = FNAMECMP_PARTIAL_DIR};
+	return true;
 }
 
 /* Does the --link-dest copy carry the attributes we preserve, so that a
@@ -619,6 +687,7 @@ static bool try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f, cons
 			report_item(g, ndx, o->alt_dest_mode == ALT_DEST_COMPARE ? 0 : ITEM_LOCAL_CHANGE,
 				    NULL);
 		g->rc->state[ndx] |= FS_DONE;
+		recv_report_success(g->rc, ndx, path, false);
 		return true;
 	}
 	return false;
@@ -667,6 +736,12 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 			f->mode = dest_mode(g, f->mode, 0, false);
 		struct basis b = {.dirfd = dirfd, .leaf = leaf, .st = NULL, .alt = -1};
 		struct stat bst;
+		int pfd;
+		if (partial_basis(g, path, &pfd, &b, &bst)) {
+			request_from(g, ndx, &b, ITEM_IS_NEW, false);
+			close(pfd);
+			return;
+		}
 		if (g->rc->nalt && try_alt_dests(g, ndx, f, path, dirfd, leaf, &b, &bst))
 			return;
 		request_from(g, ndx, &b, ITEM_IS_NEW, false);
@@ -697,11 +772,20 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		if (!o->dry_run)
 			apply_attrs(g->rc, dirfd, leaf, f, &st, true);
 		g->rc->state[ndx] |= FS_DONE;
+		recv_report_success(g->rc, ndx, path, false);
+		if (o->partial_dir && !o->dry_run)
+			partial_remove(g->rc, path); /* a leftover of an older try */
 		return;
 	}
 	if (!o->times)
 		iflags |= ITEM_REPORT_TIME; /* attr_change_bits_for() with a transfer */
-	request_file(g, ndx, f, dirfd, leaf, &st, iflags, false);
+	struct basis b = {.dirfd = dirfd, .leaf = leaf, .st = &st, .alt = -1};
+	struct stat pst;
+	int pfd;
+	partial_basis(g, path, &pfd, &b, &pst);
+	request_from(g, ndx, &b, iflags, false);
+	if (pfd >= 0)
+		close(pfd);
 }
 
 /* The module's exclude rules decide what a daemon takes in: a refused
@@ -755,9 +839,25 @@ static void gen_entry(struct gen *g, int32_t ndx)
 	}
 	if (parent_failed(g->rc, f) || daemon_refuses(g, ndx, f, path))
 		return;
+	if (f->mode == 0 && o->missing_args == 2) {
+		if (!o->dry_run)
+			delete_missing_arg(g->rc, &g->dirs, path);
+		return;
+	}
+	/* --no-implied-dirs: an implied dir is left as it is (a symlink
+	 * stays one), and a missing one made plain (generator.c:
+	 * recv_generator, make_path). */
+	bool no_implied = o->relative && o->no_implied_dirs;
+	if (no_implied && S_ISDIR(f->mode) && (f->flags & FE_IMPLIED_DIR))
+		return;
+	if (no_implied && f->dirname && !o->dry_run && !g->rc->solo_name &&
+	    dir_cursor_open(&g->dirs, f->dirname) < 0 && errno == ENOENT &&
+	    fs_mkpath_at(g->rc->rootfd, f->dirname) < 0)
+		file_error(g, "recv_generator: mkdir", f->dirname);
 	if (S_ISDIR(f->mode)) {
-		if (o->recursive || o->dirs || (f->flags & FE_TOP_DIR) || strcmp(path, ".") == 0)
-			gen_dir(g, ndx, f, path);
+		/* every directory in the list is made, whatever our -r/-d say
+		 * (a --files-from push sends listed dirs with neither) */
+		gen_dir(g, ndx, f, path);
 	} else if (S_ISLNK(f->mode)) {
 		if (o->links)
 			gen_symlink(g, ndx, f, path);
@@ -913,6 +1013,8 @@ static void touch_up_dirs(struct gen *g)
 	for (size_t i = fl->low; i <= fl->high && i < fl->count; i++) {
 		struct file_entry *f = fl->sorted[i];
 		if (!(f->flags & FE_ACTIVE) || !S_ISDIR(f->mode) || (g->rc->state[i] & FS_FAILED))
+			continue;
+		if ((f->flags & FE_IMPLIED_DIR) && g->o->relative && g->o->no_implied_dirs)
 			continue;
 		if (!flist_path(f, path, sizeof path))
 			continue;

@@ -3,6 +3,7 @@
  * uidlist.c does: user names only when we run as root, group names always;
  * an unknown name keeps the numeric id.
  */
+#include <ctype.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "proto/session.h"
+#include "proto/wildmatch.h"
 
 static bool lookup_local(const char *name, bool is_user, uint32_t *out)
 {
@@ -27,13 +29,20 @@ static bool lookup_local(const char *name, bool is_user, uint32_t *out)
 	return true;
 }
 
-bool id_map_add(struct session *s, struct id_map *map, uint32_t id, const char *name,
-		bool is_user)
+/* The first rule matching the sender's id (and name, "" when unknown). */
+static const struct id_rule *match_rule(const struct id_map *map, uint32_t id, const char *name)
 {
-	uint32_t local;
+	for (size_t i = 0; i < map->nrules; i++) {
+		const struct id_rule *r = &map->rules[i];
+		if (r->pattern ? wildmatch(r->pattern, name ? name : "")
+			       : id >= r->lo && id <= r->hi)
+			return r;
+	}
+	return NULL;
+}
 
-	if (!lookup_local(name, is_user, &local))
-		return true;
+static bool remember(struct session *s, struct id_map *map, uint32_t id, uint32_t local)
+{
 	for (size_t i = 0; i < map->count; i++) {
 		if (map->from[i] == id) {
 			map->to[i] = local;
@@ -58,12 +67,28 @@ bool id_map_add(struct session *s, struct id_map *map, uint32_t id, const char *
 	return true;
 }
 
-static uint32_t map_id(const struct id_map *map, uint32_t id)
+bool id_map_add(struct session *s, struct id_map *map, uint32_t id, const char *name,
+		bool is_user)
+{
+	const struct id_rule *r = match_rule(map, id, name);
+	uint32_t local;
+
+	if (r)
+		return remember(s, map, id, r->to);
+	if (!lookup_local(name, is_user, &local))
+		return true;
+	return remember(s, map, id, local);
+}
+
+static uint32_t map_id(const struct id_map *map, uint32_t id, bool numeric)
 {
 	for (size_t i = 0; i < map->count; i++)
 		if (map->from[i] == id)
 			return map->to[i];
-	return id;
+	/* an id the sender named no name for: only the rules can map it
+	 * (id 0 is taken to be "root", as rsync does) */
+	const struct id_rule *r = match_rule(map, id, id == 0 && !numeric ? "root" : NULL);
+	return r ? r->to : id;
 }
 
 /* Can we (not root) give a file this group? Only one of ours. */
@@ -84,14 +109,93 @@ void id_map_apply(struct session *s, struct file_entry *f)
 {
 	const struct ferry_opts *o = s->opts;
 
-	if (!o->numeric_ids && !s->ids_by_number) {
+	bool numeric = o->numeric_ids || s->ids_by_number;
+	if (!numeric || s->uids.nrules) {
 		if (o->owner && s->am_root)
-			f->uid = map_id(&s->uids, f->uid);
+			f->uid = map_id(&s->uids, f->uid, numeric);
+	}
+	if (!numeric || s->gids.nrules) {
 		if (o->group)
-			f->gid = map_id(&s->gids, f->gid);
+			f->gid = map_id(&s->gids, f->gid, numeric);
 	}
 	/* uidlist.c: match_gid sets FLAG_SKIP_GROUP for a group a non-root
 	 * receiver cannot set, so it is neither changed nor reported. */
 	if (o->group && !s->am_root && !in_our_groups(f->gid))
 		f->flags |= FE_SKIP_GROUP;
+}
+
+static bool parse_rule(struct session *s, char *item, bool users, struct id_rule *r)
+{
+	const char *what = users ? "user" : "group";
+	char *colon = strchr(item, ':');
+	uint32_t to;
+
+	if (!colon)
+		return wire_fail(&s->err, RERR_SYNTAX, "No colon found in --%smap: %s", what, item);
+	if (!colon[1])
+		return wire_fail(&s->err, RERR_SYNTAX, "No name found after colon --%smap: %s",
+				 what, item);
+	*colon = '\0';
+	memset(r, 0, sizeof *r);
+	if (isdigit((unsigned char)*item)) {
+		char *dash = strchr(item, '-'), *end;
+		if (strspn(item, "0123456789-") != strlen(item) ||
+		    (dash && (!dash[1] || strchr(dash + 1, '-'))))
+			return wire_fail(&s->err, RERR_SYNTAX, "Invalid number in --%smap: %s", what,
+					 item);
+		r->lo = r->hi = (uint32_t)strtoul(item, &end, 10);
+		if (dash)
+			r->hi = (uint32_t)strtoul(dash + 1, &end, 10);
+	} else if (!(r->pattern = strdup(item))) {
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+	}
+	const char *name = colon + 1;
+	char *end;
+	unsigned long n = strtoul(name, &end, 10);
+	if (isdigit((unsigned char)*name) && !*end)
+		to = (uint32_t)n;
+	else if (!lookup_local(name, users, &to)) {
+		/* rsync reports it and leaves the rule out */
+		session_err(s, "Unknown --%smap name on receiver: %s", what, name);
+		free(r->pattern);
+		r->pattern = NULL;
+		return false;
+	}
+	r->to = to;
+	return true;
+}
+
+bool id_rules_parse(struct session *s, struct id_map *map, const char *spec, bool users)
+{
+	char *copy = strdup(spec), *save = NULL;
+
+	if (!copy)
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+	map->rules_parsed = true;
+	for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		struct id_rule *rules = realloc(map->rules, (map->nrules + 1) * sizeof *rules);
+		if (!rules) {
+			free(copy);
+			return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+		}
+		map->rules = rules;
+		if (parse_rule(s, item, users, &rules[map->nrules]))
+			map->nrules++;
+		else if (wire_error_code(&s->err)) {
+			free(copy);
+			return false;
+		}
+	}
+	free(copy);
+	return true;
+}
+
+void id_map_free(struct id_map *map)
+{
+	free(map->from);
+	free(map->to);
+	for (size_t i = 0; i < map->nrules; i++)
+		free(map->rules[i].pattern);
+	free(map->rules);
+	memset(map, 0, sizeof *map);
 }

@@ -4,6 +4,7 @@
  */
 #include "proto/logfmt.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -138,7 +139,7 @@ static char update_char(const struct log_item *it)
 		return fl & ITEM_XNAME_FOLLOWS ? 'h' : 'c';
 	if (!(fl & ITEM_TRANSFER))
 		return '.';
-	return it->sending ? '<' : '>';
+	return it->sending && !it->local ? '<' : '>'; /* log.c: '<' only off this host */
 }
 
 static char flag_char(int fl, int bit, char ch)
@@ -689,4 +690,31 @@ void summary_print(FILE *fp, const struct stats *st, double elapsed_sec, int hum
 	fprintf(fp, "\nsent %s bytes  received %s bytes  %s bytes/sec\n", sent, recvd, rate);
 	fprintf(fp, "total size is %s  speedup is %s%s\n", total, speedup,
 		dry_run ? " (DRY RUN)" : "");
+}
+
+/* rsync log.c:log_format_has() */
+bool log_format_has(const char *format, char esc)
+{
+	const char *p;
+	int width;
+
+	if (!format)
+		return false;
+	for (p = format; (p = strchr(p, '%')) != NULL;) {
+		for (p++; *p == '\''; p++) {}
+		width = 1;
+		if (*p == '-')
+			p++, width++;
+		while (isdigit((unsigned char)*p) && width < 32 - 8)
+			p++, width++;
+		while (*p == '\'')
+			p++;
+		if (!*p)
+			break;
+		if (*p == esc)
+			return true;
+		if (*p == '%')
+			p++;
+	}
+	return false;
 }

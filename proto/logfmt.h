@@ -19,6 +19,7 @@ struct log_item {
 	int iflags;              /* ITEM_* bits */
 	const char *xname;       /* hard-link target for %L " => x", or NULL */
 	bool sending;            /* %o: "send" vs "recv"; '<' vs '>' in %i */
+	bool local;              /* a local copy: %i shows ">" even when sending */
 	bool deleting;           /* %o "del." and "*deleting" in %i */
 	int64_t bytes_xferred;   /* %b */
 	int64_t checksum_bytes;  /* %c */
@@ -71,5 +72,8 @@ void stats_print(FILE *fp, const struct stats *st, int protocol, int human, bool
  * time(NULL) (the rate divides by elapsed + 0.5); negative: "UNKNOWN". */
 void summary_print(FILE *fp, const struct stats *st, double elapsed_sec, int human,
 		   bool dry_run);
+
+/* Does a log format use the escape %<esc> (with any width flags)? */
+bool log_format_has(const char *format, char esc);
 
 #endif

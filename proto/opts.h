@@ -47,6 +47,8 @@ struct ferry_opts {
 	bool no_motd;      /* --no-motd */
 	int itemize;       /* -i count */
 	char *out_format;  /* --out-format / --log-format */
+	char *log_file;    /* --log-file */
+	char *log_file_format; /* --log-file-format */
 	bool stats;        /* --stats */
 	int human;         /* -h count; 1 is rsync's default output unit */
 	bool progress;     /* --progress */
@@ -60,6 +62,8 @@ struct ferry_opts {
 	bool dirs;         /* -d; as rsync's xfer_dirs also set by -r and by a listing */
 	bool links;        /* -l */
 	bool perms;        /* -p */
+	bool acls;         /* -A (implies -p) */
+	int xattrs;        /* -X count: 2 also copies user.rsync.%* */
 	bool executability; /* -E */
 	bool times;        /* -t */
 	bool omit_dir_times;  /* -O */
@@ -70,7 +74,12 @@ struct ferry_opts {
 	bool specials;     /* --specials (-D) */
 	bool hard_links;   /* -H */
 	bool numeric_ids;  /* --numeric-ids */
-	bool relative;     /* -R */
+	bool relative;     /* -R (also implied by --files-from) */
+	bool no_implied_dirs; /* --no-implied-dirs (only meaningful with -R) */
+	char *files_from;  /* --files-from FILE as given ("-", "host:FILE", ":FILE") */
+	bool from0;        /* -0/--from0: lists are NUL-separated */
+	int files_from_fd; /* a client's local --files-from list, opened by
+			    * main() before the transfer; -1 otherwise */
 	char *chmod;       /* --chmod=CHMOD (comma-joined if repeated) */
 
 	/* how to decide what changed */
@@ -86,6 +95,9 @@ struct ferry_opts {
 	int whole_file;    /* -W: 1 on, 0 off (--no-W), -1 default */
 	bool inplace;      /* --inplace */
 	bool partial;      /* --partial */
+	char *partial_dir; /* --partial-dir (or ".~tmp~" for --delay-updates) */
+	bool partial_dir_implied; /* ... the --delay-updates default */
+	bool delay_updates; /* --delay-updates */
 	bool dry_run;      /* -n */
 	long block_size;   /* -B, 0 = automatic */
 	char *checksum_choice; /* --checksum-choice / --cc */
@@ -145,11 +157,28 @@ struct ferry_opts {
 	char *server_caps;    /* with --server: the -e capability letters the
 	                       * client sent (".LsfxCIvu"); rsh is set too */
 
+	/* symlinks */
+	bool copy_links;        /* -L */
+	bool copy_unsafe_links; /* --copy-unsafe-links */
+	bool copy_dirlinks;     /* -k */
+	bool safe_links;        /* --safe-links */
+	bool munge_links;       /* --munge-links */
+
 	/* limits, safety and extras */
 	int64_t max_size;  /* --max-size in bytes, -1 = none */
 	int64_t min_size;  /* --min-size in bytes, -1 = none */
 	long bwlimit;      /* --bwlimit in KiB/s, 0 = none */
 	bool fsync;        /* --fsync */
+	int64_t stop_at;   /* --stop-at / --stop-after as a Unix time, 0 = none */
+	char outbuf;       /* --outbuf: 'N', 'L', 'B', or 0 for the default */
+	bool sparse;       /* -S */
+	bool prune_empty_dirs; /* -m */
+	bool cvs_exclude;  /* -C */
+	int missing_args;  /* 1 --ignore-missing-args, 2 --delete-missing-args */
+	char *usermap;     /* --usermap, or "*:USER" from --chown */
+	char *groupmap;    /* --groupmap, or "*:GROUP" from --chown */
+	int remove_source_files; /* 1 --remove-source-files, 2 --remove-sent-files */
+	bool preallocate;  /* --preallocate */
 	int one_file_system; /* -x count */
 	bool mkpath;       /* --mkpath */
 	bool backup;       /* -b */

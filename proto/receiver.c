@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "proto/batch.h"
+#include "proto/xattrs.h"
 #include "proto/fileio.h"
 #include "proto/recvside.h"
 #include "proto/progress.h"
@@ -33,6 +34,8 @@ struct rcv {
 	int phase_dones;   /* NDX_DONEs read from the sender */
 	struct progress prog;
 	int64_t written;   /* bytes of the current file so far */
+	int32_t *delayed;  /* --delay-updates: files waiting in partial dirs */
+	size_t ndelayed, delayed_cap;
 	int64_t file_size;
 	bool discarding;   /* reading a batched file we do not apply */
 };
@@ -95,7 +98,9 @@ static bool flush_out(struct rcv *r, int fd, const char *path)
 {
 	if (r->out_len == 0)
 		return true;
-	if (fd >= 0 && !fs_write_all(fd, r->out, r->out_len)) {
+	bool sparse = r->o->sparse && !r->o->inplace;
+	if (fd >= 0 && !(sparse ? fs_write_sparse(fd, r->out, r->out_len, r->o->preallocate)
+				: fs_write_all(fd, r->out, r->out_len))) {
 		session_err(r->s, "write failed on \"%s\": %s", path, strerror(errno));
 		r->out_len = 0;
 		return false;
@@ -221,7 +226,8 @@ static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, int *bas
 		if (!wire_read_u8(&s->in, &type))
 			return false;
 		/* The destination itself, or the --*-dest dir we asked with. */
-		if (type != FNAMECMP_FNAME && type >= r->rc->nalt)
+		if (type != FNAMECMP_FNAME && type >= r->rc->nalt &&
+		    !(type == FNAMECMP_PARTIAL_DIR && r->o->partial_dir))
 			return wire_fail(&s->err, RERR_PROTOCOL,
 					 "sender named a basis (type %#x) we did not ask for", type);
 		*basis_type = type;
@@ -229,7 +235,31 @@ static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, int *bas
 	xname[0] = '\0';
 	if ((*iflags & ITEM_XNAME_FOLLOWS) && !wire_read_vstring(&s->in, xname, xsize))
 		return false;
+	if (xattr_request_follows(s, *iflags) && !xattr_recv_values(s, r->rc->fl->sorted[*ndx]))
+		return false;
 	return true;
+}
+
+/* -X on an entry that was not transferred: its xattrs changed, and only
+ * we have the values the generator asked for (receiver.c: recv_files ->
+ * set_file_attrs). */
+static void apply_item_xattrs(struct rcv *r, int32_t ndx, int iflags)
+{
+	const struct file_entry *f = r->rc->fl->sorted[ndx];
+	char path[MAXPATHLEN_WIRE * 2];
+	const char *leaf = ".";
+	int dirfd = r->rc->rootfd;
+
+	if (!xattr_request_follows(r->s, iflags) ||
+	    ((iflags & ITEM_XNAME_FOLLOWS) && (iflags & ITEM_LOCAL_CHANGE)) ||
+	    !flist_path(f, path, sizeof path))
+		return;
+	if (r->rc->solo_name && !S_ISDIR(f->mode))
+		leaf = r->rc->solo_name;
+	else if (strcmp(path, ".") != 0)
+		dirfd = dir_cursor_parent(&r->dirs, path, &leaf);
+	if (dirfd >= 0)
+		xattr_apply(r->s, dirfd, leaf, f, dirfd, leaf);
 }
 
 /* Open the basis the generator computed sums from: the destination file
@@ -239,6 +269,15 @@ static int open_basis(struct rcv *r, const struct file_entry *f, const char *pat
 	const char *leaf;
 	int dirfd;
 
+	if (type == FNAMECMP_PARTIAL_DIR) {
+		int pfd = partial_dir_open(r->rc, path, false);
+		int fd = pfd >= 0 ? openat(pfd, partial_leaf(r->rc, path),
+					   O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+				  : -1;
+		if (pfd >= 0)
+			close(pfd);
+		return fd;
+	}
 	if (type != FNAMECMP_FNAME) {
 		struct dir_cursor c;
 		dir_cursor_init(&c, r->rc->alt_fd[type]);
@@ -302,6 +341,58 @@ static bool discard_file(struct rcv *r, const struct file_entry *f, const char *
 	if (basis_fd >= 0)
 		close(basis_fd);
 	return ok && wire_read(&s->in, theirs, csum_len(s->xfer_csum));
+}
+
+static bool note_delayed(struct rcv *r, int32_t ndx)
+{
+	if (r->ndelayed == r->delayed_cap) {
+		size_t cap = r->delayed_cap ? r->delayed_cap * 2 : 256;
+		int32_t *v = realloc(r->delayed, cap * sizeof *v);
+		if (!v)
+			return wire_fail(&r->s->err, RERR_MALLOC, "out of memory");
+		r->delayed = v;
+		r->delayed_cap = cap;
+	}
+	r->delayed[r->ndelayed++] = ndx;
+	return true;
+}
+
+/* --delay-updates: every file has arrived; now rename them all from their
+ * partial dirs into place (receiver.c: handle_delayed_updates). */
+static void finish_delayed(struct rcv *r)
+{
+	struct recv_ctx *rc = r->rc;
+	char path[MAXPATHLEN_WIRE * 2];
+
+	for (size_t i = 0; i < r->ndelayed; i++) {
+		int32_t ndx = r->delayed[i];
+		const struct file_entry *f = rc->fl->sorted[ndx];
+		const char *leaf;
+		if (!flist_path(f, path, sizeof path))
+			continue;
+		int dirfd = rc->solo_name ? rc->rootfd : dir_cursor_parent(&r->dirs, path, &leaf);
+		if (rc->solo_name)
+			leaf = rc->solo_name;
+		int pfd = dirfd >= 0 ? partial_dir_open(rc, path, false) : -1;
+		if (pfd < 0) {
+			session_err(r->s, "rename \"%s/%s\" -> \"%s\" failed: %s",
+				    r->o->partial_dir, partial_leaf(rc, path), path, strerror(errno));
+			r->s->got_xfer_error = true;
+			continue;
+		}
+		if (r->o->backup)
+			backup_make(rc, dirfd, leaf, path);
+		if (renameat(pfd, partial_leaf(rc, path), dirfd, leaf) < 0) {
+			session_err(r->s, "rename \"%s/%s\" -> \"%s\" failed: %s",
+				    r->o->partial_dir, partial_leaf(rc, path), path, strerror(errno));
+			r->s->got_xfer_error = true;
+		} else {
+			recv_report_success(rc, ndx, path, true);
+		}
+		close(pfd);
+		partial_remove(rc, path); /* only the dir is left to go */
+	}
+	r->ndelayed = 0;
 }
 
 /* Receive one file's data into place. Returns false on a stream error. */
@@ -376,12 +467,22 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 		discard_failed(r, ndx, path, !r->o->read_batch);
 		return true;
 	}
-	if (!temp_commit(&tf, f)) {
+	xattr_apply(s, tf.tmpdirfd, tf.tmpname, f, tf.dirfd, tf.leaf);
+	bool delay = r->o->delay_updates && !r->o->inplace;
+	if (!(delay ? temp_commit_delayed(&tf, f) : temp_commit(&tf, f))) {
 		rc->state[ndx] |= FS_FAILED;
 		s->got_xfer_error = true;
 		return true;
 	}
 	rc->state[ndx] |= FS_DONE;
+	if (delay) {
+		if (!note_delayed(r, ndx))
+			return false;
+	} else {
+		if (basis_type == FNAMECMP_PARTIAL_DIR)
+			partial_remove(rc, path); /* it served as the basis */
+		recv_report_success(rc, ndx, path, true);
+	}
 	s->stats.xferred_files++;
 	progress_end(s, &r->prog, r->written, ndx);
 	if (s->xfer_log)
@@ -424,6 +525,8 @@ static bool receive_replies(struct rcv *r)
 			return false;
 		if (ndx == NDX_DONE) {
 			r->phase_dones++;
+			if (r->phase_dones == max_phase && r->ndelayed)
+				finish_delayed(r); /* before the generator touches up dirs */
 			recv_note_done(r->rc);
 			if (r->phase_dones > max_phase)
 				break;
@@ -431,6 +534,7 @@ static bool receive_replies(struct rcv *r)
 		}
 		if (!(iflags & ITEM_TRANSFER)) {
 			recv_log_item(r->rc, r->rc->fl->sorted[ndx], iflags, xname[0] ? xname : NULL);
+			apply_item_xattrs(r, ndx, iflags);
 			continue;
 		}
 		if (r->phase_dones >= 2)
@@ -469,6 +573,7 @@ bool receiver_run(struct recv_ctx *rc)
 	ok = ok && receive_replies(&r);
 	token_dec_free(r.dec);
 	free(r.data);
+	free(r.delayed);
 	free(r.out);
 	dir_cursor_close(&r.dirs);
 	pthread_mutex_lock(&rc->lock);

@@ -2,6 +2,7 @@
  * Running the receiving side: shared state, the two threads, and the end.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -52,6 +53,34 @@ static bool match_hard_links(struct recv_ctx *rc)
 	}
 	free(first);
 	return true;
+}
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+void recv_report_success(struct recv_ctx *rc, int32_t ndx, const char *path, bool always)
+{
+	const struct ferry_opts *o = rc->s->opts;
+	uint8_t msg[20];
+	struct stat st;
+
+	if (!o->remove_source_files || o->dry_run || (o->remove_source_files != 1 && !always))
+		return;
+	put_le(msg, (uint32_t)ndx, 4);
+	if (!rc->local) {
+		wire_send_msg(&rc->s->out, MSG_SUCCESS, msg, 4);
+		return;
+	}
+	/* In a local copy the sender must not remove what is our file. */
+	const char *name = rc->solo_name ? rc->solo_name : path;
+	if (fstatat(rc->rootfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		memset(&st, 0, sizeof st);
+	put_le(msg + 4, (uint64_t)st.st_dev, 8);
+	put_le(msg + 12, (uint64_t)st.st_ino, 8);
+	wire_send_msg(&rc->s->out, MSG_SUCCESS, msg, 20);
 }
 
 static void end_of_run_notes(struct recv_ctx *rc)

@@ -55,6 +55,7 @@ struct recv_ctx {
 	bool warned_io_error;
 	int64_t start_ms;
 
+	bool local;               /* the receiving half of a local copy */
 	bool confined;            /* a daemon module: alt dirs stay inside it */
 	int module_fd;            /* ... whose root this is (confined only) */
 	const char *dest_rel;     /* ... and the destination dir inside it */
@@ -74,6 +75,18 @@ void recv_close_side_dirs(struct recv_ctx *rc);
  * it is replaced or deleted (backup.c). True when done or when there was
  * nothing to back up. */
 bool backup_make(struct recv_ctx *rc, int dirfd, const char *leaf, const char *path);
+
+/* --remove-source-files: tell the sender that entry ndx (at path) is
+ * safely in place, so it may remove its copy. `always`: also for
+ * --remove-sent-files (the file was sent, not just found up to date). */
+void recv_report_success(struct recv_ctx *rc, int32_t ndx, const char *path, bool always);
+
+/* --partial-dir (partial.c): the name a file of path has there, the dir
+ * opened (created 0700 when create; -1 with errno), and removing the
+ * partial file and, when empty, its dir. */
+const char *partial_leaf(const struct recv_ctx *rc, const char *path);
+int partial_dir_open(struct recv_ctx *rc, const char *path, bool create);
+void partial_remove(struct recv_ctx *rc, const char *path);
 
 /* Run the receiving side after the file list has been received and
  * sorted. Returns the exit code. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "proto/batch.h"
+#include "proto/xattrs.h"
 #include "proto/fileio.h"
 #include "proto/match.h"
 #include "proto/progress.h"
@@ -29,6 +30,7 @@ struct snd {
 	struct progress prog;
 	int64_t sent_ofs, file_size;
 	struct dir_cursor *dirs;   /* one per root */
+	struct dir_cursor *rm_dirs; /* --remove-source-files: one per root */
 	struct token_enc *enc;     /* the token stream writer, one per session */
 	struct token_skip *skip;   /* suffixes sent with no compression effort */
 };
@@ -53,6 +55,7 @@ static void xfer_error(struct session *s, const char *fmt, ...)
 		wire_send_msg(&s->out, MSG_ERROR_XFER, line, (size_t)m);
 	} else {
 		session_err(s, "%s", msg);
+		s->got_xfer_error = true;
 	}
 }
 
@@ -100,19 +103,39 @@ static bool read_request(struct snd *d, int32_t *ndx, int *iflags, uint8_t *type
 	xname[0] = '\0';
 	if ((*iflags & ITEM_XNAME_FOLLOWS) && !wire_read_vstring(&s->in, xname, xsize))
 		return false;
+	if (xattr_request_follows(s, *iflags) &&
+	    !xattr_sender_read_request(s, d->sl->fl.sorted[*ndx]))
+		return false;
 	return true;
 }
 
-/* Echo the request header back (sender.c: write_ndx_and_attrs). */
-static bool echo_header(struct session *s, int32_t ndx, int iflags, uint8_t type, const char *xname)
+/* -X: the values the generator asked for follow the echoed item
+ * (sender.c: write_ndx_and_attrs -> send_xattr_request). */
+static bool send_xattr_values(struct snd *d, int32_t ndx)
 {
+	struct file_entry *f = d->sl->fl.sorted[ndx];
+	uint32_t root = d->sl->info[f - d->sl->fl.files].root;
+	char path[MAXPATHLEN_WIRE * 2];
+
+	if (!flist_path(f, path, sizeof path))
+		return wire_fail(&d->s->err, RERR_PROTOCOL, "file name too long");
+	return xattr_sender_send_values(d->s, root < d->sl->roots.count ? d->sl->roots.fds[root] : -1,
+					path, f);
+}
+
+/* Echo the request header back (sender.c: write_ndx_and_attrs). */
+static bool echo_header(struct snd *d, int32_t ndx, int iflags, uint8_t type, const char *xname)
+{
+	struct session *s = d->s;
+
 	if (!wire_write_ndx(&s->out, ndx))
 		return false;
 	if (s->protocol < 29)
 		return true;
 	return wire_write_u16(&s->out, (uint16_t)iflags) &&
 	       (!(iflags & ITEM_BASIS_TYPE_FOLLOWS) || wire_write_u8(&s->out, type)) &&
-	       (!(iflags & ITEM_XNAME_FOLLOWS) || wire_write_vstring(&s->out, xname));
+	       (!(iflags & ITEM_XNAME_FOLLOWS) || wire_write_vstring(&s->out, xname)) &&
+	       (!xattr_request_follows(s, iflags) || send_xattr_values(d, ndx));
 }
 
 /* The receiver's sum head and block sums, bounded before any allocation
@@ -220,10 +243,19 @@ static int open_source(struct snd *d, int32_t ndx, const struct file_entry *f)
 	}
 	if (strcmp(path, ".") == 0)
 		return -1;
+	if (d->sl->open_plain)
+		return openat(d->sl->roots.fds[root], path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	int dirfd = dir_cursor_parent(&d->dirs[root], path, &leaf);
-	if (dirfd < 0)
-		return -1;
-	return openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = dirfd < 0 ? -1 : openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	const struct ferry_opts *o = d->s->opts;
+	if (fd >= 0 || (errno != ELOOP && errno != ENOTDIR) ||
+	    !(o->copy_links || o->copy_unsafe_links || o->copy_dirlinks))
+		return fd;
+	/* An entry reached through a link the file list followed: follow it
+	 * again (in a daemon module never out of the argument's directory). */
+	if (!d->sl->confined)
+		return openat(d->sl->roots.fds[root], path, O_RDONLY | O_CLOEXEC);
+	return fs_open_beneath(d->sl->roots.fds[root], path, O_RDONLY);
 }
 
 static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const char *xname)
@@ -277,7 +309,7 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	d->file_size = st.st_size;
 	progress_update(s, &d->prog, 0, st.st_size);
 	wire_out_lock(&s->out);
-	if (echo_header(s, ndx, iflags, type, xname) && wire_write_i32(&s->out, h.count) &&
+	if (echo_header(d, ndx, iflags, type, xname) && wire_write_i32(&s->out, h.count) &&
 	    wire_write_i32(&s->out, h.blength) &&
 	    (s->protocol < 27 || wire_write_i32(&s->out, h.s2length)) &&
 	    wire_write_i32(&s->out, h.remainder) &&
@@ -299,6 +331,79 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	free(sum1);
 	free(sum2);
 	return ok;
+}
+
+/* --remove-source-files: the receiver has the file (sender.c:
+ * successful_send). Remove our copy unless it changed since we listed it
+ * or it is the very file the receiver wrote (a local copy onto itself). */
+static void remove_at(struct snd *d, const struct file_entry *f, int dirfd, const char *leaf,
+		      const char *path, int64_t dev, int64_t ino);
+
+static void remove_sent_file(void *ctx, int32_t ndx, int64_t dev, int64_t ino)
+{
+	struct snd *d = ctx;
+	const struct flist *fl = &d->sl->fl;
+	char path[MAXPATHLEN_WIRE * 2];
+	const char *leaf;
+
+	if (ndx < 0 || (size_t)ndx >= fl->count) {
+		wire_fail(&d->s->err, RERR_PROTOCOL, "Invalid file index %d in MSG_SUCCESS", ndx);
+		return;
+	}
+	const struct file_entry *f = fl->sorted[ndx];
+	uint32_t root = d->sl->info[f - fl->files].root;
+	if (S_ISDIR(f->mode) || root >= d->sl->roots.count || !flist_path(f, path, sizeof path))
+		return;
+	int plainfd = -1;
+	int dirfd;
+	if (d->sl->open_plain) {
+		/* -R: by the path, as the file was opened (see open_source) */
+		char *slash = strrchr(path, '/');
+		leaf = slash ? slash + 1 : path;
+		if (slash)
+			*slash = '\0';
+		plainfd = openat(d->sl->roots.fds[root], slash ? (*path ? path : "/") : ".",
+				 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (slash)
+			*slash = '/';
+		dirfd = plainfd;
+	} else {
+		dirfd = dir_cursor_parent(&d->rm_dirs[root], path, &leaf);
+	}
+	remove_at(d, f, dirfd, leaf, path, dev, ino);
+	if (plainfd >= 0)
+		close(plainfd);
+}
+
+/* The checks and the unlink of --remove-source-files, on dirfd/leaf. */
+static void remove_at(struct snd *d, const struct file_entry *f, int dirfd, const char *leaf,
+		      const char *path, int64_t dev, int64_t ino)
+{
+	struct stat st;
+	int flags = d->s->opts->copy_links ? 0 : AT_SYMLINK_NOFOLLOW;
+	if (dirfd < 0 || fstatat(dirfd, leaf, &st, flags) < 0) {
+		if (errno == ENOENT)
+			session_info(d->s, "sender file already removed: %s\n", path);
+		else
+			xfer_error(d->s, "sender failed to re-lstat %s: %s (%d)", path, strerror(errno),
+				   errno);
+		return;
+	}
+	if ((dev || ino) && (int64_t)st.st_dev == dev && (int64_t)st.st_ino == ino) {
+		xfer_error(d->s, "ERROR: Skipping sender remove of destination file: %s", path);
+		return;
+	}
+	if ((S_ISREG(st.st_mode) && st.st_size != f->size) || st.st_mtim.tv_sec != f->mtime) {
+		xfer_error(d->s, "ERROR: Skipping sender remove for changed file: %s", path);
+		return;
+	}
+	if (unlinkat(dirfd, leaf, 0) < 0) {
+		xfer_error(d->s, "sender failed to remove %s: %s (%d)", path, strerror(errno),
+			   errno);
+		return;
+	}
+	if (d->s->opts->verbose > 1)
+		session_info(d->s, "sender removed %s\n", path);
 }
 
 bool sender_run(struct session *s, struct send_list *sl)
@@ -329,6 +434,15 @@ bool sender_run(struct session *s, struct send_list *sl)
 	}
 	for (size_t i = 0; i < sl->roots.count; i++)
 		dir_cursor_init(&d.dirs[i], sl->roots.fds[i]);
+	if (s->opts->remove_source_files && !s->opts->dry_run) {
+		d.rm_dirs = calloc(sl->roots.count ? sl->roots.count : 1, sizeof *d.rm_dirs);
+		if (!d.rm_dirs)
+			ok = wire_fail(&s->err, RERR_MALLOC, "out of memory");
+		for (size_t i = 0; ok && i < sl->roots.count; i++)
+			dir_cursor_init(&d.rm_dirs[i], sl->roots.fds[i]);
+		s->on_success = remove_sent_file;
+		s->on_success_ctx = &d;
+	}
 	while (ok) {
 		int32_t ndx;
 		int iflags;
@@ -353,7 +467,7 @@ bool sender_run(struct session *s, struct send_list *sl)
 			session_log_item(s, f, iflags, xname[0] ? xname : NULL, NULL);
 			count_created(&s->stats, f, iflags);
 			wire_out_lock(&s->out);
-			ok = echo_header(s, ndx, iflags, type, xname);
+			ok = echo_header(&d, ndx, iflags, type, xname);
 			wire_out_unlock(&s->out);
 			continue;
 		}
@@ -386,6 +500,12 @@ bool sender_run(struct session *s, struct send_list *sl)
 	for (size_t i = 0; i < sl->roots.count; i++)
 		dir_cursor_close(&d.dirs[i]);
 	free(d.dirs);
+	if (d.rm_dirs) {
+		for (size_t i = 0; i < sl->roots.count; i++)
+			dir_cursor_close(&d.rm_dirs[i]);
+		free(d.rm_dirs);
+	}
+	s->on_success = NULL; /* d goes out of scope */
 	token_enc_free(d.enc);
 	token_skip_free(d.skip);
 	return ok;

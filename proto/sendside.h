@@ -13,6 +13,7 @@
 #include "proto/session.h"
 
 struct filter_list;
+struct names_source;
 
 /* Where the sent entries come from: one directory fd per source argument
  * (the directory the names are relative to). */
@@ -33,6 +34,10 @@ struct send_list {
 	size_t info_cap;
 	struct send_roots roots;
 	bool vanished;        /* some source arg was missing */
+	bool open_plain;      /* -R on the user's own files: open by path
+			       * (implied dirs may be symlinks, followed as
+			       * rsync does), not one component at a time */
+	bool confined;        /* built in a daemon module (walk_opts.confined) */
 };
 
 struct walk_opts {
@@ -40,6 +45,8 @@ struct walk_opts {
 	const struct filter_list *daemon_filters; /* module exclude rules, or NULL */
 	int root_fd;          /* module root (daemon) or AT_FDCWD (client) */
 	bool confined;        /* refuse symlinks in source arg paths (daemon) */
+	struct names_source *names; /* --files-from: the names to send, relative
+				     * to the first argument; NULL otherwise */
 };
 
 /* Build the list for the source arguments (paths as the user or client

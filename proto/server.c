@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "proto/filter.h"
+#include "proto/logfmt.h"
 #include "proto/fileio.h"
+#include "proto/filesfrom.h"
 #include "proto/negotiate.h"
 #include "proto/recvside.h"
 #include "proto/sendside.h"
@@ -55,6 +57,64 @@ static int finish(struct session *s, bool ok)
 	return code ? error_exit(s, code) : 0;
 }
 
+/* Open the --files-from FILE a client named for us to read: inside the
+ * module on a daemon (no symlinks, no ".."), as given over a remote
+ * shell. Returns the fd, or -1 after reporting (options.c: "failed to
+ * open files-from file"). */
+static int open_listed_names(struct session *s, const struct server_ctx *ctx)
+{
+	char clean[MAXPATHLEN_WIRE];
+	const char *path = s->opts->files_from;
+	int fd;
+
+	if (ctx->confined) {
+		struct dir_cursor c;
+		const char *leaf;
+		/* inside the module, as rsync's sanitize_path makes it */
+		snprintf(clean, sizeof clean, "%s", path);
+		names_sanitize(clean, false);
+		path = clean;
+		dir_cursor_init(&c, ctx->root_fd);
+		int dirfd = dir_cursor_parent(&c, path, &leaf);
+		fd = dirfd < 0 ? -1 : openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		int e = errno;
+		dir_cursor_close(&c);
+		errno = e;
+		if (fd >= 0 && ctx->daemon_filters &&
+		    filter_check(ctx->daemon_filters, path, false, false) < 0) {
+			close(fd);
+			fd = -1;
+			errno = ENOENT;
+		}
+	} else {
+		fd = openat(ctx->root_fd, path, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		session_err(s, "failed to open files-from file %s: %s", path, strerror(errno));
+	return fd;
+}
+
+/* The names of a --files-from list for the sender: over the socket for
+ * "-" (unframed before protocol 31: main.c: send_file_list's
+ * io_end_multiplex_in), else from the file. Returns false after
+ * reporting; *fd is the file's descriptor or -1. */
+static bool listed_names_source(struct session *s, const struct server_ctx *ctx,
+				struct names_source *ns, int *fd)
+{
+	*fd = -1;
+	if (strcmp(s->opts->files_from, "-") == 0) {
+		names_from_peer(ns, &s->in);
+		if (s->protocol < 31)
+			s->in.mux = false;
+		return true;
+	}
+	*fd = open_listed_names(s, ctx);
+	if (*fd < 0)
+		return false;
+	names_from_fd(ns, *fd, s->opts->from0);
+	return true;
+}
+
 static int serve_sender(struct session *s, const struct server_ctx *ctx,
 			struct filter_list *filters)
 {
@@ -64,8 +124,21 @@ static int serve_sender(struct session *s, const struct server_ctx *ctx,
 	char *dot[] = {"."};
 	char **paths = ctx->npaths ? ctx->paths : dot;
 	int npaths = ctx->npaths ? ctx->npaths : 1;
+	struct names_source ns;
+	int list_fd = -1;
+	bool mux_in = s->in.mux;
 
-	bool ok = flist_build(s, &w, paths, npaths, &sl) && flist_send(s, &sl);
+	if (s->opts->files_from) {
+		if (!listed_names_source(s, ctx, &ns, &list_fd))
+			return error_exit(s, RERR_SYNTAX);
+		w.names = &ns;
+	}
+	bool built = flist_build(s, &w, paths, npaths, &sl);
+	s->in.mux = mux_in;
+	if (list_fd >= 0)
+		close(list_fd);
+
+	bool ok = built && flist_send(s, &sl);
 	if (ok && sl.fl.count == 0) {
 		/* An empty list ends the run (main.c: do_server_sender); the
 		 * client takes our io_error for its exit code. */
@@ -180,7 +253,7 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 			return -RERR_FILEIO;
 		}
 		rc->root_created = true;
-		if (s->opts->verbose || s->opts->itemize)
+		if (s->opts->verbose || s->opts->itemize || log_format_has(s->opts->out_format, 'i'))
 			session_info(s, "created directory %s\n", clean);
 		fd = openat(parent, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	} else {
@@ -254,7 +327,27 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 	char solo[4096], dest_rel[4096];
 
 	flist_init(&fl);
-	if (!flist_recv(s, &fl) || !flist_sort_and_clean(s, &fl)) {
+	/* A list on our side goes to the sending client while its file list
+	 * comes in (main.c: do_server_recv, start_filesfrom_forwarding). */
+	struct names_forwarder fw = {0};
+	int list_fd = -1;
+	if (s->opts->files_from && !ctx->local_child) {
+		list_fd = open_listed_names(s, ctx);
+		if (list_fd < 0) {
+			flist_free(&fl);
+			return error_exit(s, RERR_SYNTAX);
+		}
+		if (!names_forward_start(&fw, s, list_fd, s->opts->from0)) {
+			close(list_fd);
+			flist_free(&fl);
+			return finish(s, false);
+		}
+	}
+	bool got = flist_recv(s, &fl);
+	bool forwarded = names_forward_finish(&fw, !got);
+	if (list_fd >= 0)
+		close(list_fd);
+	if (!got || !forwarded || !flist_sort_and_clean(s, &fl)) {
 		flist_free(&fl);
 		return finish(s, false);
 	}
@@ -264,6 +357,7 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 	rc.filters = filters;
 	rc.rootfd = -1;
 	rc.confined = ctx->confined;
+	rc.local = ctx->local_child;
 	rc.module_fd = ctx->root_fd;
 	rc.dest_rel = dest_rel;
 	rc.daemon_filters = ctx->daemon_filters;
@@ -342,6 +436,14 @@ int server_run(struct session *s, const struct server_ctx *ctx)
 	if (!filter_recv(s, &filters)) {
 		filter_list_free(&filters);
 		return finish(s, false);
+	}
+	/* exclude.c: recv_filter_list */
+	bool both = ctx->local_child || s->am_sender;
+	if (s->opts->cvs_exclude &&
+	    filter_add_cvs_rules(&filters, both || s->protocol < 29, both, err, sizeof err) < 0) {
+		session_err(s, "%s", err);
+		filter_list_free(&filters);
+		return finish(s, false) ? RERR_SYNTAX : RERR_SYNTAX;
 	}
 	int code = s->am_sender ? serve_sender(s, ctx, &filters) : serve_receiver(s, ctx, &filters);
 	filter_list_free(&filters);

@@ -2,6 +2,8 @@
  * Session set-up, the handler for the peer's out-of-band messages, and the
  * exit-code rules.
  */
+#include "proto/acls.h"
+#include "proto/xattrs.h"
 #include "proto/session.h"
 #include "proto/outfilter.h"
 
@@ -53,6 +55,11 @@ static bool on_error_exit(struct session *s, const uint8_t *payload, size_t len)
 	return wire_fail(&s->err, code > 0 ? code : RERR_STREAMIO, " ");
 }
 
+static uint64_t get_le64(const uint8_t *p)
+{
+	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+}
+
 static bool on_message(void *ctx, struct wire_in *in, int code, const uint8_t *payload, size_t len)
 {
 	struct session *s = ctx;
@@ -91,8 +98,16 @@ static bool on_message(void *ctx, struct wire_in *in, int code, const uint8_t *p
 	case MSG_NOOP:
 		return true;
 	case MSG_NO_SEND:
-	case MSG_SUCCESS:
 		return len == 4 || wire_fail(&s->err, RERR_STREAMIO, "invalid message %d", code);
+	case MSG_SUCCESS:
+		/* 4 bytes, or 20 (index, dev, inode) between local processes */
+		if (len != 4 && len != 20)
+			return wire_fail(&s->err, RERR_STREAMIO, "invalid message %d", code);
+		if (s->on_success)
+			s->on_success(s->on_success_ctx, (int32_t)get_le32(payload),
+				      len == 20 ? (int64_t)get_le64(payload + 4) : 0,
+				      len == 20 ? (int64_t)get_le64(payload + 12) : 0);
+		return true;
 	case MSG_DELETED:
 		{
 			char name[MSG_PAYLOAD_MAX + 1];
@@ -126,6 +141,9 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 	s->in.msg_ctx = s;
 	s->in.timeout_ms = s->out.timeout_ms = opts->timeout * 1000;
 	s->out.bwlimit = opts->bwlimit;
+	s->err.stop_at = (time_t)opts->stop_at;
+	s->munge_symlinks = opts->munge_links; /* a daemon's module decides for itself */
+	logfile_open(s);
 	s->skip_compress = opts->skip_compress;
 	if (opts->chmod) {
 		mode_t um = umask(0);
@@ -136,14 +154,15 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 
 void session_free(struct session *s)
 {
+	logfile_close(s);
 	wire_in_free(&s->in);
 	wire_out_free(&s->out);
-	free(s->uids.from);
-	free(s->uids.to);
-	free(s->gids.from);
-	free(s->gids.to);
+	id_map_free(&s->uids);
+	id_map_free(&s->gids);
 	free(s->fl.hl_pairs);
 	chmod_free(&s->chmod);
+	acl_state_free(s);
+	xattr_state_free(s);
 }
 
 void session_err(struct session *s, const char *fmt, ...)
@@ -167,6 +186,7 @@ void session_err(struct session *s, const char *fmt, ...)
 	}
 	fflush(stdout);
 	fprintf(stderr, "ferry: %s\n", msg);
+	logfile_write(s, "ferry: %s", msg);
 }
 
 void session_xfer_err(struct session *s, const char *fmt, ...)

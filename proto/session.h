@@ -59,6 +59,7 @@
 	(~(ITEM_BASIS_TYPE_FOLLOWS | ITEM_XNAME_FOLLOWS | ITEM_LOCAL_CHANGE))
 
 #define FNAMECMP_FNAME 0x80
+#define FNAMECMP_PARTIAL_DIR 0x81
 
 struct stats {
 	int64_t total_size;          /* sizes of regular files and symlinks */
@@ -78,10 +79,21 @@ struct stats {
 };
 
 /* Names of uids/gids sent by the peer, to map them to local ids. */
+/* One --usermap/--groupmap (or --chown) rule: a sender name pattern, or
+ * a sender id range, and the local id it becomes. */
+struct id_rule {
+	char *pattern;     /* name or wildcard; NULL for an id range */
+	uint32_t lo, hi;   /* the id range when pattern is NULL */
+	uint32_t to;
+};
+
 struct id_map {
 	uint32_t *from;
 	uint32_t *to;
 	size_t count, cap;
+	struct id_rule *rules; /* in the order given; the first match wins */
+	size_t nrules;
+	bool rules_parsed;
 };
 
 struct session {
@@ -127,14 +139,35 @@ struct session {
 	/* Called for every file sent or received (daemon transfer logging). */
 	void (*xfer_log)(void *ctx, const struct file_entry *f, int iflags);
 	void *xfer_log_ctx;
+	/* --remove-source-files on the sending side: the receiver reports a
+	 * file safely in place (MSG_SUCCESS, with the destination's dev and
+	 * inode in a local copy, or 0/0) */
+	void (*on_success)(void *ctx, int32_t ndx, int64_t dev, int64_t ino);
+	void *on_success_ctx;
 	FILE *info;                 /* where MSG_INFO and our -v output go */
+	bool local_copy;            /* a half of a local copy: items show '>' */
+	FILE *log_fp;               /* --log-file, or NULL */
+
+	/* -A/-X: ACLs and xattr sets seen in the file list (acls.c, xattrs.c). */
+	struct acl_state *acl_state;
+	struct xattr_state *xattr_state;
 };
+
+/* --log-file (logfile.c): opened by session_init when asked for; lines
+ * are stamped with the time and our pid. */
+void logfile_open(struct session *s);
+void logfile_write(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void logfile_close(struct session *s);
 
 /* Record the peer's name for an id and the local id it maps to. */
 bool id_map_add(struct session *s, struct id_map *map, uint32_t id, const char *name,
 		bool is_user);
 /* Map an entry's uid/gid to local ids as rsync's match_uid/match_gid do. */
 void id_map_apply(struct session *s, struct file_entry *f);
+/* Read --usermap/--groupmap (rsync uidlist.c: parse_name_map). False,
+ * with the error reported and the exit code set, for a malformed map. */
+bool id_rules_parse(struct session *s, struct id_map *map, const char *spec, bool users);
+void id_map_free(struct id_map *map);
 
 /* Print an item line for -v/-i/--out-format as rsync's client does
  * (log.c: log_item, maybe_log_item); nothing on a server. */

@@ -23,10 +23,15 @@ static void on_fatal_signal(int sig)
 
 	(void)sig;
 	if (t && t->fd >= 0 && !t->inplace) {
-		if (t->keep_partial)
+		if (t->keep_partial && t->partial_name[0]) {
+			mkdirat(t->dirfd, t->partial_dir, 0700);
+			if (renameat(t->tmpdirfd, t->tmpname, t->dirfd, t->partial_name) < 0)
+				unlinkat(t->tmpdirfd, t->tmpname, 0);
+		} else if (t->keep_partial && !t->rc->s->opts->partial_dir) {
 			renameat(t->tmpdirfd, t->tmpname, t->dirfd, t->leaf);
-		else
+		} else {
 			unlinkat(t->tmpdirfd, t->tmpname, 0);
+		}
 	}
 	_exit(20); /* RERR_SIGNAL */
 }
@@ -58,7 +63,6 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 	t->inplace = rc->s->opts->inplace;
 	t->keep_partial = rc->s->opts->partial;
 	snprintf(t->path, sizeof t->path, "%s", path);
-	(void)f;
 	if (rc->solo_name) {
 		dirfd = rc->rootfd;
 		leaf = rc->solo_name;
@@ -71,6 +75,13 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 		return false;
 	}
 	snprintf(t->leaf, sizeof t->leaf, "%s", leaf);
+	/* what the signal handler can do for --partial-dir: a relative,
+	 * one-component dir beside the file */
+	const char *pd = rc->s->opts->partial_dir;
+	if (pd && *pd != '/' && !strchr(pd, '/') && strlen(pd) < sizeof t->partial_dir) {
+		snprintf(t->partial_dir, sizeof t->partial_dir, "%s", pd);
+		snprintf(t->partial_name, sizeof t->partial_name, "%s/%s", pd, leaf);
+	}
 	t->dirfd = dup(dirfd);
 	if (t->dirfd < 0)
 		return false;
@@ -82,6 +93,8 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 		t->tmpdirfd = rc->temp_fd >= 0 ? rc->temp_fd : t->dirfd;
 		t->fd = fs_create_temp(t->tmpdirfd, leaf, t->tmpname, sizeof t->tmpname);
 	}
+	if (t->fd >= 0 && rc->s->opts->preallocate && f && f->size > 0 && !t->inplace)
+		fallocate(t->fd, 0, 0, (off_t)f->size); /* best effort, as rsync */
 	if (t->fd < 0) {
 		session_err(rc->s, "mkstemp \"%s\" failed: %s", path, strerror(errno));
 		close(t->dirfd);
@@ -115,6 +128,31 @@ static bool move_into_place(struct temp_file *t, const struct file_entry *f)
 	       apply_attrs(t->rc, t->dirfd, t->leaf, f, NULL, true) >= 0;
 }
 
+/* Move the finished (or partial) temp file into the --partial-dir. */
+static bool move_into_partial_dir(struct temp_file *t, const char *what)
+{
+	struct recv_ctx *rc = t->rc;
+	int pfd = partial_dir_open(rc, t->path, true);
+	const char *leaf = partial_leaf(rc, t->path);
+
+	if (pfd < 0) {
+		session_err(rc->s, "Unable to create partial-dir for %s -- discarding %s.", t->path,
+			    what);
+		unlinkat(t->tmpdirfd, t->tmpname, 0);
+		return false;
+	}
+	int r = renameat(t->tmpdirfd, t->tmpname, pfd, leaf);
+	if (r < 0 && errno == EXDEV)
+		r = fs_copy_then_unlink(t->tmpdirfd, t->tmpname, pfd, leaf);
+	if (r < 0) {
+		session_err(rc->s, "rename \"%s\" -> \"%s/%s\" failed: %s", t->tmpname,
+			    rc->s->opts->partial_dir, leaf, strerror(errno));
+		unlinkat(t->tmpdirfd, t->tmpname, 0);
+	}
+	close(pfd);
+	return r == 0;
+}
+
 bool temp_commit(struct temp_file *t, const struct file_entry *f)
 {
 	struct session *s = t->rc->s;
@@ -122,7 +160,9 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 
 	if (t->dirfd < 0)
 		return false;
-	if (t->inplace) {
+	if (t->inplace || s->opts->sparse || s->opts->preallocate) {
+		/* the size is where the data ended: after a trailing hole, or
+		 * short of a preallocation for a file that shrank meanwhile */
 		off_t end = lseek(t->fd, 0, SEEK_CUR);
 		if (end >= 0 && ftruncate(t->fd, end) < 0)
 			ok = false;
@@ -134,6 +174,11 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 	/* Attributes go on the temp file, so the final name appears complete. */
 	if (ok && apply_attrs(t->rc, t->tmpdirfd, t->tmpname, f, NULL, true) < 0)
 		ok = false;
+	if (ok && t->delayed) {
+		ok = move_into_partial_dir(t, "completed file");
+		temp_close(t);
+		return ok;
+	}
 	if (ok && !t->inplace && s->opts->backup &&
 	    !backup_make(t->rc, t->dirfd, t->leaf, t->path)) {
 		unlinkat(t->tmpdirfd, t->tmpname, 0);
@@ -149,6 +194,12 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 	return ok;
 }
 
+bool temp_commit_delayed(struct temp_file *t, const struct file_entry *f)
+{
+	t->delayed = true;
+	return temp_commit(t, f);
+}
+
 void temp_discard(struct temp_file *t)
 {
 	if (t->dirfd >= 0 && !t->inplace)
@@ -159,7 +210,9 @@ void temp_discard(struct temp_file *t)
 void temp_abandon(struct temp_file *t)
 {
 	if (t->dirfd >= 0 && !t->inplace) {
-		if (t->keep_partial)
+		if (t->keep_partial && t->rc->s->opts->partial_dir)
+			move_into_partial_dir(t, "partial file");
+		else if (t->keep_partial)
 			renameat(t->tmpdirfd, t->tmpname, t->dirfd, t->leaf);
 		else
 			unlinkat(t->tmpdirfd, t->tmpname, 0);

@@ -21,6 +21,10 @@ struct temp_file {
 	char path[8192];      /* for messages */
 	bool inplace;
 	bool keep_partial;
+	bool delayed;         /* --delay-updates: commit into the partial dir */
+	char partial_name[600]; /* --partial-dir: "DIR/leaf" from dirfd, for the
+				 * signal handler ("" when not usable there) */
+	char partial_dir[300];  /* ... and "DIR" to create */
 };
 
 /* Create the temporary file (or open the destination with --inplace). */
@@ -28,6 +32,9 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 	       const char *path, const struct file_entry *f);
 /* Set the entry's attributes and rename into place. */
 bool temp_commit(struct temp_file *t, const struct file_entry *f);
+/* --delay-updates: the same, but into the file's --partial-dir, from
+ * where the end of the transfer renames it into place. */
+bool temp_commit_delayed(struct temp_file *t, const struct file_entry *f);
 /* Throw the data away (checksum mismatch or write error). */
 void temp_discard(struct temp_file *t);
 /* The stream broke: keep the partial file with --partial, else remove. */

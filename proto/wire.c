@@ -23,6 +23,7 @@ void wire_error_init(struct wire_error *e)
 	pthread_mutex_init(&e->lock, NULL);
 	e->code = 0;
 	e->msg[0] = '\0';
+	e->stop_at = 0;
 }
 
 bool wire_fail(struct wire_error *e, int code, const char *fmt, ...)
@@ -281,18 +282,42 @@ size_t wire_buffered(const struct wire_in *in)
 /* Wait until fd is ready (forever when timeout_ms is 0). A peer may hand
  * us non-blocking descriptors (rsync does for a remote-shell child), so
  * every read and write waits here first. */
+static int stop_left_ms(const struct wire_error *err);
+
 static bool wait_fd(struct wire_error *err, int fd, short events, int timeout_ms)
 {
 	struct pollfd p = {.fd = fd, .events = events};
-	int r;
+	int stop_ms = stop_left_ms(err), r;
+	int wait_ms = stop_ms >= 0 && (timeout_ms <= 0 || stop_ms < timeout_ms) ? stop_ms : timeout_ms;
 
 	do {
-		r = poll(&p, 1, timeout_ms > 0 ? timeout_ms : -1);
+		r = poll(&p, 1, wait_ms > 0 ? wait_ms : -1);
 	} while (r < 0 && errno == EINTR);
-	if (r == 0)
+	if (r == 0 && err->stop_at && time(NULL) >= err->stop_at)
+		return wire_fail(err, RERR_TIMEOUT, "stopping at requested limit");
+	if (r == 0 && wait_ms == timeout_ms)
 		return wire_fail(err, RERR_TIMEOUT, "timeout after %d seconds -- exiting",
 				 timeout_ms / 1000);
 	return true;
+}
+
+/* --stop-at: milliseconds until the limit (at least 1), or -1 for none. */
+static int stop_left_ms(const struct wire_error *err)
+{
+	if (!err->stop_at)
+		return -1;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	int64_t left = ((int64_t)err->stop_at - ts.tv_sec) * 1000 - ts.tv_nsec / 1000000 + 1;
+	return left < 1 ? 1 : left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+/* The limit checked on every read and write, as rsync's perform_io does. */
+static bool stop_reached(struct wire_error *err)
+{
+	if (err->stop_at && time(NULL) >= err->stop_at)
+		return !wire_fail(err, RERR_TIMEOUT, "stopping at requested limit");
+	return false;
 }
 
 int64_t wire_now_ms(void)
@@ -333,10 +358,12 @@ static bool raw_fill(struct wire_in *in, size_t need)
 			in->end -= in->pos;
 			in->pos = 0;
 		}
-		if (in->err->code)
+		if (in->err->code || stop_reached(in->err))
 			return false;
 		int wait_ms = read_wait_ms(in);
-		if (wait_ms > 0 && !wait_fd(in->err, in->fd, POLLIN, wait_ms))
+		if ((wait_ms > 0 || in->err->stop_at) && !wait_fd(in->err, in->fd, POLLIN, wait_ms))
+			return false;
+		if (in->err->code)
 			return false;
 		ssize_t r = read(in->fd, in->buf + in->end, in->cap - in->end);
 		if (r < 0 && errno == EINTR)
@@ -670,7 +697,10 @@ static bool raw_write_all(struct wire_out *out, const uint8_t *p, size_t len)
 	size_t max_piece = out->bwlimit ? (size_t)(out->bwlimit > 4 ? out->bwlimit * 128 : 512)
 					: len;
 	while (len > 0) {
-		if (out->timeout_ms > 0 && !wait_fd(out->err, out->fd, POLLOUT, out->timeout_ms))
+		if (stop_reached(out->err))
+			return false;
+		if ((out->timeout_ms > 0 || out->err->stop_at) &&
+		    !wait_fd(out->err, out->fd, POLLOUT, out->timeout_ms))
 			return false;
 		ssize_t w = write(out->fd, p, len < max_piece ? len : max_piece);
 		if (w < 0 && errno == EINTR)

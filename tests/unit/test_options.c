@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -197,9 +198,26 @@ static void test_negations(void **state)
 	assert_int_equal(PARSE(&o, "--no-H", "--no-A", "--no-X", "--no-z", "--no-s", "a", "b"), 0);
 	options_free(&o);
 
-	/* but --no-implied-dirs changes -R behaviour: not supported yet */
-	assert_int_equal(PARSE(&o, "--no-implied-dirs", "a", "b"), RERR_SYNTAX);
-	assert_non_null(strstr(errbuf, "ferry: --no-implied-dirs is not supported yet"));
+	/* --no-implied-dirs is kept (it only matters with -R) */
+	assert_int_equal(PARSE(&o, "--no-implied-dirs", "a", "b"), 0);
+	assert_true(o.no_implied_dirs);
+	assert_false(o.relative);
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "--no-i-d", "--i-d", "-R", "a", "b"), 0);
+	assert_false(o.no_implied_dirs);
+	assert_true(o.relative);
+	options_free(&o);
+
+	/* --files-from implies -R and -d, and -a's -r gives way; an explicit
+	 * -r stays, and --no-R wins wherever it is */
+	assert_int_equal(PARSE(&o, "-a", "--files-from=l", "-0", "a", "b"), 0);
+	assert_true(o.relative && o.dirs && o.from0);
+	assert_false(o.recursive);
+	assert_string_equal(o.files_from, "l");
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "--no-R", "--files-from=l", "-ra", "a", "b"), 0);
+	assert_true(o.recursive);
+	assert_false(o.relative);
 	options_free(&o);
 }
 
@@ -319,14 +337,14 @@ static void test_unknown_and_unsupported(void **state)
 	assert_non_null(strstr(errbuf, "--exclude: missing argument"));
 	options_free(&o);
 
-	assert_int_equal(PARSE(&o, "--xattrs", "a", "b"), RERR_SYNTAX);
-	assert_non_null(strstr(errbuf, "ferry: --xattrs is not supported yet"));
+	assert_int_equal(PARSE(&o, "--fake-super", "a", "b"), RERR_SYNTAX);
+	assert_non_null(strstr(errbuf, "ferry: --fake-super is not supported yet"));
 	options_free(&o);
 	assert_int_equal(PARSE(&o, "-avy", "a", "b"), RERR_SYNTAX);
 	assert_non_null(strstr(errbuf, "ferry: -y (--fuzzy) is not supported yet"));
 	options_free(&o);
-	assert_int_equal(PARSE(&o, "-S", "a", "b"), RERR_SYNTAX);
-	assert_non_null(strstr(errbuf, "ferry: -S (--sparse) is not supported yet"));
+	assert_int_equal(PARSE(&o, "-K", "a", "b"), RERR_SYNTAX);
+	assert_non_null(strstr(errbuf, "ferry: -K (--keep-dirlinks) is not supported yet"));
 	options_free(&o);
 	assert_int_equal(PARSE(&o, "--sender", "a", "b"), RERR_SYNTAX);
 	options_free(&o);
@@ -515,6 +533,16 @@ static void test_server_argv_pull(void **state)
 	     "--info=name2,stats,progress2,flist", "h::m/", "d/");
 	PULL("--server --sender -e.LsfxCIvu --info=ALL2 .", "--info=ALL2", "h::m/", "d/");
 	PULL("--server --sender -vve.LsfxCIvu .", "-vv", "h::m/", "d/");
+	/* --files-from (options.c: server_options): a local list goes over
+	 * the socket, a remote one is named; --no-implied-dirs with -R */
+	PULL("--server --sender -logDtpRe.LsfxCIvu --files-from=- --from0 .",
+	     "-a", "--files-from=list", "h:mod/", "d/");
+	PULL("--server --sender -logDtpRe.LsfxCIvu --files-from rl --from0 .",
+	     "-a", "--files-from=:rl", "-0", "h:mod/", "d/");
+	PULL("--server --sender -logDtpe.LsfxCIvu --files-from=- --from0 --no-relative .",
+	     "-a", "--files-from=list", "--no-R", "h:mod/", "d/");
+	PULL("--server --sender -logDtprRe.LsfxCIvu --no-implied-dirs .",
+	     "-aR", "--no-implied-dirs", "h:mod/", "d/");
 	/* protocol 29: no capability string */
 	expect_server_argv(true, 29, "--server --sender -logDtpr .",
 			   (char *[]){ "ferry", "-a", "h::m/", "d/", NULL });
@@ -527,6 +555,11 @@ static void test_server_argv_push(void **state)
 	(void)state;
 	/* rsync -av --delete src/ host::mod/ */
 	PUSH("--server -vlogDtpre.LsfxCIvu --delete .", "-av", "--delete", "src/", "h::mod/");
+	PUSH("--server -logDtpRe.LsfxCIvu .", "-a", "--files-from=list", "src", "h:d/");
+	PUSH("--server -logDtpRe.LsfxCIvu --files-from rl .", "-a", "--files-from=h:rl", "src",
+	     "h:d/");
+	PUSH("--server -logDtprRe.LsfxCIvu --no-implied-dirs .", "-aR", "--no-implied-dirs",
+	     "src", "h:d/");
 	PUSH("--server -re.LsfxCIvu --delete-before .", "--delete-before", "-r", "s/", "h::m/");
 	PUSH("--server -re.LsfxCIvu --delete-during .", "--del", "-r", "s/", "h::m/");
 	PUSH("--server -re.LsfxCIvu --delete-delay .", "--delete-delay", "-r", "s/", "h::m/");
@@ -640,6 +673,40 @@ static void test_safe_arg(void **state)
 	free(s);
 }
 
+static time_t utc(int y, int mo, int d, int h, int mi)
+{
+	struct tm t = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h,
+		       .tm_min = mi, .tm_isdst = -1};
+	return mktime(&t);
+}
+
+/* --stop-at fills in what is left out from now and rolls forward. */
+static void test_stop_at(void **state)
+{
+	(void)state;
+	setenv("TZ", "UTC", 1);
+	tzset();
+	time_t now = utc(2026, 1, 15, 10, 30);
+
+	assert_int_equal(stop_at_parse("2026-01-15T11:00", now), utc(2026, 1, 15, 11, 0));
+	assert_int_equal(stop_at_parse("26-01-15T11:00", now), utc(2026, 1, 15, 11, 0));
+	assert_int_equal(stop_at_parse("11:00", now), utc(2026, 1, 15, 11, 0));
+	assert_int_equal(stop_at_parse("T11:00", now), utc(2026, 1, 15, 11, 0));
+	assert_int_equal(stop_at_parse("10:00", now), utc(2026, 1, 16, 10, 0));
+	assert_int_equal(stop_at_parse(":45", now), utc(2026, 1, 15, 10, 45));
+	assert_int_equal(stop_at_parse(":15", now), utc(2026, 1, 15, 11, 15));
+	assert_int_equal(stop_at_parse("01-20", now), utc(2026, 1, 20, 0, 0));
+	assert_int_equal(stop_at_parse("1/10", now), utc(2027, 1, 10, 0, 0));
+	assert_int_equal(stop_at_parse("20T8:05", now), utc(2026, 1, 20, 8, 5));
+	assert_true(stop_at_parse("2026-01-15T09:00", now) <= now);
+	assert_int_equal(stop_at_parse("garbage", now), (time_t)-1);
+	assert_int_equal(stop_at_parse("25:00", now), (time_t)-1);
+	assert_int_equal(stop_at_parse("T", now), (time_t)-1);
+	assert_int_equal(stop_at_parse("2026-13-01", now), (time_t)-1);
+	unsetenv("TZ");
+	tzset();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -658,6 +725,7 @@ int main(void)
 		cmocka_unit_test(test_server_argv_push),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_safe_arg),
+		cmocka_unit_test(test_stop_at),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,61 @@
+/*
+ * --log-file on the client: what rsync's log.c writes there, each line
+ * stamped "YYYY/MM/DD HH:MM:SS [pid] ": the start ("building file list" /
+ * "receiving file list"), one line per changed item in --log-file-format
+ * (default "%i %n%L"), deletions, errors, and the byte counts at the end.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/session.h"
+
+static pthread_mutex_t logfile_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void logfile_open(struct session *s)
+{
+	const char *file = s->opts ? s->opts->log_file : NULL;
+
+	if (!file || s->log_fp)
+		return;
+	s->log_fp = fopen(file, "a");
+	if (!s->log_fp) {
+		fprintf(stderr, "ferry: failed to open log-file %s: %s\n", file, strerror(errno));
+		fprintf(stderr, "Ignoring \"--log-file=%s\"\n", file);
+		return;
+	}
+	setvbuf(s->log_fp, NULL, _IOLBF, 0);
+}
+
+void logfile_write(struct session *s, const char *fmt, ...)
+{
+	char when[64], msg[4096];
+	struct tm tm;
+	va_list ap;
+
+	if (!s->log_fp)
+		return;
+	time_t t = time(NULL);
+	localtime_r(&t, &tm);
+	strftime(when, sizeof when, "%Y/%m/%d %H:%M:%S", &tm);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	size_t n = strlen(msg);
+	while (n > 0 && msg[n - 1] == '\n')
+		msg[--n] = '\0';
+	pthread_mutex_lock(&logfile_lock);
+	fprintf(s->log_fp, "%s [%d] %s\n", when, (int)getpid(), msg);
+	pthread_mutex_unlock(&logfile_lock);
+}
+
+void logfile_close(struct session *s)
+{
+	if (s->log_fp)
+		fclose(s->log_fp);
+	s->log_fp = NULL;
+}

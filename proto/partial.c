@@ -1,0 +1,123 @@
+/*
+ * --partial-dir and --delay-updates on the receiving side: where a partly
+ * received file is kept (and found again as the basis of the next try),
+ * and where finished files wait until they are all renamed into place
+ * (rsync util1.c: partial_dir_fname, handle_partial_dir; receiver.c:
+ * handle_delayed_updates). A relative partial dir sits in each file's own
+ * directory; in a daemon module an absolute one is taken from the module
+ * root. No symlink is followed on the way.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proto/recvside.h"
+
+const char *partial_leaf(const struct recv_ctx *rc, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (rc->solo_name)
+		return rc->solo_name;
+	return slash ? slash + 1 : path;
+}
+
+/* The partial dir of path as a path under *base. */
+static bool partial_dir_rel(const struct recv_ctx *rc, const char *path, int *base, char *out,
+			    size_t size)
+{
+	const char *pd = rc->s->opts->partial_dir;
+	const char *slash = rc->solo_name ? NULL : strrchr(path, '/');
+	int n;
+
+	if (*pd == '/') {
+		if (!rc->confined)
+			return false; /* an absolute path of the user's: see below */
+		while (*pd == '/')
+			pd++;
+		*base = rc->module_fd;
+		n = snprintf(out, size, "%s", pd);
+	} else {
+		*base = rc->rootfd;
+		n = slash ? snprintf(out, size, "%.*s/%s", (int)(slash - path), path, pd)
+			  : snprintf(out, size, "%s", pd);
+	}
+	return n > 0 && (size_t)n < size && fs_path_is_safe(out);
+}
+
+/* Create rel under base: its parents as usual, itself private (0700), as
+ * rsync does. Returns a cursor-owned fd or -1. */
+static int make_partial_dir(struct dir_cursor *c, int base, char *rel)
+{
+	const char *leaf;
+	char *last = strrchr(rel, '/');
+
+	if (last) {
+		*last = '\0';
+		int made = fs_mkpath_at(base, rel);
+		*last = '/';
+		if (made < 0)
+			return -1;
+	}
+	int parent = dir_cursor_parent(c, rel, &leaf);
+	if (parent < 0 || (mkdirat(parent, leaf, 0700) < 0 && errno != EEXIST))
+		return -1;
+	dir_cursor_reset(c);
+	return dir_cursor_open(c, rel);
+}
+
+int partial_dir_open(struct recv_ctx *rc, const char *path, bool create)
+{
+	const char *pd = rc->s->opts->partial_dir;
+	char rel[8192];
+	int base;
+
+	if (!pd)
+		return -1;
+	if (*pd == '/' && !rc->confined) {
+		if (create && mkdir(pd, 0700) < 0 && errno != EEXIST)
+			return -1;
+		return open(pd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (!partial_dir_rel(rc, path, &base, rel, sizeof rel)) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct dir_cursor c;
+	dir_cursor_init(&c, base);
+	int fd = dir_cursor_open(&c, rel);
+	if (fd < 0 && errno == ENOENT && create)
+		fd = make_partial_dir(&c, base, rel);
+	int mine = fd >= 0 ? dup(fd) : -1;
+	dir_cursor_close(&c);
+	return mine;
+}
+
+void partial_remove(struct recv_ctx *rc, const char *path)
+{
+	const char *pd = rc->s->opts->partial_dir;
+	int fd = partial_dir_open(rc, path, false);
+
+	if (fd < 0)
+		return;
+	unlinkat(fd, partial_leaf(rc, path), 0);
+	close(fd);
+	/* the dir goes when it is empty; an absolute one is the user's */
+	if (*pd != '/') {
+		char rel[8192];
+		int base;
+		if (partial_dir_rel(rc, path, &base, rel, sizeof rel)) {
+			struct dir_cursor c;
+			const char *leaf;
+			dir_cursor_init(&c, base);
+			int parent = dir_cursor_parent(&c, rel, &leaf);
+			if (parent >= 0)
+				unlinkat(parent, leaf, AT_REMOVEDIR);
+			dir_cursor_close(&c);
+		}
+	}
+}
