@@ -38,6 +38,10 @@ int32_t batch_stream_flags(const struct ferry_opts *o, bool compressed)
 		f |= BATCH_F_DIRS;
 	if (compressed)
 		f |= BATCH_F_COMPRESS;
+	if (o->acls)
+		f |= BATCH_F_ACLS;
+	if (o->xattrs)
+		f |= BATCH_F_XATTRS;
 	if (o->inplace)
 		f |= BATCH_F_INPLACE;
 	return f;
@@ -253,12 +257,9 @@ bool batch_apply_flags(struct ferry_opts *o, int32_t flags)
 		fprintf(stderr, "ferry: this batch file needs --iconv, which ferry does not support\n");
 		return false;
 	}
-	if (flags & (BATCH_F_ACLS | BATCH_F_XATTRS | BATCH_F_APPEND | BATCH_F_APPEND_VERIFY)) {
+	if (flags & (BATCH_F_APPEND | BATCH_F_APPEND_VERIFY)) {
 		fprintf(stderr, "ferry: this batch file was written with %s, which ferry does not support\n",
-			flags & BATCH_F_ACLS	     ? "--acls (-A)"
-			: flags & BATCH_F_XATTRS ? "--xattrs (-X)"
-			: flags & BATCH_F_APPEND ? "--append"
-						 : "--append-verify");
+			flags & BATCH_F_APPEND ? "--append" : "--append-verify");
 		return false;
 	}
 	bool compress = o->compress != 0 || o->compress_choice;
@@ -275,14 +276,20 @@ bool batch_apply_flags(struct ferry_opts *o, int32_t flags)
 		o->dirs = !(flags & BATCH_F_DIRS);
 	match_flag(o, &o->dirs, flags & (BATCH_F_DIRS | BATCH_F_RECURSE), "--dirs (-d)");
 	match_flag(o, &compress, flags & BATCH_F_COMPRESS, "--compress (-z)");
+	match_flag(o, &o->acls, flags & BATCH_F_ACLS, "--acls (-A)");
+	bool xattrs = o->xattrs != 0;
+	match_flag(o, &xattrs, flags & BATCH_F_XATTRS, "--xattrs (-X)");
+	if (!xattrs)
+		o->xattrs = 0;
+	else if (!o->xattrs)
+		o->xattrs = 1;
 	match_flag(o, &o->inplace, flags & BATCH_F_INPLACE, "--inplace");
 	/* Keep -zz / --compress-choice: the algorithm comes from the
 	 * command line (FILE.sh repeats it), the flag only says "on". */
 	if (!compress) {
 		o->compress = 0;
 		o->compress_choice = NULL; /* a copy: the caller frees the original */
-	}
-	else if (!o->compress && !o->compress_choice)
+	} else if (!o->compress && !o->compress_choice)
 		o->compress = 1;
 	return true;
 }

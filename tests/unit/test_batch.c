@@ -58,6 +58,10 @@ static void test_stream_flags_like_rsync(void **state)
 	assert_int_equal(PARSE(&o, "-aHz", "--write-batch=b", "s/", "d/"), 0);
 	assert_int_equal(batch_stream_flags(&o, true), 0x1bf);
 	options_free(&o);
+	/* rsync -aAX: also bits 10 and 11 */
+	assert_int_equal(PARSE(&o, "-aAX", "--write-batch=b", "s/", "d/"), 0);
+	assert_int_equal(batch_stream_flags(&o, false), 0xc9f);
+	options_free(&o);
 	/* rsync -rc --inplace: r, c, d, inplace */
 	assert_int_equal(PARSE(&o, "-rc", "--inplace", "--write-batch=b", "s/", "d/"), 0);
 	assert_int_equal(batch_stream_flags(&o, false),
@@ -102,9 +106,12 @@ static void test_apply_refuses(void **state)
 	assert_int_equal(PARSE(&o, "--read-batch=b", "d/"), 0);
 	ro = o;
 	assert_false(batch_apply_flags(&ro, BATCH_F_ICONV));
-	assert_false(batch_apply_flags(&ro, BATCH_F_ACLS));
-	assert_false(batch_apply_flags(&ro, BATCH_F_XATTRS));
 	assert_false(batch_apply_flags(&ro, BATCH_F_APPEND));
+	assert_false(batch_apply_flags(&ro, BATCH_F_APPEND_VERIFY));
+	/* ACLs and xattrs are taken on, like the other flags */
+	assert_true(batch_apply_flags(&ro, BATCH_F_ACLS | BATCH_F_XATTRS));
+	assert_true(ro.acls);
+	assert_int_equal(ro.xattrs, 1);
 	options_free(&o);
 	dup2(out, 2);
 	close(out);
