@@ -46,7 +46,7 @@ static int run_receiver_child(const struct ferry_opts *o, int fd, const char *de
 	ro.munge_links = false;
 	/* Without a slow link in between, delta transfer only costs time:
 	 * rsync's local default is --whole-file. */
-	if (ro.whole_file < 0)
+	if (ro.whole_file < 0 && !o->write_batch)
 		ro.whole_file = 1;
 	session_init(&s, &ro, fd, fd);
 	s.info = stderr;
@@ -87,7 +87,8 @@ int client_local(const struct ferry_opts *o, char **srcs, int nsrc, const char *
 	}
 	close(sv[1]);
 	struct ferry_opts so = *o;
-	if (so.whole_file < 0)
+	/* ... except when the deltas are what a batch records. */
+	if (so.whole_file < 0 && !o->write_batch)
 		so.whole_file = 1;
 	session_init(&s, &so, sv[0], sv[0]);
 	s.am_sender = true;

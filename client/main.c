@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <string.h>
 
+#include "client/batch_client.h"
 #include "client/local.h"
 #include "client/options.h"
 #include "client/pull.h"
@@ -75,6 +76,8 @@ static int run_client(const struct ferry_opts *o)
 			return RERR_SYNTAX;
 		}
 	}
+	if (o->read_batch)
+		return client_read_batch(o);
 	struct remote_spec srcs[MAX_SOURCES], dst;
 	int nsrc = o->nargs > 1 ? o->nargs - 1 : o->nargs;
 	const char *dest = o->nargs > 1 ? o->args[o->nargs - 1] : NULL;
@@ -182,6 +185,8 @@ int main(int argc, char **argv)
 			if (o.outbuf)
 				setvbuf(stdout, NULL, o.outbuf == 'N' ? _IONBF
 						      : o.outbuf == 'L' ? _IOLBF : _IOFBF, 0);
+			o.raw_argv = argv; /* for a batch's FILE.sh */
+			o.raw_argc = argc;
 			rc = run_client(&o);
 		}
 		if (o.files_from_fd >= 0)

@@ -17,6 +17,7 @@
 
 #include "client/connect.h"
 #include "client/options.h"
+#include "proto/batch.h"
 #include "proto/token.h"
 #include "proto/checksum.h"
 
@@ -853,6 +854,12 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_OLD_ARGS: ps->old_args = v ? (ps->old_args > 0 ? ps->old_args + 1 : 1) : 0; break;
 	case OPT_SECLUDED_ARGS: ps->secluded = v; break;
 	case OPT_MAX_ALLOC: return set_max_alloc(ps, arg);
+	case OPT_WRITE_BATCH:
+		o->write_batch = v;
+		return set_str(ps, &o->batch_name, arg);
+	case OPT_READ_BATCH:
+		o->read_batch = true;
+		return set_str(ps, &o->batch_name, arg);
 	case OPT_STATS: o->stats = true; break;
 	case OPT_8BIT: o->eight_bit_output = v; break;
 	case OPT_HUMAN: o->human = v ? o->human + 1 : 0; break;
@@ -1128,6 +1135,40 @@ static int settle_arg_protection(struct pstate *ps)
 	return 0;
 }
 
+/* The batch options together (rsync options.c: parse_arguments). */
+static int check_batch(struct pstate *ps)
+{
+	struct ferry_opts *o = ps->o;
+
+	if (o->write_batch && o->read_batch)
+		return usage_err(ps, "--write-batch and --read-batch can not be used together");
+	if (o->batch_name && strlen(o->batch_name) > BATCH_NAME_MAX)
+		return usage_err(ps, "the batch-file name must be %d characters or less.",
+				 BATCH_NAME_MAX);
+	if (o->write_batch > 0 || o->read_batch) {
+		if (o->server) {
+			/* Older clients send them; rsync carries on without. */
+			fprintf(stderr, "ignoring --%s-batch option sent to server\n",
+				o->write_batch ? "write" : "read");
+			o->write_batch = 0;
+			o->read_batch = false;
+		} else if (o->dry_run) {
+			o->write_batch = 0;
+		}
+	} else if (o->write_batch < 0 && o->dry_run) {
+		o->write_batch = 0;
+	}
+	if (o->read_batch && o->files_from)
+		return usage_err(ps, "--read-batch cannot be used with --files-from");
+	if (o->read_batch && o->remove_source_files)
+		return usage_err(ps, "--read-batch cannot be used with --remove-%s-files",
+				 o->remove_source_files == 1 ? "source" : "sent");
+	/* Nothing changes on the receiving side (main.c). */
+	if (o->write_batch < 0)
+		o->dry_run = true;
+	return 0;
+}
+
 /* rsync parse_arguments() after the option loop. */
 static int finish(struct pstate *ps)
 {
@@ -1177,7 +1218,7 @@ static int finish(struct pstate *ps)
 			ps->dirs = 1;
 	}
 	o->relative = ps->relative < 0 ? o->files_from != NULL : ps->relative != 0;
-	if (o->nargs < 2 && !o->server)
+	if (o->nargs < 2 && !o->server && !o->read_batch)
 		o->list_only = true;
 
 	if (ps->dirs >= 4) {
@@ -1235,7 +1276,7 @@ static int finish(struct pstate *ps)
 		return usage_err(ps, "--backup with --inplace is not supported yet");
 	if (o->suffix && strchr(o->suffix, '/'))
 		return usage_err(ps, "--suffix cannot contain slashes: %s", o->suffix);
-	return 0;
+	return check_batch(ps);
 }
 
 int options_parse_flags(struct ferry_opts *o, int argc, char **argv, unsigned flags)
@@ -1331,6 +1372,7 @@ void options_free(struct ferry_opts *o)
 	free(o->sockopts);
 	free(o->early_input);
 	free(o->max_alloc);
+	free(o->batch_name);
 	free(o->compress_choice);
 	free(o->skip_compress);
 	for (i = 0; i < o->nremote_options; i++)

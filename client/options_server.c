@@ -240,7 +240,7 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		flags[x++] = 'b';
 	if (o->update)
 		flags[x++] = 'u';
-	if (o->dry_run)
+	if (o->dry_run && o->write_batch >= 0) /* rsync: !do_xfers */
 		flags[x++] = 'n';
 	if (o->links)
 		flags[x++] = 'l';
@@ -393,6 +393,8 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 			pushs(&a, "--delete-excluded");
 		if (o->force)
 			pushs(&a, "--force");
+		if (o->write_batch < 0)
+			pushs(&a, "--only-write-batch=X");
 		if (o->size_only)
 			pushs(&a, "--size-only");
 		if (o->stats)

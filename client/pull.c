@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/batch_client.h"
 #include "client/transport.h"
 #include "client/options.h"
 #include "proto/filesfrom.h"
@@ -173,8 +174,11 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 
 static void print_summary(const struct ferry_opts *o, struct session *s, double elapsed)
 {
-	s->stats.total_written = (int64_t)s->out.total_written;
-	s->stats.total_read = (int64_t)s->in.total_read;
+	/* A batch replay reports the recorded sender's counts, as rsync. */
+	if (!o->read_batch) {
+		s->stats.total_written = (int64_t)s->out.total_written;
+		s->stats.total_read = (int64_t)s->in.total_read;
+	}
 	progress_finish(s);
 	if (o->json) {
 		progress_json_stats(s, session_exit_code(s), elapsed);
@@ -190,8 +194,8 @@ static void print_summary(const struct ferry_opts *o, struct session *s, double 
 		      (long long)s->stats.total_size);
 }
 
-static int receive_and_apply(struct session *s, const char *dest, struct filter_list *filters,
-			     struct names_forwarder *fw, double start)
+int pull_receive(struct session *s, const char *dest, struct filter_list *filters,
+		 struct names_forwarder *fw, double start)
 {
 	const struct ferry_opts *o = s->opts;
 	struct flist fl;
@@ -292,7 +296,10 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 		if (s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
 			fprintf(stderr, "ferry: %s\n", s.err.msg);
 	} else {
-		code = receive_and_apply(&s, listing ? NULL : dest, &filters, &fw, start);
+		code = batch_client_start(&s, false)
+			       ? pull_receive(&s, listing ? NULL : dest, &filters, &fw, start)
+			       : session_exit_code(&s);
+		code = batch_client_finish(&s, code);
 		if (code && wire_error_code(&s.err) && s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
 			fprintf(stderr, "ferry: %s\n", s.err.msg);
 	}

@@ -12,6 +12,15 @@
 int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int nsrc,
 		const char *dest);
 
+/* Receive the file list and the files on a set-up session into dest (NULL:
+ * list only); prints the summary. Returns the exit code. Also the body of
+ * --read-batch. */
+struct session;
+struct filter_list;
+struct names_forwarder;
+int pull_receive(struct session *s, const char *dest, struct filter_list *filters,
+		 struct names_forwarder *fw, double start);
+
 struct file_entry;
 /* One --list-only line (generator.c: list_file_entry). */
 void list_entry(const struct ferry_opts *o, const struct file_entry *f);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/batch_client.h"
 #include "client/transport.h"
 #include "client/options.h"
 #include "proto/filesfrom.h"
@@ -58,6 +59,8 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 	    filter_add_cvs_rules(filters, s->protocol >= 29, true, err, sizeof err) < 0)
 		return wire_fail(&s->err, RERR_SYNTAX, "%s", err);
 	if (!filter_send(s, filters, true) || !wire_flush(&s->out))
+		return false;
+	if (!batch_client_start(s, true))
 		return false;
 	bool show = (o->verbose || o->progress) && !o->quiet && !o->json;
 	logfile_write(s, "building file list");
@@ -143,5 +146,5 @@ int push_run(struct session *s, char **srcs, int nsrc, struct filter_list *filte
 		if (s->err.msg[0] && strcmp(s->err.msg, " ") != 0)
 			fprintf(stderr, "ferry: %s\n", s->err.msg);
 	}
-	return code;
+	return batch_client_finish(s, code);
 }

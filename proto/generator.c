@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "proto/acls.h"
+#include "proto/batch.h"
 #include "proto/xattrs.h"
 #include "proto/delete.h"
 #include "proto/fileio.h"
@@ -563,7 +564,7 @@ static bool request_from(struct gen *g, int32_t ndx, const struct basis *b, int 
 	if (g->o->checksum)
 		iflags |= ITEM_REPORT_CHANGE;
 	if (b->st && S_ISREG(b->st->st_mode) && b->st->st_size > 0 && g->o->whole_file != 1 &&
-	    !g->o->dry_run && s->xfer_csum != CSUM_NONE)
+	    batch_do_xfers(g->o) && s->xfer_csum != CSUM_NONE)
 		fd = openat(b->dirfd, b->leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && b->alt >= 0)
 		iflags |= ITEM_BASIS_TYPE_FOLLOWS;
@@ -576,7 +577,7 @@ static bool request_from(struct gen *g, int32_t ndx, const struct basis *b, int 
 	     (s->protocol < 29 || wire_write_u16(&s->out, (uint16_t)(iflags & 0xffff))) &&
 	     (!(iflags & ITEM_BASIS_TYPE_FOLLOWS) || wire_write_u8(&s->out, (uint8_t)b->alt)) &&
 	     xattr_gen_request(s, f, iflags);
-	if (ok && !g->o->dry_run)
+	if (ok && batch_do_xfers(g->o))
 		ok = fd >= 0 ? send_sums(g, fd, b->st->st_size, redo) : send_null_sums(s);
 	wire_out_unlock(&s->out);
 	if (fd >= 0)
@@ -1075,6 +1076,7 @@ static bool generate_files(struct gen *g)
 			return false;
 		gen_entry(g, (int32_t)i);
 	}
+	batch_note_listed(rc);
 	/* A: end of phase 0 */
 	if (!send_done(g) || !wire_flush(&s->out))
 		return false;

@@ -120,6 +120,14 @@ static bool negotiate_strings(struct session *s)
 	int want;
 	enum csum_type t;
 
+	/* A batch file records no choice: its reader assumes the old-style
+	 * defaults, so the writer negotiates exactly those (compat.c:
+	 * getenv_nstr with write_batch). */
+	if (o->write_batch && !s->am_server) {
+		ours = s->protocol >= 30 ? "md5" : "md4";
+		cours = "zlib";
+	}
+
 	if (!compress_wanted(s, &want))
 		return false;
 	bool csum_list = !o->checksum_choice && s->varint_flist_flags;
@@ -269,4 +277,47 @@ bool negotiate_server(struct session *s, int remote_protocol, const char *client
 		s->seed = (int32_t)s->opts->checksum_seed;
 	}
 	return wire_write_i32(&s->out, s->seed) && wire_flush(&s->out);
+}
+
+bool negotiate_from_batch(struct session *s)
+{
+	int32_t v;
+
+	/* compat.c: setup_protocol() with read_batch: the version, compat
+	 * flags and seed come from the file; nothing is negotiated. */
+	if (!wire_read_i32(&s->in, &v))
+		return false;
+	if (v > PROTOCOL_NEWEST)
+		return wire_fail(&s->err, RERR_PROTOCOL,
+				 "The protocol version in the batch file is too new (%d > %d).", v,
+				 PROTOCOL_NEWEST);
+	if (v < PROTOCOL_OLDEST)
+		return wire_fail(&s->err, RERR_PROTOCOL,
+				 "the batch file uses protocol %d; ferry needs at least %d", v,
+				 PROTOCOL_OLDEST);
+	set_protocol(s, v);
+	if (s->protocol >= 30) {
+		if (!wire_read_varint(&s->in, &v))
+			return false;
+		if (v & CF_INC_RECURSE)
+			return wire_fail(&s->err, RERR_SYNTAX,
+					 "Incompatible options specified for inc-recursive batch file "
+					 "(ferry cannot read an incremental-recursion batch; write it "
+					 "with --no-inc-recursive)");
+		adopt_compat_flags(s, (uint32_t)v);
+	}
+	s->xfer_csum = csum_implied(s->protocol);
+	s->flist_csum = csum_flist_type(s->xfer_csum);
+	/* Compressed data: zlib unless the command line names another
+	 * algorithm (as FILE.sh does for -zz or --compress-choice). */
+	int want = CPRES_NONE;
+	if (s->opts->compress || s->opts->compress_choice) {
+		if (!compress_wanted(s, &want))
+			return false;
+		if (want == CPRES_AUTO || want == CPRES_NONE)
+			want = CPRES_ZLIB;
+	}
+	s->compress = want;
+	s->compress_level = token_resolve_level(&s->compress, TOKEN_LEVEL_DEFAULT);
+	return wire_read_i32(&s->in, &s->seed);
 }

@@ -19,6 +19,11 @@ bool negotiate_client(struct session *s, int remote_protocol);
  * the compat flags, negotiates checksums, sends the seed. */
 bool negotiate_server(struct session *s, int remote_protocol, const char *client_caps);
 
+/* --read-batch: take the protocol version, compat flags and seed from the
+ * batch file's header on s->in (after its stream flags), and the implied
+ * checksum and compression, as rsync does when reading a batch. */
+bool negotiate_from_batch(struct session *s);
+
 /* Pick the first name of `ours` that `theirs` also lists; false if none. */
 bool negotiate_pick(const char *ours, const char *theirs, char *out, size_t outsz);
 

@@ -192,6 +192,13 @@ struct ferry_opts {
 	char *alt_dest[ALT_DEST_MAX]; /* --compare-dest/--copy-dest/--link-dest */
 	int nalt_dest;
 
+	/* batch mode (proto/batch.h) */
+	char *batch_name;  /* --write-batch/--only-write-batch/--read-batch FILE */
+	int write_batch;   /* 1 --write-batch, -1 --only-write-batch, 0 none */
+	bool read_batch;   /* --read-batch */
+	char **raw_argv;   /* the command line as typed, for FILE.sh */
+	int raw_argc;
+
 	/* the remaining non-option arguments */
 	char **args;
 	int nargs;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/batch.h"
 #include "proto/xattrs.h"
 #include "proto/fileio.h"
 #include "proto/recvside.h"
@@ -37,6 +38,7 @@ struct rcv {
 	int32_t *delayed;  /* --delay-updates: files waiting in partial dirs */
 	size_t ndelayed, delayed_cap;
 	int64_t file_size;
+	bool discarding;   /* reading a batched file we do not apply */
 };
 
 void recv_note_done(struct recv_ctx *rc)
@@ -154,6 +156,8 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 			return wire_fail(&s->err, RERR_PROTOCOL,
 					 "block index %lld out of range (count %d) for \"%s\"",
 					 (long long)block, h->count, path);
+		if (basis_fd < 0 && r->discarding)
+			continue;
 		if (basis_fd < 0)
 			return wire_fail(&s->err, RERR_PROTOCOL,
 					 "sender referenced a block but no basis exists for \"%s\"", path);
@@ -313,6 +317,33 @@ static void discard_failed(struct rcv *r, int32_t ndx, const char *path, bool re
 	}
 }
 
+static int open_basis(struct rcv *r, const struct file_entry *f, const char *path, int type);
+
+/* Read one file's data without applying it (receiver.c:
+ * discard_receive_data). basis_type >= 0: the basis our generator sent
+ * sums of, read so that a compressed stream's decoder sees the matched
+ * data as the sender's encoder did; -1: none (rsync reads none either). */
+static bool discard_file(struct rcv *r, const struct file_entry *f, const char *path,
+			 int basis_type)
+{
+	struct session *s = r->s;
+	struct sum_head h;
+	struct csum_ctx sum;
+	uint8_t theirs[CSUM_MAX_DIGEST];
+	bool write_ok = false;
+
+	if (!read_sum_head(r, &h))
+		return false;
+	int basis_fd = h.count > 0 && basis_type >= 0 ? open_basis(r, f, path, basis_type) : -1;
+	csum_file_init(&sum, s->xfer_csum, s->seed);
+	r->discarding = true;
+	bool ok = receive_data(r, &h, basis_fd, -1, path, &sum, &write_ok);
+	r->discarding = false;
+	if (basis_fd >= 0)
+		close(basis_fd);
+	return ok && wire_read(&s->in, theirs, csum_len(s->xfer_csum));
+}
+
 static bool note_delayed(struct rcv *r, int32_t ndx)
 {
 	if (r->ndelayed == r->delayed_cap) {
@@ -407,10 +438,23 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	if (!S_ISREG(f->mode))
 		return wire_fail(&s->err, RERR_PROTOCOL,
 				 "received request to transfer non-regular file: %d", ndx);
+	if (!(rc->state[ndx] & FS_REQUESTED) && r->o->read_batch) {
+		/* Our generator found it up to date: the batch's update is
+		 * not for this copy. */
+		session_info(s, "(Skipping batched update for \"%s\")\n", path);
+		return discard_file(r, f, path, -1);
+	}
 	if (!(rc->state[ndx] & FS_REQUESTED))
 		return wire_fail(&s->err, RERR_PROTOCOL, "sender sent \"%s\", which we did not request",
 				 path);
 	recv_log_item(rc, f, iflags, NULL);
+	/* A dry run gets no data, except from a batch being read, or for
+	 * an --only-write-batch client, which records it (an
+	 * --only-write-batch server's sender diverts it away from us). */
+	if (r->o->dry_run && r->o->read_batch)
+		return discard_file(r, f, path, -1);
+	if (r->o->dry_run && r->o->write_batch < 0 && !s->am_server)
+		return discard_file(r, f, path, basis_type);
 	if (r->o->dry_run)
 		return true;
 	if (!read_sum_head(r, &h))
@@ -448,7 +492,8 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	}
 	if (memcmp(ours, theirs, n) != 0 && s->xfer_csum != CSUM_NONE) {
 		temp_discard(&tf);
-		discard_failed(r, ndx, path, true);
+		/* A batch holds no second copy to ask for. */
+		discard_failed(r, ndx, path, !r->o->read_batch);
 		return true;
 	}
 	xattr_apply(s, tf.tmpdirfd, tf.tmpname, f, tf.dirfd, tf.leaf);
@@ -527,6 +572,8 @@ static bool receive_replies(struct rcv *r)
 		if (!recv_one_file(r, ndx, iflags, basis_type))
 			return false;
 	}
+	if (r->o->read_batch)
+		batch_report_missing(r->rc);
 	if (!s->am_server && !read_stats(r))
 		return false;
 	if (s->protocol >= 31) {
@@ -548,8 +595,12 @@ bool receiver_run(struct recv_ctx *rc)
 	r.data = malloc(OUT_BUF);
 	r.out = malloc(OUT_BUF);
 	r.dec = token_dec_new(rc->s->compress, rc->s->protocol, &rc->s->err);
-	ok = r.data && r.out && r.dec ? receive_replies(&r)
+	ok = r.data && r.out && r.dec ? true
 				      : wire_fail(&rc->s->err, RERR_MALLOC, "out of memory");
+	/* A batch runs ahead of our generator: let it decide first. */
+	if (ok && r.o->read_batch)
+		ok = batch_wait_listed(rc);
+	ok = ok && receive_replies(&r);
 	token_dec_free(r.dec);
 	free(r.data);
 	free(r.delayed);

@@ -39,6 +39,8 @@ struct recv_ctx {
 	bool receiver_finished;   /* stats read, receiver ended */
 	bool receiver_failed;
 	bool generator_stopped;   /* the generator thread gave up or finished */
+	bool gen_listed;          /* the generator went through the whole list
+				   * once (--read-batch waits for it) */
 
 	char **failed_dirs;       /* dirs we could not create: skip their contents */
 	size_t nfailed_dirs;

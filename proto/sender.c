@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/batch.h"
 #include "proto/xattrs.h"
 #include "proto/fileio.h"
 #include "proto/match.h"
@@ -501,7 +502,7 @@ bool sender_run(struct session *s, struct send_list *sl)
 			continue;
 		}
 		const struct file_entry *f = sl->fl.sorted[ndx];
-		if (!(iflags & ITEM_TRANSFER) || s->opts->dry_run) {
+		if (!(iflags & ITEM_TRANSFER) || !batch_do_xfers(s->opts)) {
 			if (iflags & ITEM_TRANSFER && !S_ISREG(f->mode)) {
 				ok = wire_fail(&s->err, RERR_PROTOCOL,
 					       "received request to transfer non-regular file: %d", ndx);
@@ -524,7 +525,11 @@ bool sender_run(struct session *s, struct send_list *sl)
 				s->stats.created_files++;
 		}
 		session_log_item(s, f, iflags, NULL, NULL);
+		/* --only-write-batch: the file goes to the batch alone
+		 * (sender.c: f_xfer = batch_fd). */
+		s->out.divert = s->out.tee && s->opts->write_batch < 0;
 		ok = send_one(&d, ndx, iflags, type, xname);
+		s->out.divert = false;
 		if (ok && s->xfer_log)
 			s->xfer_log(s->xfer_log_ctx, f, iflags);
 	}
@@ -571,6 +576,8 @@ bool sender_finish(struct session *s)
 			return false;
 		if (!wire_flush(&s->out))
 			return false;
+	} else if (!batch_write_stats(s)) {
+		return false;
 	}
 	if (s->protocol < 24)
 		return true;

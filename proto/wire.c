@@ -3,6 +3,7 @@
  * encodings. See wire.h for the contracts.
  */
 #include "proto/wire.h"
+#include "proto/batch.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -443,6 +444,8 @@ bool wire_read(struct wire_in *in, void *dst, size_t n)
 		if (avail > n)
 			avail = n;
 		memcpy(d, in->buf + in->pos, avail);
+		if (in->tee && !batch_tee_data(in->tee, d, avail))
+			return false;
 		in->pos += avail;
 		if (in->mux)
 			in->data_left -= avail;
@@ -806,8 +809,13 @@ bool wire_write(struct wire_out *out, const void *src, size_t n)
 	bool ok;
 
 	pthread_mutex_lock(&out->lock);
-	ok = out->buf ? write_locked(out, src, n)
-		      : wire_fail(out->err, RERR_MALLOC, "out of memory");
+	if (out->divert)
+		ok = true;
+	else
+		ok = out->buf ? write_locked(out, src, n)
+			      : wire_fail(out->err, RERR_MALLOC, "out of memory");
+	if (ok && out->tee)
+		ok = batch_tee_data(out->tee, src, n);
 	pthread_mutex_unlock(&out->lock);
 	return ok;
 }

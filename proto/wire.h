@@ -89,6 +89,7 @@ bool wire_fail(struct wire_error *e, int code, const char *fmt, ...)
 int wire_error_code(struct wire_error *e);
 
 struct wire_in;
+struct batch_tee;
 /* Called for every non-data frame of a multiplexed input. Returns false to
  * stop the session (after recording an error). */
 typedef bool (*wire_msg_fn)(void *ctx, struct wire_in *in, int code,
@@ -109,6 +110,8 @@ struct wire_in {
 	void *msg_ctx;
 	int32_t ndx_prev_pos, ndx_prev_neg; /* read_ndx state (protocol >= 30) */
 	int protocol;
+	struct batch_tee *tee;  /* --write-batch: a copy of every data byte
+				 * read (proto/batch.h), or NULL */
 };
 
 struct wire_out {
@@ -127,6 +130,10 @@ struct wire_out {
 	long bwlimit;           /* --bwlimit in KiB/s, 0 = none */
 	int64_t bw_backlog;     /* bytes written ahead of the allowed rate */
 	struct timespec bw_prior;
+	struct batch_tee *tee;  /* --write-batch: a copy of every data byte
+				 * written (proto/batch.h), or NULL */
+	bool divert;            /* --only-write-batch: data goes to the tee
+				 * only, not to the peer */
 };
 
 void wire_in_init(struct wire_in *in, int fd, struct wire_error *err);
