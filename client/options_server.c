@@ -490,6 +490,8 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		pushs(&a, "--remove-sent-files");
 	if (o->preallocate && am_sender)
 		pushs(&a, "--preallocate");
+	if (o->open_noatime)
+		pushs(&a, "--open-noatime");
 	if (o->mkpath && am_sender)
 		pushs(&a, "--mkpath");
 	for (i = 0; i < o->nremote_options; i++)

@@ -125,7 +125,7 @@ const struct opt_spec options_table[] = {
 	FL("atimes", 'U', N, OPT_ATIMES, 1, "preserve access (use) times"),
 	NO("no-atimes", Y, OPT_ATIMES),
 	NO("no-U", Y, OPT_ATIMES),
-	FL("open-noatime", 0, N, OPT_OPEN_NOATIME, 1, "avoid changing the atime on opened files"),
+	FL("open-noatime", 0, Y, OPT_OPEN_NOATIME, 1, "avoid changing the atime on opened files"),
 	NO("no-open-noatime", Y, OPT_OPEN_NOATIME),
 	FL("crtimes", 'N', N, OPT_CRTIMES, 1, "preserve create times (newness)"),
 	NO("no-crtimes", Y, OPT_CRTIMES),

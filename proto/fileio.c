@@ -283,6 +283,17 @@ int fs_open_beneath(int rootfd, const char *relpath, int flags)
 	return (int)syscall(SYS_openat2, rootfd, relpath, &how, sizeof how);
 }
 
+int fs_open_source(int dirfd, const char *name, int flags, bool noatime)
+{
+	if (noatime) {
+		int fd = openat(dirfd, name, flags | O_NOATIME);
+		/* only the owner (or CAP_FOWNER) may ask for it */
+		if (fd >= 0 || errno != EPERM)
+			return fd;
+	}
+	return openat(dirfd, name, flags);
+}
+
 int fs_mkpath_at(int rootfd, const char *relpath)
 {
 	char buf[4096];

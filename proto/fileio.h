@@ -58,6 +58,10 @@ int fs_open_root(const char *path, bool create, bool mkpath);
  * rootfd, following no symlink and refusing "..". 0, or -1 with errno. */
 int fs_mkpath_at(int rootfd, const char *relpath);
 
+/* openat() for reading a source file; --open-noatime adds O_NOATIME when
+ * the kernel lets us (files we do not own: without it). */
+int fs_open_source(int dirfd, const char *name, int flags, bool noatime);
+
 /* -S: write buf at the current offset, seeking over 4 KiB runs of zeros
  * (and punching them out of a preallocated file when punch). The caller
  * sets the final size with ftruncate. */

@@ -58,7 +58,8 @@ static bool file_sum(struct walker *k, struct file_entry *f, int dirfd, const ch
 	if (!f->sum)
 		return false;
 	memset(f->sum, 0, n);
-	int fd = openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = fs_open_source(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
+				k->s->opts->open_noatime);
 	if (fd < 0) {
 		io_error(k, IOERR_GENERAL, "open", path);
 		return true;

@@ -175,6 +175,7 @@ struct ferry_opts {
 	int64_t stop_at;   /* --stop-at / --stop-after as a Unix time, 0 = none */
 	char outbuf;       /* --outbuf: 'N', 'L', 'B', or 0 for the default */
 	bool sparse;       /* -S */
+	bool open_noatime; /* --open-noatime */
 	bool prune_empty_dirs; /* -m */
 	bool cvs_exclude;  /* -C */
 	int missing_args;  /* 1 --ignore-missing-args, 2 --delete-missing-args */

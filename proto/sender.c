@@ -245,18 +245,21 @@ static int open_source(struct snd *d, int32_t ndx, const struct file_entry *f)
 	}
 	if (strcmp(path, ".") == 0)
 		return -1;
-	if (d->sl->open_plain)
-		return openat(d->sl->roots.fds[root], path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	int dirfd = dir_cursor_parent(&d->dirs[root], path, &leaf);
-	int fd = dirfd < 0 ? -1 : openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	const struct ferry_opts *o = d->s->opts;
+	bool noatime = o->open_noatime;
+	if (d->sl->open_plain)
+		return fs_open_source(d->sl->roots.fds[root], path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
+				      noatime);
+	int dirfd = dir_cursor_parent(&d->dirs[root], path, &leaf);
+	int fd = dirfd < 0 ? -1
+			   : fs_open_source(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, noatime);
 	if (fd >= 0 || (errno != ELOOP && errno != ENOTDIR) ||
 	    !(o->copy_links || o->copy_unsafe_links || o->copy_dirlinks))
 		return fd;
 	/* An entry reached through a link the file list followed: follow it
 	 * again (in a daemon module never out of the argument's directory). */
 	if (!d->sl->confined)
-		return openat(d->sl->roots.fds[root], path, O_RDONLY | O_CLOEXEC);
+		return fs_open_source(d->sl->roots.fds[root], path, O_RDONLY | O_CLOEXEC, noatime);
 	return fs_open_beneath(d->sl->roots.fds[root], path, O_RDONLY);
 }
 

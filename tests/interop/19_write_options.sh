@@ -88,4 +88,21 @@ check_stop_future() {
 }
 t_check stop_after_not_reached check_stop_future
 
+check_open_noatime() {
+    mkdir -p "$T/na"
+    echo data >"$T/na/f"
+    touch -a -d @1500000000 "$T/na/f"
+    "$FERRY" -a --open-noatime "$T/na/" "$T/na.out/" || return 1
+    [ "$(stat -c %X "$T/na/f")" = 1500000000 ] || { echo "atime changed"; return 1; }
+    # forwarded to a real rsync daemon that sends
+    t_rsyncd_start na_rsyncd "[m]
+    path = $T/na" || return 1
+    "$FERRY" -a --open-noatime "rsync://127.0.0.1:$RSYNCD_PORT/m/" "$T/na.pull/" || return 1
+    local at
+    at=$(stat -c %X "$T/na/f")
+    [ "$at" = 1500000000 ] || { echo "atime after the pull: $at"; return 1; }
+    cmp "$T/na/f" "$T/na.out/f" && cmp "$T/na/f" "$T/na.pull/f" # reads it: last
+}
+t_check open_noatime check_open_noatime
+
 t_done
