@@ -764,6 +764,10 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	struct ferry_opts run_opts = o;
 	if (m->ignore_errors)
 		run_opts.ignore_errors = true;
+	if (m->temp_dir && *m->temp_dir && !run_opts.temp_dir) {
+		run_opts.temp_dir = m->temp_dir;
+		run_opts.temp_dir_trusted = true;
+	}
 	if (m->open_noatime >= 0) /* the module decides when it says */
 		run_opts.open_noatime = m->open_noatime == 1;
 	if (m->timeout && (!run_opts.timeout || m->timeout < run_opts.timeout))

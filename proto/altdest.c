@@ -97,7 +97,10 @@ int recv_open_side_dirs(struct recv_ctx *rc)
 		}
 	}
 	if (o->temp_dir && !o->dry_run) {
-		rc->temp_fd = open_side_dir(rc, o->temp_dir, false);
+		/* the module's own "temp dir" is the administrator's path */
+		rc->temp_fd = o->temp_dir_trusted
+				      ? open(o->temp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+				      : open_side_dir(rc, o->temp_dir, false);
 		if (rc->temp_fd < 0) {
 			session_err(rc->s, "The temp-dir does not exist: %s", o->temp_dir);
 			return RERR_SYNTAX;

@@ -189,6 +189,7 @@ struct ferry_opts {
 	char *backup_dir;  /* --backup-dir */
 	char *suffix;      /* --suffix, NULL = "~" (or "" with --backup-dir) */
 	char *temp_dir;    /* --temp-dir */
+	bool temp_dir_trusted; /* ... from a daemon's "temp dir": not confined */
 	int alt_dest_mode; /* ALT_DEST_COMPARE/COPY/LINK, 0 = none */
 	char *alt_dest[ALT_DEST_MAX]; /* --compare-dest/--copy-dest/--link-dest */
 	int nalt_dest;

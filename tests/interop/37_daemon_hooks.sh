@@ -180,4 +180,16 @@ daemon gid = nogroup
 }
 t_check daemon_uid_drops_privileges check_daemon_uid
 
+# "temp dir": pushed files are received there and renamed into the module
+check_temp_dir() {
+    mkdir -p "$T/tdmod" "$T/tdtmp"
+    t_ferryd_start td_ferryd "[t]
+    path = $T/tdmod
+    read only = no
+    temp dir = $T/tdtmp" || return 1
+    "$RSYNC" -a "$SRC/" "rsync://127.0.0.1:$FERRYD_PORT/t/" || return 1
+    t_compare "$SRC" "$T/tdmod" && [ -z "$(ls -A "$T/tdtmp")" ]
+}
+t_check module_temp_dir check_temp_dir
+
 t_done
