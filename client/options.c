@@ -766,6 +766,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_COPY_LINKS: o->copy_links = v; break;
 	case OPT_COPY_UNSAFE_LINKS: o->copy_unsafe_links = v; break;
 	case OPT_COPY_DIRLINKS: o->copy_dirlinks = v; break;
+	case OPT_KEEP_DIRLINKS: o->keep_dirlinks = v; break;
 	case OPT_SAFE_LINKS: o->safe_links = v; break;
 	case OPT_MUNGE_LINKS: o->munge_links = v; break;
 	case OPT_ONE_FILE_SYSTEM: o->one_file_system = v ? o->one_file_system + 1 : 0; break;

@@ -256,6 +256,8 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 			flags[x++] = 'k';
 	}
 	if (am_sender) {
+		if (o->keep_dirlinks)
+			flags[x++] = 'K';
 		if (o->prune_empty_dirs)
 			flags[x++] = 'm';
 		if (o->omit_dir_times)

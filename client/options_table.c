@@ -87,7 +87,7 @@ const struct opt_spec options_table[] = {
 	FL("munge-links", 0, Y, OPT_MUNGE_LINKS, 1, "munge symlinks to make them safe & unusable"),
 	NO("no-munge-links", Y, OPT_MUNGE_LINKS),
 	FL("copy-dirlinks", 'k', Y, OPT_COPY_DIRLINKS, 1, "transform symlink to directory into referent directory"),
-	FL("keep-dirlinks", 'K', N, OPT_KEEP_DIRLINKS, 1, "treat symlinked directory on receiver as directory"),
+	FL("keep-dirlinks", 'K', Y, OPT_KEEP_DIRLINKS, 1, "treat symlinked directory on receiver as directory"),
 	FL("hard-links", 'H', Y, OPT_HARD_LINKS, 1, "preserve hard links"),
 	NO("no-hard-links", Y, OPT_HARD_LINKS),
 	NO("no-H", Y, OPT_HARD_LINKS),

@@ -23,6 +23,8 @@ void dir_cursor_init(struct dir_cursor *c, int rootfd)
 	c->rootfd = rootfd;
 	c->path[0] = '\0';
 	c->fd = -1;
+	c->follow = false;
+	c->beneath = false;
 }
 
 void dir_cursor_reset(struct dir_cursor *c)
@@ -54,9 +56,11 @@ bool fs_path_is_safe(const char *p)
 	return true;
 }
 
-/* Walk dir one component at a time from the root, refusing symlinks. */
-static int open_beneath(int rootfd, const char *dir)
+/* Walk dir one component at a time from the root, refusing symlinks
+ * unless follow. */
+static int open_beneath(int rootfd, const char *dir, bool follow)
 {
+	int flags = follow ? DIR_OPEN_FLAGS & ~O_NOFOLLOW : DIR_OPEN_FLAGS;
 	char comp[256];
 	int fd = dup(rootfd);
 
@@ -73,7 +77,7 @@ static int open_beneath(int rootfd, const char *dir)
 		memcpy(comp, dir, n);
 		comp[n] = '\0';
 		if (!(n == 1 && comp[0] == '.')) {
-			int next = openat(fd, comp, DIR_OPEN_FLAGS);
+			int next = openat(fd, comp, flags);
 			int saved = errno;
 			close(fd);
 			if (next < 0) {
@@ -104,7 +108,8 @@ int dir_cursor_open(struct dir_cursor *c, const char *dir)
 		c->fd = c->rootfd;
 		return c->fd;
 	}
-	int fd = open_beneath(c->rootfd, dir);
+	int fd = c->follow && c->beneath ? fs_open_beneath(c->rootfd, dir, O_RDONLY | O_DIRECTORY)
+					 : open_beneath(c->rootfd, dir, c->follow);
 	if (fd < 0)
 		return -1;
 	c->fd = fd;

@@ -18,6 +18,8 @@ struct dir_cursor {
 	int rootfd;
 	char path[4096];   /* relative dir path of fd ("" = root) */
 	int fd;            /* -1 when nothing is cached */
+	bool follow;       /* -K: directory symlinks are followed ... */
+	bool beneath;      /* ... but never out of rootfd (a daemon module) */
 };
 
 void dir_cursor_init(struct dir_cursor *c, int rootfd);

@@ -309,6 +309,20 @@ static bool dry_missing(struct gen *g, int dirfd)
 	return dirfd < 0 && g->o->dry_run && (errno == ENOENT || errno == ENOTDIR);
 }
 
+/* -K: what a directory symlink in the destination leads to; in a daemon
+ * module only what lies beneath the destination counts. */
+static bool stat_dirlink(struct gen *g, int dirfd, const char *leaf, const char *path,
+			 struct stat *st)
+{
+	if (!g->dirs.beneath)
+		return fstatat(dirfd, leaf, st, 0) == 0;
+	int fd = fs_open_beneath(g->rc->rootfd, path, O_PATH);
+	bool ok = fd >= 0 && fstat(fd, st) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
 static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
 {
 	const char *leaf;
@@ -330,6 +344,10 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 		return;
 	}
 	statret = fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW);
+	struct stat target;
+	if (statret == 0 && S_ISLNK(st.st_mode) && g->dirs.follow &&
+	    stat_dirlink(g, dirfd, leaf, path, &target) && S_ISDIR(target.st_mode))
+		st = target; /* -K: a symlink to a directory stands for it */
 	if (statret < 0 && g->o->existing) {
 		/* --existing: neither this directory nor what is below it */
 		g->rc->state[ndx] |= FS_FAILED;
@@ -977,6 +995,8 @@ static void link_followers(struct gen *g)
 		int dirfd = parent_of(g, path, &leaf);
 		struct dir_cursor lc;
 		dir_cursor_init(&lc, g->rc->rootfd);
+		lc.follow = g->dirs.follow;
+		lc.beneath = g->dirs.beneath;
 		int ldirfd = dir_cursor_parent(&lc, lpath, &lleaf);
 		struct stat st, lst;
 		if (dirfd < 0 || ldirfd < 0 || fstatat(ldirfd, lleaf, &lst, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -1125,6 +1145,8 @@ void *generator_main(void *arg)
 	umask(um);
 	g.dflt_perms = 0777 & ~um;
 	dir_cursor_init(&g.dirs, rc->rootfd);
+	g.dirs.follow = g.o->keep_dirlinks;
+	g.dirs.beneath = rc->confined;
 	for (int i = 0; i < rc->nalt; i++)
 		dir_cursor_init(&g.alt[i], rc->alt_fd[i]);
 	g.buf = malloc(SUMS_READ_BUF);

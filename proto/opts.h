@@ -164,6 +164,7 @@ struct ferry_opts {
 	bool copy_links;        /* -L */
 	bool copy_unsafe_links; /* --copy-unsafe-links */
 	bool copy_dirlinks;     /* -k */
+	bool keep_dirlinks;     /* -K */
 	bool safe_links;        /* --safe-links */
 	bool munge_links;       /* --munge-links */
 

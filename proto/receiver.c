@@ -592,6 +592,8 @@ bool receiver_run(struct recv_ctx *rc)
 	bool ok;
 
 	dir_cursor_init(&r.dirs, rc->rootfd);
+	r.dirs.follow = r.o->keep_dirlinks;
+	r.dirs.beneath = rc->confined;
 	r.data = malloc(OUT_BUF);
 	r.out = malloc(OUT_BUF);
 	r.dec = token_dec_new(rc->s->compress, rc->s->protocol, &rc->s->err);
