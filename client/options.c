@@ -687,6 +687,11 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_FSYNC: o->fsync = v; break;
 	case OPT_SPARSE: o->sparse = v; break;
 	case OPT_OPEN_NOATIME: o->open_noatime = v; break;
+	case OPT_ATIMES:
+		o->atimes = v ? o->atimes + 1 : 0;
+		if (o->atimes > 1)
+			o->open_noatime = true; /* -UU: reading must not change them */
+		break;
 	case OPT_PRUNE_EMPTY_DIRS: o->prune_empty_dirs = v; break;
 	case OPT_CVS_EXCLUDE: o->cvs_exclude = v; break;
 	case OPT_MISSING_ARGS: o->missing_args = v; break;

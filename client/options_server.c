@@ -277,6 +277,8 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		flags[x++] = 'D';
 	if (o->times)
 		flags[x++] = 't';
+	for (i = 0; i < o->atimes && i < 2; i++)
+		flags[x++] = 'U';
 	if (o->perms)
 		flags[x++] = 'p';
 	else if (o->executability && am_sender)
@@ -492,7 +494,7 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		pushs(&a, "--remove-sent-files");
 	if (o->preallocate && am_sender)
 		pushs(&a, "--preallocate");
-	if (o->open_noatime)
+	if (o->open_noatime && o->atimes <= 1)
 		pushs(&a, "--open-noatime");
 	if (o->mkpath && am_sender)
 		pushs(&a, "--mkpath");

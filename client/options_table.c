@@ -122,7 +122,7 @@ const struct opt_spec options_table[] = {
 	FL("times", 't', Y, OPT_TIMES, 1, "preserve modification times"),
 	NO("no-times", Y, OPT_TIMES),
 	NO("no-t", Y, OPT_TIMES),
-	FL("atimes", 'U', N, OPT_ATIMES, 1, "preserve access (use) times"),
+	FL("atimes", 'U', Y, OPT_ATIMES, 1, "preserve access (use) times"),
 	NO("no-atimes", Y, OPT_ATIMES),
 	NO("no-U", Y, OPT_ATIMES),
 	FL("open-noatime", 0, Y, OPT_OPEN_NOATIME, 1, "avoid changing the atime on opened files"),

@@ -160,7 +160,7 @@ static void version_items_init(struct version_items *v)
 		/* -H links every non-directory, but linked symlinks and
 		 * specials are not tested against rsync yet. */
 		"no hardlink-specials", "no hardlink-symlinks", "IPv6",
-		"no atimes", "batchfiles", "inplace", "append", "ACLs",
+		"atimes", "batchfiles", "inplace", "append", "ACLs",
 		"xattrs", "optional secluded-args", "no iconv", "prealloc",
 		"stop-at", "no crtimes",
 		"*Optimizations",

@@ -84,6 +84,17 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 			changed |= ITEM_REPORT_TIME;
 		}
 	}
+	/* -U (rsync.c: set_file_attrs): not for directories or links */
+	if (set_times && o->atimes && !S_ISDIR(f->mode) && !S_ISLNK(f->mode) &&
+	    (exact || st->st_atim.tv_sec != f->atime || st->st_atim.tv_nsec != 0)) {
+		if (fs_set_atime(dirfd, leaf, f->atime) < 0) {
+			session_err(rc->s, "failed to set access time on \"%s\": %s", leaf,
+				    strerror(errno));
+			rc->s->got_xfer_error = true;
+		} else if (st->st_atim.tv_sec != f->atime) {
+			changed |= ITEM_REPORT_ATIME;
+		}
+	}
 	/* -A: the access ACL carries the permission bits, so it goes before
 	 * the mode, which it may change (rsync.c: set_file_attrs). */
 	uint32_t cur_mode = st->st_mode;

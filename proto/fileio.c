@@ -428,6 +428,16 @@ ssize_t fs_pread_full(int fd, void *buf, size_t len, off_t off)
 	return (ssize_t)done;
 }
 
+int fs_set_atime(int dirfd, const char *leaf, int64_t sec)
+{
+	struct timespec ts[2] = {
+		{.tv_sec = (time_t)sec, .tv_nsec = 0},
+		{.tv_sec = 0, .tv_nsec = UTIME_OMIT},
+	};
+
+	return utimensat(dirfd, leaf, ts, AT_SYMLINK_NOFOLLOW);
+}
+
 int fs_set_mtime(int dirfd, const char *leaf, int64_t sec, uint32_t nsec)
 {
 	struct timespec ts[2] = {

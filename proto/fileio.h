@@ -90,6 +90,8 @@ ssize_t fs_pread_full(int fd, void *buf, size_t len, off_t off);
 
 /* Set the modification time (with nanoseconds) without following a
  * symlink. */
+/* -U: set only the access time (whole seconds, as rsync sends them). */
+int fs_set_atime(int dirfd, const char *leaf, int64_t sec);
 int fs_set_mtime(int dirfd, const char *leaf, int64_t sec, uint32_t nsec);
 
 #endif

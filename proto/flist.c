@@ -570,6 +570,8 @@ static void take_from_leader(struct session *s, struct file_entry *f, const stru
 	f->size = lead->size;
 	f->mtime = k->mtime = lead->mtime;
 	f->mtime_nsec = lead->mtime_nsec;
+	if (s->opts->atimes && !S_ISDIR(lead->mode))
+		f->atime = k->atime = lead->atime;
 	f->mode = k->mode = lead->mode;
 	f->uid = lead->uid;
 	f->gid = lead->gid;
@@ -722,6 +724,11 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 					 k->mode);
 	}
 	f->mode = k->mode;
+	if (o->atimes && !S_ISDIR(f->mode)) {
+		if (!(xflags & XMIT_SAME_ATIME) && !wire_read_varlong(&s->in, 4, &k->atime))
+			return false;
+		f->atime = k->atime;
+	}
 	/* --chmod changes what we store, not what the next entry is
 	 * compressed against (flist.c: recv_file_entry, tweak_mode). */
 	if (s->chmod.n && !S_ISLNK(f->mode) && f->mode)

@@ -62,6 +62,7 @@ struct file_entry {
 	uint8_t *sum;          /* --checksum sum, or NULL */
 	int64_t size;
 	int64_t mtime;
+	int64_t atime;         /* -U, non-directories */
 	uint32_t mtime_nsec;
 	uint32_t mode;
 	uint32_t uid, gid;
@@ -82,6 +83,7 @@ struct flist_codec {
 	size_t lastdir_len;
 	int32_t lastdir_depth;
 	int64_t mtime;
+	int64_t atime;  /* -U: the last one sent, for XMIT_SAME_ATIME */
 	uint32_t mode;
 	uint32_t uid, gid;
 	uint32_t rdev_major, rdev_minor;

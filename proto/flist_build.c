@@ -119,6 +119,7 @@ static struct file_entry *add_entry(struct walker *k, const char *path, const st
 	f->size = S_ISREG(st->st_mode) ? st->st_size : S_ISDIR(st->st_mode) ? st->st_size : 0;
 	f->mtime = st->st_mtim.tv_sec;
 	f->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
+	f->atime = st->st_atim.tv_sec;
 	f->uid = st->st_uid;
 	f->gid = st->st_gid;
 	f->rdev_major = major(st->st_rdev);

@@ -15,6 +15,7 @@
 
 struct send_state {
 	int64_t mtime;
+	int64_t atime; /* -U: starts at 0, as rsync's static */
 	uint32_t mode, uid, gid, rdev_major;
 	int64_t dev;
 	bool first;
@@ -117,6 +118,12 @@ static uint32_t entry_xflags(struct session *s, struct send_state *st, const str
 		x |= XMIT_SAME_TIME;
 	if (f->mtime_nsec && s->protocol >= 31)
 		x |= XMIT_MOD_NSEC;
+	if (o->atimes && !S_ISDIR(f->mode)) {
+		if (f->atime == st->atime)
+			x |= XMIT_SAME_ATIME;
+		else
+			st->atime = f->atime;
+	}
 	return x;
 }
 
@@ -205,6 +212,9 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 	if ((x & XMIT_MOD_NSEC) && !wire_write_varint(out, (int32_t)f->mtime_nsec))
 		return false;
 	if (!(x & XMIT_SAME_MODE) && !wire_write_i32(out, (int32_t)f->mode))
+		return false;
+	if (o->atimes && !S_ISDIR(f->mode) && !(x & XMIT_SAME_ATIME) &&
+	    !wire_write_varlong(out, f->atime, 4))
 		return false;
 	if (o->owner && !(x & XMIT_SAME_UID)) {
 		if (!wire_write_varint30(out, (int32_t)f->uid))

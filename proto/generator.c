@@ -178,6 +178,8 @@ static int attr_change_bits_for(struct gen *g, const struct file_entry *f, const
 		iflags |= ITEM_REPORT_OWNER;
 	if (o->group && !(f->flags & FE_SKIP_GROUP) && f->gid != st->st_gid)
 		iflags |= ITEM_REPORT_GROUP;
+	if (o->atimes && !S_ISDIR(f->mode) && !S_ISLNK(f->mode) && st->st_atim.tv_sec != f->atime)
+		iflags |= ITEM_REPORT_ATIME;
 	return iflags;
 }
 

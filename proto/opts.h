@@ -177,6 +177,7 @@ struct ferry_opts {
 	char outbuf;       /* --outbuf: 'N', 'L', 'B', or 0 for the default */
 	bool sparse;       /* -S */
 	bool open_noatime; /* --open-noatime */
+	int atimes;        /* -U count: access times kept (-UU: and not changed) */
 	bool prune_empty_dirs; /* -m */
 	bool cvs_exclude;  /* -C */
 	int missing_args;  /* 1 --ignore-missing-args, 2 --delete-missing-args */
