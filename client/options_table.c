@@ -223,7 +223,7 @@ const struct opt_spec options_table[] = {
 	AR("skip-compress", 0, Y, OPT_SKIP_COMPRESS, "LIST", "skip compressing files with suffix in LIST"),
 	FL("cvs-exclude", 'C', Y, OPT_CVS_EXCLUDE, 1, "auto-ignore files in the same way CVS does"),
 	AR("filter", 'f', Y, OPT_FILTER, "RULE", "add a file-filtering RULE"),
-	FL(NULL, 'F', N, OPT_F, 1, "same as --filter='dir-merge /.rsync-filter'\n"
+	FL(NULL, 'F', Y, OPT_F, 1, "same as --filter='dir-merge /.rsync-filter'\n"
 				   "repeated: --filter='- .rsync-filter'"),
 	AR("exclude", 0, Y, OPT_EXCLUDE, "PATTERN", "exclude files matching PATTERN"),
 	AR("exclude-from", 0, Y, OPT_EXCLUDE_FROM, "FILE", "read exclude patterns from FILE"),

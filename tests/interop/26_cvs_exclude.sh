@@ -62,4 +62,33 @@ check_push() {
 }
 t_check cvs_push_both_ways check_push
 
+# -F / -FF: per-directory .rsync-filter files (dir-merge), the same way
+FSRC=$T/fsrc
+mkdir -p "$FSRC/sub"
+echo a >"$FSRC/a.log"
+echo b >"$FSRC/b"
+echo c >"$FSRC/sub/c.tmp"
+echo d >"$FSRC/sub/d"
+echo "- *.log" >"$FSRC/.rsync-filter"
+echo "- *.tmp" >"$FSRC/sub/.rsync-filter"
+find "$FSRC" -exec touch -h -d @1600000000 {} +
+t_check rsync_filter_F  both f1 -aF "$FSRC/" DST/
+t_check rsync_filter_FF both f2 -aFF "$FSRC/" DST/
+
+check_F_daemons() {
+    t_rsyncd_start fr_rsyncd "[m]
+    path = $FSRC" || return 1
+    "$RSYNC" -aF "rsync://127.0.0.1:$RSYNCD_PORT/m/" "$T/fpull.ref/" || return 1
+    "$FERRY" -aF "rsync://127.0.0.1:$RSYNCD_PORT/m/" "$T/fpull/" || return 1
+    t_compare "$T/fpull.ref" "$T/fpull" || return 1
+    "$RSYNC" -aFF "$FSRC/" "$T/fpush.ref/" || return 1
+    mkdir -p "$T/wf2"
+    t_ferryd_start ff_ferryd "[w]
+    path = $T/wf2
+    read only = no" || return 1
+    "$RSYNC" -aFF "$FSRC/" "rsync://127.0.0.1:$FERRYD_PORT/w/" || return 1
+    t_compare "$T/fpush.ref" "$T/wf2"
+}
+t_check rsync_filter_F_daemons check_F_daemons
+
 t_done
