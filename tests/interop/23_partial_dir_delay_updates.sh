@@ -62,10 +62,20 @@ t_ferryd_start pd_ferryd "[m]
     read only = no" || { t_fail ferryd_start; t_done; }
 mkdir -p "$T/wr" "$T/wf"
 
-interrupt() { # CMD... -- run it and stop it with SIGTERM after ~1.5 s
+# Run CMD and stop it with SIGTERM once the receiving side (DIR) holds at
+# least 500 kB of the big file's temp data, so the interruption always
+# lands mid-file however loaded the machine is.
+interrupt() { # DIR CMD...
+    local dir=$1 pid n
+    shift
     "$@" >/dev/null 2>&1 &
-    local pid=$!
-    sleep 1.5
+    pid=$!
+    for n in $(seq 200); do
+        if find "$dir" -maxdepth 1 -name '.big.*' -size +500k 2>/dev/null | grep -q .; then
+            break
+        fi
+        sleep 0.1
+    done
     kill -TERM "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     return 0
@@ -73,7 +83,7 @@ interrupt() { # CMD... -- run it and stop it with SIGTERM after ~1.5 s
 
 check_interrupted_pull() {
     rm -rf "$T/ip"
-    interrupt "$FERRY" -a --partial-dir=.rsync-partial --bwlimit=2000 \
+    interrupt "$T/ip" "$FERRY" -a --partial-dir=.rsync-partial --bwlimit=2000 \
         "rsync://127.0.0.1:$RSYNCD_PORT/m/" "$T/ip/"
     [ -f "$T/ip/.rsync-partial/big" ] || { echo "no partial file"; ls -la "$T/ip" "$T/ip/.rsync-partial" 2>&1; return 1; }
     [ ! -e "$T/ip/big" ] || { echo "truncated file under the final name"; return 1; }
@@ -91,7 +101,7 @@ check_interrupted_pull() {
 t_check interrupted_pull_resumes_from_partial_dir check_interrupted_pull
 
 check_rsync_push_ferryd() {
-    interrupt "$RSYNC" -a --partial-dir=.rsync-partial --bwlimit=2000 "$SRC/" \
+    interrupt "$T/wf" "$RSYNC" -a --partial-dir=.rsync-partial --bwlimit=2000 "$SRC/" \
         "rsync://127.0.0.1:$FERRYD_PORT/w/"
     [ -f "$T/wf/.rsync-partial/big" ] || { echo "no partial file on the ferry side"; return 1; }
     [ ! -e "$T/wf/big" ] || return 1
@@ -101,7 +111,7 @@ check_rsync_push_ferryd() {
 t_check rsync_push_to_ferryd_resumes check_rsync_push_ferryd
 
 check_ferry_push_rsyncd() {
-    interrupt "$FERRY" -a --partial-dir=.rsync-partial --bwlimit=2000 "$SRC/" \
+    interrupt "$T/wr" "$FERRY" -a --partial-dir=.rsync-partial --bwlimit=2000 "$SRC/" \
         "rsync://127.0.0.1:$RSYNCD_PORT/w/"
     [ -f "$T/wr/.rsync-partial/big" ] || { echo "no partial file on the rsync side"; return 1; }
     "$FERRY" -a --partial-dir=.rsync-partial "$SRC/" "rsync://127.0.0.1:$RSYNCD_PORT/w/" || return 1
