@@ -476,8 +476,8 @@ int options_parse_words(const struct output_word *words, const char *str, short 
 static int handle_words(struct pstate *ps, bool debug, const char *arg)
 {
 	const struct output_word *words = debug ? options_debug_words : options_info_words;
-	short levels[OPTIONS_MAX_WORDS];
-	bool set[OPTIONS_MAX_WORDS];
+	short levels[OPTIONS_MAX_WORDS] = {0};
+	bool set[OPTIONS_MAX_WORDS] = {false};
 	char bad[64];
 	int r = options_parse_words(words, arg, levels, set, ps->o->server, bad, sizeof bad);
 
