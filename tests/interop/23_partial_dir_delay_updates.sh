@@ -81,6 +81,17 @@ interrupt() { # DIR CMD...
     return 0
 }
 
+# The receiving side keeps the partial data when it notices the sender is
+# gone, which for a daemon happens a little after the client died.
+wait_for_file() { # FILE
+    local n
+    for n in $(seq 100); do
+        [ -f "$1" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
 check_interrupted_pull() {
     rm -rf "$T/ip"
     interrupt "$T/ip" "$FERRY" -a --partial-dir=.rsync-partial --bwlimit=2000 \
@@ -103,7 +114,7 @@ t_check interrupted_pull_resumes_from_partial_dir check_interrupted_pull
 check_rsync_push_ferryd() {
     interrupt "$T/wf" "$RSYNC" -a --partial-dir=.rsync-partial --bwlimit=2000 "$SRC/" \
         "rsync://127.0.0.1:$FERRYD_PORT/w/"
-    [ -f "$T/wf/.rsync-partial/big" ] || { echo "no partial file on the ferry side"; return 1; }
+    wait_for_file "$T/wf/.rsync-partial/big" || { echo "no partial file on the ferry side"; return 1; }
     [ ! -e "$T/wf/big" ] || return 1
     "$RSYNC" -a --partial-dir=.rsync-partial "$SRC/" "rsync://127.0.0.1:$FERRYD_PORT/w/" || return 1
     t_compare "$SRC" "$T/wf" && [ ! -e "$T/wf/.rsync-partial" ]
@@ -113,7 +124,7 @@ t_check rsync_push_to_ferryd_resumes check_rsync_push_ferryd
 check_ferry_push_rsyncd() {
     interrupt "$T/wr" "$FERRY" -a --partial-dir=.rsync-partial --bwlimit=2000 "$SRC/" \
         "rsync://127.0.0.1:$RSYNCD_PORT/w/"
-    [ -f "$T/wr/.rsync-partial/big" ] || { echo "no partial file on the rsync side"; return 1; }
+    wait_for_file "$T/wr/.rsync-partial/big" || { echo "no partial file on the rsync side"; return 1; }
     "$FERRY" -a --partial-dir=.rsync-partial "$SRC/" "rsync://127.0.0.1:$RSYNCD_PORT/w/" || return 1
     t_compare "$SRC" "$T/wr" && [ ! -e "$T/wr/.rsync-partial" ]
 }
