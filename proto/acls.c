@@ -606,9 +606,10 @@ static int write_kacl(const char *path, const struct racl *r, bool deflt, uint32
 		errno = ENOMEM;
 		return -1;
 	}
-	if (r->count)
+	if (r->count) {
 		memcpy(named, r->names, r->count * sizeof *named);
-	qsort(named, r->count, sizeof *named, cmp_named);
+		qsort(named, r->count, sizeof *named, cmp_named);
+	}
 	uint8_t user = deflt ? r->user_obj & 7 : (mode >> 6) & 7;
 	uint8_t group = !deflt && r->group_obj == NO_ENTRY ? (mode >> 3) & 7 : r->group_obj & 7;
 	uint8_t mask = deflt ? r->mask_obj & 7 : (mode >> 3) & 7;

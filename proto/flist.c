@@ -368,7 +368,7 @@ static bool prune_empty_dirs(struct session *s, struct flist *fl)
 			*end = '\0';
 		}
 	}
-	if (ok)
+	if (ok && n > 1)
 		qsort(keep, n, sizeof *keep, cmp_str);
 	for (size_t i = fl->low; ok && i <= fl->high && i < fl->count; i++) {
 		struct file_entry *f = fl->sorted[i];
@@ -376,7 +376,7 @@ static bool prune_empty_dirs(struct session *s, struct flist *fl)
 		    strcmp(path, ".") == 0)
 			continue;
 		char *key = path;
-		if (!bsearch(&key, keep, n, sizeof *keep, cmp_str))
+		if (!n || !bsearch(&key, keep, n, sizeof *keep, cmp_str))
 			f->flags &= ~FE_ACTIVE;
 	}
 	for (size_t i = 0; i < n; i++)

@@ -267,7 +267,8 @@ static bool read_set(struct session *s, const char *path, const char *shown, boo
 		set_free(set);
 		return false;
 	}
-	qsort(set->items, set->count, sizeof *set->items, cmp_items);
+	if (set->count > 1)
+		qsort(set->items, set->count, sizeof *set->items, cmp_items);
 	for (uint32_t i = 0; i < set->count; i++)
 		set->items[i].num = (int32_t)i + 1;
 	return true;
