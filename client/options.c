@@ -687,6 +687,15 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_FSYNC: o->fsync = v; break;
 	case OPT_SPARSE: o->sparse = v; break;
 	case OPT_OPEN_NOATIME: o->open_noatime = v; break;
+	case OPT_SUPER: o->super_mode = v ? SUPER_ON : SUPER_OFF; break;
+	case OPT_FAKE_SUPER: o->super_mode = v ? SUPER_FAKE : SUPER_OFF; break;
+	case OPT_CRTIMES:
+		/* Linux has no settable creation time, so rsync built there
+		 * refuses -N outright (options.c: create_refuse_error). */
+		if (v)
+			return other_err(ps, RERR_SYNTAX, "%s does not support --crtimes (-N)",
+					 o->server ? "The server" : "This ferry");
+		break;
 	case OPT_ATIMES:
 		o->atimes = v ? o->atimes + 1 : 0;
 		if (o->atimes > 1)
@@ -1281,6 +1290,10 @@ static int finish(struct pstate *ps)
 	}
 	if (o->backup && o->inplace)
 		return usage_err(ps, "--backup with --inplace is not supported yet");
+	if (o->super_mode == SUPER_FAKE && o->xattrs > 1)
+		return other_err(ps, RERR_SYNTAX, "--fake-super conflicts with -XX");
+	if (o->super_mode == SUPER_FAKE && o->acls)
+		return usage_err(ps, "--fake-super with -A (ACLs kept in xattrs) is not supported yet");
 	if (o->suffix && strchr(o->suffix, '/'))
 		return usage_err(ps, "--suffix cannot contain slashes: %s", o->suffix);
 	return check_batch(ps);

@@ -399,6 +399,8 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 			pushs(&a, "--force");
 		if (o->write_batch < 0)
 			pushs(&a, "--only-write-batch=X");
+		if (o->super_mode == SUPER_ON) /* --fake-super stays local: -M */
+			pushs(&a, "--super");
 		if (o->size_only)
 			pushs(&a, "--size-only");
 		if (o->stats)

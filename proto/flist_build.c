@@ -13,6 +13,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "proto/fakesuper.h"
 #include "proto/fileio.h"
 #include "proto/filesfrom.h"
 #include "proto/filter.h"
@@ -128,7 +129,8 @@ static struct file_entry *add_entry(struct walker *k, const char *path, const st
 	f->flags = FE_ACTIVE;
 	if (S_ISLNK(st->st_mode)) {
 		char target[MAXPATHLEN_WIRE];
-		ssize_t n = readlinkat(dirfd, leaf, target, sizeof target - 1);
+		ssize_t n = k->s->fake_super ? fake_readlink(dirfd, leaf, target, sizeof target - 1)
+					     : readlinkat(dirfd, leaf, target, sizeof target - 1);
 		if (n < 0) {
 			io_error(k, IOERR_GENERAL, "readlink", path);
 			return NULL;
@@ -329,6 +331,7 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 				 path);
 			continue;
 		}
+		fake_stat(k->s, dirfd, de->d_name, path, &st); /* --fake-super: x_lstat */
 		if (S_ISLNK(st.st_mode) && following_links(o) &&
 		    !resolve_link(k, dirfd, de->d_name, path, &st))
 			continue;
@@ -476,6 +479,7 @@ static bool build_one(struct walker *k, const char *arg)
 	}
 	if (!S_ISDIR(st.st_mode) && flags == 0 && strcmp(name, ".") != 0)
 		fstatat(bfd, name, &st, AT_SYMLINK_NOFOLLOW); /* a top-level symlink stays one */
+	fake_stat(k->s, bfd, name, arg, &st);
 	if (S_ISLNK(st.st_mode) && following_links(o) && !resolve_link(k, bfd, name, name, &st))
 		return true;
 	if (strcmp(name, ".") != 0 && daemon_hides(k, arg, S_ISDIR(st.st_mode))) {
@@ -736,7 +740,10 @@ static int stat_relative(struct walker *k, const char *fn, enum name_type type, 
 	bool follow = type != NORMAL_NAME && !k->w->confined;
 	if (strcmp(*leaf, ".") == 0)
 		return fstat(*pfd, st);
-	return fstatat(*pfd, *leaf, st, follow ? 0 : AT_SYMLINK_NOFOLLOW);
+	if (fstatat(*pfd, *leaf, st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0)
+		return -1;
+	fake_stat(k->s, *pfd, *leaf, fn, st);
+	return 0;
 }
 
 /* The entry for the name itself and, for a directory, what it holds. */

@@ -16,6 +16,7 @@
 
 #include "proto/acls.h"
 #include "proto/batch.h"
+#include "proto/fakesuper.h"
 #include "proto/xattrs.h"
 #include "proto/delete.h"
 #include "proto/fileio.h"
@@ -311,6 +312,16 @@ static bool dry_missing(struct gen *g, int dirfd)
 	return dirfd < 0 && g->o->dry_run && (errno == ENOENT || errno == ENOTDIR);
 }
 
+/* lstat of what is at the destination, as --fake-super records it. */
+static int dest_lstat(struct gen *g, int dirfd, const char *leaf, const char *path,
+		      struct stat *st)
+{
+	if (fstatat(dirfd, leaf, st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -1;
+	fake_stat(g->s, dirfd, leaf, path, st);
+	return 0;
+}
+
 /* -K: what a directory symlink in the destination leads to; in a daemon
  * module only what lies beneath the destination counts. */
 static bool stat_dirlink(struct gen *g, int dirfd, const char *leaf, const char *path,
@@ -345,7 +356,7 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 		recv_mark_dir_failed(g->rc, path);
 		return;
 	}
-	statret = fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW);
+	statret = dest_lstat(g, dirfd, leaf, path, &st);
 	struct stat target;
 	if (statret == 0 && S_ISLNK(st.st_mode) && g->dirs.follow &&
 	    stat_dirlink(g, dirfd, leaf, path, &target) && S_ISDIR(target.st_mode))
@@ -383,7 +394,7 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 			recv_mark_dir_failed(g->rc, path);
 			return;
 		}
-		if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (dest_lstat(g, dirfd, leaf, path, &st) < 0) {
 			file_error(g, "stat", path);
 			return;
 		}
@@ -420,9 +431,10 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		file_error(g, "recv_generator: open parent of", path);
 		return;
 	}
-	if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	if (dest_lstat(g, dirfd, leaf, path, &st) == 0) {
 		if (S_ISLNK(st.st_mode)) {
-			ssize_t n = readlinkat(dirfd, leaf, cur, sizeof cur - 1);
+			ssize_t n = g->s->fake_super ? fake_readlink(dirfd, leaf, cur, sizeof cur - 1)
+						     : readlinkat(dirfd, leaf, cur, sizeof cur - 1);
 			if (n >= 0) {
 				cur[n] = '\0';
 				const char *have = cur;
@@ -460,15 +472,20 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		file_error(g, "symlink", path);
 		return;
 	}
-	close(fd);
-	unlinkat(dirfd, tmp, 0);
 	char munged[MAXPATHLEN_WIRE + sizeof SYMLINK_MUNGE_PREFIX];
 	const char *target = f->link;
 	if (g->s->munge_symlinks) {
 		snprintf(munged, sizeof munged, "%s%s", SYMLINK_MUNGE_PREFIX, f->link);
 		target = munged;
 	}
-	if (symlinkat(target, dirfd, tmp) < 0 || renameat(dirfd, tmp, dirfd, leaf) < 0) {
+	/* --fake-super: a regular file holding the target stands for it */
+	bool made = g->s->fake_super ? fs_write_all(fd, target, strlen(target)) : true;
+	close(fd);
+	if (!g->s->fake_super) {
+		unlinkat(dirfd, tmp, 0);
+		made = symlinkat(target, dirfd, tmp) == 0;
+	}
+	if (!made || renameat(dirfd, tmp, dirfd, leaf) < 0) {
 		file_error(g, "symlink", path);
 		unlinkat(dirfd, tmp, 0);
 		return;
@@ -496,7 +513,7 @@ static void gen_device(struct gen *g, int32_t ndx, struct file_entry *f, const c
 		file_error(g, "recv_generator: open parent of", path);
 		return;
 	}
-	if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	if (dest_lstat(g, dirfd, leaf, path, &st) == 0) {
 		if ((st.st_mode & S_IFMT) == (f->mode & S_IFMT) &&
 		    (!(S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) || st.st_rdev == rdev)) {
 			report_item(g, ndx, attr_change_bits(g, f, &st), NULL);
@@ -515,7 +532,8 @@ static void gen_device(struct gen *g, int32_t ndx, struct file_entry *f, const c
 	}
 	if (g->o->dry_run)
 		return;
-	if (mknodat(dirfd, leaf, (f->mode & S_IFMT) | 0600, rdev) < 0) {
+	if (g->s->fake_super ? fake_placeholder(dirfd, leaf, NULL) < 0
+			     : mknodat(dirfd, leaf, (f->mode & S_IFMT) | 0600, rdev) < 0) {
 		file_error(g, "mknod", path);
 		return;
 	}
@@ -749,7 +767,7 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		file_error(g, "recv_generator: open parent of", path);
 		return;
 	}
-	int statret = fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW);
+	int statret = dest_lstat(g, dirfd, leaf, path, &st);
 	if (statret < 0) {
 		if (o->existing) {
 			if (o->verbose > 1)

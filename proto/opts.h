@@ -31,6 +31,10 @@ struct filter_arg {
 enum { ALT_DEST_COMPARE = 1, ALT_DEST_COPY = 2, ALT_DEST_LINK = 3 };
 #define ALT_DEST_MAX 20
 
+/* rsync's am_root as the options set it (options.c: 2 --super, 0
+ * --no-super, -1 --fake-super); SUPER_DEFAULT: root when euid is 0. */
+enum super_mode { SUPER_DEFAULT = 0, SUPER_ON, SUPER_OFF, SUPER_FAKE };
+
 struct ferry_opts {
 	/* mode of operation */
 	bool server;       /* --server */
@@ -177,6 +181,7 @@ struct ferry_opts {
 	char outbuf;       /* --outbuf: 'N', 'L', 'B', or 0 for the default */
 	bool sparse;       /* -S */
 	bool open_noatime; /* --open-noatime */
+	int super_mode;    /* SUPER_*: --super, --no-super, --fake-super */
 	int atimes;        /* -U count: access times kept (-UU: and not changed) */
 	bool prune_empty_dirs; /* -m */
 	bool cvs_exclude;  /* -C */

@@ -110,6 +110,8 @@ struct session {
 	bool am_server;
 	bool am_sender;
 	bool am_root;
+	bool fake_super;             /* --fake-super: privileged attributes in
+	                            * user.rsync.%stat (proto/fakesuper.h) */
 
 	/* Compression of file data (negotiate.c; proto/token.h). */
 	int compress;              /* CPRES_*: the algorithm in use, 0 = none */
@@ -182,6 +184,9 @@ void session_log_item(struct session *s, const struct file_entry *f, int iflags,
 void session_log_delete(struct session *s, const char *path, mode_t mode);
 
 void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, int fd_out);
+/* am_root and fake_super from s->opts->super_mode and our euid (again
+ * after a daemon drops privileges or a module says "fake super"). */
+void session_set_privilege(struct session *s);
 void session_free(struct session *s);
 
 /* Print an error like rsync's rprintf(FERROR): "ferry: ..." on stderr. */
