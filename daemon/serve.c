@@ -616,6 +616,24 @@ static bool apply_module_policy(struct conn *c, const struct daemon_module *m, b
 	return true;
 }
 
+/* "fake super" and "max verbosity" (clientserver.c: rsync_module): the
+ * module's fake super makes this side keep privileged attributes in
+ * xattrs (and -XX falls back to -X, whose user.rsync.%* names it uses);
+ * a client's own --fake-super is taken as --super, as rsyncd does. The
+ * client's -v level is capped (limit_output_verbosity). */
+static void apply_module_privilege(const struct daemon_module *m, struct ferry_opts *o)
+{
+	if (m->fake_super) {
+		o->super_mode = SUPER_FAKE;
+		if (o->xattrs > 1)
+			o->xattrs = 1;
+	} else if (o->super_mode == SUPER_FAKE) {
+		o->super_mode = SUPER_ON;
+	}
+	if (o->verbose > m->max_verbosity)
+		o->verbose = m->max_verbosity < 0 ? 0 : m->max_verbosity;
+}
+
 static bool conn_getc(void *ctx, char *ch)
 {
 	return wire_read(&((struct conn *)ctx)->s.in, ch, 1);
@@ -772,7 +790,9 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 		run_opts.open_noatime = m->open_noatime == 1;
 	if (m->timeout && (!run_opts.timeout || m->timeout < run_opts.timeout))
 		run_opts.timeout = m->timeout;
+	apply_module_privilege(m, &run_opts);
 	c->s.opts = &run_opts;
+	session_set_privilege(&c->s);
 	c->s.skip_compress = run_opts.skip_compress;
 	c->s.dont_compress = m->dont_compress;
 	c->s.in.timeout_ms = c->s.out.timeout_ms = run_opts.timeout * 1000;

@@ -909,7 +909,7 @@ static void gen_entry(struct gen *g, int32_t ndx)
 			session_info(g->s, "skipping non-regular file \"%s\"\n", path);
 	} else if (S_ISREG(f->mode)) {
 		gen_regular(g, ndx, f, path);
-	} else if (((S_ISCHR(f->mode) || S_ISBLK(f->mode)) && o->devices) ||
+	} else if (((S_ISCHR(f->mode) || S_ISBLK(f->mode)) && o->devices && g->s->am_root) ||
 		   ((S_ISFIFO(f->mode) || S_ISSOCK(f->mode)) && o->specials)) {
 		gen_device(g, ndx, f, path);
 	} else if (!o->quiet) {
