@@ -696,6 +696,8 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	}
 	if (!authenticate(c, m, &read_only, user, sizeof c->user))
 		return RERR_STARTCLIENT;
+	if (!*user && *c->cfg->login_user) /* an SSH-listener login */
+		snprintf(user, sizeof c->user, "%s", c->cfg->login_user);
 	setenv("RSYNC_USER_NAME", user, 1);
 	/* rsync logs the access before dropping privileges; that also opens
 	 * the log file while we still can. */

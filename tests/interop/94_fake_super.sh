@@ -287,4 +287,39 @@ check_super_local() {
 }
 t_check super_local check_super_local
 
+# ------------------------------------- SSH-listener logins as the auth user
+
+# The SSH user of a login on the daemon's SSH listener is the module's
+# authenticated user: RSYNC_USER_NAME for the hooks, %u and the "from
+# USER@host" line in the log, as a password login gives them.
+check_ssh_user() {
+    local K=$T/keys port
+    command -v ssh-keygen >/dev/null && command -v ssh >/dev/null || {
+        echo "no OpenSSH client"; return 0; }
+    mkdir -p "$K" && ssh-keygen -q -t ed25519 -N '' -f "$K/host" </dev/null &&
+        ssh-keygen -q -t ed25519 -N '' -f "$K/client" </dev/null || return 1
+    cp "$K/client.pub" "$K/authorized_keys" && chmod 600 "$K/authorized_keys"
+    port=$(t_free_port) || return 1
+    t_ferryd_start sshd_user "ssh port = $port
+ssh host key = $K/host
+ssh authorized keys = $K/authorized_keys
+[hooked]
+    path = $SRC
+    transfer logging = yes
+    log format = user=%u file=%f
+    post-xfer exec = sh -c 'echo \"\$RSYNC_USER_NAME\" >$T/hook_user'
+" || return 1
+    printf '[127.0.0.1]:%s %s\n' "$port" "$(cut -d' ' -f1-2 "$K/host.pub")" >"$T/kh"
+    run "$T/su" "$RSYNC" -a -e "ssh -l alice -p $port -i $K/client -o UserKnownHostsFile=$T/kh -o StrictHostKeyChecking=yes -o BatchMode=yes -F /dev/null" \
+        127.0.0.1::hooked/plain "$T/ssh_pulled"
+    [ "$(cat "$T/su.rc")" = 0 ] || { cat "$T/su.err"; return 1; }
+    local i
+    for i in 1 2 3 4 5 6 7 8 9 10; do [ -s "$T/hook_user" ] && break; sleep 0.2; done
+    [ "$(cat "$T/hook_user")" = alice ] || { echo "hook saw '$(cat "$T/hook_user")'"; return 1; }
+    grep -q "user=alice file=plain" "$T/sshd_user.log" &&
+        grep -q "rsync on hooked.* from alice@localhost" "$T/sshd_user.log" ||
+        { cat "$T/sshd_user.log"; return 1; }
+}
+t_check ssh_login_is_auth_user check_ssh_user
+
 t_done
