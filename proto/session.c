@@ -146,6 +146,7 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 	s->xfer_csum = CSUM_MD5;
 	s->flist_csum = CSUM_MD5;
 	session_set_privilege(s);
+	s->namecvt_req_fd = s->namecvt_ans_fd = -1;
 	s->info = stdout;
 	wire_error_init(&s->err);
 	wire_in_init(&s->in, fd_in, &s->err);

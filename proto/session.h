@@ -110,6 +110,8 @@ struct session {
 	bool am_server;
 	bool am_sender;
 	bool am_root;
+	int namecvt_req_fd, namecvt_ans_fd; /* a daemon's "name converter":
+	                            * requests, answers (-1: none; idmap.c) */
 	bool fake_super;             /* --fake-super: privileged attributes in
 	                            * user.rsync.%stat (proto/fakesuper.h) */
 
@@ -166,6 +168,11 @@ void logfile_write(struct session *s, const char *fmt, ...) __attribute__((forma
 void logfile_close(struct session *s);
 
 /* Record the peer's name for an id and the local id it maps to. */
+/* The name of our user (is_user) or group id, into buf: from a daemon's
+ * name converter when there is one, else the passwd/group files. NULL
+ * when it has none. */
+const char *id_local_name(struct session *s, bool is_user, uint32_t id, char *buf,
+			  size_t size);
 bool id_map_add(struct session *s, struct id_map *map, uint32_t id, const char *name,
 		bool is_user);
 /* Map an entry's uid/gid to local ids as rsync's match_uid/match_gid do. */

@@ -322,4 +322,53 @@ ssh authorized keys = $K/authorized_keys
 }
 t_check ssh_login_is_auth_user check_ssh_user
 
+# ---------------------------------------------------------- name converter
+
+# "name converter": the daemon asks this program (line protocol "uid N",
+# "gid N", "usr NAME", "grp NAME") instead of the passwd and group files.
+# The same program behind ferryd and rsyncd must give the same trees.
+cat >"$T/namecvt" <<'EOF'
+#!/bin/sh
+while read -r cmd arg; do
+    echo "$cmd $arg" >>"$NAMECVT_LOG"
+    case "$cmd $arg" in
+    "uid 1234") echo conv_user ;;
+    "gid 5678") echo conv_group ;;
+    "usr daemon") echo 5555 ;;
+    "grp daemon") echo 6666 ;;
+    *) echo ;;
+    esac
+done
+EOF
+chmod 0755 "$T/namecvt"
+
+check_name_converter() {
+    local d
+    mkdir -p "$T/ncsrc" "$T/nc_f" "$T/nc_r" || return 1
+    echo a >"$T/ncsrc/a" && chown 1234:5678 "$T/ncsrc/a"
+    echo b >"$T/ncsrc/b" && chown daemon:daemon "$T/ncsrc/b"
+    for d in f r; do
+        printf '[nc]\n    path = %s\n    read only = no\n    name converter = env NAMECVT_LOG=%s %s\n' \
+            "$T/nc_$d" "$T/namecvt_$d.log" "$T/namecvt" >"$T/nc_$d.body"
+    done
+    t_ferryd_start nc_ferryd "$(cat "$T/nc_f.body")" || return 1
+    t_rsyncd_start nc_rsyncd "$(cat "$T/nc_r.body")" || return 1
+    # push: the daemon maps the client's names through the converter
+    run "$T/ncp_f" "$RSYNC" -a "$T/ncsrc/" "rsync://127.0.0.1:$FERRYD_PORT/nc/"
+    run "$T/ncp_r" "$RSYNC" -a "$T/ncsrc/" "rsync://127.0.0.1:$RSYNCD_PORT/nc/"
+    [ "$(cat "$T/ncp_f.rc")" = 0 ] || { cat "$T/ncp_f.err"; return 1; }
+    same_tree "$T/nc_r" "$T/nc_f" || return 1
+    [ "$(stat -c %u:%g "$T/nc_f/b")" = 5555:6666 ] || { stat -c %u:%g "$T/nc_f/b"; return 1; }
+    # pull: the daemon names its ids through the converter
+    run "$T/ncl_f" "$RSYNC" -a --usermap=conv_user:4321 --groupmap=conv_group:8765 \
+        "rsync://127.0.0.1:$FERRYD_PORT/nc/" "$T/ncback_f/"
+    run "$T/ncl_r" "$RSYNC" -a --usermap=conv_user:4321 --groupmap=conv_group:8765 \
+        "rsync://127.0.0.1:$RSYNCD_PORT/nc/" "$T/ncback_r/"
+    [ "$(cat "$T/ncl_f.rc")" = 0 ] || { cat "$T/ncl_f.err"; return 1; }
+    same_tree "$T/ncback_r" "$T/ncback_f" &&
+        [ "$(stat -c %u:%g "$T/ncback_f/a")" = 4321:8765 ] &&
+        grep -qx "usr daemon" "$T/namecvt_f.log" && grep -qx "uid 1234" "$T/namecvt_f.log"
+}
+t_check name_converter check_name_converter
+
 t_done
