@@ -337,14 +337,22 @@ static void test_unknown_and_unsupported(void **state)
 	assert_non_null(strstr(errbuf, "--exclude: missing argument"));
 	options_free(&o);
 
-	assert_int_equal(PARSE(&o, "--fake-super", "a", "b"), RERR_SYNTAX);
-	assert_non_null(strstr(errbuf, "ferry: --fake-super is not supported yet"));
+	assert_int_equal(PARSE(&o, "--fake-super", "a", "b"), 0);
+	assert_int_equal(o.super_mode, SUPER_FAKE);
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "--super", "--no-super", "a", "b"), 0);
+	assert_int_equal(o.super_mode, SUPER_OFF);
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "-aXX", "--fake-super", "a", "b"), RERR_SYNTAX);
+	assert_non_null(strstr(errbuf, "ferry: --fake-super conflicts with -XX"));
 	options_free(&o);
 	assert_int_equal(PARSE(&o, "-avy", "a", "b"), RERR_SYNTAX);
 	assert_non_null(strstr(errbuf, "ferry: -y (--fuzzy) is not supported yet"));
 	options_free(&o);
 	assert_int_equal(PARSE(&o, "-N", "a", "b"), RERR_SYNTAX);
-	assert_non_null(strstr(errbuf, "ferry: -N (--crtimes) is not supported yet"));
+	assert_non_null(strstr(errbuf, "ferry: This ferry does not support --crtimes (-N)"));
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "--no-crtimes", "a", "b"), 0);
 	options_free(&o);
 	assert_int_equal(PARSE(&o, "--sender", "a", "b"), RERR_SYNTAX);
 	options_free(&o);
