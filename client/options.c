@@ -1292,8 +1292,6 @@ static int finish(struct pstate *ps)
 		return usage_err(ps, "--backup with --inplace is not supported yet");
 	if (o->super_mode == SUPER_FAKE && o->xattrs > 1)
 		return other_err(ps, RERR_SYNTAX, "--fake-super conflicts with -XX");
-	if (o->super_mode == SUPER_FAKE && o->acls)
-		return usage_err(ps, "--fake-super with -A (ACLs kept in xattrs) is not supported yet");
 	if (o->suffix && strchr(o->suffix, '/'))
 		return usage_err(ps, "--suffix cannot contain slashes: %s", o->suffix);
 	return check_batch(ps);

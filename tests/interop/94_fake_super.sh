@@ -195,6 +195,35 @@ chmod 0755 "$T/fakessh"
 
 t_check xattr_namespaces check_xattr_names
 
+# -A with --fake-super: ACLs in user.rsync.%aacl / %dacl. A local copy
+# reads the source's ACLs from those attributes too (both sides are
+# fake), so the real ACLs come from a plain sender over a remote shell.
+check_acls() {
+    command -v setfacl >/dev/null && command -v getfacl >/dev/null || {
+        echo "no setfacl/getfacl"; return 0; }
+    local A=$T/asrc
+    mkdir -p "$A/dd" && echo x >"$A/file" && echo y >"$A/dd/in" || return 1
+    setfacl -m u:1234:rwx,g:5678:r "$A/file" && setfacl -m u:42:r "$A/dd" &&
+        setfacl -d -m u:1234:rx "$A/dd" && echo z >"$A/dd/inherits" || return 1
+    run "$T/ar" "$RSYNC" -aA -e "$T/fakessh" -M--fake-super "$A/" "localhost:$T/acl_r/"
+    run "$T/af" "$RSYNC" -aA -e "$T/fakessh" --rsync-path="$FERRY" -M--fake-super \
+        "$A/" "localhost:$T/acl_f/"
+    [ "$(cat "$T/af.rc")" = 0 ] || { cat "$T/af.err"; return 1; }
+    same_xattrs "$T/acl_r" "$T/acl_f" || return 1
+    getfattr --absolute-names -h -n user.rsync.%dacl "$T/acl_f/dd" >/dev/null || return 1
+    # back out through fake-super senders into real receivers
+    run "$T/ab1" "$RSYNC" -aA -e "$T/fakessh" --rsync-path="$FERRY" -M--fake-super \
+        "localhost:$T/acl_f/" "$T/acl_back_r/"
+    run "$T/ab2" "$FERRY" -aA -e "$T/fakessh" --rsync-path="$RSYNC" -M--fake-super \
+        "localhost:$T/acl_r/" "$T/acl_back_f/"
+    (cd "$A" && getfacl -R . 2>/dev/null) >"$T/acl.want"
+    (cd "$T/acl_back_r" && getfacl -R . 2>/dev/null) >"$T/acl.got_r"
+    (cd "$T/acl_back_f" && getfacl -R . 2>/dev/null) >"$T/acl.got_f"
+    same "ACLs restored by rsync" "$T/acl.want" "$T/acl.got_r" &&
+        same "ACLs restored by ferry" "$T/acl.want" "$T/acl.got_f"
+}
+t_check acls_in_xattrs check_acls
+
 # ------------------------------------------------------ restoring the tree
 
 check_restore_rsync_receiver() {
