@@ -400,4 +400,19 @@ check_name_converter() {
 }
 t_check name_converter check_name_converter
 
+# The daemons' children and every command here left their stderr in $T.
+no_reports() {
+    local f bad=0
+    for f in "$T"/*.out "$T"/*.err; do
+        [ -f "$f" ] || continue
+        if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer' "$f"; then
+            echo "sanitizer report in $f:"
+            grep -m1 -A12 -E 'ERROR: [A-Za-z]*Sanitizer|runtime error' "$f"
+            bad=1
+        fi
+    done
+    return "$bad"
+}
+t_check no_sanitizer_reports no_reports
+
 t_done
