@@ -316,6 +316,16 @@ check_super_local() {
 }
 t_check super_local check_super_local
 
+check_super_sent() {
+    # a pushing client tells the remote receiver --super, as rsync does
+    printf '#!/bin/sh\necho "$@" >"%s"\nexec "%s" "$@"\n' "$T/server.args" "$RSYNC" >"$T/showargs"
+    chmod 0755 "$T/showargs"
+    run "$T/ss" "$FERRY" -a --super -e "$T/fakessh" --rsync-path="$T/showargs" "$SRC/" \
+        "localhost:$T/s_remote/"
+    [ "$(cat "$T/ss.rc")" = 0 ] && grep -q -- " --super " "$T/server.args"
+}
+t_check super_sent_to_receiver check_super_sent
+
 # ------------------------------------- SSH-listener logins as the auth user
 
 # The SSH user of a login on the daemon's SSH listener is the module's
