@@ -777,6 +777,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_ONE_FILE_SYSTEM: o->one_file_system = v ? o->one_file_system + 1 : 0; break;
 	case OPT_MKPATH: o->mkpath = v; break;
 	case OPT_BACKUP: o->backup = v; break;
+	case OPT_FUZZY: o->fuzzy = v ? o->fuzzy + 1 : 0; break;
 	case OPT_BACKUP_DIR: o->backup = true; return set_str(ps, &o->backup_dir, arg);
 	case OPT_SUFFIX: return set_str(ps, &o->suffix, arg);
 	case OPT_TEMP_DIR: return set_str(ps, &o->temp_dir, arg);
@@ -1279,8 +1280,6 @@ static int finish(struct pstate *ps)
 		if ((rc = add_rule(ps, "", rule)) != 0)
 			return rc;
 	}
-	if (o->backup && o->inplace)
-		return usage_err(ps, "--backup with --inplace is not supported yet");
 	if (o->suffix && strchr(o->suffix, '/'))
 		return usage_err(ps, "--suffix cannot contain slashes: %s", o->suffix);
 	return check_batch(ps);
