@@ -597,7 +597,7 @@ static bool request_from(struct gen *g, int32_t ndx, const struct basis *b, int 
 	if (b->xname)
 		iflags |= ITEM_BASIS_TYPE_FOLLOWS | ITEM_XNAME_FOLLOWS;
 	const struct file_entry *f = g->rc->fl->sorted[ndx];
-	bool at_dest = b->st && b->alt < 0 && !(iflags & ITEM_IS_NEW);
+	bool at_dest = b->st && (b->alt < 0 || b->alt == FNAMECMP_BACKUP) && !(iflags & ITEM_IS_NEW);
 	iflags |= meta_item_bits(g, f, at_dest ? b->dirfd : -1, at_dest ? b->leaf : NULL);
 	g->rc->state[ndx] |= FS_REQUESTED;
 	wire_out_lock(&s->out);
@@ -873,6 +873,15 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	if (o->fuzzy && o->whole_file != 1)
 		fuzzy_mark_changing(&g->fuzzy, leaf);
 	partial_basis(g, path, &pfd, &b, &pst);
+	/* -b --inplace: the old data is copied aside first and is the
+	 * basis from then on (generator.c: recv_generator, FNAMECMP_BACKUP) */
+	if (o->backup && o->inplace && b.alt < 0 && !o->dry_run) {
+		if (!backup_copy(g->rc, dirfd, leaf, path)) {
+			g->s->got_xfer_error = true;
+			return;
+		}
+		b.alt = FNAMECMP_BACKUP;
+	}
 	request_from(g, ndx, &b, iflags, false);
 	if (pfd >= 0)
 		close(pfd);

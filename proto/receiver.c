@@ -244,7 +244,8 @@ static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, int *bas
 		 * a -y basis (the level checked with the xname below). */
 		if (type != FNAMECMP_FNAME && type >= r->rc->nalt &&
 		    !(type == FNAMECMP_PARTIAL_DIR && r->o->partial_dir) &&
-		    !(type >= FNAMECMP_FUZZY && r->o->fuzzy))
+		    !(type >= FNAMECMP_FUZZY && r->o->fuzzy) &&
+		    !(type == FNAMECMP_BACKUP && r->o->backup && r->o->inplace))
 			return wire_fail(&s->err, RERR_PROTOCOL,
 					 "sender named a basis (type %#x) we did not ask for", type);
 		*basis_type = type;
@@ -330,7 +331,7 @@ static int open_basis(struct rcv *r, const struct file_entry *f, const char *pat
 			close(pfd);
 		return fd;
 	}
-	if (type != FNAMECMP_FNAME) {
+	if (type != FNAMECMP_FNAME && type != FNAMECMP_BACKUP) {
 		struct dir_cursor c;
 		dir_cursor_init(&c, r->rc->alt_fd[type]);
 		dirfd = dir_cursor_parent(&c, path, &leaf);
@@ -347,6 +348,8 @@ static int open_basis(struct rcv *r, const struct file_entry *f, const char *pat
 	if (dirfd < 0)
 		return -1;
 	(void)f;
+	if (type == FNAMECMP_BACKUP)
+		return backup_open_basis(r->rc, dirfd, leaf, path);
 	return openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 }
 
