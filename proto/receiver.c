@@ -41,6 +41,10 @@ struct rcv {
 	int64_t file_size;
 	bool discarding;   /* reading a batched file we do not apply */
 	bool basis_gone;   /* a -y basis vanished: its blocks read as zeros */
+	bool use_clone;    /* FERRY_NO_CLONE unset: kernel copies allowed */
+	bool clone_ok;     /* matched blocks of this file go by fs_copy_range() */
+	off_t run_off;     /* a run of matched basis data not yet copied */
+	int64_t run_len;
 };
 
 void recv_note_done(struct recv_ctx *rc)
@@ -128,6 +132,77 @@ static bool emit(struct rcv *r, int fd, const char *path, const uint8_t *p, size
 	return true;
 }
 
+/* Copy the pending run of matched basis data to the output in one call;
+ * the kernel clones it where the file system can (reflink). */
+static bool flush_run(struct rcv *r, int basis_fd, int fd, const char *path)
+{
+	if (r->run_len == 0)
+		return true;
+	off_t off = r->run_off;
+	int64_t want = r->run_len;
+	r->run_len = 0;
+	int64_t got = fs_copy_range(basis_fd, &off, fd, want);
+	/* A basis that shrank under us reads as zeros, as in take_block():
+	 * the sum check then fails and the redo pass fetches the file. */
+	if (got >= 0 && got < want)
+		memset(r->data, 0, OUT_BUF);
+	while (got >= 0 && got < want) {
+		size_t k = want - got < OUT_BUF ? (size_t)(want - got) : OUT_BUF;
+		if (!fs_write_all(fd, r->data, k))
+			got = -1;
+		else
+			got += (int64_t)k;
+	}
+	if (got == want)
+		return true;
+	session_err(r->s, "write failed on \"%s\": %s", path, strerror(errno));
+	return false;
+}
+
+/* One block of the basis: its bytes go into the whole-file sum (and a
+ * compressed stream's dictionary) in any case; to the output either as a
+ * write or, when cloning, as part of a run copied later. */
+static bool take_block(struct rcv *r, int basis_fd, int fd, const char *path, off_t off,
+		       size_t len, struct csum_ctx *sum, bool *write_ok)
+{
+	bool clone = *write_ok && r->clone_ok && fd >= 0 && basis_fd >= 0;
+
+	if (clone) {
+		if (r->run_len && r->run_off + r->run_len != off &&
+		    !flush_run(r, basis_fd, fd, path))
+			*write_ok = false;
+		/* what is buffered comes before this block */
+		if (*write_ok && !flush_out(r, fd, path))
+			*write_ok = false;
+		if (*write_ok) {
+			if (r->run_len == 0)
+				r->run_off = off;
+			r->run_len += (int64_t)len;
+			r->written += (int64_t)len;
+			progress_update(r->s, &r->prog, r->written, r->file_size);
+		}
+	}
+	/* Blocks may be larger than the buffer (up to 512 MiB below
+	 * protocol 30): take them in pieces. */
+	for (size_t done = 0; done < len;) {
+		size_t k = len - done < OUT_BUF ? len - done : OUT_BUF;
+		ssize_t got = fs_pread_full(basis_fd, r->data, k, off + (off_t)done);
+		if (got < (ssize_t)k) {
+			/* The basis changed under us: the sum check fails and
+			 * the redo pass fetches the whole file. */
+			size_t have = got > 0 ? (size_t)got : 0;
+			memset(r->data + have, 0, k - have);
+		}
+		csum_file_update(sum, r->data, k);
+		if (!clone && *write_ok && !emit(r, fd, path, r->data, k))
+			*write_ok = false;
+		if (!token_dec_see(r->dec, r->data, k, done, len))
+			return false;
+		done += k;
+	}
+	return true;
+}
+
 /* Read the token stream of one file, writing the result to fd (or
  * discarding it when fd < 0). Returns false only on a stream error; a
  * local write error sets *write_ok = false and keeps reading. */
@@ -136,6 +211,7 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 {
 	struct session *s = r->s;
 
+	r->run_len = 0;
 	token_dec_begin(r->dec, h->count);
 	for (;;) {
 		const uint8_t *p = NULL;
@@ -149,6 +225,8 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 		if (kind == TOKEN_DATA) {
 			s->stats.literal_data += (int64_t)n;
 			csum_file_update(sum, p, n);
+			if (*write_ok && r->run_len && !flush_run(r, basis_fd, fd, path))
+				*write_ok = false;
 			if (*write_ok && !emit(r, fd, path, p, n))
 				*write_ok = false;
 			continue;
@@ -165,27 +243,13 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 					 "sender referenced a block but no basis exists for \"%s\"", path);
 		size_t len = (block == h->count - 1 && h->remainder) ? (size_t)h->remainder
 								      : (size_t)h->blength;
-		off_t off = (off_t)block * h->blength;
-		/* Blocks may be larger than the buffer (up to 512 MiB below
-		 * protocol 30): take them in pieces. */
-		for (size_t done = 0; done < len;) {
-			size_t k = len - done < OUT_BUF ? len - done : OUT_BUF;
-			ssize_t got = fs_pread_full(basis_fd, r->data, k, off + (off_t)done);
-			if (got < (ssize_t)k) {
-				/* The basis changed under us: the sum check fails and
-				 * the redo pass fetches the whole file. */
-				size_t have = got > 0 ? (size_t)got : 0;
-				memset(r->data + have, 0, k - have);
-			}
-			csum_file_update(sum, r->data, k);
-			if (*write_ok && !emit(r, fd, path, r->data, k))
-				*write_ok = false;
-			if (!token_dec_see(r->dec, r->data, k, done, len))
-				return false;
-			done += k;
-		}
+		if (!take_block(r, basis_fd, fd, path, (off_t)block * h->blength, len, sum, write_ok))
+			return false;
 		s->stats.matched_data += (int64_t)len;
 	}
+	if (*write_ok && r->run_len && !flush_run(r, basis_fd, fd, path))
+		*write_ok = false;
+	r->run_len = 0;
 	if (*write_ok && !flush_out(r, fd, path))
 		*write_ok = false;
 	return true;
@@ -519,6 +583,11 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	/* A -y basis that went away meanwhile fails the sum check, and the
 	 * redo pass asks for the whole file (rsync: "failed to open"). */
 	r->basis_gone = basis_fd < 0 && basis_type >= FNAMECMP_FUZZY;
+	/* Matched runs are copied by the kernel, except into a sparse file
+	 * (it would write the holes) and from the file being updated in
+	 * place (the ranges overlap). */
+	r->clone_ok = r->use_clone && !r->o->sparse &&
+		      !(r->o->inplace && basis_type == FNAMECMP_FNAME);
 	if (!temp_open(&tf, rc, &r->dirs, path, f))
 		write_ok = false;
 	csum_file_init(&sum, s->xfer_csum, s->seed);
@@ -650,6 +719,9 @@ bool receiver_run(struct recv_ctx *rc)
 	struct rcv r = {.rc = rc, .s = rc->s, .o = rc->s->opts, .append = rc->s->opts->append};
 	bool ok;
 
+	/* FERRY_NO_CLONE=1 turns kernel copies off, for measuring them */
+	const char *no_clone = getenv("FERRY_NO_CLONE");
+	r.use_clone = !(no_clone && *no_clone == '1');
 	dir_cursor_init(&r.dirs, rc->rootfd);
 	r.dirs.follow = r.o->keep_dirlinks;
 	r.dirs.beneath = rc->confined;
