@@ -1227,6 +1227,10 @@ void *generator_main(void *arg)
 	g.buf = malloc(SUMS_READ_BUF);
 	if (!g.buf) {
 		wire_fail(&rc->s->err, RERR_MALLOC, "out of memory");
+	} else if (g.o->fuzzy && rc->s->protocol < 29) {
+		/* the basis is named in the item flags (compat.c: setup_protocol) */
+		wire_fail(&rc->s->err, RERR_PROTOCOL,
+			  "--fuzzy requires protocol 29 or higher (negotiated %d).", rc->s->protocol);
 	} else if (!generate_files(&g)) {
 		wire_fail(&rc->s->err, RERR_STREAMIO, "generator stopped");
 		pthread_mutex_lock(&rc->lock);
