@@ -786,6 +786,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_ONE_FILE_SYSTEM: o->one_file_system = v ? o->one_file_system + 1 : 0; break;
 	case OPT_MKPATH: o->mkpath = v; break;
 	case OPT_BACKUP: o->backup = v; break;
+	case OPT_FUZZY: o->fuzzy = v ? o->fuzzy + 1 : 0; break;
 	case OPT_BACKUP_DIR: o->backup = true; return set_str(ps, &o->backup_dir, arg);
 	case OPT_SUFFIX: return set_str(ps, &o->suffix, arg);
 	case OPT_TEMP_DIR: return set_str(ps, &o->temp_dir, arg);
@@ -1288,8 +1289,6 @@ static int finish(struct pstate *ps)
 		if ((rc = add_rule(ps, "", rule)) != 0)
 			return rc;
 	}
-	if (o->backup && o->inplace)
-		return usage_err(ps, "--backup with --inplace is not supported yet");
 	if (o->super_mode == SUPER_FAKE && o->xattrs > 1)
 		return other_err(ps, RERR_SYNTAX, "--fake-super conflicts with -XX");
 	if (o->suffix && strchr(o->suffix, '/'))

@@ -264,6 +264,9 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 			flags[x++] = 'O';
 		if (o->omit_link_times)
 			flags[x++] = 'J';
+		/* options.c: server_options sends -y/-yy to a receiving server */
+		for (int y = 0; y < o->fuzzy && y < 2; y++)
+			flags[x++] = 'y';
 	}
 	if (o->whole_file > 0)
 		flags[x++] = 'W';

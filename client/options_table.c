@@ -203,7 +203,7 @@ const struct opt_spec options_table[] = {
 	AR("modify-window", '@', Y, OPT_MODIFY_WINDOW, "NUM", "set the accuracy for mod-time comparisons"),
 	{ "temp-dir", 'T', OA_REQ, OM_BOTH, Y, OPT_TEMP_DIR, 1, "DIR",
 	  "create temporary files in directory DIR", NULL, NULL },
-	FL("fuzzy", 'y', N, OPT_FUZZY, 1, "find similar file for basis if no dest file"),
+	FL("fuzzy", 'y', Y, OPT_FUZZY, 1, "find similar file for basis if no dest file"),
 	NO("no-fuzzy", Y, OPT_FUZZY),
 	NO("no-y", Y, OPT_FUZZY),
 	{ "compare-dest", 0, OA_REQ, OM_CLIENT, Y, OPT_ALT_DEST, 1, "DIR", "also compare destination files relative to DIR", NULL, NULL },

@@ -21,6 +21,7 @@
 #include "proto/delete.h"
 #include "proto/fileio.h"
 #include "proto/filter.h"
+#include "proto/fuzzy.h"
 #include "proto/recvside.h"
 
 #define SUMS_READ_BUF (1024 * 1024)
@@ -34,6 +35,8 @@ struct gen {
 	const char *last_dir;    /* the dirname last checked against the list */
 	mode_t dflt_perms;
 	struct dir_cursor alt[ALT_DEST_MAX]; /* one per --*-dest dir */
+	struct fuzzy_cache fuzzy;  /* -y: candidates of the dir below */
+	char fuzzy_dir[MAXPATHLEN_WIRE];
 };
 
 static void redo_request(struct gen *g, int32_t ndx, bool allow);
@@ -587,7 +590,8 @@ struct basis {
 	const char *leaf;
 	const struct stat *st;  /* NULL: no basis */
 	int alt;                /* index of the --*-dest dir, FNAMECMP_PARTIAL_DIR,
-				 * or -1 for the destination itself */
+				 * FNAMECMP_FUZZY + level, or -1 for the destination itself */
+	const char *xname;      /* -y: the basis' name in the file's dir */
 };
 
 /* Ask the sender for the file, with block sums of the basis if any. */
@@ -606,14 +610,19 @@ static bool request_from(struct gen *g, int32_t ndx, const struct basis *b, int 
 		fd = openat(b->dirfd, b->leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && b->alt >= 0)
 		iflags |= ITEM_BASIS_TYPE_FOLLOWS;
+	/* a fuzzy basis is named whether or not sums follow (generator.c:
+	 * recv_generator) */
+	if (b->xname)
+		iflags |= ITEM_BASIS_TYPE_FOLLOWS | ITEM_XNAME_FOLLOWS;
 	const struct file_entry *f = g->rc->fl->sorted[ndx];
-	bool at_dest = b->st && b->alt < 0 && !(iflags & ITEM_IS_NEW);
+	bool at_dest = b->st && (b->alt < 0 || b->alt == FNAMECMP_BACKUP) && !(iflags & ITEM_IS_NEW);
 	iflags |= meta_item_bits(g, f, at_dest ? b->dirfd : -1, at_dest ? b->leaf : NULL);
 	g->rc->state[ndx] |= FS_REQUESTED;
 	wire_out_lock(&s->out);
 	ok = wire_write_ndx(&s->out, ndx) &&
 	     (s->protocol < 29 || wire_write_u16(&s->out, (uint16_t)(iflags & 0xffff))) &&
 	     (!(iflags & ITEM_BASIS_TYPE_FOLLOWS) || wire_write_u8(&s->out, (uint8_t)b->alt)) &&
+	     (!(iflags & ITEM_XNAME_FOLLOWS) || wire_write_vstring(&s->out, b->xname)) &&
 	     xattr_gen_request(s, f, iflags);
 	if (ok && batch_do_xfers(g->o))
 		ok = fd >= 0 ? send_sums(g, fd, b->st->st_size, redo) : send_null_sums(s);
@@ -672,16 +681,13 @@ static bool copy_from_alt(struct gen *g, const struct file_entry *f, int adir, c
 	char tmp[MAXPATHLEN_WIRE];
 	int in = openat(adir, aleaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	int out = in >= 0 ? fs_create_temp(dirfd, leaf, tmp, sizeof tmp) : -1;
-	ssize_t n = 0;
+	int64_t n = out >= 0 ? fs_copy_range(in, NULL, out, -1) : -1;
 
-	if (out >= 0)
-		while ((n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0)) > 0)
-			;
 	if (in >= 0)
 		close(in);
 	if (out < 0)
 		return false;
-	bool ok = close(out) == 0 && n == 0 && apply_attrs(g->rc, dirfd, tmp, f, NULL, true) >= 0 &&
+	bool ok = close(out) == 0 && n >= 0 && apply_attrs(g->rc, dirfd, tmp, f, NULL, true) >= 0 &&
 		  renameat(dirfd, tmp, dirfd, leaf) == 0;
 	if (!ok)
 		unlinkat(dirfd, tmp, 0);
@@ -735,6 +741,58 @@ static bool try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f, cons
 	return false;
 }
 
+/* -y: the candidate lists are per directory; drop them when the
+ * generator moves on (generator.c: recv_generator, need_fuzzy_dirlist). */
+static void fuzzy_enter_dir(struct gen *g, const struct file_entry *f)
+{
+	const char *dir = f->dirname ? f->dirname : "";
+
+	if (!g->o->fuzzy || strcmp(dir, g->fuzzy_dir) == 0)
+		return;
+	fuzzy_reset(&g->fuzzy);
+	snprintf(g->fuzzy_dir, sizeof g->fuzzy_dir, "%s", dir);
+}
+
+/* The directory of a fuzzy level: the destination's, or the same dir
+ * under a --*-dest dir (-1 when that is absent). */
+static int fuzzy_level_dir(struct gen *g, int level, int dirfd)
+{
+	if (level == 0)
+		return dirfd;
+	if (g->rc->alt_fd[level - 1] < 0)
+		return -1;
+	return dir_cursor_open(&g->alt[level - 1], g->fuzzy_dir);
+}
+
+/* -y/-yy: a missing file's basis from a similar file beside it
+ * (generator.c: recv_generator's fuzzy_basis branch, find_fuzzy). */
+static bool fuzzy_basis(struct gen *g, const struct file_entry *f, int dirfd, struct basis *b,
+			struct stat *bst)
+{
+	int levels = g->o->fuzzy > 1 ? g->rc->nalt + 1 : 1;
+	int level = 0;
+
+	if (!g->fuzzy.loaded) {
+		int fds[FUZZY_LEVELS_MAX];
+		if (levels > FUZZY_LEVELS_MAX)
+			levels = FUZZY_LEVELS_MAX;
+		/* each level has its own cursor, so all stay open together */
+		for (int i = 0; i < levels; i++)
+			fds[i] = fuzzy_level_dir(g, i, dirfd);
+		fuzzy_load(&g->fuzzy, fds, levels);
+	}
+	const struct fuzzy_cand *c = fuzzy_find(&g->fuzzy, f->basename, f->size, f->mtime,
+						g->o->modify_window, &level);
+	if (!c)
+		return false;
+	int bdir = fuzzy_level_dir(g, level, dirfd);
+	if (bdir < 0 || fstatat(bdir, c->name, bst, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(bst->st_mode))
+		return false;
+	*b = (struct basis){.dirfd = bdir, .leaf = c->name, .st = bst,
+			    .alt = FNAMECMP_FUZZY + level, .xname = c->name};
+	return true;
+}
+
 static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
 {
 	const struct ferry_opts *o = g->o;
@@ -758,6 +816,7 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	} else {
 		dirfd = parent_of(g, path, &leaf);
 	}
+	fuzzy_enter_dir(g, f);
 	if (dry_missing(g, dirfd)) {
 		if (!o->existing)
 			request_file(g, ndx, f, -1, leaf, NULL, ITEM_IS_NEW, false);
@@ -786,6 +845,8 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		}
 		if (g->rc->nalt && try_alt_dests(g, ndx, f, path, dirfd, leaf, &b, &bst))
 			return;
+		if (!b.st && o->fuzzy)
+			fuzzy_basis(g, f, dirfd, &b, &bst);
 		request_from(g, ndx, &b, ITEM_IS_NEW, false);
 		return;
 	}
@@ -826,7 +887,19 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	struct basis b = {.dirfd = dirfd, .leaf = leaf, .st = &st, .alt = -1};
 	struct stat pst;
 	int pfd;
+	/* don't use a changing file as a later file's basis */
+	if (o->fuzzy && o->whole_file != 1)
+		fuzzy_mark_changing(&g->fuzzy, leaf);
 	partial_basis(g, path, &pfd, &b, &pst);
+	/* -b --inplace: the old data is copied aside first and is the
+	 * basis from then on (generator.c: recv_generator, FNAMECMP_BACKUP) */
+	if (o->backup && o->inplace && b.alt < 0 && !o->dry_run) {
+		if (!backup_copy(g->rc, dirfd, leaf, path)) {
+			g->s->got_xfer_error = true;
+			return;
+		}
+		b.alt = FNAMECMP_BACKUP;
+	}
 	request_from(g, ndx, &b, iflags, false);
 	if (pfd >= 0)
 		close(pfd);
@@ -1172,6 +1245,10 @@ void *generator_main(void *arg)
 	g.buf = malloc(SUMS_READ_BUF);
 	if (!g.buf) {
 		wire_fail(&rc->s->err, RERR_MALLOC, "out of memory");
+	} else if (g.o->fuzzy && rc->s->protocol < 29) {
+		/* the basis is named in the item flags (compat.c: setup_protocol) */
+		wire_fail(&rc->s->err, RERR_PROTOCOL,
+			  "--fuzzy requires protocol 29 or higher (negotiated %d).", rc->s->protocol);
 	} else if (!generate_files(&g)) {
 		wire_fail(&rc->s->err, RERR_STREAMIO, "generator stopped");
 		pthread_mutex_lock(&rc->lock);
@@ -1187,6 +1264,7 @@ void *generator_main(void *arg)
 	pthread_cond_broadcast(&rc->cond);
 	pthread_mutex_unlock(&rc->lock);
 	free(g.buf);
+	fuzzy_reset(&g.fuzzy);
 	dir_cursor_close(&g.dirs);
 	for (int i = 0; i < rc->nalt; i++)
 		dir_cursor_close(&g.alt[i]);

@@ -200,6 +200,7 @@ struct ferry_opts {
 	int alt_dest_mode; /* ALT_DEST_COMPARE/COPY/LINK, 0 = none */
 	char *alt_dest[ALT_DEST_MAX]; /* --compare-dest/--copy-dest/--link-dest */
 	int nalt_dest;
+	int fuzzy;         /* -y count: 1 the destination dir, 2 also the --*-dest dirs */
 
 	/* batch mode (proto/batch.h) */
 	char *batch_name;  /* --write-batch/--only-write-batch/--read-batch FILE */

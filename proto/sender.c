@@ -511,7 +511,10 @@ bool sender_run(struct session *s, struct send_list *sl)
 					       "received request to transfer non-regular file: %d", ndx);
 				break;
 			}
-			session_log_item(s, f, iflags, xname[0] ? xname : NULL, NULL);
+			/* a transfer's xname names its -y basis, which is not
+			 * shown (sender.c: log_item(..., NULL) when !do_xfers) */
+			session_log_item(s, f, iflags,
+					 xname[0] && !(iflags & ITEM_TRANSFER) ? xname : NULL, NULL);
 			count_created(&s->stats, f, iflags);
 			wire_out_lock(&s->out);
 			ok = echo_header(&d, ndx, iflags, type, xname);

@@ -60,6 +60,8 @@
 
 #define FNAMECMP_FNAME 0x80
 #define FNAMECMP_PARTIAL_DIR 0x81
+#define FNAMECMP_BACKUP 0x82
+#define FNAMECMP_FUZZY 0x83   /* + level: -y's basis, named in the xname */
 
 struct stats {
 	int64_t total_size;          /* sizes of regular files and symlinks */

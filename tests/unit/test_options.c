@@ -346,8 +346,11 @@ static void test_unknown_and_unsupported(void **state)
 	assert_int_equal(PARSE(&o, "-aXX", "--fake-super", "a", "b"), RERR_SYNTAX);
 	assert_non_null(strstr(errbuf, "ferry: --fake-super conflicts with -XX"));
 	options_free(&o);
-	assert_int_equal(PARSE(&o, "-avy", "a", "b"), RERR_SYNTAX);
-	assert_non_null(strstr(errbuf, "ferry: -y (--fuzzy) is not supported yet"));
+	assert_int_equal(PARSE(&o, "-avyy", "a", "b"), 0);
+	assert_int_equal(o.fuzzy, 2);
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "-y", "--backup", "--inplace", "a", "b"), 0);
+	assert_int_equal(o.fuzzy, 1);
 	options_free(&o);
 	assert_int_equal(PARSE(&o, "-N", "a", "b"), RERR_SYNTAX);
 	assert_non_null(strstr(errbuf, "ferry: This ferry does not support --crtimes (-N)"));
@@ -509,9 +512,8 @@ static void test_server_side_parse(void **state)
 	assert_string_equal(options_last_error(),
 			    "on remote machine: --bogus-opt: unknown option");
 	options_free(&o);
-	assert_int_equal(PARSE_REMOTE(&o, "--server", "-vy", ".", "mod/"), RERR_SYNTAX);
-	assert_string_equal(options_last_error(),
-			    "on remote machine: -y (--fuzzy) is not supported yet");
+	assert_int_equal(PARSE_REMOTE(&o, "--server", "-vy", ".", "mod/"), 0);
+	assert_int_equal(o.fuzzy, 1);
 	options_free(&o);
 	assert_int_equal(PARSE_REMOTE(&o, "--server", "--daemon", "."), RERR_SYNTAX);
 	options_free(&o);
