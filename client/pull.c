@@ -17,6 +17,7 @@
 #include "client/transport.h"
 #include "client/options.h"
 #include "proto/filesfrom.h"
+#include "proto/copy_as.h"
 #include "proto/filter.h"
 #include "proto/fileio.h"
 #include "proto/logfmt.h"
@@ -203,6 +204,9 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	char solo[4096];
 	int code;
 
+	/* main.c: client_run, the receiving side becomes the --copy-as user */
+	if (!copy_as_become(s, o->copy_as))
+		return session_exit_code(s);
 	flist_init(&fl);
 	/* rsync's "receiving file list ... done" (without incremental recursion) */
 	bool show = (o->verbose || o->progress) && !o->quiet && !o->json && !o->list_only && dest;
