@@ -33,7 +33,8 @@ static bool add_rule(struct request_check *rq, const char *pat, bool dir_only, c
 	if (strlen(pat) + 4 > sizeof text)
 		return snprintf(err, errsz, "source argument too long: %.100s...", pat) < 0;
 	snprintf(text, sizeof text, "+ %s%s", pat, dir_only ? "/" : "");
-	return filter_parse_rule(&rq->implied, text, 0, err, errsz) == 0;
+	return filter_parse_rule(dir_only ? &rq->implied_parents : &rq->implied, text, 0, err,
+				 errsz) == 0;
 }
 
 /* A pattern whose '[' may have been meant literally (the remote shell
@@ -147,6 +148,8 @@ static bool add_contents(struct request_check *rq, const struct implied_pat *ip,
 		pat[n++] = ip->pat[i];
 	}
 	snprintf(pat + n, sizeof pat - n, "/*%s", recurse ? "*" : "");
+	if (ip->len == 0)
+		rq->root_content = true;
 	return add_rule(rq, pat, false, err, errsz) &&
 	       (!ip->open_bracket || add_literal_brackets(rq, pat, false, err, errsz));
 }
@@ -201,6 +204,7 @@ bool request_check_init(struct request_check *rq, const struct ferry_opts *o,
 {
 	memset(rq, 0, sizeof *rq);
 	filter_list_init(&rq->implied);
+	filter_list_init(&rq->implied_parents);
 	if (o->trust_sender)
 		return true;
 	rq->filters = filters;
@@ -225,6 +229,7 @@ bool request_check_init(struct request_check *rq, const struct ferry_opts *o,
 void request_check_free(struct request_check *rq)
 {
 	filter_list_free(&rq->implied);
+	filter_list_free(&rq->implied_parents);
 }
 
 static bool is_root_name(const char *name)
@@ -232,22 +237,49 @@ static bool is_root_name(const char *name)
 	return strcmp(name, ".") == 0 || strcmp(name, "/.") == 0;
 }
 
-bool request_check_list(struct session *s, const struct request_check *rq,
-			const struct flist *fl)
+/* Asked for only as the parent of something (exclude.c:
+ * is_implied_parent_dir); "." unless its contents were asked for. */
+static bool only_a_parent(const struct request_check *rq, const char *path, bool root)
+{
+	if (root)
+		return !rq->root_content;
+	return filter_check(&rq->implied, path, true, false) <= 0 &&
+	       filter_check(&rq->implied_parents, path, true, false) > 0;
+}
+
+/* A sender may not widen --delete's reach by calling a parent a content
+ * directory: it becomes the implied directory it is. */
+static void downgrade_parent(const struct request_check *rq, struct file_entry *f,
+			     const char *path, bool root)
+{
+	if (S_ISDIR(f->mode) && (f->flags & (FE_CONTENT_DIR | FE_TOP_DIR)) &&
+	    only_a_parent(rq, path, root)) {
+		f->flags &= ~(FE_CONTENT_DIR | FE_TOP_DIR);
+		f->flags |= FE_IMPLIED_DIR;
+	}
+}
+
+bool request_check_list(struct session *s, const struct request_check *rq, struct flist *fl)
 {
 	char path[MAXPATHLEN_WIRE * 2];
 
 	if (!rq || (!rq->check_names && !rq->check_filters))
 		return true;
 	for (size_t i = 0; i < fl->count; i++) {
-		const struct file_entry *f = &fl->files[i];
-		if (!flist_path(f, path, sizeof path) || is_root_name(path))
+		struct file_entry *f = &fl->files[i];
+		if (!flist_path(f, path, sizeof path))
+			continue;
+		bool root = is_root_name(path);
+		if (rq->check_names)
+			downgrade_parent(rq, f, path, root);
+		if (root)
 			continue;
 		bool is_dir = S_ISDIR(f->mode);
 		if (rq->check_filters && filter_check(rq->filters, path, is_dir, false) < 0)
 			return wire_fail(&s->err, RERR_UNSUPPORTED,
 					 "ERROR: rejecting excluded file-list name: %s", path);
-		if (rq->check_names && filter_check(&rq->implied, path, is_dir, false) <= 0)
+		if (rq->check_names && filter_check(&rq->implied, path, is_dir, false) <= 0 &&
+		    filter_check(&rq->implied_parents, path, is_dir, false) <= 0)
 			return wire_fail(&s->err, RERR_UNSUPPORTED,
 					 "ERROR: rejecting unrequested file-list name: %s", path);
 	}

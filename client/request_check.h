@@ -25,8 +25,12 @@ struct flist;
 
 struct request_check {
 	bool check_names;        /* the implied rules below apply */
-	struct filter_list implied; /* rsync's implied_filter_list: an include
-				     * per argument (and its contents) */
+	/* rsync's implied_filter_list, split: the rules for what was asked
+	 * for (an argument, its contents) and the directory-only rules for
+	 * the parents -R sends along */
+	struct filter_list implied;
+	struct filter_list implied_parents;
+	bool root_content;       /* a rule asks for the root's contents */
 	bool check_filters;      /* our filter rules apply to the names */
 	const struct filter_list *filters; /* our rules (not owned) */
 };
@@ -47,10 +51,12 @@ void request_check_free(struct request_check *rq);
 /*
  * Check every name of a received file list, in arrival order (flist.c:
  * recv_file_entry). True when all pass; otherwise the session error is
- * set (RERR_UNSUPPORTED) naming the first name refused. rq may be NULL
- * (a batch, a local copy: nothing to check).
+ * set (RERR_UNSUPPORTED) naming the first name refused. A directory that
+ * was only asked for as a parent (and "." unless the root's contents were
+ * asked for) is made an implied directory whatever the sender flagged, so
+ * --delete never sweeps it (flist.c: the is_implied_parent_dir downgrade).
+ * rq may be NULL (a batch, a local copy: nothing to check).
  */
-bool request_check_list(struct session *s, const struct request_check *rq,
-			const struct flist *fl);
+bool request_check_list(struct session *s, const struct request_check *rq, struct flist *fl);
 
 #endif
