@@ -433,6 +433,25 @@ trust_sender_evil() {
         --exclude=file 127.0.0.1::mod/
     evil_pair excluded_trusted valid 0 "" --trust-sender --exclude=file 127.0.0.1::mod/
     evil_pair excluded_dir_merge_trusted valid 0 "" -F --exclude=file 127.0.0.1::mod/
+    # The daemon flags "." as a content dir though only "file" was asked
+    # for: --delete must not sweep the destination (rsync 3.5.0 downgrades
+    # it to an implied dir), unless the sender is trusted.
+    local c trust keep_r keep_f
+    for trust in "" --trust-sender; do
+        for c in rsync ferry; do
+            rm -rf "$T/del.$c" && mkdir -p "$T/del.$c" && echo keep >"$T/del.$c/keep"
+            local prog=$RSYNC
+            [ $c = ferry ] && prog=$FERRY
+            run "del.$c" "$prog" -rlt --delete $trust --port="$EVIL_PORT" 127.0.0.1::mod/file "$T/del.$c/"
+        done
+        keep_r=$([ -e "$T/del.rsync/keep" ] && echo kept || echo deleted)
+        keep_f=$([ -e "$T/del.ferry/keep" ] && echo kept || echo deleted)
+        if [ "$keep_r" = "$keep_f" ] && [ "$keep_f" = "$([ -z "$trust" ] && echo kept || echo deleted)" ]; then
+            t_pass "delete_scope_root${trust:+_trusted}"
+        else
+            t_fail "delete_scope_root${trust:+_trusted}" "rsync: $keep_r, ferry: $keep_f"
+        fi
+    done
     evil_stop
     # --trust-sender never lets a dangerous name through.
     local sc
@@ -483,10 +502,12 @@ trust_sender_real() {
                 (cd "$T/$tag.$c" && run "$tag.$c" "$prog" -e "$RSH" --rsync-path="$RSYNC" \
                     $trust $opts $srcs .)
             done
+            # --no-implied-dirs makes the missing parents plain, dated now
+            local cmp_opts=()
+            [[ $opts == *no-implied-dirs* ]] && cmp_opts=(--no-dir-times)
             if [ "$(rc_of "$tag.rsync")" != "$(rc_of "$tag.ferry")" ]; then
                 t_fail "trust_sender_pull_$n${trust:+_trusted}" "rsync exit $(rc_of "$tag.rsync"), ferry exit $(rc_of "$tag.ferry") for $opts $srcs: $(tail -n 1 "$T/$tag.ferry.err")"
-            elif ! same_tree "$T/$tag.rsync" "$T/$tag.ferry" \
-                $([[ $opts == *no-implied-dirs* ]] && echo --no-dir-times) >&2; then
+            elif ! same_tree "$T/$tag.rsync" "$T/$tag.ferry" "${cmp_opts[@]}" >&2; then
                 t_fail "trust_sender_pull_$n${trust:+_trusted}" "trees differ for $opts $srcs"
             else
                 t_pass "trust_sender_pull_$n${trust:+_trusted}"
