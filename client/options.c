@@ -623,6 +623,10 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_GROUP: o->group = v; break;
 	case OPT_DEVICES: o->devices = v; break;
 	case OPT_SPECIALS: o->specials = v; break;
+	case OPT_COPY_DEVICES: o->copy_devices = v; break;
+	case OPT_WRITE_DEVICES: o->write_devices = v; break;
+	case OPT_TRUST_SENDER: o->trust_sender = v; break;
+	case OPT_COPY_AS: return set_str(ps, &o->copy_as, arg);
 	case OPT_D: o->devices = o->specials = v; break;
 	case OPT_TIMES: o->times = v; break;
 	case OPT_OMIT_DIR_TIMES: o->omit_dir_times = v; break;
@@ -1276,6 +1280,13 @@ static int finish(struct pstate *ps)
 		o->inplace = true; /* options.c: append implies inplace */
 		o->whole_file = 0;
 	}
+	if (o->write_devices) {
+		/* options.c: write_devices implies inplace, refused or not */
+		int inplace_row = options_refused_row(ps->refused, "inplace");
+		if (inplace_row >= 0)
+			return refuse_err(ps, &options_table[inplace_row]);
+		o->inplace = true;
+	}
 	if ((rc = settle_partial_dir(ps)) != 0)
 		return rc;
 	/* --inplace keeps partial data by nature; rsync clears keep_partial. */
@@ -1389,6 +1400,7 @@ void options_free(struct ferry_opts *o)
 	free(o->sockopts);
 	free(o->early_input);
 	free(o->max_alloc);
+	free(o->copy_as);
 	free(o->batch_name);
 	free(o->compress_choice);
 	free(o->skip_compress);

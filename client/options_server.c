@@ -493,10 +493,14 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 	}
 	if (o->relative && o->no_implied_dirs && (!am_sender || protocol >= 30))
 		pushs(&a, "--no-implied-dirs");
+	if (o->write_devices && am_sender)
+		pushs(&a, "--write-devices");
 	if (o->remove_source_files == 1)
 		pushs(&a, "--remove-source-files");
 	else if (o->remove_source_files)
 		pushs(&a, "--remove-sent-files");
+	if (o->copy_devices && !am_sender)
+		pushs(&a, "--copy-devices");
 	if (o->preallocate && am_sender)
 		pushs(&a, "--preallocate");
 	if (o->open_noatime && o->atimes <= 1)

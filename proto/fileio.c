@@ -288,6 +288,16 @@ int fs_open_beneath(int rootfd, const char *relpath, int flags)
 	return (int)syscall(SYS_openat2, rootfd, relpath, &how, sizeof how);
 }
 
+int64_t fs_device_size(int fd)
+{
+	off_t end = lseek(fd, 0, SEEK_END);
+
+	if (end < 0)
+		return 0;
+	lseek(fd, 0, SEEK_SET);
+	return (int64_t)end;
+}
+
 int fs_open_source(int dirfd, const char *name, int flags, bool noatime)
 {
 	if (noatime) {

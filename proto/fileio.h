@@ -95,6 +95,11 @@ bool fs_write_all(int fd, const void *buf, size_t len);
  * or -1. */
 ssize_t fs_pread_full(int fd, void *buf, size_t len, off_t off);
 
+/* The size of an open block or character device (its st_size is 0): where
+ * seeking to the end lands, the offset put back to 0 (mirrors rsync
+ * flist.c: get_device_size). 0 when the device cannot seek. */
+int64_t fs_device_size(int fd);
+
 /* Set the modification time (with nanoseconds) without following a
  * symlink. */
 /* -U: set only the access time (whole seconds, as rsync sends them). */

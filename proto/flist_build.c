@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto/fakesuper.h"
@@ -75,12 +76,37 @@ static bool file_sum(struct walker *k, struct file_entry *f, int dirfd, const ch
 	return true;
 }
 
+/* --copy-devices: a device is listed as a regular file of the device's
+ * size, dated now, since a device node's mtime says nothing about its
+ * contents (mirrors rsync flist.c: make_file). */
+static void device_as_file(int dirfd, const char *leaf, struct stat *st)
+{
+	if (st->st_size == 0) {
+		int fd = fs_open_source(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, false);
+		if (fd >= 0) {
+			st->st_size = fs_device_size(fd);
+			close(fd);
+		}
+	}
+	st->st_mode = S_IFREG | (st->st_mode & 07777);
+	st->st_mtim.tv_sec = time(NULL);
+	st->st_mtim.tv_nsec = 0;
+}
+
 /* Append an entry for path (relative to the root) with the given stat. */
-static struct file_entry *add_entry(struct walker *k, const char *path, const struct stat *st,
+static struct file_entry *add_entry(struct walker *k, const char *path, const struct stat *given,
 				    int dirfd, const char *leaf)
 {
 	struct flist *fl = &k->sl->fl;
 	struct flist_codec *c = &k->s->fl;
+	struct stat dev_st;
+	const struct stat *st = given;
+
+	if (k->s->opts->copy_devices && (S_ISCHR(given->st_mode) || S_ISBLK(given->st_mode))) {
+		dev_st = *given;
+		device_as_file(dirfd, leaf, &dev_st);
+		st = &dev_st;
+	}
 
 	if (fl->count == fl->cap) {
 		size_t cap = fl->cap ? fl->cap * 2 : 1024;
@@ -187,7 +213,7 @@ static bool wanted_type(const struct ferry_opts *o, mode_t m)
 	if (S_ISLNK(m))
 		return true; /* sent even without -l; the receiver skips it */
 	if (S_ISCHR(m) || S_ISBLK(m))
-		return o->devices;
+		return o->devices || o->copy_devices;
 	return o->specials;
 }
 

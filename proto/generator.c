@@ -594,6 +594,25 @@ struct basis {
 	const char *xname;      /* -y: the basis' name in the file's dir */
 };
 
+/* --write-devices: an existing device takes the file's data in place
+ * (generator.c: recv_generator, the write_devices && FT_DEVICE case). */
+static bool writable_device(const struct ferry_opts *o, const struct stat *st)
+{
+	return o->write_devices && (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode));
+}
+
+/* A device's st_size is 0: its size is where seeking to the end lands. */
+static void device_size(int dirfd, const char *leaf, struct stat *st)
+{
+	if (st->st_size != 0)
+		return;
+	int fd = openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		st->st_size = fs_device_size(fd);
+		close(fd);
+	}
+}
+
 /* Ask the sender for the file, with block sums of the basis if any. */
 static bool request_from(struct gen *g, int32_t ndx, const struct basis *b, int iflags,
 			 bool redo)
@@ -605,7 +624,8 @@ static bool request_from(struct gen *g, int32_t ndx, const struct basis *b, int 
 	iflags |= ITEM_TRANSFER;
 	if (g->o->checksum)
 		iflags |= ITEM_REPORT_CHANGE;
-	if (b->st && S_ISREG(b->st->st_mode) && b->st->st_size > 0 && g->o->whole_file != 1 &&
+	if (b->st && (S_ISREG(b->st->st_mode) || writable_device(g->o, b->st)) &&
+	    b->st->st_size > 0 && g->o->whole_file != 1 &&
 	    batch_do_xfers(g->o) && s->xfer_csum != CSUM_NONE)
 		fd = openat(b->dirfd, b->leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && b->alt >= 0)
@@ -852,7 +872,9 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	}
 	if (o->ignore_existing)
 		return;
-	if (!S_ISREG(st.st_mode)) {
+	if (writable_device(o, &st)) {
+		device_size(dirfd, leaf, &st);
+	} else if (!S_ISREG(st.st_mode)) {
 		if (!clear_way(g, dirfd, leaf, path, &st))
 			return;
 		if (!o->perms)
@@ -1048,7 +1070,10 @@ static void redo_request(struct gen *g, int32_t ndx, bool allow)
 		g->rc->state[ndx] |= FS_FAILED;
 		return;
 	}
-	bool have = fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+	bool have = fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (S_ISREG(st.st_mode) || writable_device(g->o, &st));
+	if (have && writable_device(g->o, &st))
+		device_size(dirfd, leaf, &st);
 	request_file(g, ndx, f, dirfd, leaf, have ? &st : NULL,
 		     have ? attr_change_bits(g, f, &st) : ITEM_IS_NEW, true);
 }

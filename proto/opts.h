@@ -78,6 +78,10 @@ struct ferry_opts {
 	bool owner;        /* -o */
 	bool devices;      /* --devices (-D) */
 	bool specials;     /* --specials (-D) */
+	bool copy_devices; /* --copy-devices: a sender sends a device's contents
+			    * as a regular file */
+	bool write_devices; /* --write-devices: a receiver writes into an
+			     * existing device in place (implies --inplace) */
 	bool hard_links;   /* -H */
 	bool numeric_ids;  /* --numeric-ids */
 	bool relative;     /* -R (also implied by --files-from) */
@@ -145,6 +149,10 @@ struct ferry_opts {
 	                    * escaping file names for the remote shell, 2 also
 	                    * option values */
 	char *max_alloc;   /* --max-alloc=SIZE as given, forwarded to the server */
+	char *copy_as;     /* --copy-as=USER[:GROUP]: the copying side becomes
+			    * this user (root only; never sent to a server) */
+	bool trust_sender; /* --trust-sender: no check of a remote sender's
+			    * names against the request and the filters */
 
 	/* compression (not supported yet; kept so the parser can refuse it) */
 	int compress;      /* -z count */

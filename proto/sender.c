@@ -338,6 +338,18 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 		}
 		return true;
 	}
+	if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+		/* mirrors rsync sender.c: send_files, the IS_DEVICE check */
+		if (!s->opts->copy_devices) {
+			close(fd);
+			free(sum1);
+			free(sum2);
+			return wire_fail(&s->err, RERR_PROTOCOL,
+					 "attempt to copy device contents without --copy-devices");
+		}
+		if (st.st_size == 0)
+			st.st_size = fs_device_size(fd);
+	}
 	struct match_index idx;
 	bool have_idx = h.count > 0 && !d->append && match_index_build(&idx, &h, sum1, sum2);
 	if (h.count > 0 && !d->append && !have_idx) {

@@ -561,6 +561,64 @@ static void test_server_argv_pull(void **state)
 			   (char *[]){ "ferry", "--protocol=29", "h::m/", "d/", NULL });
 }
 
+/* --copy-devices, --write-devices, --copy-as, --trust-sender: what each
+ * sets and what rsync 3.5.0 sends for it (its remote-shell argv). */
+static void test_devices_copy_as_trust(void **state)
+{
+	struct ferry_opts o;
+	bool *refused;
+
+	(void)state;
+	assert_int_equal(PARSE(&o, "--write-devices", "src/", "dst/"), 0);
+	assert_true(o.write_devices);
+	assert_true(o.inplace); /* implied, as rsync */
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "--write-devices", "--no-write-devices", "src/", "dst/"), 0);
+	assert_false(o.write_devices);
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "--copy-devices", "--trust-sender", "--copy-as=nobody:nogroup",
+			       "src/", "dst/"), 0);
+	assert_true(o.copy_devices);
+	assert_true(o.trust_sender);
+	assert_string_equal(o.copy_as, "nobody:nogroup");
+	options_free(&o);
+
+	/* a daemon refuses both unless accepted by exact name; a refused
+	 * --inplace refuses --write-devices too */
+	refused = options_refusals("");
+	assert_true(options_refused_row(refused, "copy-devices") >= 0);
+	assert_true(options_refused_row(refused, "write-devices") >= 0);
+	free(refused);
+	refused = options_refusals("!copy-devices !write-devices");
+	assert_true(options_refused_row(refused, "copy-devices") < 0);
+	assert_true(options_refused_row(refused, "write-devices") < 0);
+	free(refused);
+	refused = options_refusals("!*devices");
+	assert_true(options_refused_row(refused, "copy-devices") >= 0);
+	free(refused);
+	refused = options_refusals("!write-devices inplace");
+	assert_int_equal(options_parse_refusing(&o, 4,
+						(char *[]){ "rsyncd", "--server", "--write-devices",
+							    ".", NULL },
+						OPTS_FROM_REMOTE, refused),
+			 RERR_UNSUPPORTED);
+	options_free(&o);
+	free(refused);
+
+	/* rsync -e RSH --copy-devices -a h:src/ d/ and the push forms */
+	PULL("--server --sender -logDtpre.LsfxCIvu --copy-devices .", "--copy-devices", "-a",
+	     "h:src/", "d/");
+	PULL("--server --sender -logDtpre.LsfxCIvu --inplace --copy-devices .", "--write-devices",
+	     "--copy-devices", "--trust-sender", "--copy-as=nobody", "-a", "h:src/", "d/");
+	PULL("--server --sender -logDtpre.LsfxCIvu --remove-source-files --copy-devices .",
+	     "--copy-devices", "--remove-source-files", "-a", "h:src/", "d/");
+	PUSH("--server -logDtpre.LsfxCIvu --inplace --write-devices .", "--write-devices",
+	     "--copy-devices", "-a", "src/", "h:d/");
+	PUSH("--server -logDtpre.LsfxCIvu --inplace --write-devices --remove-source-files "
+	     "--mkpath .", "--write-devices", "--remove-source-files", "--mkpath", "-a", "src/",
+	     "h:d/");
+}
+
 static void test_server_argv_push(void **state)
 {
 	(void)state;
@@ -734,6 +792,7 @@ int main(void)
 		cmocka_unit_test(test_server_side_parse),
 		cmocka_unit_test(test_server_argv_pull),
 		cmocka_unit_test(test_server_argv_push),
+		cmocka_unit_test(test_devices_copy_as_trust),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_safe_arg),
 		cmocka_unit_test(test_stop_at),
