@@ -31,7 +31,7 @@ const struct opt_spec options_table[] = {
 	NO("no-v", Y, OPT_VERBOSE),
 	AR("info", 0, Y, OPT_INFO, "FLAGS", "fine-grained informational verbosity"),
 	AR("debug", 0, Y, OPT_DEBUG, "FLAGS", "fine-grained debug verbosity"),
-	AR("stderr", 0, N, OPT_STDERR, "e|a|c", "change stderr output mode (default: errors)"),
+	AR("stderr", 0, Y, OPT_STDERR, "e|a|c", "change stderr output mode (default: errors)"),
 	AL("msgs2stderr", Y, OPT_MSGS2STDERR, 1),
 	NO("no-msgs2stderr", Y, OPT_MSGS2STDERR),
 	FL("quiet", 'q', Y, OPT_QUIET, 1, "suppress non-error messages"),
