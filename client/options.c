@@ -616,6 +616,8 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_UPDATE: o->update = true; break;
 	case OPT_INPLACE: o->inplace = v; break;
 	case OPT_DIRS: case OPT_OLD_DIRS: ps->dirs = v; break;
+	case OPT_DROP_D: o->drop_devices = v; break;
+	case OPT_QSORT: o->qsort = true; break;
 	case OPT_LINKS: o->links = v; break;
 	case OPT_HARD_LINKS: o->hard_links = v; break;
 	case OPT_PERMS: o->perms = v; break;
