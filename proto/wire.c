@@ -689,8 +689,29 @@ static void bwlimit_sleep(struct wire_out *out, size_t written)
 	out->bw_backlog = (sleep_usec - usec_between(&now, &after)) * out->bwlimit / usec_per_kib;
 }
 
-/* Write buf[0..len) to the fd, all of it. */
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static bool raw_write_loop(struct wire_out *out, const uint8_t *p, size_t len);
+
+/* Write buf[0..len) to the fd, all of it, counting the time it took in
+ * wait_ns (a write that blocks, or a --bwlimit sleep, is the link holding
+ * the writer up). */
 static bool raw_write_all(struct wire_out *out, const uint8_t *p, size_t len)
+{
+	uint64_t t0 = mono_ns();
+	bool ok = raw_write_loop(out, p, len);
+
+	out->wait_ns += mono_ns() - t0;
+	return ok;
+}
+
+static bool raw_write_loop(struct wire_out *out, const uint8_t *p, size_t len)
 {
 	/* With a rate limit, write in pieces of 1/8 s worth (at least 512
 	 * bytes), so the stream goes out evenly. */

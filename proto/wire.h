@@ -125,6 +125,9 @@ struct wire_out {
 	bool mux;
 	int timeout_ms;
 	uint64_t total_written;
+	uint64_t wait_ns;       /* time spent in write() and --bwlimit sleeps:
+				 * how long the link kept the writer waiting
+				 * (the adaptive compression rule reads it) */
 	int32_t ndx_prev_pos, ndx_prev_neg;
 	int protocol;
 	long bwlimit;           /* --bwlimit in KiB/s, 0 = none */
