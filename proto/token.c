@@ -302,6 +302,7 @@ struct token_enc {
 	struct zadapt za;   /* ferry's adaptive rule (zadapt.h) */
 	bool timed;         /* measure compressing and waiting (token_enc_set_timing) */
 	int setting;        /* the setting the compressor runs at now */
+	int threads;        /* zstd worker threads (0: none) */
 
 	/* this file */
 	bool file_minimal;  /* on the skip list: no compression effort at all */
@@ -436,8 +437,9 @@ void token_enc_set_threads(struct token_enc *e, int threads)
 {
 	/* as rsync: a libzstd without thread support just says no, and the
 	 * compression goes on in this thread */
-	if (e->zc && threads > 0)
-		(void)ZSTD_CCtx_setParameter(e->zc, ZSTD_c_nbWorkers, threads);
+	if (e->zc && threads > 0 &&
+	    !ZSTD_isError(ZSTD_CCtx_setParameter(e->zc, ZSTD_c_nbWorkers, threads)))
+		e->threads = threads;
 }
 
 int token_enc_setting_changes(const struct token_enc *e)
@@ -666,11 +668,14 @@ static bool lz4_literal(struct token_enc *e, struct wire_out *out, const uint8_t
 
 /* -- common: ferry's adaptive rule (zadapt.h) -- */
 
-static uint64_t now_ns(void)
+/* The compressor's time: this thread's CPU time, so that being
+ * preempted on a busy machine does not count as compressing; wall time
+ * when zstd works in threads of its own. */
+static uint64_t comp_clock_ns(const struct token_enc *e)
 {
 	struct timespec t;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	clock_gettime(e->threads > 0 ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &t);
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
@@ -729,14 +734,17 @@ static uint64_t window_target(const struct token_enc *e)
 	return ZADAPT_WINDOW;
 }
 
-static void window_reset(struct token_enc *e, struct wire_out *out)
+/* Start the next window; the speed counters only once they were used. */
+static void window_reset(struct token_enc *e, struct wire_out *out, bool timed)
 {
 	e->win_in = 0;
 	e->win_out0 = e->comp_out;
-	e->win_bytes = 0;
-	e->win_comp_ns = 0;
-	e->win_wait0 = out->wait_ns;
 	e->sample_len = 0;
+	if (timed) {
+		e->win_bytes = 0;
+		e->win_comp_ns = 0;
+		e->win_wait0 = out->wait_ns;
+	}
 }
 
 /* Close the window: tell zadapt what was seen, and, if `apply`, switch
@@ -767,12 +775,15 @@ static bool window_end(struct token_enc *e, struct wire_out *out, bool data, boo
 		w.sample_in = e->sample_len;
 		w.sample_out = c > 0 ? (uint64_t)c : e->sample_len;
 	}
-	if (e->timed) {
+	/* the speed is judged on whole windows of literal data (across
+	 * files): a file's short first window would be all start-up cost */
+	if (e->timed && e->win_bytes >= ZADAPT_WINDOW) {
+		w.timed = true;
 		w.comp_ns = e->win_comp_ns;
 		w.wait_ns = out->wait_ns - e->win_wait0;
 	}
 	bool changed = zadapt_window_end(&e->za, &w);
-	window_reset(e, out);
+	window_reset(e, out, w.timed || !e->timed);
 	if (changed && apply)
 		return apply_setting(e, out, zadapt_setting(&e->za));
 	return true;
@@ -808,6 +819,8 @@ bool token_enc_begin(struct token_enc *e, struct wire_out *out, bool minimal)
 	e->win_in = 0;
 	e->win_out0 = e->comp_out;
 	e->sample_len = 0;
+	if (e->win_bytes == 0) /* a speed window starts with its first data */
+		e->win_wait0 = out->wait_ns;
 	int target = minimal ? store_setting(e) : zadapt_setting(&e->za);
 	switch (e->alg) {
 	case CPRES_ZLIB:
@@ -835,7 +848,7 @@ bool token_enc_begin(struct token_enc *e, struct wire_out *out, bool minimal)
 static bool compress_piece(struct token_enc *e, struct wire_out *out, const uint8_t *p,
 			   size_t n)
 {
-	uint64_t t0 = e->timed ? now_ns() : 0, wait0 = out->wait_ns;
+	uint64_t t0 = e->timed ? comp_clock_ns(e) : 0, wait0 = out->wait_ns;
 	bool ok = true;
 
 	switch (e->alg) {
@@ -864,8 +877,12 @@ static bool compress_piece(struct token_enc *e, struct wire_out *out, const uint
 		return enc_fail(e, "unknown algorithm", e->alg);
 	}
 	if (e->timed) {
-		uint64_t spent = now_ns() - t0, waited = out->wait_ns - wait0;
-		e->win_comp_ns += spent > waited ? spent - waited : 0;
+		uint64_t spent = comp_clock_ns(e) - t0;
+		if (e->threads > 0) { /* wall time: leave the waiting out */
+			uint64_t waited = out->wait_ns - wait0;
+			spent = spent > waited ? spent - waited : 0;
+		}
+		e->win_comp_ns += spent;
 	}
 	return ok;
 }

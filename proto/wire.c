@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #define WIRE_IN_CAP (256 * 1024)
@@ -685,6 +686,7 @@ static void bwlimit_sleep(struct wire_out *out, size_t written)
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
 	clock_gettime(CLOCK_MONOTONIC, &after);
+	out->bw_slept_ns += (uint64_t)usec_between(&now, &after) * 1000u;
 	out->bw_prior = after;
 	out->bw_backlog = (sleep_usec - usec_between(&now, &after)) * out->bwlimit / usec_per_kib;
 }
@@ -699,16 +701,33 @@ static uint64_t mono_ns(void)
 
 static bool raw_write_loop(struct wire_out *out, const uint8_t *p, size_t len);
 
-/* Write buf[0..len) to the fd, all of it, counting the time it took in
- * wait_ns (a write that blocks, or a --bwlimit sleep, is the link holding
- * the writer up). */
+/* Write buf[0..len) to the fd, all of it, counting in wait_ns how long
+ * the link held the writer up: the time write() took (it blocks when the
+ * socket is full), and with --bwlimit the time the rate allots to these
+ * bytes rather than the sleeps themselves, which come in lumps. */
 static bool raw_write_all(struct wire_out *out, const uint8_t *p, size_t len)
 {
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = mono_ns(), slept0 = out->bw_slept_ns;
 	bool ok = raw_write_loop(out, p, len);
+	uint64_t spent = mono_ns() - t0, slept = out->bw_slept_ns - slept0;
 
-	out->wait_ns += mono_ns() - t0;
+	spent = spent > slept ? spent - slept : 0;
+	if (out->bwlimit > 0)
+		spent += (uint64_t)len * 1000000000u / ((uint64_t)out->bwlimit * 1024u);
+	out->wait_ns += spent;
 	return ok;
+}
+
+size_t wire_out_queued(const struct wire_out *out)
+{
+	int n = 0;
+
+	/* TIOCOUTQ is SIOCOUTQ on a socket; a pipe answers FIONREAD */
+	if (ioctl(out->fd, TIOCOUTQ, &n) == 0)
+		return n > 0 ? (size_t)n : 0;
+	if (ioctl(out->fd, FIONREAD, &n) == 0)
+		return n > 0 ? (size_t)n : 0;
+	return 0;
 }
 
 static bool raw_write_loop(struct wire_out *out, const uint8_t *p, size_t len)

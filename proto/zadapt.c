@@ -140,7 +140,7 @@ bool zadapt_window_end(struct zadapt *z, const struct zadapt_window *w)
 		return false;
 	int before = zadapt_setting(z);
 	judge_data(z, w);
-	if (!z->incompressible)
+	if (!z->incompressible && w->timed)
 		judge_speed(z, w);
 	if (zadapt_setting(z) == before)
 		return false;

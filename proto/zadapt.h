@@ -15,10 +15,12 @@
  *    cheap sample of later data (lz4 on the last ZADAPT_SAMPLE bytes of
  *    every ZADAPT_STORE_WINDOW) compresses below ZADAPT_COMPRESSIBLE_PCT %;
  *    a new file starts afresh;
- *  - the compressor, not the link, is the bottleneck: in a window where
- *    the compressor took more than ZADAPT_CPU_BOUND times as long as the
- *    sender spent waiting for the socket (blocked writes, --bwlimit
- *    sleeps), go one rung down; where the waiting took more than
+ *  - the compressor, not the link, is the bottleneck: in a window (at
+ *    least ZADAPT_WINDOW bytes, across files) where the compressor's CPU
+ *    time was more than ZADAPT_CPU_BOUND times the time the sender spent
+ *    waiting for the link (writes blocked on a full socket or pipe; with
+ *    --bwlimit, the time the rate allots to the bytes written), go one
+ *    rung down; where the waiting took more than
  *    ZADAPT_LINK_BOUND times the compressing, go one rung back up. A step
  *    up that has to be taken back makes the next one wait twice as long
  *    (at most ZADAPT_MAX_HOLD windows), so the level does not flap.
@@ -68,7 +70,9 @@ struct zadapt {
 struct zadapt_window {
 	uint64_t in;          /* literal bytes given to the compressor */
 	uint64_t out;         /* compressed bytes that came out */
-	uint64_t comp_ns;     /* time spent compressing (writes excluded) */
+	bool timed;           /* comp_ns and wait_ns cover at least
+			       * ZADAPT_WINDOW bytes: judge the speed */
+	uint64_t comp_ns;     /* CPU time spent compressing */
 	uint64_t wait_ns;     /* time spent waiting for the link */
 	uint64_t sample_in;   /* while storing: a sample's size ... */
 	uint64_t sample_out;  /* ... and what a fast compressor made of it */

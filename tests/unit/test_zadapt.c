@@ -21,12 +21,15 @@
 #define ZSTD_MIN (-131072)
 #define MS 1000000u
 
-static const struct zadapt_window cpu_bound = {.in = ZADAPT_WINDOW, .out = ZADAPT_WINDOW / 3,
-					       .comp_ns = 10 * MS, .wait_ns = 1 * MS};
-static const struct zadapt_window link_bound = {.in = ZADAPT_WINDOW, .out = ZADAPT_WINDOW / 3,
-						.comp_ns = 2 * MS, .wait_ns = 50 * MS};
-static const struct zadapt_window balanced = {.in = ZADAPT_WINDOW, .out = ZADAPT_WINDOW / 3,
-					      .comp_ns = 10 * MS, .wait_ns = 10 * MS};
+static const struct zadapt_window cpu_bound = {
+	.timed = true, .in = ZADAPT_WINDOW, .out = ZADAPT_WINDOW / 3,
+	.comp_ns = 10 * MS, .wait_ns = 1 * MS};
+static const struct zadapt_window link_bound = {
+	.timed = true, .in = ZADAPT_WINDOW, .out = ZADAPT_WINDOW / 3,
+	.comp_ns = 2 * MS, .wait_ns = 50 * MS};
+static const struct zadapt_window balanced = {
+	.timed = true, .in = ZADAPT_WINDOW, .out = ZADAPT_WINDOW / 3,
+	.comp_ns = 10 * MS, .wait_ns = 10 * MS};
 
 static void test_ladders(void **state)
 {
@@ -154,6 +157,10 @@ static void test_no_evidence(void **state)
 				  .wait_ns = 0};
 	for (int i = 0; i < 10; i++)
 		assert_false(zadapt_window_end(&z, &w));
+	/* nor is a window whose times cover too little data (timed unset) */
+	struct zadapt_window untimed = cpu_bound;
+	untimed.timed = false;
+	assert_false(zadapt_window_end(&z, &untimed));
 	/* a window with no data (small files) judges speed only */
 	struct zadapt_window speed = cpu_bound;
 	speed.in = speed.out = 0;
@@ -168,8 +175,8 @@ static void test_fixed_level(void **state)
 	(void)state;
 
 	zadapt_init(&z, CPRES_ZSTD, 9, false, ZSTD_MIN);
-	struct zadapt_window noise = {.in = ZADAPT_WINDOW, .out = ZADAPT_WINDOW + 100,
-				      .comp_ns = 50 * MS};
+	struct zadapt_window noise = {.timed = true, .in = ZADAPT_WINDOW,
+				      .out = ZADAPT_WINDOW + 100, .comp_ns = 50 * MS};
 	for (int i = 0; i < 10; i++) {
 		assert_false(zadapt_window_end(&z, &noise));
 		assert_false(zadapt_window_end(&z, &cpu_bound));
