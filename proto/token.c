@@ -321,6 +321,7 @@ struct token_enc {
 	uint64_t win_bytes;   /* literal bytes of all files in the window */
 	uint64_t win_comp_ns;
 	uint64_t win_wait0;   /* the output's wait_ns when the window began */
+	int64_t spd_out0;     /* comp_out when the speed window began */
 	uint8_t *sample;      /* while storing: the window's last bytes */
 	size_t sample_len;
 
@@ -744,6 +745,7 @@ static void window_reset(struct token_enc *e, struct wire_out *out, bool timed)
 		e->win_bytes = 0;
 		e->win_comp_ns = 0;
 		e->win_wait0 = out->wait_ns;
+		e->spd_out0 = e->comp_out;
 	}
 }
 
@@ -775,9 +777,12 @@ static bool window_end(struct token_enc *e, struct wire_out *out, bool data, boo
 		w.sample_in = e->sample_len;
 		w.sample_out = c > 0 ? (uint64_t)c : e->sample_len;
 	}
-	/* the speed is judged on whole windows of literal data (across
-	 * files): a file's short first window would be all start-up cost */
-	if (e->timed && e->win_bytes >= ZADAPT_WINDOW) {
+	/* the speed is judged on long enough windows (across files; see
+	 * zadapt.h): a file's short first window would be all start-up
+	 * cost, and a window that sent less than a few output buffers would
+	 * see the link's waiting in lumps */
+	if (e->timed && e->win_bytes >= ZADAPT_WINDOW &&
+	    (e->comp_out - e->spd_out0 >= ZADAPT_SPEED_OUT || e->win_bytes >= ZADAPT_SPEED_MAX_IN)) {
 		w.timed = true;
 		w.comp_ns = e->win_comp_ns;
 		w.wait_ns = out->wait_ns - e->win_wait0;
@@ -819,8 +824,10 @@ bool token_enc_begin(struct token_enc *e, struct wire_out *out, bool minimal)
 	e->win_in = 0;
 	e->win_out0 = e->comp_out;
 	e->sample_len = 0;
-	if (e->win_bytes == 0) /* a speed window starts with its first data */
+	if (e->win_bytes == 0) { /* a speed window starts with its first data */
 		e->win_wait0 = out->wait_ns;
+		e->spd_out0 = e->comp_out;
+	}
 	int target = minimal ? store_setting(e) : zadapt_setting(&e->za);
 	switch (e->alg) {
 	case CPRES_ZLIB:

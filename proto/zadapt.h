@@ -38,6 +38,12 @@
 /* While storing incompressible data, the sample is taken this often, so
  * compressible data after it waits at most this long. */
 #define ZADAPT_STORE_WINDOW (64 * 1024)
+/* The speed is judged over at least ZADAPT_WINDOW bytes of literal data
+ * that came out as at least ZADAPT_SPEED_OUT compressed bytes (the output
+ * goes to the link in buffers of 256 KiB, so the waiting comes in lumps),
+ * or over ZADAPT_SPEED_MAX_IN bytes if the data compresses that well. */
+#define ZADAPT_SPEED_OUT (1024 * 1024)
+#define ZADAPT_SPEED_MAX_IN (32 * 1024 * 1024)
 #define ZADAPT_INCOMPRESSIBLE_PCT 97
 #define ZADAPT_COMPRESSIBLE_PCT 90
 #define ZADAPT_SAMPLE (8 * 1024)

@@ -706,6 +706,7 @@ static void test_adaptive(void **state)
  * (zlib through deflateParams after a sync flush, zstd between frames, lz4
  * between blocks), around matched blocks and across files; every stream
  * must still decode. Then the data half in one file: text, noise, text. */
+#define NSPEED 16
 static void test_level_changes_midstream(void **state)
 {
 	struct buf text = {0}, noise = {0}, bdata = {0};
@@ -725,20 +726,25 @@ static void test_level_changes_midstream(void **state)
 		{text.p, 300000, 0}, {noise.p, 2 * ZADAPT_WINDOW, 0}, {NULL, 0, 5},
 		{text.p + 1000, 2 * ZADAPT_WINDOW, 0}, {NULL, 0, 6},
 	};
-	struct file_spec f[4] = {{&bs, ops, 9, false}, {&none, ops + 3, 1, false},
-				 {&bs, ops, 9, false}, {&bs, mixed, 5, false}};
+	/* the speed is judged over at least ZADAPT_SPEED_MAX_IN bytes when
+	 * the output is small: 8 files of about 3.5 MiB, 8 of 1 MiB */
+	struct file_spec f[NSPEED + 1];
+	for (size_t i = 0; i < NSPEED; i++)
+		f[i] = i % 2 ? (struct file_spec){&none, ops + 3, 1, false}
+			     : (struct file_spec){&bs, ops, 9, false};
+	f[NSPEED] = (struct file_spec){&bs, mixed, 5, false};
 	for (size_t a = 1; a < NALGS; a++) {
 		timed_encoder = true;
-		roundtrip(algs[a], 31, true, TOKEN_LEVEL_DEFAULT, f, 3);
+		roundtrip(algs[a], 31, true, TOKEN_LEVEL_DEFAULT, f, NSPEED);
 		int speed_changes = last_changes;
-		roundtrip(algs[a], 30, true, TOKEN_LEVEL_DEFAULT, f, 3);
+		roundtrip(algs[a], 30, true, TOKEN_LEVEL_DEFAULT, f, NSPEED);
 		/* --compress-level: never a change */
-		roundtrip(algs[a], 31, false, TOKEN_LEVEL_DEFAULT, f, 3);
+		roundtrip(algs[a], 31, false, TOKEN_LEVEL_DEFAULT, f, NSPEED);
 		assert_int_equal(last_changes, 0);
 		timed_encoder = false;
-		roundtrip(algs[a], 31, true, TOKEN_LEVEL_DEFAULT, f + 3, 1);
+		roundtrip(algs[a], 31, true, TOKEN_LEVEL_DEFAULT, f + NSPEED, 1);
 		int data_changes = last_changes;
-		roundtrip(algs[a], 30, true, TOKEN_LEVEL_DEFAULT, f + 3, 1);
+		roundtrip(algs[a], 30, true, TOKEN_LEVEL_DEFAULT, f + NSPEED, 1);
 		print_message("alg %d: %d speed changes, %d data changes\n", algs[a], speed_changes,
 			      data_changes);
 		assert_true(speed_changes >= 1);
