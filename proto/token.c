@@ -337,6 +337,8 @@ struct token_enc {
 	ZSTD_CCtx *zc;
 	int zs_level;
 	bool zs_frame_open; /* data went into the current frame */
+	bool zs_raw;        /* storing: raw blocks in frames of our own */
+	bool zs_raw_open;   /* one of those frames is open */
 
 	uint8_t *obuf;      /* a chunk: 2 header bytes + payload */
 };
@@ -597,12 +599,71 @@ static bool zstd_run(struct token_enc *e, struct wire_out *out, const uint8_t *p
 	return true;
 }
 
+/*
+ * Storing with zstd (the adaptive rule's "no effort", and skipped
+ * suffixes) skips the compressor: the data goes out as Raw blocks of a
+ * frame written here (RFC 8878: magic, a descriptor with no content size,
+ * checksum or dictionary, a 128 KiB window; each block a 3-byte header
+ * with its size). The receiver's stream decoder reads it like any frame.
+ */
+#define ZSTD_RAW_FRAME_HEADER 6
+#define ZSTD_RAW_BLOCK_HEADER 3
+
+static bool zstd_raw_literal(struct token_enc *e, struct wire_out *out, const uint8_t *p,
+			     size_t n)
+{
+	static const uint8_t frame_header[ZSTD_RAW_FRAME_HEADER] = {
+		0x28, 0xB5, 0x2F, 0xFD, /* ZSTD_MAGICNUMBER, little-endian */
+		0x00,                   /* Frame_Header_Descriptor: nothing optional */
+		7 << 3,                 /* Window_Descriptor: 2^(10+7) = 128 KiB */
+	};
+
+	while (n > 0) {
+		size_t o = 2;
+		if (!e->zs_raw_open) {
+			memcpy(e->obuf + o, frame_header, sizeof frame_header);
+			o += sizeof frame_header;
+			e->zs_raw_open = true;
+		}
+		size_t k = TOKEN_MAX_DATA - (o - 2) - ZSTD_RAW_BLOCK_HEADER;
+		if (k > n)
+			k = n;
+		uint32_t bh = (uint32_t)k << 3; /* not last, Raw_Block */
+		e->obuf[o++] = (uint8_t)bh;
+		e->obuf[o++] = (uint8_t)(bh >> 8);
+		e->obuf[o++] = (uint8_t)(bh >> 16);
+		memcpy(e->obuf + o, p, k);
+		if (!put_chunk(e, out, e->obuf + 2, o - 2 + k))
+			return false;
+		p += k;
+		n -= k;
+	}
+	return true;
+}
+
+/* End our own frame with an empty last Raw block. */
+static bool zstd_raw_end(struct token_enc *e, struct wire_out *out)
+{
+	static const uint8_t last[ZSTD_RAW_BLOCK_HEADER] = {0x01, 0x00, 0x00};
+
+	if (!e->zs_raw_open)
+		return true;
+	e->zs_raw_open = false;
+	return put_chunk(e, out, last, sizeof last);
+}
+
 static bool zstd_set_level(struct token_enc *e, struct wire_out *out, int level)
 {
-	if (level == e->zs_level)
+	/* raw blocks for "no effort" while adapting or for a skipped file;
+	 * an explicit --compress-level runs the compressor at that level */
+	bool raw = level == ZSTD_minCLevel() && (e->za.adaptive || e->file_minimal);
+
+	if (level == e->zs_level && raw == e->zs_raw)
 		return true;
 	/* The level only changes between frames: end the current one (the
 	 * receiver's stream decoder goes on with the next frame). */
+	if (!zstd_raw_end(e, out))
+		return false;
 	if (e->zs_frame_open && !zstd_run(e, out, NULL, 0, ZSTD_e_end))
 		return false;
 	size_t r = ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel, level);
@@ -610,6 +671,7 @@ static bool zstd_set_level(struct token_enc *e, struct wire_out *out, int level)
 		return wire_fail(e->err, RERR_STREAMIO, "compression failed: %s",
 				 ZSTD_getErrorName(r));
 	e->zs_level = level;
+	e->zs_raw = raw;
 	e->need_flush = false;
 	return true;
 }
@@ -874,6 +936,10 @@ static bool compress_piece(struct token_enc *e, struct wire_out *out, const uint
 		e->need_flush = true;
 		break;
 	case CPRES_ZSTD:
+		if (e->zs_raw) {
+			ok = zstd_raw_literal(e, out, p, n);
+			break;
+		}
 		ok = zstd_run(e, out, p, n, ZSTD_e_continue);
 		e->need_flush = true;
 		break;
