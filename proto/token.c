@@ -806,7 +806,7 @@ static void window_reset(struct token_enc *e, struct wire_out *out, bool timed)
 	if (timed) {
 		e->win_bytes = 0;
 		e->win_comp_ns = 0;
-		e->win_wait0 = out->wait_ns;
+		e->win_wait0 = wire_out_wait_ns(out);
 		e->spd_out0 = e->comp_out;
 	}
 }
@@ -847,7 +847,7 @@ static bool window_end(struct token_enc *e, struct wire_out *out, bool data, boo
 	    (e->comp_out - e->spd_out0 >= ZADAPT_SPEED_OUT || e->win_bytes >= ZADAPT_SPEED_MAX_IN)) {
 		w.timed = true;
 		w.comp_ns = e->win_comp_ns;
-		w.wait_ns = out->wait_ns - e->win_wait0;
+		w.wait_ns = wire_out_wait_ns(out) - e->win_wait0;
 	}
 	bool changed = zadapt_window_end(&e->za, &w);
 	window_reset(e, out, w.timed || !e->timed);
@@ -887,7 +887,7 @@ bool token_enc_begin(struct token_enc *e, struct wire_out *out, bool minimal)
 	e->win_out0 = e->comp_out;
 	e->sample_len = 0;
 	if (e->win_bytes == 0) { /* a speed window starts with its first data */
-		e->win_wait0 = out->wait_ns;
+		e->win_wait0 = wire_out_wait_ns(out);
 		e->spd_out0 = e->comp_out;
 	}
 	int target = minimal ? store_setting(e) : zadapt_setting(&e->za);
@@ -917,7 +917,8 @@ bool token_enc_begin(struct token_enc *e, struct wire_out *out, bool minimal)
 static bool compress_piece(struct token_enc *e, struct wire_out *out, const uint8_t *p,
 			   size_t n)
 {
-	uint64_t t0 = e->timed ? comp_clock_ns(e) : 0, wait0 = out->wait_ns;
+	uint64_t t0 = e->timed ? comp_clock_ns(e) : 0;
+	uint64_t wait0 = e->timed && e->threads > 0 ? wire_out_wait_ns(out) : 0;
 	bool ok = true;
 
 	switch (e->alg) {
@@ -952,7 +953,7 @@ static bool compress_piece(struct token_enc *e, struct wire_out *out, const uint
 	if (e->timed) {
 		uint64_t spent = comp_clock_ns(e) - t0;
 		if (e->threads > 0) { /* wall time: leave the waiting out */
-			uint64_t waited = out->wait_ns - wait0;
+			uint64_t waited = wire_out_wait_ns(out) - wait0;
 			spent = spent > waited ? spent - waited : 0;
 		}
 		e->win_comp_ns += spent;

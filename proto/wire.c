@@ -701,21 +701,29 @@ static uint64_t mono_ns(void)
 
 static bool raw_write_loop(struct wire_out *out, const uint8_t *p, size_t len);
 
-/* Write buf[0..len) to the fd, all of it, counting in wait_ns how long
- * the link held the writer up: the time write() took (it blocks when the
- * socket is full), and with --bwlimit the time the rate allots to these
- * bytes rather than the sleeps themselves, which come in lumps. */
+/* Write buf[0..len) to the fd, all of it, counting in wait_ns the time
+ * write() took (it blocks when the socket is full); --bwlimit sleeps are
+ * left out (see wire_out_wait_ns). */
 static bool raw_write_all(struct wire_out *out, const uint8_t *p, size_t len)
 {
 	uint64_t t0 = mono_ns(), slept0 = out->bw_slept_ns;
 	bool ok = raw_write_loop(out, p, len);
 	uint64_t spent = mono_ns() - t0, slept = out->bw_slept_ns - slept0;
 
-	spent = spent > slept ? spent - slept : 0;
-	if (out->bwlimit > 0)
-		spent += (uint64_t)len * 1000000000u / ((uint64_t)out->bwlimit * 1024u);
-	out->wait_ns += spent;
+	out->wait_ns += spent > slept ? spent - slept : 0;
 	return ok;
+}
+
+uint64_t wire_out_wait_ns(const struct wire_out *out)
+{
+	uint64_t ns = out->wait_ns;
+
+	/* the rate's time for every byte produced, buffered ones included:
+	 * the sleeps themselves come in lumps */
+	if (out->bwlimit > 0)
+		ns += (out->total_written + out->len) * 1000000000u /
+		      ((uint64_t)out->bwlimit * 1024u);
+	return ns;
 }
 
 size_t wire_out_queued(const struct wire_out *out)

@@ -110,6 +110,8 @@ static bool judge_speed(struct zadapt *z, const struct zadapt_window *w)
 			z->backoff = z->backoff * 2 > ZADAPT_MAX_HOLD ? ZADAPT_MAX_HOLD
 								  : z->backoff * 2;
 		z->rung++;
+		if (w->comp_ns > (uint64_t)ZADAPT_CPU_FAR * w->wait_ns && z->rung < z->nrungs - 1)
+			z->rung++;
 		z->last_up = false;
 		z->hold = z->backoff;
 		return true;

@@ -43,11 +43,13 @@
  * goes to the link in buffers of 256 KiB, so the waiting comes in lumps),
  * or over ZADAPT_SPEED_MAX_IN bytes if the data compresses that well. */
 #define ZADAPT_SPEED_OUT (1024 * 1024)
-#define ZADAPT_SPEED_MAX_IN (32 * 1024 * 1024)
+#define ZADAPT_SPEED_MAX_IN (8 * 1024 * 1024)
 #define ZADAPT_INCOMPRESSIBLE_PCT 97
 #define ZADAPT_COMPRESSIBLE_PCT 90
 #define ZADAPT_SAMPLE (8 * 1024)
 #define ZADAPT_CPU_BOUND 4
+/* ... and this far over, two rungs at once */
+#define ZADAPT_CPU_FAR 16
 #define ZADAPT_LINK_BOUND 2
 #define ZADAPT_MAX_HOLD 64
 /* Windows whose compressing took less than this are not evidence of

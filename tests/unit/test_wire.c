@@ -166,11 +166,13 @@ static void test_wait_and_queue(void **state)
 	wire_out_init(&out, p[1], &err);
 	assert_true(wire_write(&out, data, 1000) && wire_flush(&out));
 	assert_int_equal(wire_out_queued(&out), 1000);
-	assert_true(out.wait_ns < 100000000u);
-	uint64_t before = out.wait_ns;
-	out.bwlimit = 1024; /* KiB/s: 32 KiB are 31.25 ms of link time */
-	assert_true(wire_write(&out, data, sizeof data) && wire_flush(&out));
-	assert_true(out.wait_ns - before >= 31000000u);
+	assert_true(wire_out_wait_ns(&out) < 100000000u);
+	out.bwlimit = 1024; /* KiB/s: every KiB is 0.977 ms of link time */
+	uint64_t before = wire_out_wait_ns(&out);
+	assert_true(wire_write(&out, data, sizeof data));
+	/* counted as soon as it is produced, before any flush */
+	assert_true(wire_out_wait_ns(&out) - before >= 31000000u);
+	assert_true(wire_flush(&out));
 	assert_int_equal(wire_out_queued(&out), 1000 + sizeof data);
 	wire_out_free(&out);
 	close(p[0]);

@@ -130,6 +130,24 @@ static void test_speed_down_and_up(void **state)
 	assert_int_equal(z.changes, changes);
 }
 
+/* Far more compressing than waiting: two rungs at once. */
+static void test_far_cpu_bound(void **state)
+{
+	struct zadapt z;
+	struct zadapt_window far = cpu_bound;
+	(void)state;
+
+	far.comp_ns = 20 * MS;
+	far.wait_ns = 1 * MS;
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	assert_true(zadapt_window_end(&z, &far));
+	assert_int_equal(zadapt_setting(&z), -1);
+	assert_true(zadapt_window_end(&z, &far));
+	assert_int_equal(zadapt_setting(&z), -10);
+	assert_true(zadapt_window_end(&z, &far)); /* only one rung left */
+	assert_true(zadapt_storing(&z));
+}
+
 static void test_hold_bounded(void **state)
 {
 	struct zadapt z;
@@ -191,6 +209,7 @@ int main(void)
 		cmocka_unit_test(test_ladders),
 		cmocka_unit_test(test_incompressible),
 		cmocka_unit_test(test_speed_down_and_up),
+		cmocka_unit_test(test_far_cpu_bound),
 		cmocka_unit_test(test_hold_bounded),
 		cmocka_unit_test(test_no_evidence),
 		cmocka_unit_test(test_fixed_level),
