@@ -854,6 +854,13 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 		o->compress_level = (int)n;
 		o->compress_level_set = true;
 		break;
+	case OPT_COMPRESS_THREADS:
+		if ((rc = parse_int(ps, arg, INT_MIN, INT_MAX, &n)) != 0)
+			return rc;
+		/* as rsync (options.c): a negative count means none; the daemon
+		 * caps what a client asks for (daemon/serve.c) */
+		o->compress_threads = n < 0 ? 0 : (int)n;
+		break;
 	case OPT_FILTER: return *arg ? add_rule(ps, "", arg) : 0;
 	case OPT_F:
 		if (++ps->f_cnt == 1)

@@ -28,6 +28,7 @@
 #include "proto/logfmt.h"
 #include "proto/server.h"
 #include "proto/session.h"
+#include "proto/token.h"
 
 #define LINE_MAX_LEN 5120   /* BIGPATHBUFLEN */
 #define MAX_DAEMON_ARGS 16000
@@ -839,6 +840,10 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	if (c->dopts->bwlimit && (!run_opts.bwlimit || run_opts.bwlimit > c->dopts->bwlimit))
 		run_opts.bwlimit = c->dopts->bwlimit;
 	c->s.out.bwlimit = run_opts.bwlimit;
+	/* a client must not make the daemon start hundreds of zstd workers
+	 * (rsync 3.5's cap, CVE-2026-70455) */
+	if (run_opts.compress_threads > TOKEN_DAEMON_MAX_THREADS)
+		run_opts.compress_threads = TOKEN_DAEMON_MAX_THREADS;
 	int code = server_run(&c->s, &ctx);
 	for (int i = 0; i < ctx.npaths; i++)
 		free(paths[i]);

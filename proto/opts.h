@@ -164,6 +164,7 @@ struct ferry_opts {
 	char *compress_choice;
 	char *skip_compress;  /* --skip-compress LIST */
 	int compress_level;
+	int compress_threads; /* --compress-threads/--zt: zstd workers (0: none) */
 
 	/* added for the option parser (client/options.c) */
 	bool dirs_explicit;   /* -d given without -r: sent to a server as 'd' */

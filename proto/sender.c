@@ -481,6 +481,10 @@ bool sender_run(struct session *s, struct send_list *sl)
 	}
 	d.enc = token_enc_new(s->compress, s->compress_level, s->compress_adaptive, s->protocol,
 			      &s->err);
+	if (d.enc) {
+		token_enc_set_timing(d.enc, true);
+		token_enc_set_threads(d.enc, s->opts->compress_threads);
+	}
 	if (s->compress != CPRES_NONE)
 		d.skip = token_skip_new(s->skip_compress, s->dont_compress);
 	if (!d.enc || (s->compress != CPRES_NONE && !d.skip)) {

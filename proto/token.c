@@ -30,12 +30,14 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <lz4.h>
 #include <zlib.h>
 #include <zstd.h>
 
 #include "proto/wildmatch.h"
+#include "proto/zadapt.h"
 
 #define END_FLAG 0x00
 #define TOKEN_LONG 0x20
@@ -296,17 +298,32 @@ bool token_skip_match(const struct token_skip *k, const char *name)
 struct token_enc {
 	int alg, protocol;
 	int level;          /* the normal level */
-	bool adaptive;
 	struct wire_error *err;
+	struct zadapt za;   /* ferry's adaptive rule (zadapt.h) */
+	bool timed;         /* measure compressing and waiting (token_enc_set_timing) */
+	int setting;        /* the setting the compressor runs at now */
+	int threads;        /* zstd worker threads (0: none) */
 
 	/* this file */
-	bool minimal;       /* no compression effort for the rest of the file */
-	bool decided;       /* the probe has been made (or is not wanted) */
-	int64_t lit_in;     /* literal bytes given */
-	int64_t comp_out;   /* compressed bytes sent */
+	bool file_minimal;  /* on the skip list: no compression effort at all */
+	bool first_done;    /* the file's first (short) window has ended */
+	bool hist_gap;      /* zlib: a matched block skipped the history while
+			     * storing, so this file stays stored */
+	int64_t file_in;    /* literal bytes of this file */
+	int64_t comp_out;   /* compressed bytes sent (all files) */
 	bool need_flush;    /* literal data went in since the last flush */
 	bool run_pending;
 	int32_t run_start, run_last, last_run_end;
+
+	/* the current window (zadapt.h) */
+	uint64_t win_in;      /* literal bytes of this file in the window */
+	int64_t win_out0;     /* comp_out when the window began */
+	uint64_t win_bytes;   /* literal bytes of all files in the window */
+	uint64_t win_comp_ns;
+	uint64_t win_wait0;   /* the output's wait_ns when the window began */
+	int64_t spd_out0;     /* comp_out when the speed window began */
+	uint8_t *sample;      /* while storing: the window's last bytes */
+	size_t sample_len;
 
 	/* zlib, zlibx */
 	z_stream z;
@@ -320,6 +337,8 @@ struct token_enc {
 	ZSTD_CCtx *zc;
 	int zs_level;
 	bool zs_frame_open; /* data went into the current frame */
+	bool zs_raw;        /* storing: raw blocks in frames of our own */
+	bool zs_raw_open;   /* one of those frames is open */
 
 	uint8_t *obuf;      /* a chunk: 2 header bytes + payload */
 };
@@ -327,6 +346,18 @@ struct token_enc {
 static bool enc_fail(struct token_enc *e, const char *what, long code)
 {
 	return wire_fail(e->err, RERR_STREAMIO, "compression failed: %s (%ld)", what, code);
+}
+
+/* Is `setting` this algorithm's "no compression effort" one? */
+static bool setting_is_store(const struct token_enc *e, int setting)
+{
+	switch (e->alg) {
+	case CPRES_ZLIB:
+	case CPRES_ZLIBX: return setting == 0;
+	case CPRES_ZSTD: return setting == ZSTD_minCLevel();
+	case CPRES_LZ4: return setting <= 0;
+	default: return false;
+	}
 }
 
 struct token_enc *token_enc_new(int alg, int level, bool adaptive, int protocol,
@@ -340,11 +371,15 @@ struct token_enc *token_enc_new(int alg, int level, bool adaptive, int protocol,
 	}
 	e->alg = alg;
 	e->level = level;
-	e->adaptive = adaptive;
 	e->protocol = protocol;
 	e->err = err;
+	zadapt_init(&e->za, alg, level, adaptive, ZSTD_minCLevel());
+	e->setting = zadapt_setting(&e->za);
 	e->obuf = malloc(2 + (size_t)LZ4_COMPRESSBOUND(TOKEN_MAX_DATA));
-	if (!e->obuf) {
+	e->sample = malloc(ZADAPT_SAMPLE);
+	if (!e->obuf || !e->sample) {
+		free(e->obuf);
+		free(e->sample);
 		free(e);
 		wire_fail(err, RERR_MALLOC, "out of memory");
 		return NULL;
@@ -355,6 +390,7 @@ struct token_enc *token_enc_new(int alg, int level, bool adaptive, int protocol,
 					Z_OK) {
 			free(e->pend);
 			free(e->obuf);
+			free(e->sample);
 			free(e);
 			wire_fail(err, RERR_STREAMIO, "compression init failed");
 			return NULL;
@@ -367,6 +403,7 @@ struct token_enc *token_enc_new(int alg, int level, bool adaptive, int protocol,
 								  level))) {
 			ZSTD_freeCCtx(e->zc);
 			free(e->obuf);
+			free(e->sample);
 			free(e);
 			wire_fail(err, RERR_STREAMIO, "compression init failed");
 			return NULL;
@@ -385,12 +422,32 @@ void token_enc_free(struct token_enc *e)
 	ZSTD_freeCCtx(e->zc);
 	free(e->pend);
 	free(e->obuf);
+	free(e->sample);
 	free(e);
 }
 
 bool token_enc_minimal(const struct token_enc *e)
 {
-	return e->minimal;
+	return e->file_minimal || setting_is_store(e, e->setting);
+}
+
+void token_enc_set_timing(struct token_enc *e, bool timed)
+{
+	e->timed = timed;
+}
+
+void token_enc_set_threads(struct token_enc *e, int threads)
+{
+	/* as rsync: a libzstd without thread support just says no, and the
+	 * compression goes on in this thread */
+	if (e->zc && threads > 0 &&
+	    !ZSTD_isError(ZSTD_CCtx_setParameter(e->zc, ZSTD_c_nbWorkers, threads)))
+		e->threads = threads;
+}
+
+int token_enc_setting_changes(const struct token_enc *e)
+{
+	return e->za.changes;
 }
 
 /* One DEFLATED_DATA chunk (n <= TOKEN_MAX_DATA). */
@@ -507,10 +564,13 @@ static bool zlib_set_level(struct token_enc *e, struct wire_out *out, int level)
 	e->z.avail_in = 0;
 	e->z.next_out = e->pend + e->pend_len;
 	e->z.avail_out = (uInt)(ZLIB_PEND_CAP - e->pend_len);
+	size_t had = e->pend_len;
 	int r = deflateParams(&e->z, level, Z_DEFAULT_STRATEGY);
 	e->pend_len = ZLIB_PEND_CAP - e->z.avail_out;
 	if (r != Z_OK)
 		return enc_fail(e, "deflateParams", r);
+	if (e->pend_len != had) /* a held marker is no longer last */
+		e->marker_held = false;
 	e->z_level = level;
 	return zlib_send(e, out, 4);
 }
@@ -539,12 +599,71 @@ static bool zstd_run(struct token_enc *e, struct wire_out *out, const uint8_t *p
 	return true;
 }
 
+/*
+ * Storing with zstd (the adaptive rule's "no effort", and skipped
+ * suffixes) skips the compressor: the data goes out as Raw blocks of a
+ * frame written here (RFC 8878: magic, a descriptor with no content size,
+ * checksum or dictionary, a 128 KiB window; each block a 3-byte header
+ * with its size). The receiver's stream decoder reads it like any frame.
+ */
+#define ZSTD_RAW_FRAME_HEADER 6
+#define ZSTD_RAW_BLOCK_HEADER 3
+
+static bool zstd_raw_literal(struct token_enc *e, struct wire_out *out, const uint8_t *p,
+			     size_t n)
+{
+	static const uint8_t frame_header[ZSTD_RAW_FRAME_HEADER] = {
+		0x28, 0xB5, 0x2F, 0xFD, /* ZSTD_MAGICNUMBER, little-endian */
+		0x00,                   /* Frame_Header_Descriptor: nothing optional */
+		7 << 3,                 /* Window_Descriptor: 2^(10+7) = 128 KiB */
+	};
+
+	while (n > 0) {
+		size_t o = 2;
+		if (!e->zs_raw_open) {
+			memcpy(e->obuf + o, frame_header, sizeof frame_header);
+			o += sizeof frame_header;
+			e->zs_raw_open = true;
+		}
+		size_t k = TOKEN_MAX_DATA - (o - 2) - ZSTD_RAW_BLOCK_HEADER;
+		if (k > n)
+			k = n;
+		uint32_t bh = (uint32_t)k << 3; /* not last, Raw_Block */
+		e->obuf[o++] = (uint8_t)bh;
+		e->obuf[o++] = (uint8_t)(bh >> 8);
+		e->obuf[o++] = (uint8_t)(bh >> 16);
+		memcpy(e->obuf + o, p, k);
+		if (!put_chunk(e, out, e->obuf + 2, o - 2 + k))
+			return false;
+		p += k;
+		n -= k;
+	}
+	return true;
+}
+
+/* End our own frame with an empty last Raw block. */
+static bool zstd_raw_end(struct token_enc *e, struct wire_out *out)
+{
+	static const uint8_t last[ZSTD_RAW_BLOCK_HEADER] = {0x01, 0x00, 0x00};
+
+	if (!e->zs_raw_open)
+		return true;
+	e->zs_raw_open = false;
+	return put_chunk(e, out, last, sizeof last);
+}
+
 static bool zstd_set_level(struct token_enc *e, struct wire_out *out, int level)
 {
-	if (level == e->zs_level)
+	/* raw blocks for "no effort" while adapting or for a skipped file;
+	 * an explicit --compress-level runs the compressor at that level */
+	bool raw = level == ZSTD_minCLevel() && (e->za.adaptive || e->file_minimal);
+
+	if (level == e->zs_level && raw == e->zs_raw)
 		return true;
 	/* The level only changes between frames: end the current one (the
 	 * receiver's stream decoder goes on with the next frame). */
+	if (!zstd_raw_end(e, out))
+		return false;
 	if (e->zs_frame_open && !zstd_run(e, out, NULL, 0, ZSTD_e_end))
 		return false;
 	size_t r = ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel, level);
@@ -552,6 +671,7 @@ static bool zstd_set_level(struct token_enc *e, struct wire_out *out, int level)
 		return wire_fail(e->err, RERR_STREAMIO, "compression failed: %s",
 				 ZSTD_getErrorName(r));
 	e->zs_level = level;
+	e->zs_raw = raw;
 	e->need_flush = false;
 	return true;
 }
@@ -582,7 +702,7 @@ static bool lz4_literal(struct token_enc *e, struct wire_out *out, const uint8_t
 {
 	while (n > 0) {
 		size_t k = n, c;
-		if (e->minimal) {
+		if (e->setting <= 0) {
 			if (k > LZ4_RAW_PIECE)
 				k = LZ4_RAW_PIECE;
 			c = lz4_raw_block(e->obuf + 2, p, k);
@@ -590,10 +710,11 @@ static bool lz4_literal(struct token_enc *e, struct wire_out *out, const uint8_t
 			if (k > TOKEN_MAX_DATA)
 				k = TOKEN_MAX_DATA;
 			for (;;) {
-				int r = LZ4_compress_default((const char *)p, (char *)e->obuf + 2, (int)k,
-							     LZ4_COMPRESSBOUND(TOKEN_MAX_DATA));
+				/* acceleration 1 is LZ4_compress_default */
+				int r = LZ4_compress_fast((const char *)p, (char *)e->obuf + 2, (int)k,
+							  LZ4_COMPRESSBOUND(TOKEN_MAX_DATA), e->setting);
 				if (r <= 0)
-					return enc_fail(e, "LZ4_compress_default", r);
+					return enc_fail(e, "LZ4_compress_fast", r);
 				c = (size_t)r;
 				if (c <= TOKEN_MAX_DATA)
 					break;
@@ -608,55 +729,168 @@ static bool lz4_literal(struct token_enc *e, struct wire_out *out, const uint8_t
 	return true;
 }
 
-/* -- common -- */
+/* -- common: ferry's adaptive rule (zadapt.h) -- */
 
-/* Switch the rest of this file to no compression effort. */
-static bool go_minimal(struct token_enc *e, struct wire_out *out)
+/* The compressor's time: this thread's CPU time, so that being
+ * preempted on a busy machine does not count as compressing; wall time
+ * when zstd works in threads of its own. */
+static uint64_t comp_clock_ns(const struct token_enc *e)
 {
-	e->minimal = true;
+	struct timespec t;
+
+	clock_gettime(e->threads > 0 ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The "no compression effort" setting of this algorithm. */
+static int store_setting(const struct token_enc *e)
+{
+	return e->za.rungs[e->za.nrungs - 1];
+}
+
+/* Is the adaptive rule at work on this file? */
+static bool adapting(const struct token_enc *e)
+{
+	return e->za.adaptive && !e->file_minimal && e->alg != CPRES_NONE;
+}
+
+/* Run the compressor at `setting` from here on; every change is one the
+ * receiver follows without being told:
+ *  - zlib/zlibx: deflate is first brought to a sync-flush point (the
+ *    marker held back as usual), so deflateParams emits nothing and the
+ *    new level starts on a byte boundary inside the same deflate stream;
+ *    a file whose history has a gap (hist_gap) stays stored;
+ *  - zstd: the frame is ended and the next one starts at the new level;
+ *  - lz4: every chunk is an independent block anyway. */
+static bool apply_setting(struct token_enc *e, struct wire_out *out, int setting)
+{
+	if (setting == e->setting)
+		return true;
 	switch (e->alg) {
 	case CPRES_ZLIB:
 	case CPRES_ZLIBX:
-		return zlib_set_level(e, out, 0);
+		if (e->hist_gap && setting != 0)
+			return true;
+		if (e->need_flush && !zlib_flush(e, out, false))
+			return false;
+		if (!zlib_set_level(e, out, setting))
+			return false;
+		break;
 	case CPRES_ZSTD:
-		return zstd_set_level(e, out, ZSTD_minCLevel());
+		if (!zstd_set_level(e, out, setting))
+			return false;
+		break;
 	default:
-		return true;
+		break;
+	}
+	e->setting = setting;
+	return true;
+}
+
+/* Literal bytes in the current window of this file. */
+static uint64_t window_target(const struct token_enc *e)
+{
+	if (!e->first_done)
+		return ZADAPT_FIRST_WINDOW;
+	if (e->za.incompressible)
+		return ZADAPT_STORE_WINDOW;
+	return ZADAPT_WINDOW;
+}
+
+/* Start the next window; the speed counters only once they were used. */
+static void window_reset(struct token_enc *e, struct wire_out *out, bool timed)
+{
+	e->win_in = 0;
+	e->win_out0 = e->comp_out;
+	e->sample_len = 0;
+	if (timed) {
+		e->win_bytes = 0;
+		e->win_comp_ns = 0;
+		e->win_wait0 = wire_out_wait_ns(out);
+		e->spd_out0 = e->comp_out;
 	}
 }
 
-/* ferry's adaptive rule: after the first TOKEN_PROBE_BYTES of literal data,
- * look at what they compressed to. */
-static bool probe(struct token_enc *e, struct wire_out *out)
+/* Close the window: tell zadapt what was seen, and, if `apply`, switch
+ * the compressor to what it decides (not between files: nothing may go
+ * out after a file's END_FLAG; token_enc_begin applies it then). With
+ * `data`, this file's data is judged too: the compressor is flushed first
+ * so that its output for the window is all counted. */
+static bool window_end(struct token_enc *e, struct wire_out *out, bool data, bool apply)
 {
-	e->decided = true;
-	switch (e->alg) {
-	case CPRES_ZLIB:
-	case CPRES_ZLIBX:
-		if (!zlib_flush(e, out, false))
+	struct zadapt_window w = {0};
+
+	if (data && !e->za.incompressible) {
+		if (e->need_flush && (e->alg == CPRES_ZLIB || e->alg == CPRES_ZLIBX) &&
+		    !zlib_flush(e, out, false))
 			return false;
-		break;
-	case CPRES_ZSTD:
-		if (!zstd_run(e, out, NULL, 0, ZSTD_e_flush))
-			return false;
-		e->need_flush = false;
-		break;
-	default:
-		break;
+		if (e->need_flush && e->alg == CPRES_ZSTD) {
+			e->need_flush = false;
+			if (!zstd_run(e, out, NULL, 0, ZSTD_e_flush))
+				return false;
+		}
+		w.in = e->win_in;
+		w.out = (uint64_t)(e->comp_out - e->win_out0);
 	}
-	if (e->comp_out * 100 > e->lit_in * TOKEN_PROBE_PERCENT)
-		return go_minimal(e, out);
+	if (data && e->za.incompressible && e->sample_len) {
+		/* while storing only the sample counts: no flush needed */
+		int c = LZ4_compress_default((const char *)e->sample, (char *)e->obuf + 2,
+					     (int)e->sample_len, LZ4_COMPRESSBOUND(TOKEN_MAX_DATA));
+		w.sample_in = e->sample_len;
+		w.sample_out = c > 0 ? (uint64_t)c : e->sample_len;
+	}
+	/* the speed is judged on long enough windows (across files; see
+	 * zadapt.h): a file's short first window would be all start-up
+	 * cost, and a window that sent less than a few output buffers would
+	 * see the link's waiting in lumps */
+	if (e->timed && e->win_bytes >= ZADAPT_WINDOW &&
+	    (e->comp_out - e->spd_out0 >= ZADAPT_SPEED_OUT || e->win_bytes >= ZADAPT_SPEED_MAX_IN)) {
+		w.timed = true;
+		w.comp_ns = e->win_comp_ns;
+		w.wait_ns = wire_out_wait_ns(out) - e->win_wait0;
+	}
+	bool changed = zadapt_window_end(&e->za, &w);
+	window_reset(e, out, w.timed || !e->timed);
+	if (changed && apply)
+		return apply_setting(e, out, zadapt_setting(&e->za));
 	return true;
+}
+
+/* While storing, keep the window's last ZADAPT_SAMPLE bytes: the sample
+ * that tells when the data compresses again. */
+static void keep_sample(struct token_enc *e, const uint8_t *p, size_t k, uint64_t target)
+{
+	uint64_t from = target > ZADAPT_SAMPLE ? target - ZADAPT_SAMPLE : 0;
+	uint64_t end = e->win_in + k;
+
+	if (!e->za.incompressible || end <= from)
+		return;
+	uint64_t start = e->win_in > from ? e->win_in : from;
+	size_t off = (size_t)(start - from), len = (size_t)(end - start);
+	if (off + len > ZADAPT_SAMPLE)
+		len = ZADAPT_SAMPLE - off;
+	memcpy(e->sample + off, p + (start - e->win_in), len);
+	e->sample_len = off + len;
 }
 
 bool token_enc_begin(struct token_enc *e, struct wire_out *out, bool minimal)
 {
-	e->minimal = false;
-	e->decided = !e->adaptive;
-	e->lit_in = e->comp_out = 0;
+	e->file_minimal = minimal;
+	e->hist_gap = false;
+	e->file_in = 0;
+	e->first_done = false;
 	e->need_flush = false;
 	e->run_pending = false;
 	e->last_run_end = 0;
+	zadapt_file_begin(&e->za);
+	e->win_in = 0;
+	e->win_out0 = e->comp_out;
+	e->sample_len = 0;
+	if (e->win_bytes == 0) { /* a speed window starts with its first data */
+		e->win_wait0 = wire_out_wait_ns(out);
+		e->spd_out0 = e->comp_out;
+	}
+	int target = minimal ? store_setting(e) : zadapt_setting(&e->za);
 	switch (e->alg) {
 	case CPRES_ZLIB:
 	case CPRES_ZLIBX:
@@ -664,20 +898,67 @@ bool token_enc_begin(struct token_enc *e, struct wire_out *out, bool minimal)
 		e->marker_held = false;
 		if (deflateReset(&e->z) != Z_OK)
 			return enc_fail(e, "deflateReset", 0);
-		if (!zlib_set_level(e, out, minimal ? 0 : e->level))
+		if (!zlib_set_level(e, out, target))
 			return false;
 		break;
 	case CPRES_ZSTD:
-		if (!zstd_set_level(e, out, minimal ? ZSTD_minCLevel() : e->level))
+		if (!zstd_set_level(e, out, target))
 			return false;
 		break;
 	default:
 		break;
 	}
-	e->minimal = minimal;
-	if (minimal)
-		e->decided = true;
+	e->setting = target;
 	return true;
+}
+
+/* Compress one piece of literal data, timing the compressor (the time the
+ * output spent waiting for the link inside the call is not its fault). */
+static bool compress_piece(struct token_enc *e, struct wire_out *out, const uint8_t *p,
+			   size_t n)
+{
+	uint64_t t0 = e->timed ? comp_clock_ns(e) : 0;
+	uint64_t wait0 = e->timed && e->threads > 0 ? wire_out_wait_ns(out) : 0;
+	bool ok = true;
+
+	switch (e->alg) {
+	case CPRES_ZLIB:
+	case CPRES_ZLIBX:
+		/* deflate takes uInt lengths; pieces keep it simple */
+		while (ok && n > 0) {
+			size_t k = n > (1u << 30) ? (1u << 30) : n;
+			e->z.next_in = (Bytef *)(uintptr_t)p;
+			e->z.avail_in = (uInt)k;
+			e->marker_held = false;
+			ok = zlib_run(e, out, Z_NO_FLUSH);
+			p += k;
+			n -= k;
+		}
+		e->need_flush = true;
+		break;
+	case CPRES_ZSTD:
+		if (e->zs_raw) {
+			ok = zstd_raw_literal(e, out, p, n);
+			break;
+		}
+		ok = zstd_run(e, out, p, n, ZSTD_e_continue);
+		e->need_flush = true;
+		break;
+	case CPRES_LZ4:
+		ok = lz4_literal(e, out, p, n);
+		break;
+	default:
+		return enc_fail(e, "unknown algorithm", e->alg);
+	}
+	if (e->timed) {
+		uint64_t spent = comp_clock_ns(e) - t0;
+		if (e->threads > 0) { /* wall time: leave the waiting out */
+			uint64_t waited = wire_out_wait_ns(out) - wait0;
+			spent = spent > waited ? spent - waited : 0;
+		}
+		e->win_comp_ns += spent;
+	}
+	return ok;
 }
 
 bool token_enc_literal(struct token_enc *e, struct wire_out *out, const uint8_t *p, size_t n)
@@ -691,37 +972,27 @@ bool token_enc_literal(struct token_enc *e, struct wire_out *out, const uint8_t 
 	}
 	if (!put_run(e, out))
 		return false;
-	e->lit_in += (int64_t)n;
-	switch (e->alg) {
-	case CPRES_ZLIB:
-	case CPRES_ZLIBX:
-		/* deflate takes uInt lengths; pieces keep it simple */
-		while (n > 0) {
-			size_t k = n > (1u << 30) ? (1u << 30) : n;
-			e->z.next_in = (Bytef *)(uintptr_t)p;
-			e->z.avail_in = (uInt)k;
-			e->marker_held = false;
-			if (!zlib_run(e, out, Z_NO_FLUSH))
+	e->file_in += (int64_t)n;
+	if (!adapting(e))
+		return compress_piece(e, out, p, n);
+	while (n > 0) {
+		uint64_t target = window_target(e);
+		size_t k = n;
+		if (k > target - e->win_in)
+			k = (size_t)(target - e->win_in);
+		keep_sample(e, p, k, target);
+		if (!compress_piece(e, out, p, k))
+			return false;
+		e->win_in += k;
+		e->win_bytes += k;
+		if (e->win_in >= target) {
+			e->first_done = true;
+			if (!window_end(e, out, true, true))
 				return false;
-			p += k;
-			n -= k;
 		}
-		e->need_flush = true;
-		break;
-	case CPRES_ZSTD:
-		if (!zstd_run(e, out, p, n, ZSTD_e_continue))
-			return false;
-		e->need_flush = true;
-		break;
-	case CPRES_LZ4:
-		if (!lz4_literal(e, out, p, n))
-			return false;
-		break;
-	default:
-		return enc_fail(e, "unknown algorithm", e->alg);
+		p += k;
+		n -= k;
 	}
-	if (!e->decided && e->lit_in >= TOKEN_PROBE_BYTES)
-		return probe(e, out);
 	return true;
 }
 
@@ -761,7 +1032,12 @@ bool token_enc_block(struct token_enc *e, struct wire_out *out, int32_t block,
 		e->run_pending = true;
 		e->run_start = e->run_last = block;
 	}
-	if (e->alg == CPRES_ZLIB && !e->minimal) {
+	if (e->alg == CPRES_ZLIB && e->setting == 0) {
+		/* Stored blocks never refer back, so the history may skip the
+		 * block; but then this file must stay stored (the receiver's
+		 * window has the block, ours would not). */
+		e->hist_gap = true;
+	} else if (e->alg == CPRES_ZLIB) {
 		/* Into the history, in pieces of at most 0xFFFF bytes taken as
 		 * see_deflate_token() takes them on the receiver: for protocol
 		 * <= 30 every piece starts again at the block's start. */
@@ -783,7 +1059,13 @@ bool token_enc_end(struct token_enc *e, struct wire_out *out)
 {
 	if (e->alg == CPRES_NONE)
 		return wire_write_i32(out, 0);
-	return flush_literals(e, out) && put_run(e, out) && wire_write_u8(out, END_FLAG);
+	if (!flush_literals(e, out) || !put_run(e, out) || !wire_write_u8(out, END_FLAG))
+		return false;
+	/* small files add up to windows too (for the speed rule); the
+	 * decision takes effect with the next file */
+	if (e->za.adaptive && e->win_bytes >= ZADAPT_WINDOW)
+		return window_end(e, out, false, false);
+	return true;
 }
 
 /* ------------------------------------------------------- the decoder */

@@ -33,15 +33,14 @@
 /* --compress-level not given (rsync's CLVL_NOT_SPECIFIED). */
 #define TOKEN_LEVEL_DEFAULT INT32_MIN
 
+/* --compress-threads a daemon grants at most (rsync options.c:
+ * MAX_DAEMON_COMPRESSION_THREADS). */
+#define TOKEN_DAEMON_MAX_THREADS 8
+
 /* Largest DEFLATED_DATA payload (a 14-bit count). */
 #define TOKEN_MAX_DATA 16383
 
-/* ferry's adaptive rule: the first TOKEN_PROBE_BYTES of a file's literal
- * data are compressed normally; if they came out larger than
- * TOKEN_PROBE_PERCENT % of their size, the rest of the file is sent with
- * no compression effort. */
-#define TOKEN_PROBE_BYTES (64 * 1024)
-#define TOKEN_PROBE_PERCENT 97
+/* ferry's adaptive rule (no --compress-level): see proto/zadapt.h. */
 
 /* CPRES_* for a name ("zlib", "zlibx", "zstd", "lz4", "none"; any case),
  * or -2 if unknown. */
@@ -71,10 +70,19 @@ bool token_skip_match(const struct token_skip *k, const char *name);
 
 struct token_enc;
 /* alg: CPRES_*; level: as resolved by token_resolve_level; adaptive: apply
- * the probe rule above (not when --compress-level was given). */
+ * ferry's adaptive rule (not when --compress-level was given). */
 struct token_enc *token_enc_new(int alg, int level, bool adaptive, int protocol,
 				struct wire_error *err);
 void token_enc_free(struct token_enc *e);
+/* Measure the time spent compressing and waiting for the output (the
+ * adaptive rule's speed half; off by default, so that tests writing to
+ * memory see only the data half). */
+void token_enc_set_timing(struct token_enc *e, bool timed);
+/* --compress-threads: zstd worker threads (ZSTD_c_nbWorkers); ignored by
+ * the other algorithms and by a libzstd built without threads. */
+void token_enc_set_threads(struct token_enc *e, int threads);
+/* How often the adaptive rule has changed the setting (tests, --debug). */
+int token_enc_setting_changes(const struct token_enc *e);
 /* Start a file; `minimal`: send it with no compression effort (its suffix
  * is on the skip list). */
 bool token_enc_begin(struct token_enc *e, struct wire_out *out, bool minimal);
@@ -85,7 +93,7 @@ bool token_enc_block(struct token_enc *e, struct wire_out *out, int32_t block,
 		     const uint8_t *data, size_t len);
 /* End of the file's data (END_FLAG, or the int 0 uncompressed). */
 bool token_enc_end(struct token_enc *e, struct wire_out *out);
-/* Did the current/last file go out with no compression effort? */
+/* Is the current/last file going out with no compression effort now? */
 bool token_enc_minimal(const struct token_enc *e);
 
 /* ---- the receiving side ---- */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #define WIRE_IN_CAP (256 * 1024)
@@ -685,12 +686,59 @@ static void bwlimit_sleep(struct wire_out *out, size_t written)
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
 	clock_gettime(CLOCK_MONOTONIC, &after);
+	out->bw_slept_ns += (uint64_t)usec_between(&now, &after) * 1000u;
 	out->bw_prior = after;
 	out->bw_backlog = (sleep_usec - usec_between(&now, &after)) * out->bwlimit / usec_per_kib;
 }
 
-/* Write buf[0..len) to the fd, all of it. */
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static bool raw_write_loop(struct wire_out *out, const uint8_t *p, size_t len);
+
+/* Write buf[0..len) to the fd, all of it, counting in wait_ns the time
+ * write() took (it blocks when the socket is full); --bwlimit sleeps are
+ * left out (see wire_out_wait_ns). */
 static bool raw_write_all(struct wire_out *out, const uint8_t *p, size_t len)
+{
+	uint64_t t0 = mono_ns(), slept0 = out->bw_slept_ns;
+	bool ok = raw_write_loop(out, p, len);
+	uint64_t spent = mono_ns() - t0, slept = out->bw_slept_ns - slept0;
+
+	out->wait_ns += spent > slept ? spent - slept : 0;
+	return ok;
+}
+
+uint64_t wire_out_wait_ns(const struct wire_out *out)
+{
+	uint64_t ns = out->wait_ns;
+
+	/* the rate's time for every byte produced, buffered ones included:
+	 * the sleeps themselves come in lumps */
+	if (out->bwlimit > 0)
+		ns += (out->total_written + out->len) * 1000000000u /
+		      ((uint64_t)out->bwlimit * 1024u);
+	return ns;
+}
+
+size_t wire_out_queued(const struct wire_out *out)
+{
+	int n = 0;
+
+	/* TIOCOUTQ is SIOCOUTQ on a socket; a pipe answers FIONREAD */
+	if (ioctl(out->fd, TIOCOUTQ, &n) == 0)
+		return n > 0 ? (size_t)n : 0;
+	if (ioctl(out->fd, FIONREAD, &n) == 0)
+		return n > 0 ? (size_t)n : 0;
+	return 0;
+}
+
+static bool raw_write_loop(struct wire_out *out, const uint8_t *p, size_t len)
 {
 	/* With a rate limit, write in pieces of 1/8 s worth (at least 512
 	 * bytes), so the stream goes out evenly. */

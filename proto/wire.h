@@ -125,6 +125,9 @@ struct wire_out {
 	bool mux;
 	int timeout_ms;
 	uint64_t total_written;
+	uint64_t wait_ns;       /* time spent in write() (blocked on a full
+				 * socket); see wire_out_wait_ns */
+	uint64_t bw_slept_ns;   /* time slept for --bwlimit */
 	int32_t ndx_prev_pos, ndx_prev_neg;
 	int protocol;
 	long bwlimit;           /* --bwlimit in KiB/s, 0 = none */
@@ -180,6 +183,13 @@ bool wire_write_varlong30(struct wire_out *out, int64_t v, int min_bytes);
 bool wire_write_vstring(struct wire_out *out, const char *s);
 bool wire_write_ndx(struct wire_out *out, int32_t ndx);
 bool wire_flush(struct wire_out *out);
+/* How long the link has kept the writer waiting, in ns: the time write()
+ * took, plus with --bwlimit the time the rate allots to every byte
+ * produced (the adaptive compression rule reads it). */
+uint64_t wire_out_wait_ns(const struct wire_out *out);
+/* Bytes written to the fd that the peer has not taken yet (the socket's
+ * send queue, or what sits in a pipe), 0 if unknown. */
+size_t wire_out_queued(const struct wire_out *out);
 /* A non-data frame; pending data is flushed first so the order holds. */
 bool wire_send_msg(struct wire_out *out, int code, const void *payload, size_t len);
 /* Every write function takes the output's (recursive) lock; holding it

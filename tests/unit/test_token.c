@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include "proto/token.h"
+#include "proto/zadapt.h"
 
 static const int algs[] = {CPRES_NONE, CPRES_ZLIB, CPRES_ZLIBX, CPRES_ZSTD, CPRES_LZ4};
 #define NALGS (sizeof algs / sizeof algs[0])
@@ -236,6 +237,12 @@ struct file_spec {
 	bool minimal;
 };
 
+/* roundtrip() with the encoder's clock on (the adaptive rule's speed
+ * half: writes to memory never wait, so compressing looks like the
+ * bottleneck), and the setting changes it made. */
+static bool timed_encoder;
+static int last_changes;
+
 static size_t roundtrip(int alg, int protocol, bool adaptive, int level,
 			const struct file_spec *files, size_t nfiles)
 {
@@ -251,9 +258,11 @@ static size_t roundtrip(int alg, int protocol, bool adaptive, int level,
 	assert_int_equal(a, alg);
 	struct token_enc *e = token_enc_new(alg, lvl, adaptive, protocol, &m.err);
 	assert_non_null(e);
+	token_enc_set_timing(e, timed_encoder);
 	for (size_t f = 0; f < nfiles; f++)
 		encode_file(e, &m, files[f].bs, files[f].ops, files[f].nops, files[f].minimal,
 			    &expect[f]);
+	last_changes = token_enc_setting_changes(e);
 	token_enc_free(e);
 	size_t size = mem_size(&m);
 	mem_rewind(&m);
@@ -691,6 +700,61 @@ static void test_adaptive(void **state)
 	}
 	free(noise.p);
 	free(text.p);
+}
+
+/* The speed half of the rule changes the level in the middle of files
+ * (zlib through deflateParams after a sync flush, zstd between frames, lz4
+ * between blocks), around matched blocks and across files; every stream
+ * must still decode. Then the data half in one file: text, noise, text. */
+#define NSPEED 16
+static void test_level_changes_midstream(void **state)
+{
+	struct buf text = {0}, noise = {0}, bdata = {0};
+	(void)state;
+
+	text_bytes(&text, 3 * ZADAPT_WINDOW, 3);
+	random_bytes(&noise, 2 * ZADAPT_WINDOW);
+	text_bytes(&bdata, 40 * 2000, 9);
+	struct basis bs = {bdata.p, 40, 2000, 0};
+	struct basis none = {NULL, 0, 0, 0};
+	struct op ops[] = {
+		{text.p, ZADAPT_WINDOW + 5000, 0}, {NULL, 0, 3}, {NULL, 0, 4},
+		{text.p + 7, ZADAPT_WINDOW, 0}, {NULL, 0, 39}, {text.p + 99, ZADAPT_WINDOW / 2, 0},
+		{NULL, 0, 0}, {text.p + 12345, ZADAPT_WINDOW + 77, 0}, {NULL, 0, 17},
+	};
+	struct op mixed[] = {
+		{text.p, 300000, 0}, {noise.p, 2 * ZADAPT_WINDOW, 0}, {NULL, 0, 5},
+		{text.p + 1000, 2 * ZADAPT_WINDOW, 0}, {NULL, 0, 6},
+	};
+	/* the speed is judged over at least ZADAPT_SPEED_MAX_IN bytes when
+	 * the output is small: 8 files of about 3.5 MiB, 8 of 1 MiB */
+	struct file_spec f[NSPEED + 1];
+	for (size_t i = 0; i < NSPEED; i++)
+		f[i] = i % 2 ? (struct file_spec){&none, ops + 3, 1, false}
+			     : (struct file_spec){&bs, ops, 9, false};
+	f[NSPEED] = (struct file_spec){&bs, mixed, 5, false};
+	for (size_t a = 1; a < NALGS; a++) {
+		timed_encoder = true;
+		roundtrip(algs[a], 31, true, TOKEN_LEVEL_DEFAULT, f, NSPEED);
+		int speed_changes = last_changes;
+		roundtrip(algs[a], 30, true, TOKEN_LEVEL_DEFAULT, f, NSPEED);
+		/* --compress-level: never a change */
+		roundtrip(algs[a], 31, false, TOKEN_LEVEL_DEFAULT, f, NSPEED);
+		assert_int_equal(last_changes, 0);
+		timed_encoder = false;
+		roundtrip(algs[a], 31, true, TOKEN_LEVEL_DEFAULT, f + NSPEED, 1);
+		int data_changes = last_changes;
+		roundtrip(algs[a], 30, true, TOKEN_LEVEL_DEFAULT, f + NSPEED, 1);
+		print_message("alg %d: %d speed changes, %d data changes\n", algs[a], speed_changes,
+			      data_changes);
+		assert_true(speed_changes >= 1);
+		/* noise stored, then (zlib: not after a block skipped the
+		 * history) text compressed again */
+		assert_true(data_changes >= 2);
+	}
+	free(text.p);
+	free(noise.p);
+	free(bdata.p);
 }
 
 /* ------------------------------------------------ streams of real rsync */
@@ -1258,6 +1322,7 @@ int main(void)
 		cmocka_unit_test(test_big_blocks),
 		cmocka_unit_test(test_many_files_one_session),
 		cmocka_unit_test(test_adaptive),
+		cmocka_unit_test(test_level_changes_midstream),
 		cmocka_unit_test(test_rsync_streams),
 		cmocka_unit_test(test_bad_tokens),
 		cmocka_unit_test(test_bad_payloads),

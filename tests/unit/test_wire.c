@@ -150,6 +150,35 @@ static void test_mux_reassembly(void **state)
 	close(p[1]);
 }
 
+/* The time the link held the writer up (the adaptive compression rule's
+ * measure): with --bwlimit, what the rate allots to the bytes; and the
+ * bytes a pipe still holds. */
+static void test_wait_and_queue(void **state)
+{
+	int p[2];
+	struct wire_error err;
+	struct wire_out out;
+	static uint8_t data[32768];
+	(void)state;
+
+	assert_int_equal(pipe(p), 0);
+	wire_error_init(&err);
+	wire_out_init(&out, p[1], &err);
+	assert_true(wire_write(&out, data, 1000) && wire_flush(&out));
+	assert_int_equal(wire_out_queued(&out), 1000);
+	assert_true(wire_out_wait_ns(&out) < 100000000u);
+	out.bwlimit = 1024; /* KiB/s: every KiB is 0.977 ms of link time */
+	uint64_t before = wire_out_wait_ns(&out);
+	assert_true(wire_write(&out, data, sizeof data));
+	/* counted as soon as it is produced, before any flush */
+	assert_true(wire_out_wait_ns(&out) - before >= 31000000u);
+	assert_true(wire_flush(&out));
+	assert_int_equal(wire_out_queued(&out), 1000 + sizeof data);
+	wire_out_free(&out);
+	close(p[0]);
+	close(p[1]);
+}
+
 static void test_oversized_message_fails(void **state)
 {
 	int p[2];
@@ -180,6 +209,7 @@ int main(void)
 		cmocka_unit_test(test_varlong_vectors),
 		cmocka_unit_test(test_ndx_sequence),
 		cmocka_unit_test(test_mux_reassembly),
+		cmocka_unit_test(test_wait_and_queue),
 		cmocka_unit_test(test_oversized_message_fails),
 	};
 	return cmocka_run_group_tests_name("wire", tests, NULL, NULL);
