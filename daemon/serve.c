@@ -20,6 +20,7 @@
 #include "daemon/access.h"
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
+#include "daemon/module_glob.h"
 #include "daemon/proxy_header.h"
 #include "daemon/xfer_exec.h"
 #include "proto/checksum.h"
@@ -417,6 +418,41 @@ static void module_relative(const char *arg, const char *module, bool keep_dots,
 	out[n] = '\0';
 }
 
+/* The path arguments as the module will use them: each made relative to
+ * the module, its wildcards expanded (io.c: read_args calls
+ * glob_expand_module). Without -s an argument may name several paths,
+ * "mod/a mod/b", split at " mod/" as rsync does. */
+static bool module_path_args(const struct daemon_module *m, const struct ferry_opts *o,
+			     int root_fd, const struct filter_list *filters,
+			     struct path_list *out)
+{
+	char sep[300];
+	int n = snprintf(sep, sizeof sep, " %s/", m->name);
+	bool split = !o->secluded_args && n > 0 && (size_t)n < sizeof sep;
+
+	for (int i = 1; i < o->nargs; i++) {
+		const char *arg = o->args[i];
+		const char *module = m->name; /* stripped from the first piece only */
+		for (;;) {
+			const char *next = split ? strstr(arg, sep) : NULL;
+			size_t len = next ? (size_t)(next - arg) : strlen(arg);
+			char piece[4096], rel[4096];
+			if (len >= sizeof piece)
+				len = sizeof piece - 1;
+			memcpy(piece, arg, len);
+			piece[len] = '\0';
+			module_relative(piece, module, o->relative, rel, sizeof rel);
+			if (!module_glob(root_fd, filters, rel, out))
+				return false;
+			if (!next)
+				break;
+			arg = next + strlen(sep);
+			module = "";
+		}
+	}
+	return true;
+}
+
 static bool module_filters(const struct daemon_module *m, struct filter_list *fl)
 {
 	char err[256];
@@ -806,16 +842,21 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 		ctx.refusal_code = RERR_UNSUPPORTED;
 	}
 	ctx.refusal = hook_refusal ? hook_refusal : refusal[0] ? refusal : NULL;
-	char **paths = calloc((size_t)(o.nargs > 0 ? o.nargs : 1), sizeof *paths);
-	for (int i = 1; rc == 0 && paths && i < o.nargs; i++) {
-		char rel[4096];
-		module_relative(o.args[i], m->name, o.relative, rel, sizeof rel);
-		paths[ctx.npaths++] = strdup(rel);
-	}
-	ctx.paths = paths;
 	struct filter_list dfilters;
 	if (module_filters(m, &dfilters))
 		ctx.daemon_filters = &dfilters;
+	struct path_list paths = {0};
+	if (rc == 0 && !module_path_args(m, &o, root_fd, ctx.daemon_filters, &paths)) {
+		daemon_log(c->cfg, m, "expanding the path arguments failed: %s", strerror(errno));
+		if (!ctx.refusal) {
+			snprintf(refusal, sizeof refusal, "ERROR: expanding the path arguments failed: %s",
+				 strerror(errno));
+			ctx.refusal = refusal;
+			ctx.refusal_code = errno == E2BIG ? RERR_SYNTAX : RERR_MALLOC;
+		}
+	}
+	ctx.paths = paths.v;
+	ctx.npaths = (int)paths.n;
 	daemon_log(c->cfg, m, "rsync %s %s from %s%s%s (%s)", rc == 0 && o.sender ? "on" : "to",
 		   m->name, user, *user ? "@" : "", c->host, c->addr);
 	struct ferry_opts run_opts = o;
@@ -845,9 +886,7 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	if (run_opts.compress_threads > TOKEN_DAEMON_MAX_THREADS)
 		run_opts.compress_threads = TOKEN_DAEMON_MAX_THREADS;
 	int code = server_run(&c->s, &ctx);
-	for (int i = 0; i < ctx.npaths; i++)
-		free(paths[i]);
-	free(paths);
+	path_list_free(&paths);
 	filter_list_free(&dfilters);
 	free(hook_refusal);
 	options_free(&o);

@@ -238,14 +238,160 @@ static bool send_literal(struct match_out *mo, const uint8_t *p, int64_t n)
 	return true;
 }
 
-bool match_send_file(const struct match_index *m, int fd, int64_t file_len, int32_t seed_unused,
+/* ---- --inplace: the receiver overwrites its basis as it writes ---- */
+
+/* mirrors rsync match.c: hash_search() with updating_basis_file set.
+ * A block that lies before the current offset has already been
+ * overwritten at the receiver, unless it was matched at its own offset
+ * (then it was left as it was). Such blocks are dropped from their
+ * chains for good, as rsync does; a block at the same offset as the data
+ * is preferred, so unchanged blocks are not written again. */
+struct inplace_state {
+	int32_t *head;          /* per pair slot: first block still usable */
+	int32_t *next;          /* next block with the same pair, ascending */
+	uint8_t *same_offset;   /* matched at its own offset: still intact */
+};
+
+/* The pair-table slot holding (weak, strong), or -1. */
+static ssize_t pair_slot(const struct match_index *m, uint32_t weak, const uint8_t *strong)
+{
+	size_t n2 = (size_t)m->h.s2length;
+	size_t p = pair_hash(weak, strong, m->h.s2length) & (m->pair_cap - 1);
+
+	while (m->pairs[p] >= 0) {
+		int32_t b = m->pairs[p];
+		if (m->sum1[b] == weak && memcmp(m->sum2 + (size_t)b * n2, strong, n2) == 0)
+			return (ssize_t)p;
+		p = (p + 1) & (m->pair_cap - 1);
+	}
+	return -1;
+}
+
+static void inplace_free(struct inplace_state *st)
+{
+	free(st->head);
+	free(st->next);
+	free(st->same_offset);
+}
+
+/* Chain every block behind the first block of its pair, ascending, like
+ * rsync's hash chains. */
+static bool inplace_init(struct inplace_state *st, const struct match_index *m)
+{
+	int32_t count = m->h.count;
+	size_t n2 = (size_t)m->h.s2length;
+
+	st->head = malloc(m->pair_cap * sizeof *st->head);
+	st->next = malloc((size_t)count * sizeof *st->next);
+	st->same_offset = calloc((size_t)count, 1);
+	if (!st->head || !st->next || !st->same_offset) {
+		inplace_free(st);
+		return false;
+	}
+	for (size_t i = 0; i < m->pair_cap; i++)
+		st->head[i] = -1;
+	for (int32_t b = count - 1; b >= 0; b--) {
+		ssize_t p = pair_slot(m, m->sum1[b], m->sum2 + (size_t)b * n2);
+		if (p < 0) {            /* every block is in the table */
+			st->next[b] = -1;
+			continue;
+		}
+		st->next[b] = st->head[p];
+		st->head[p] = b;
+	}
+	return true;
+}
+
+static bool block_usable(const struct match_index *m, const struct inplace_state *st, int32_t b,
+			 int64_t off)
+{
+	return (int64_t)b * m->h.blength >= off || st->same_offset[b];
+}
+
+/* Does block b hold (weak, strong) with length len? */
+static bool block_is(const struct match_index *m, int32_t b, uint32_t weak, const uint8_t *strong,
+		     int32_t len)
+{
+	size_t n2 = (size_t)m->h.s2length;
+
+	return b >= 0 && b < m->h.count && m->sum1[b] == weak && block_len(&m->h, b) == len &&
+	       memcmp(m->sum2 + (size_t)b * n2, strong, n2) == 0;
+}
+
+/* The lowest usable block with these sums and length; unusable blocks
+ * met on the way can never be used again and are unlinked. */
+static int32_t inplace_first(const struct match_index *m, struct inplace_state *st, uint32_t weak,
+			     const uint8_t *strong, int32_t len, int64_t off)
+{
+	ssize_t p = pair_slot(m, weak, strong);
+	if (p < 0)
+		return -1;
+	int32_t *link = &st->head[p];
+	while (*link >= 0) {
+		int32_t b = *link;
+		if (!block_usable(m, st, b, off)) {
+			*link = st->next[b];
+			continue;
+		}
+		if (block_len(&m->h, b) == len)
+			return b;
+		link = &st->next[b];
+	}
+	return -1;
+}
+
+/* A strong match at *off: which block to send, and perhaps a later offset
+ * to send it at (a run of zeros re-aligned with the basis; the bytes
+ * skipped go out as literal data). Returns -1 for no match. */
+static int32_t inplace_choose(const struct match_index *m, struct inplace_state *st,
+			      struct window *w, int64_t keep, int64_t *off, uint32_t weak,
+			      const uint8_t *strong, int32_t len, int32_t hint,
+			      struct match_out *mo)
+{
+	const struct sum_head *h = &m->h;
+	int32_t i = inplace_first(m, st, weak, strong, len, *off);
+	if (i < 0)
+		return -1;
+	/* The generator's blocks all start at multiples of blength. */
+	int64_t aligned_i64 = (*off + h->blength - 1) / h->blength;
+	int64_t aligned_off = aligned_i64 * h->blength;
+	bool zeros = weak == 0 && len == h->blength && aligned_off + len <= w->file_len;
+	if ((*off == aligned_off || zeros) && aligned_i64 < h->count) {
+		int32_t aligned_i = (int32_t)aligned_i64;
+		if (i != aligned_i && !block_is(m, aligned_i, weak, strong, len))
+			goto check_hint;
+		i = aligned_i;
+		if (*off != aligned_off) {
+			/* The same zeros lie further on in the basis: if our data
+			 * there matches too, jump ahead and seek instead of write. */
+			uint8_t strong2[CSUM_MAX_DIGEST];
+			if (!window_need(w, keep, aligned_off + len))
+				return -2;
+			memset(strong2, 0, sizeof strong2);
+			mo->strong(mo->ctx, at(w, aligned_off), (size_t)len, strong2);
+			if (!block_is(m, aligned_i, csum_rolling(at(w, aligned_off), (size_t)len),
+				      strong2, len))
+				goto check_hint;
+			*off = aligned_off;
+		}
+		st->same_offset[i] = 1;
+		hint = i;
+	}
+check_hint:
+	/* A match right after the previous one codes best (rsync's want_i). */
+	if (i != hint && hint < h->count && block_usable(m, st, hint, *off) &&
+	    block_is(m, hint, weak, strong, len))
+		i = hint;
+	return i;
+}
+
+bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool updating_basis,
 		     struct match_out *mo)
 {
 	const struct sum_head *h = m ? &m->h : NULL;
 	struct window w = {.fd = fd, .file_len = file_len};
 	int64_t lit_start = 0, off = 0;
 	bool ok = true;
-	(void)seed_unused;
 
 	if (!h || h->count == 0 || h->blength == 0) {
 		/* No basis: everything is literal. */
@@ -263,7 +409,12 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, int3
 	struct rolling r;
 	bool have_roll = false;
 	int32_t hint = 0;
+	struct inplace_state inplace = {0};
 
+	if (updating_basis && !inplace_init(&inplace, m)) {
+		free(w.buf);
+		return false;
+	}
 	while (ok && off < file_len) {
 		int64_t wlen = file_len - off < blen ? file_len - off : blen;
 		if (!window_need(&w, lit_start, off + wlen + 1)) {
@@ -279,7 +430,15 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, int3
 		if (weak_present(m, weak)) {
 			memset(strong, 0, sizeof strong);
 			mo->strong(mo->ctx, at(&w, off), (size_t)wlen, strong);
-			b = find_block(m, weak, strong, (int32_t)wlen, hint);
+			if (updating_basis)
+				b = inplace_choose(m, &inplace, &w, lit_start, &off, weak, strong,
+						   (int32_t)wlen, hint, mo);
+			else
+				b = find_block(m, weak, strong, (int32_t)wlen, hint);
+			if (b == -2) {
+				ok = false;
+				break;
+			}
 		}
 		if (b >= 0) {
 			ok = send_literal(mo, at(&w, lit_start), off - lit_start) &&
@@ -312,6 +471,8 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, int3
 		     mo->feed(mo->ctx, at(&w, lit_start), (size_t)(file_len - lit_start)) &&
 		     send_literal(mo, at(&w, lit_start), file_len - lit_start);
 	}
+	if (updating_basis)
+		inplace_free(&inplace);
 	free(w.buf);
 	return ok;
 }

@@ -39,8 +39,10 @@ struct match_out {
 };
 
 /* Send file fd (file_len bytes) as tokens against the index (NULL or an
- * empty head: all literal). */
-bool match_send_file(const struct match_index *m, int fd, int64_t file_len, int32_t seed_unused,
+ * empty head: all literal). updating_basis: the receiver writes into its
+ * basis file in place, so no block may be used after it was overwritten
+ * (rsync's updating_basis_file). */
+bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool updating_basis,
 		     struct match_out *mo);
 
 #endif

@@ -302,6 +302,17 @@ static bool send_appended(struct snd *d, int fd, int64_t size, int64_t have)
 	return true;
 }
 
+/* Will the receiver write this file over its own basis as it goes?
+ * mirrors rsync sender.c: send_files(), updating_basis_file. */
+static bool updating_basis(const struct session *s, uint8_t type)
+{
+	if ((s->compat_flags & CF_INPLACE_PARTIAL_DIR) && type == FNAMECMP_PARTIAL_DIR)
+		return true;
+	if (!s->opts->inplace)
+		return false;
+	return s->protocol >= 29 ? type == FNAMECMP_FNAME : !s->opts->backup;
+}
+
 static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const char *xname)
 {
 	struct session *s = d->s;
@@ -371,7 +382,8 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	    wire_write_i32(&s->out, h.remainder) &&
 	    token_enc_begin(d->enc, &s->out, s->compress && token_skip_match(d->skip, path)) &&
 	    (d->append ? send_appended(d, fd, st.st_size, append_offset(&h, st.st_size))
-		       : match_send_file(have_idx ? &idx : NULL, fd, st.st_size, s->seed, &mo)) &&
+		       : match_send_file(have_idx ? &idx : NULL, fd, st.st_size,
+					 updating_basis(s, type), &mo)) &&
 	    token_enc_end(d->enc, &s->out)) {
 		uint8_t digest[CSUM_MAX_DIGEST];
 		csum_file_final(&d->sum, digest);
