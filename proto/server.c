@@ -133,12 +133,16 @@ static int serve_sender(struct session *s, const struct server_ctx *ctx,
 			return error_exit(s, RERR_SYNTAX);
 		w.names = &ns;
 	}
+	int64_t t0 = wire_now_ms();
 	bool built = flist_build(s, &w, paths, npaths, &sl);
 	s->in.mux = mux_in;
 	if (list_fd >= 0)
 		close(list_fd);
 
+	flist_note_build_time(s, t0);
+	int64_t t1 = wire_now_ms();
 	bool ok = built && flist_send(s, &sl);
+	s->stats.flist_xfertime_ms = wire_now_ms() - t1;
 	if (ok && sl.fl.count == 0) {
 		/* An empty list ends the run (main.c: do_server_sender); the
 		 * client takes our io_error for its exit code. */
