@@ -232,7 +232,7 @@ int client_read_batch(const struct ferry_opts *o)
 		fprintf(stderr, "ferry: %s\n", s.err.msg);
 	} else {
 		struct names_forwarder none = {0}; /* no --files-from here */
-		code = pull_receive(&s, dest, &filters, &none, (double)time(NULL));
+		code = pull_receive(&s, dest, &filters, &none, NULL, (double)time(NULL));
 		if (code && wire_error_code(&s.err) && s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
 			fprintf(stderr, "ferry: %s\n", s.err.msg);
 	}

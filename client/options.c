@@ -624,6 +624,10 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_GROUP: o->group = v; break;
 	case OPT_DEVICES: o->devices = v; break;
 	case OPT_SPECIALS: o->specials = v; break;
+	case OPT_COPY_DEVICES: o->copy_devices = v; break;
+	case OPT_WRITE_DEVICES: o->write_devices = v; break;
+	case OPT_TRUST_SENDER: o->trust_sender = v; break;
+	case OPT_COPY_AS: return set_str(ps, &o->copy_as, arg);
 	case OPT_D: o->devices = o->specials = v; break;
 	case OPT_TIMES: o->times = v; break;
 	case OPT_OMIT_DIR_TIMES: o->omit_dir_times = v; break;
@@ -688,6 +692,15 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_FSYNC: o->fsync = v; break;
 	case OPT_SPARSE: o->sparse = v; break;
 	case OPT_OPEN_NOATIME: o->open_noatime = v; break;
+	case OPT_SUPER: o->super_mode = v ? SUPER_ON : SUPER_OFF; break;
+	case OPT_FAKE_SUPER: o->super_mode = v ? SUPER_FAKE : SUPER_OFF; break;
+	case OPT_CRTIMES:
+		/* Linux has no settable creation time, so rsync built there
+		 * refuses -N outright (options.c: create_refuse_error). */
+		if (v)
+			return other_err(ps, RERR_SYNTAX, "%s does not support --crtimes (-N)",
+					 o->server ? "The server" : "This ferry");
+		break;
 	case OPT_ATIMES:
 		o->atimes = v ? o->atimes + 1 : 0;
 		if (o->atimes > 1)
@@ -778,6 +791,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_ONE_FILE_SYSTEM: o->one_file_system = v ? o->one_file_system + 1 : 0; break;
 	case OPT_MKPATH: o->mkpath = v; break;
 	case OPT_BACKUP: o->backup = v; break;
+	case OPT_FUZZY: o->fuzzy = v ? o->fuzzy + 1 : 0; break;
 	case OPT_BACKUP_DIR: o->backup = true; return set_str(ps, &o->backup_dir, arg);
 	case OPT_SUFFIX: return set_str(ps, &o->suffix, arg);
 	case OPT_TEMP_DIR: return set_str(ps, &o->temp_dir, arg);
@@ -1266,6 +1280,13 @@ static int finish(struct pstate *ps)
 		o->inplace = true; /* options.c: append implies inplace */
 		o->whole_file = 0;
 	}
+	if (o->write_devices) {
+		/* options.c: write_devices implies inplace, refused or not */
+		int inplace_row = options_refused_row(ps->refused, "inplace");
+		if (inplace_row >= 0)
+			return refuse_err(ps, &options_table[inplace_row]);
+		o->inplace = true;
+	}
 	if ((rc = settle_partial_dir(ps)) != 0)
 		return rc;
 	/* --inplace keeps partial data by nature; rsync clears keep_partial. */
@@ -1279,8 +1300,8 @@ static int finish(struct pstate *ps)
 		if ((rc = add_rule(ps, "", rule)) != 0)
 			return rc;
 	}
-	if (o->backup && o->inplace)
-		return usage_err(ps, "--backup with --inplace is not supported yet");
+	if (o->super_mode == SUPER_FAKE && o->xattrs > 1)
+		return other_err(ps, RERR_SYNTAX, "--fake-super conflicts with -XX");
 	if (o->suffix && strchr(o->suffix, '/'))
 		return usage_err(ps, "--suffix cannot contain slashes: %s", o->suffix);
 	return check_batch(ps);
@@ -1379,6 +1400,7 @@ void options_free(struct ferry_opts *o)
 	free(o->sockopts);
 	free(o->early_input);
 	free(o->max_alloc);
+	free(o->copy_as);
 	free(o->batch_name);
 	free(o->compress_choice);
 	free(o->skip_compress);

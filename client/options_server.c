@@ -265,6 +265,9 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 			flags[x++] = 'O';
 		if (o->omit_link_times)
 			flags[x++] = 'J';
+		/* options.c: server_options sends -y/-yy to a receiving server */
+		for (int y = 0; y < o->fuzzy && y < 2; y++)
+			flags[x++] = 'y';
 	}
 	if (o->whole_file > 0)
 		flags[x++] = 'W';
@@ -402,6 +405,8 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 			pushs(&a, "--force");
 		if (o->write_batch < 0)
 			pushs(&a, "--only-write-batch=X");
+		if (o->super_mode == SUPER_ON) /* --fake-super stays local: -M */
+			pushs(&a, "--super");
 		if (o->size_only)
 			pushs(&a, "--size-only");
 		if (o->stats)
@@ -491,10 +496,14 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 	}
 	if (o->relative && o->no_implied_dirs && (!am_sender || protocol >= 30))
 		pushs(&a, "--no-implied-dirs");
+	if (o->write_devices && am_sender)
+		pushs(&a, "--write-devices");
 	if (o->remove_source_files == 1)
 		pushs(&a, "--remove-source-files");
 	else if (o->remove_source_files)
 		pushs(&a, "--remove-sent-files");
+	if (o->copy_devices && !am_sender)
+		pushs(&a, "--copy-devices");
 	if (o->preallocate && am_sender)
 		pushs(&a, "--preallocate");
 	if (o->open_noatime && o->atimes <= 1)

@@ -4,6 +4,7 @@
  * Mirrors rsync main.c: client_run() for a receiving client.
  */
 #include "client/pull.h"
+#include "client/request_check.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "client/transport.h"
 #include "client/options.h"
 #include "proto/filesfrom.h"
+#include "proto/copy_as.h"
 #include "proto/filter.h"
 #include "proto/fileio.h"
 #include "proto/logfmt.h"
@@ -195,7 +197,7 @@ static void print_summary(const struct ferry_opts *o, struct session *s, double 
 }
 
 int pull_receive(struct session *s, const char *dest, struct filter_list *filters,
-		 struct names_forwarder *fw, double start)
+		 struct names_forwarder *fw, const struct request_check *rq, double start)
 {
 	const struct ferry_opts *o = s->opts;
 	struct flist fl;
@@ -203,6 +205,9 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	char solo[4096];
 	int code;
 
+	/* main.c: client_run, the receiving side becomes the --copy-as user */
+	if (!copy_as_become(s, o->copy_as))
+		return session_exit_code(s);
 	flist_init(&fl);
 	/* rsync's "receiving file list ... done" (without incremental recursion) */
 	bool show = (o->verbose || o->progress) && !o->quiet && !o->json && !o->list_only && dest;
@@ -215,7 +220,7 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	/* The sender has read all of a forwarded --files-from list by the
 	 * time its file list ends. */
 	ok = names_forward_finish(fw, !ok) && ok;
-	ok = ok && flist_sort_and_clean(s, &fl);
+	ok = ok && request_check_list(s, rq, &fl) && flist_sort_and_clean(s, &fl);
 	if (show && ok)
 		printf("done\n");
 	if (!ok) {
@@ -285,9 +290,12 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 	}
 	bool listing = srcs[0].kind == REMOTE_DAEMON && !srcs[0].module[0];
 	struct names_forwarder fw = {0};
+	struct request_check rq;
+	if (!request_check_init(&rq, o, srcs, nsrc, &filters, err, sizeof err))
+		wire_fail(&s.err, RERR_MALLOC, "%s", err);
 	/* Our --files-from list goes to the sender while its file list comes
 	 * back (main.c: client_run, start_filesfrom_forwarding). */
-	if (!filter_send(&s, &filters, false) || !wire_flush(&s.out) ||
+	if (wire_error_code(&s.err) || !filter_send(&s, &filters, false) || !wire_flush(&s.out) ||
 	    (o->cvs_exclude && filter_add_cvs_rules(&filters, true, true, err, sizeof err) < 0 &&
 	     wire_fail(&s.err, RERR_SYNTAX, "%s", err)) ||
 	    (o->files_from_fd >= 0 &&
@@ -297,12 +305,13 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 			fprintf(stderr, "ferry: %s\n", s.err.msg);
 	} else {
 		code = batch_client_start(&s, false)
-			       ? pull_receive(&s, listing ? NULL : dest, &filters, &fw, start)
+			       ? pull_receive(&s, listing ? NULL : dest, &filters, &fw, &rq, start)
 			       : session_exit_code(&s);
 		code = batch_client_finish(&s, code);
 		if (code && wire_error_code(&s.err) && s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
 			fprintf(stderr, "ferry: %s\n", s.err.msg);
 	}
+	request_check_free(&rq);
 	filter_list_free(&filters);
 	return transport_close(&s, &t, code);
 }

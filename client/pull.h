@@ -18,8 +18,10 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 struct session;
 struct filter_list;
 struct names_forwarder;
+struct request_check;
+/* rq: the check of the sender's names (client/request_check.h), or NULL */
 int pull_receive(struct session *s, const char *dest, struct filter_list *filters,
-		 struct names_forwarder *fw, double start);
+		 struct names_forwarder *fw, const struct request_check *rq, double start);
 
 struct file_entry;
 /* One --list-only line (generator.c: list_file_entry). */

@@ -16,6 +16,7 @@
 #include "client/transport.h"
 #include "client/options.h"
 #include "proto/filesfrom.h"
+#include "proto/copy_as.h"
 #include "proto/filter.h"
 #include "proto/logfmt.h"
 #include "proto/progress.h"
@@ -61,6 +62,9 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 	if (!filter_send(s, filters, true) || !wire_flush(&s->out))
 		return false;
 	if (!batch_client_start(s, true))
+		return false;
+	/* main.c: client_run, before send_file_list */
+	if (!copy_as_become(s, o->copy_as))
 		return false;
 	bool show = (o->verbose || o->progress) && !o->quiet && !o->json;
 	logfile_write(s, "building file list");

@@ -130,6 +130,10 @@ struct daemon_config {
 	char *ssh_host_key;         /* "ssh host key": private key files, blank separated */
 	int ssh_login_grace_time;   /* "ssh login grace time", seconds to get to a command, 30 */
 	int ssh_max_auth_tries;     /* "ssh max auth tries", 6 */
+	/* Set by the SSH listener in the copy it serves one login with: the
+	 * SSH user, who stands as the module's authenticated user (%u,
+	 * RSYNC_USER_NAME) since the key replaced "auth users". */
+	char login_user[256];
 
 	struct daemon_module defaults;  /* module parameters of the global section */
 	struct daemon_module *modules;  /* in the order first defined */

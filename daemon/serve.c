@@ -52,6 +52,7 @@ struct conn {
 	int fd_in, fd_out;
 	char *early_input;       /* "#early_input=" bytes for early exec */
 	size_t early_input_len;
+	struct xfer_hook namecvt; /* the module's "name converter", if running */
 };
 
 static bool send_line(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -455,7 +456,7 @@ static bool start_module_hooks(struct conn *c, const struct daemon_module *m,
 			       struct xfer_hook *pre)
 {
 	if (!hook_set(m->early_exec) && !hook_set(m->pre_xfer_exec) &&
-	    !hook_set(m->post_xfer_exec))
+	    !hook_set(m->post_xfer_exec) && !hook_set(m->name_converter))
 		return true;
 	if (getenv("RSYNC_NO_XFER_EXEC"))
 		return true;
@@ -466,6 +467,13 @@ static bool start_module_hooks(struct conn *c, const struct daemon_module *m,
 	    !xfer_post_exec_fork(m->post_xfer_exec, c->fd_in, c->fd_out)) {
 		daemon_log(c->cfg, m, "fork failed: %s", strerror(errno));
 		send_line(c, "@ERROR: fork failed\n");
+		return false;
+	}
+	/* The name converter, too, runs outside the chroot, where the user
+	 * and group databases are (clientserver.c: rsync_module). */
+	if (hook_set(m->name_converter) && !xfer_hook_start(m->name_converter, true, &c->namecvt)) {
+		daemon_log(c->cfg, m, "name-converter exec preparation failed: %s", strerror(errno));
+		send_line(c, "@ERROR: name-converter exec preparation failed\n");
 		return false;
 	}
 	if (hook_set(m->early_exec)) {
@@ -535,6 +543,31 @@ static char *run_pre_xfer_hook(struct xfer_hook *pre, char **argv, int argc,
 	return xfer_hook_finish(pre, "pre-xfer exec");
 }
 
+/* Give the name converter the request and arguments as pre-xfer exec
+ * gets them, keeping its stdin open for the lookups: from now on the
+ * session asks it instead of the passwd and group files (idmap.c). */
+static void start_name_converter(struct conn *c, char **argv, int argc)
+{
+	char request[HOOK_REQUEST_MAX + 1] = "";
+	size_t n = 0;
+	int dot = 0;
+
+	if (c->namecvt.pid <= 0)
+		return;
+	while (dot < argc && strcmp(argv[dot], ".") != 0)
+		dot++;
+	for (int i = dot + 1; i < argc && n < HOOK_REQUEST_MAX; i++) {
+		int w = snprintf(request + n, sizeof request - n, "%s%s", n ? " " : "", argv[i]);
+		n = w < 0 ? n : n + (size_t)w < sizeof request ? n + (size_t)w : sizeof request - 1;
+	}
+	if (!xfer_hook_send_keep_open(&c->namecvt, request, argv, argc)) {
+		daemon_log(c->cfg, c->m, "name converter: could not send it the request");
+		return;
+	}
+	c->s.namecvt_req_fd = c->namecvt.arg_fd;
+	c->s.namecvt_ans_fd = c->namecvt.out_fd;
+}
+
 /* Expand %VAR% references in the module's strings once the connection's
  * RSYNC_* variables are known (rsync expands parameters when used). */
 static int serve_expanded(struct conn *c, const struct daemon_module *raw)
@@ -552,7 +585,9 @@ static int serve_expanded(struct conn *c, const struct daemon_module *raw)
 	}
 	if (xm.path)
 		setenv("RSYNC_MODULE_PATH", xm.path, 1);
+	c->namecvt = (struct xfer_hook){.pid = -1, .arg_fd = -1, .out_fd = -1};
 	int code = serve_module(c, &xm);
+	xfer_hook_cancel(&c->namecvt); /* it ends when its stdin closes */
 	config_module_free(&xm);
 	return code;
 }
@@ -614,6 +649,24 @@ static bool apply_module_policy(struct conn *c, const struct daemon_module *m, b
 		s->xfer_log_ctx = c;
 	}
 	return true;
+}
+
+/* "fake super" and "max verbosity" (clientserver.c: rsync_module): the
+ * module's fake super makes this side keep privileged attributes in
+ * xattrs (and -XX falls back to -X, whose user.rsync.%* names it uses);
+ * a client's own --fake-super is taken as --super, as rsyncd does. The
+ * client's -v level is capped (limit_output_verbosity). */
+static void apply_module_privilege(const struct daemon_module *m, struct ferry_opts *o)
+{
+	if (m->fake_super) {
+		o->super_mode = SUPER_FAKE;
+		if (o->xattrs > 1)
+			o->xattrs = 1;
+	} else if (o->super_mode == SUPER_FAKE) {
+		o->super_mode = SUPER_ON;
+	}
+	if (o->verbose > m->max_verbosity)
+		o->verbose = m->max_verbosity < 0 ? 0 : m->max_verbosity;
 }
 
 static bool conn_getc(void *ctx, char *ch)
@@ -678,6 +731,8 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	}
 	if (!authenticate(c, m, &read_only, user, sizeof c->user))
 		return RERR_STARTCLIENT;
+	if (!*user && *c->cfg->login_user) /* an SSH-listener login */
+		snprintf(user, sizeof c->user, "%s", c->cfg->login_user);
 	setenv("RSYNC_USER_NAME", user, 1);
 	/* rsync logs the access before dropping privileges; that also opens
 	 * the log file while we still can. */
@@ -703,6 +758,7 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 		return RERR_STREAMIO;
 	}
 	char *hook_refusal = pre.pid > 0 ? run_pre_xfer_hook(&pre, argv, argc, m->name) : NULL;
+	start_name_converter(c, argv, argc);
 	struct ferry_opts o;
 	bool *refused = options_refusals(m->refuse_options);
 	int rc = options_parse_refusing(&o, argc, argv, OPTS_FROM_REMOTE, refused);
@@ -772,7 +828,9 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 		run_opts.open_noatime = m->open_noatime == 1;
 	if (m->timeout && (!run_opts.timeout || m->timeout < run_opts.timeout))
 		run_opts.timeout = m->timeout;
+	apply_module_privilege(m, &run_opts);
 	c->s.opts = &run_opts;
+	session_set_privilege(&c->s);
 	c->s.skip_compress = run_opts.skip_compress;
 	c->s.dont_compress = m->dont_compress;
 	c->s.in.timeout_ms = c->s.out.timeout_ms = run_opts.timeout * 1000;

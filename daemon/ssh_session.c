@@ -212,6 +212,7 @@ static int on_auth_pubkey(ssh_session session, const char *user, struct ssh_key_
 	restrict_to_login(&k, user, names, sizeof names);
 	key_check_done(&k);
 	snprintf(c->user, sizeof c->user, "%s", user);
+	snprintf(c->cfg->login_user, sizeof c->cfg->login_user, "%s", user);
 	snprintf(c->fingerprint, sizeof c->fingerprint, "%s", fp);
 	c->authenticated = true;
 	daemon_log(c->cfg, NULL, "ssh login: user %s key %s from %s port %s; modules: %s", user, fp,

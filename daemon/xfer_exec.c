@@ -143,11 +143,10 @@ static bool write_all(int fd, const void *buf, size_t len)
 	return true;
 }
 
-void xfer_hook_send(struct xfer_hook *h, const char *request, char *const *argv, int argc,
-		    const void *input, size_t input_len)
+/* The request, the arguments and the empty string that ends them. */
+static bool send_list(struct xfer_hook *h, const char *request, char *const *argv, int argc,
+		      const void *input, size_t input_len)
 {
-	if (h->arg_fd < 0)
-		return;
 	if (!request)
 		request = "(NONE)";
 	/* A hook that exits without reading must not kill the daemon. */
@@ -157,10 +156,25 @@ void xfer_hook_send(struct xfer_hook *h, const char *request, char *const *argv,
 		ok = write_all(h->arg_fd, argv[i], strlen(argv[i]) + 1);
 	ok = ok && write_all(h->arg_fd, "", 1);
 	if (ok && input_len)
-		write_all(h->arg_fd, input, input_len);
+		ok = write_all(h->arg_fd, input, input_len);
 	signal(SIGPIPE, old);
+	return ok;
+}
+
+void xfer_hook_send(struct xfer_hook *h, const char *request, char *const *argv, int argc,
+		    const void *input, size_t input_len)
+{
+	if (h->arg_fd < 0)
+		return;
+	send_list(h, request, argv, argc, input, input_len);
 	close(h->arg_fd);
 	h->arg_fd = -1;
+}
+
+bool xfer_hook_send_keep_open(struct xfer_hook *h, const char *request, char *const *argv,
+			      int argc)
+{
+	return h->arg_fd >= 0 && send_list(h, request, argv, argc, NULL, 0);
 }
 
 /* The hook's stdout, with "\r\n" turned into "\n" as rsync shows it. */

@@ -30,6 +30,12 @@ bool xfer_hook_start(const char *cmd, bool capture_stdout, struct xfer_hook *h);
 void xfer_hook_send(struct xfer_hook *h, const char *request, char *const *argv, int argc,
 		    const void *input, size_t input_len);
 
+/* The same for the "name converter", whose stdin stays open for the
+ * lookups that follow (clientserver.c: write_pre_exec_args, exec_type 2).
+ * False when the converter is gone. */
+bool xfer_hook_send_keep_open(struct xfer_hook *h, const char *request, char *const *argv,
+			      int argc);
+
 /* Wait for the hook. NULL when it exited 0; otherwise a malloc'd message in
  * rsync's words ("<desc> returned failure (<status>)" and what the hook
  * printed), to be shown to the client. */

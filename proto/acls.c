@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "proto/fakesuper.h"
 #include "proto/session.h"
 
 /* What an ACL entry's transmission flags say follows (acls.c: XMIT_*). */
@@ -37,6 +38,12 @@
 #define KACL_UNDEFINED_ID 0xffffffffu
 #define XATTR_ACCESS "system.posix_acl_access"
 #define XATTR_DEFAULT "system.posix_acl_default"
+/* --fake-super keeps ACLs in these instead (rsync xattrs.c: XACC_ACL_ATTR,
+ * XDEF_ACL_ATTR), as four 32-bit little-endian objects (user, group, mask,
+ * other; 0x80 for none) and then (id, access) pairs. */
+#define FAKE_ACL_ACCESS "user.rsync.%aacl"
+#define FAKE_ACL_DEFAULT "user.rsync.%dacl"
+#define FAKE_ACL_MAX_NAMES MAX_WIRE_ACL_COUNT
 
 struct id_access {
 	uint32_t id;
@@ -245,11 +252,96 @@ static bool no_acl_errno(int e)
 	return e == ENODATA || e == ENOTSUP || e == ENOSYS || e == EOPNOTSUPP;
 }
 
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+/* --fake-super: an ACL from user.rsync.%aacl/%dacl, the objects it leaves
+ * out taken from the mode (rsync acls.c: get_rsync_acl, am_root < 0). No
+ * attribute: the access ACL the mode implies, or no default ACL. */
+static bool read_fake_acl(struct session *s, const char *path, const char *shown, bool deflt,
+			  uint32_t mode, struct racl *r)
+{
+	size_t max = 16 + (size_t)FAKE_ACL_MAX_NAMES * 8;
+	uint8_t *buf = malloc(max);
+	ssize_t n = buf ? lgetxattr(path, deflt ? FAKE_ACL_DEFAULT : FAKE_ACL_ACCESS, buf, max)
+			: -1;
+
+	*r = empty_racl;
+	if (n < 0) {
+		int e = buf ? errno : ENOMEM;
+		free(buf);
+		if (!deflt) {
+			r->user_obj = (mode >> 6) & 7;
+			r->group_obj = (mode >> 3) & 7;
+			r->other_obj = mode & 7;
+		}
+		if (no_acl_errno(e))
+			return true;
+		session_xfer_err(s, "get_acl: reading %s of %s: %s",
+				 deflt ? FAKE_ACL_DEFAULT : FAKE_ACL_ACCESS, shown, strerror(e));
+		return false;
+	}
+	if (n < 16 || (n - 16) % 8) {
+		free(buf);
+		session_xfer_err(s, "get_acl: corrupt %s on %s", deflt ? FAKE_ACL_DEFAULT
+								       : FAKE_ACL_ACCESS, shown);
+		return false;
+	}
+	uint32_t user = get_le32(buf), group = get_le32(buf + 4), other = get_le32(buf + 12);
+	r->user_obj = user == NO_ENTRY ? (mode >> 6) & 7 : (uint8_t)user;
+	r->group_obj = group == NO_ENTRY ? (mode >> 3) & 7 : (uint8_t)group;
+	r->mask_obj = (uint8_t)get_le32(buf + 8);
+	r->other_obj = other == NO_ENTRY ? mode & 7 : (uint8_t)other;
+	r->count = (uint32_t)((n - 16) / 8);
+	r->names = r->count ? calloc(r->count, sizeof *r->names) : NULL;
+	if (r->count && !r->names) {
+		free(buf);
+		r->count = 0;
+		return false;
+	}
+	for (uint32_t i = 0; i < r->count; i++) {
+		r->names[i].id = get_le32(buf + 16 + 8 * i);
+		r->names[i].access = get_le32(buf + 20 + 8 * i);
+	}
+	free(buf);
+	return true;
+}
+
+/* --fake-super: store a received ACL as rsync does (acls.c: set_rsync_acl). */
+static int write_fake_acl(const char *path, const struct racl *r, bool deflt)
+{
+	size_t len = 16 + (size_t)r->count * 8;
+	uint8_t *buf = malloc(len);
+
+	if (!buf) {
+		errno = ENOMEM;
+		return -1;
+	}
+	put_le32(buf, r->user_obj);
+	put_le32(buf + 4, r->group_obj);
+	put_le32(buf + 8, r->mask_obj);
+	put_le32(buf + 12, r->other_obj);
+	for (uint32_t i = 0; i < r->count; i++) {
+		put_le32(buf + 16 + 8 * i, r->names[i].id);
+		put_le32(buf + 20 + 8 * i, r->names[i].access);
+	}
+	int rc = lsetxattr(path, deflt ? FAKE_ACL_DEFAULT : FAKE_ACL_ACCESS, buf, len, 0);
+	free(buf);
+	return rc;
+}
+
 /* Read one ACL of path; an absent access ACL is the one the mode implies,
  * an absent default ACL is empty (rsync acls.c: get_rsync_acl). */
 static bool read_acl(struct session *s, const char *path, const char *shown, bool deflt,
 		     uint32_t mode, struct racl *r)
 {
+	if (s->fake_super)
+		return read_fake_acl(s, path, shown, deflt, mode, r);
 	uint8_t stack[1024], *buf = stack;
 	ssize_t n = lgetxattr(path, deflt ? XATTR_DEFAULT : XATTR_ACCESS, buf, sizeof stack);
 
@@ -652,13 +744,15 @@ static int acl_sync(struct session *s, int dirfd, const char *leaf, const struct
 		racl_free(&have);
 		if (!eq) {
 			changed = ITEM_REPORT_ACL;
-			if (apply && write_kacl(p, want_acc, false, f->mode) < 0) {
+			if (apply && (s->fake_super ? write_fake_acl(p, want_acc, false)
+						    : write_kacl(p, want_acc, false, f->mode)) < 0) {
 				session_xfer_err(s, "set_acl: sys_acl_set_file(%s, ACL_TYPE_ACCESS): %s",
 						 leaf, strerror(errno));
 				return -1;
 			}
 			struct stat st;
-			if (apply && lstat(p, &st) == 0)
+			/* a fake-super ACL leaves the inode's mode alone */
+			if (apply && !s->fake_super && lstat(p, &st) == 0)
 				*cur_mode = st.st_mode;
 		}
 	}
@@ -669,11 +763,12 @@ static int acl_sync(struct session *s, int dirfd, const char *leaf, const struct
 			changed = ITEM_REPORT_ACL;
 			int rc = 0;
 			if (apply && want_def->user_obj == NO_ENTRY) {
-				rc = lremovexattr(p, XATTR_DEFAULT);
+				rc = lremovexattr(p, s->fake_super ? FAKE_ACL_DEFAULT : XATTR_DEFAULT);
 				if (rc < 0 && no_acl_errno(errno))
 					rc = 0;
 			} else if (apply) {
-				rc = write_kacl(p, want_def, true, f->mode);
+				rc = s->fake_super ? write_fake_acl(p, want_def, true)
+						   : write_kacl(p, want_def, true, f->mode);
 			}
 			if (rc < 0) {
 				session_xfer_err(s, "set_acl: sys_acl_set_file(%s, ACL_TYPE_DEFAULT): %s",
@@ -693,6 +788,7 @@ int acl_item_bits(struct session *s, int dirfd, const char *leaf, const struct f
 	if (!s->opts->acls || S_ISLNK(f->mode) || !fd_path(p, sizeof p, dirfd, leaf) ||
 	    lstat(p, &st) < 0)
 		return 0;
+	fake_stat(s, dirfd, leaf, leaf, &st);
 	uint32_t mode = st.st_mode;
 	int r = acl_sync(s, dirfd, leaf, f, &mode, false);
 	return r > 0 ? r : 0;

@@ -88,9 +88,13 @@ int recv_open_side_dirs(struct recv_ctx *rc)
 				    o->alt_dest[i]);
 		rc->nalt = i + 1;
 	}
+	rc->backup_dir_pending = false;
 	if (o->backup && o->backup_dir && !o->dry_run) {
-		rc->backup_fd = open_side_dir(rc, o->backup_dir, true);
-		if (rc->backup_fd < 0) {
+		/* a missing one is made at the first backup, as rsync does, so
+		 * that making it does not show as a change of its parent */
+		rc->backup_fd = open_side_dir(rc, o->backup_dir, false);
+		rc->backup_dir_pending = rc->backup_fd < 0 && errno == ENOENT;
+		if (rc->backup_fd < 0 && !rc->backup_dir_pending) {
 			session_err(rc->s, "cannot open --backup-dir \"%s\": %s", o->backup_dir,
 				    strerror(errno));
 			return RERR_FILEIO;
@@ -107,6 +111,21 @@ int recv_open_side_dirs(struct recv_ctx *rc)
 		}
 	}
 	return 0;
+}
+
+int recv_backup_dir(struct recv_ctx *rc)
+{
+	pthread_mutex_lock(&rc->lock);
+	if (rc->backup_dir_pending) {
+		rc->backup_dir_pending = false;
+		rc->backup_fd = open_side_dir(rc, rc->s->opts->backup_dir, true);
+		if (rc->backup_fd < 0)
+			session_err(rc->s, "cannot open --backup-dir \"%s\": %s",
+				    rc->s->opts->backup_dir, strerror(errno));
+	}
+	int fd = rc->backup_fd;
+	pthread_mutex_unlock(&rc->lock);
+	return fd;
 }
 
 void recv_close_side_dirs(struct recv_ctx *rc)

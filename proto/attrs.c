@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "proto/acls.h"
+#include "proto/fakesuper.h"
 #include "proto/logfmt.h"
 #include "proto/progress.h"
 #include "proto/outfilter.h"
@@ -52,11 +53,19 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 			session_err(rc->s, "stat \"%s\" failed: %s", leaf, strerror(errno));
 			return -1;
 		}
+		fake_stat(rc->s, dirfd, leaf, leaf, &now);
 		st = &now;
 	}
 	bool change_uid = o->owner && rc->s->am_root && st->st_uid != f->uid;
 	bool change_gid = o->group && !(f->flags & FE_SKIP_GROUP) && st->st_gid != f->gid;
-	if (change_uid || change_gid) {
+	bool fake = rc->s->fake_super;
+	if (fake) {
+		/* --fake-super: owner, set-id bits and device numbers go to
+		 * the xattr, before the times (rsync.c: set_file_attrs) */
+		if (!fake_stat_store(rc->s, dirfd, leaf, leaf, f, f->mode))
+			rc->s->got_xfer_error = true;
+		changed |= (change_uid ? ITEM_REPORT_OWNER : 0) | (change_gid ? ITEM_REPORT_GROUP : 0);
+	} else if (change_uid || change_gid) {
 		if (fchownat(dirfd, leaf, change_uid ? f->uid : (uid_t)-1,
 			     change_gid ? f->gid : (gid_t)-1, AT_SYMLINK_NOFOLLOW) < 0) {
 			if (change_uid || errno != EPERM) {
@@ -103,7 +112,9 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 	/* chown may clear set-id bits, so the mode comes last. */
 	/* Without -p the generator already chose the mode to keep (dest_mode). */
 	if (!S_ISLNK(f->mode) && (cur_mode & 07777) != (f->mode & 07777)) {
-		if (fchmodat(dirfd, leaf, f->mode & 07777, 0) < 0) {
+		if (fake) {
+			changed |= ITEM_REPORT_PERMS; /* recorded in the xattr above */
+		} else if (fchmodat(dirfd, leaf, f->mode & 07777, 0) < 0) {
 			session_err(rc->s, "chmod \"%s\" failed: %s", leaf, strerror(errno));
 			rc->s->got_xfer_error = true;
 		} else {

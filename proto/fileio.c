@@ -288,6 +288,16 @@ int fs_open_beneath(int rootfd, const char *relpath, int flags)
 	return (int)syscall(SYS_openat2, rootfd, relpath, &how, sizeof how);
 }
 
+int64_t fs_device_size(int fd)
+{
+	off_t end = lseek(fd, 0, SEEK_END);
+
+	if (end < 0)
+		return 0;
+	lseek(fd, 0, SEEK_SET);
+	return (int64_t)end;
+}
+
 int fs_open_source(int dirfd, const char *name, int flags, bool noatime)
 {
 	if (noatime) {
@@ -330,6 +340,59 @@ int fs_mkpath_at(int rootfd, const char *relpath)
 	return 0;
 }
 
+static bool copy_range_unsupported(int e)
+{
+	return e == EXDEV || e == EINVAL || e == ENOSYS || e == EOPNOTSUPP || e == EBADF;
+}
+
+/* The read/write half of fs_copy_range(), for where the kernel will not
+ * copy between these two files. */
+static int64_t copy_range_by_hand(int in, off_t *in_off, int out, int64_t len)
+{
+	char buf[65536];
+	int64_t done = 0;
+
+	while (len < 0 || done < len) {
+		size_t want = len < 0 || len - done > (int64_t)sizeof buf ? sizeof buf
+									 : (size_t)(len - done);
+		ssize_t n = in_off ? pread(in, buf, want, *in_off) : read(in, buf, want);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		if (!fs_write_all(out, buf, (size_t)n))
+			return -1;
+		if (in_off)
+			*in_off += n;
+		done += n;
+	}
+	return done;
+}
+
+int64_t fs_copy_range(int in, off_t *in_off, int out, int64_t len)
+{
+	int64_t done = 0;
+
+	while (len < 0 || done < len) {
+		size_t want = len < 0 || len - done > (1 << 30) ? (size_t)1 << 30 : (size_t)(len - done);
+		ssize_t n = copy_file_range(in, in_off, out, NULL, want, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && copy_range_unsupported(errno)) {
+			int64_t rest = copy_range_by_hand(in, in_off, out, len < 0 ? -1 : len - done);
+			return rest < 0 ? -1 : done + rest;
+		}
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		done += n;
+	}
+	return done;
+}
+
 /* Across file systems a rename cannot move the file: copy it, then remove
  * the original. Only regular files are worth the copy. */
 int fs_copy_then_unlink(int from_dir, const char *from, int to_dir, const char *to)
@@ -345,18 +408,7 @@ int fs_copy_then_unlink(int from_dir, const char *from, int to_dir, const char *
 	}
 	int out = openat(to_dir, to, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
 			 st.st_mode & 07777);
-	ssize_t n = 0;
-	if (out >= 0) {
-		while ((n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0)) > 0)
-			;
-		if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
-			      errno == EOPNOTSUPP)) {
-			/* not between these file systems: plain reads and writes */
-			char buf[65536];
-			while ((n = read(in, buf, sizeof buf)) > 0 && fs_write_all(out, buf, (size_t)n))
-				;
-		}
-	}
+	int64_t n = out >= 0 ? fs_copy_range(in, NULL, out, -1) : -1;
 	close(in);
 	if (out < 0 || n < 0 || close(out) < 0)
 		return -1;

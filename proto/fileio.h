@@ -82,11 +82,23 @@ int fs_open_beneath(int rootfd, const char *relpath, int flags);
  * permissions, then unlink the original. 0, or -1 with errno. */
 int fs_copy_then_unlink(int from_dir, const char *from, int to_dir, const char *to);
 
+/* Copy len bytes (len < 0: up to EOF) from in -- at *in_off, advanced, or
+ * at its file offset when in_off is NULL -- to out at its file offset,
+ * with copy_file_range(2) (a clone on btrfs/xfs, an in-kernel copy on
+ * ext4) and plain reads and writes where the kernel cannot do it between
+ * these files. Returns the bytes copied (short at EOF) or -1 with errno. */
+int64_t fs_copy_range(int in, off_t *in_off, int out, int64_t len);
+
 /* Write all of buf; false with errno on failure. */
 bool fs_write_all(int fd, const void *buf, size_t len);
 /* Read exactly len bytes at offset (short only at EOF): returns bytes read
  * or -1. */
 ssize_t fs_pread_full(int fd, void *buf, size_t len, off_t off);
+
+/* The size of an open block or character device (its st_size is 0): where
+ * seeking to the end lands, the offset put back to 0 (mirrors rsync
+ * flist.c: get_device_size). 0 when the device cannot seek. */
+int64_t fs_device_size(int fd);
 
 /* Set the modification time (with nanoseconds) without following a
  * symlink. */

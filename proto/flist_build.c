@@ -11,8 +11,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "proto/fakesuper.h"
 #include "proto/fileio.h"
 #include "proto/filesfrom.h"
 #include "proto/filter.h"
@@ -74,12 +76,37 @@ static bool file_sum(struct walker *k, struct file_entry *f, int dirfd, const ch
 	return true;
 }
 
+/* --copy-devices: a device is listed as a regular file of the device's
+ * size, dated now, since a device node's mtime says nothing about its
+ * contents (mirrors rsync flist.c: make_file). */
+static void device_as_file(int dirfd, const char *leaf, struct stat *st)
+{
+	if (st->st_size == 0) {
+		int fd = fs_open_source(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, false);
+		if (fd >= 0) {
+			st->st_size = fs_device_size(fd);
+			close(fd);
+		}
+	}
+	st->st_mode = S_IFREG | (st->st_mode & 07777);
+	st->st_mtim.tv_sec = time(NULL);
+	st->st_mtim.tv_nsec = 0;
+}
+
 /* Append an entry for path (relative to the root) with the given stat. */
-static struct file_entry *add_entry(struct walker *k, const char *path, const struct stat *st,
+static struct file_entry *add_entry(struct walker *k, const char *path, const struct stat *given,
 				    int dirfd, const char *leaf)
 {
 	struct flist *fl = &k->sl->fl;
 	struct flist_codec *c = &k->s->fl;
+	struct stat dev_st;
+	const struct stat *st = given;
+
+	if (k->s->opts->copy_devices && (S_ISCHR(given->st_mode) || S_ISBLK(given->st_mode))) {
+		dev_st = *given;
+		device_as_file(dirfd, leaf, &dev_st);
+		st = &dev_st;
+	}
 
 	if (fl->count == fl->cap) {
 		size_t cap = fl->cap ? fl->cap * 2 : 1024;
@@ -128,7 +155,8 @@ static struct file_entry *add_entry(struct walker *k, const char *path, const st
 	f->flags = FE_ACTIVE;
 	if (S_ISLNK(st->st_mode)) {
 		char target[MAXPATHLEN_WIRE];
-		ssize_t n = readlinkat(dirfd, leaf, target, sizeof target - 1);
+		ssize_t n = k->s->fake_super ? fake_readlink(dirfd, leaf, target, sizeof target - 1)
+					     : readlinkat(dirfd, leaf, target, sizeof target - 1);
 		if (n < 0) {
 			io_error(k, IOERR_GENERAL, "readlink", path);
 			return NULL;
@@ -185,7 +213,7 @@ static bool wanted_type(const struct ferry_opts *o, mode_t m)
 	if (S_ISLNK(m))
 		return true; /* sent even without -l; the receiver skips it */
 	if (S_ISCHR(m) || S_ISBLK(m))
-		return o->devices;
+		return o->devices || o->copy_devices;
 	return o->specials;
 }
 
@@ -329,6 +357,7 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 				 path);
 			continue;
 		}
+		fake_stat(k->s, dirfd, de->d_name, path, &st); /* --fake-super: x_lstat */
 		if (S_ISLNK(st.st_mode) && following_links(o) &&
 		    !resolve_link(k, dirfd, de->d_name, path, &st))
 			continue;
@@ -476,6 +505,7 @@ static bool build_one(struct walker *k, const char *arg)
 	}
 	if (!S_ISDIR(st.st_mode) && flags == 0 && strcmp(name, ".") != 0)
 		fstatat(bfd, name, &st, AT_SYMLINK_NOFOLLOW); /* a top-level symlink stays one */
+	fake_stat(k->s, bfd, name, arg, &st);
 	if (S_ISLNK(st.st_mode) && following_links(o) && !resolve_link(k, bfd, name, name, &st))
 		return true;
 	if (strcmp(name, ".") != 0 && daemon_hides(k, arg, S_ISDIR(st.st_mode))) {
@@ -736,7 +766,10 @@ static int stat_relative(struct walker *k, const char *fn, enum name_type type, 
 	bool follow = type != NORMAL_NAME && !k->w->confined;
 	if (strcmp(*leaf, ".") == 0)
 		return fstat(*pfd, st);
-	return fstatat(*pfd, *leaf, st, follow ? 0 : AT_SYMLINK_NOFOLLOW);
+	if (fstatat(*pfd, *leaf, st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0)
+		return -1;
+	fake_stat(k->s, *pfd, *leaf, fn, st);
+	return 0;
 }
 
 /* The entry for the name itself and, for a directory, what it holds. */

@@ -324,16 +324,10 @@ static bool send_id_list(struct session *s, const struct id_seen *seen, bool use
 {
 	for (size_t i = 0; i < seen->count; i++) {
 		uint32_t id = seen->ids[i];
-		const char *name = NULL;
+		char buf[256];
 		if (id == 0 || s->ids_by_number)
 			continue;
-		if (users) {
-			struct passwd *pw = getpwuid(id);
-			name = pw ? pw->pw_name : NULL;
-		} else {
-			struct group *gr = getgrgid(id);
-			name = gr ? gr->gr_name : NULL;
-		}
+		const char *name = id_local_name(s, users, id, buf, sizeof buf);
 		if (!name)
 			continue;
 		size_t n = strlen(name);
@@ -346,14 +340,10 @@ static bool send_id_list(struct session *s, const struct id_seen *seen, bool use
 	if (!wire_write_varint30(&s->out, 0))
 		return false;
 	if (s->id0_names) {
-		const char *n0 = users ? "root" : "root";
-		if (users) {
-			struct passwd *pw = getpwuid(0);
-			n0 = pw ? pw->pw_name : n0;
-		} else {
-			struct group *gr = getgrgid(0);
-			n0 = gr ? gr->gr_name : n0;
-		}
+		char buf[256];
+		const char *n0 = id_local_name(s, users, 0, buf, sizeof buf);
+		if (!n0)
+			n0 = "root";
 		size_t n = strlen(n0);
 		if (!wire_write_u8(&s->out, (uint8_t)n) || !wire_write(&s->out, n0, n))
 			return false;

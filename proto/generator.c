@@ -16,10 +16,12 @@
 
 #include "proto/acls.h"
 #include "proto/batch.h"
+#include "proto/fakesuper.h"
 #include "proto/xattrs.h"
 #include "proto/delete.h"
 #include "proto/fileio.h"
 #include "proto/filter.h"
+#include "proto/fuzzy.h"
 #include "proto/recvside.h"
 
 #define SUMS_READ_BUF (1024 * 1024)
@@ -33,6 +35,8 @@ struct gen {
 	const char *last_dir;    /* the dirname last checked against the list */
 	mode_t dflt_perms;
 	struct dir_cursor alt[ALT_DEST_MAX]; /* one per --*-dest dir */
+	struct fuzzy_cache fuzzy;  /* -y: candidates of the dir below */
+	char fuzzy_dir[MAXPATHLEN_WIRE];
 };
 
 static void redo_request(struct gen *g, int32_t ndx, bool allow);
@@ -311,6 +315,16 @@ static bool dry_missing(struct gen *g, int dirfd)
 	return dirfd < 0 && g->o->dry_run && (errno == ENOENT || errno == ENOTDIR);
 }
 
+/* lstat of what is at the destination, as --fake-super records it. */
+static int dest_lstat(struct gen *g, int dirfd, const char *leaf, const char *path,
+		      struct stat *st)
+{
+	if (fstatat(dirfd, leaf, st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -1;
+	fake_stat(g->s, dirfd, leaf, path, st);
+	return 0;
+}
+
 /* -K: what a directory symlink in the destination leads to; in a daemon
  * module only what lies beneath the destination counts. */
 static bool stat_dirlink(struct gen *g, int dirfd, const char *leaf, const char *path,
@@ -345,7 +359,7 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 		recv_mark_dir_failed(g->rc, path);
 		return;
 	}
-	statret = fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW);
+	statret = dest_lstat(g, dirfd, leaf, path, &st);
 	struct stat target;
 	if (statret == 0 && S_ISLNK(st.st_mode) && g->dirs.follow &&
 	    stat_dirlink(g, dirfd, leaf, path, &target) && S_ISDIR(target.st_mode))
@@ -383,7 +397,7 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 			recv_mark_dir_failed(g->rc, path);
 			return;
 		}
-		if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (dest_lstat(g, dirfd, leaf, path, &st) < 0) {
 			file_error(g, "stat", path);
 			return;
 		}
@@ -420,9 +434,10 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		file_error(g, "recv_generator: open parent of", path);
 		return;
 	}
-	if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	if (dest_lstat(g, dirfd, leaf, path, &st) == 0) {
 		if (S_ISLNK(st.st_mode)) {
-			ssize_t n = readlinkat(dirfd, leaf, cur, sizeof cur - 1);
+			ssize_t n = g->s->fake_super ? fake_readlink(dirfd, leaf, cur, sizeof cur - 1)
+						     : readlinkat(dirfd, leaf, cur, sizeof cur - 1);
 			if (n >= 0) {
 				cur[n] = '\0';
 				const char *have = cur;
@@ -460,15 +475,20 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		file_error(g, "symlink", path);
 		return;
 	}
-	close(fd);
-	unlinkat(dirfd, tmp, 0);
 	char munged[MAXPATHLEN_WIRE + sizeof SYMLINK_MUNGE_PREFIX];
 	const char *target = f->link;
 	if (g->s->munge_symlinks) {
 		snprintf(munged, sizeof munged, "%s%s", SYMLINK_MUNGE_PREFIX, f->link);
 		target = munged;
 	}
-	if (symlinkat(target, dirfd, tmp) < 0 || renameat(dirfd, tmp, dirfd, leaf) < 0) {
+	/* --fake-super: a regular file holding the target stands for it */
+	bool made = g->s->fake_super ? fs_write_all(fd, target, strlen(target)) : true;
+	close(fd);
+	if (!g->s->fake_super) {
+		unlinkat(dirfd, tmp, 0);
+		made = symlinkat(target, dirfd, tmp) == 0;
+	}
+	if (!made || renameat(dirfd, tmp, dirfd, leaf) < 0) {
 		file_error(g, "symlink", path);
 		unlinkat(dirfd, tmp, 0);
 		return;
@@ -496,7 +516,7 @@ static void gen_device(struct gen *g, int32_t ndx, struct file_entry *f, const c
 		file_error(g, "recv_generator: open parent of", path);
 		return;
 	}
-	if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	if (dest_lstat(g, dirfd, leaf, path, &st) == 0) {
 		if ((st.st_mode & S_IFMT) == (f->mode & S_IFMT) &&
 		    (!(S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) || st.st_rdev == rdev)) {
 			report_item(g, ndx, attr_change_bits(g, f, &st), NULL);
@@ -515,7 +535,8 @@ static void gen_device(struct gen *g, int32_t ndx, struct file_entry *f, const c
 	}
 	if (g->o->dry_run)
 		return;
-	if (mknodat(dirfd, leaf, (f->mode & S_IFMT) | 0600, rdev) < 0) {
+	if (g->s->fake_super ? fake_placeholder(dirfd, leaf, NULL) < 0
+			     : mknodat(dirfd, leaf, (f->mode & S_IFMT) | 0600, rdev) < 0) {
 		file_error(g, "mknod", path);
 		return;
 	}
@@ -569,8 +590,28 @@ struct basis {
 	const char *leaf;
 	const struct stat *st;  /* NULL: no basis */
 	int alt;                /* index of the --*-dest dir, FNAMECMP_PARTIAL_DIR,
-				 * or -1 for the destination itself */
+				 * FNAMECMP_FUZZY + level, or -1 for the destination itself */
+	const char *xname;      /* -y: the basis' name in the file's dir */
 };
+
+/* --write-devices: an existing device takes the file's data in place
+ * (generator.c: recv_generator, the write_devices && FT_DEVICE case). */
+static bool writable_device(const struct ferry_opts *o, const struct stat *st)
+{
+	return o->write_devices && (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode));
+}
+
+/* A device's st_size is 0: its size is where seeking to the end lands. */
+static void device_size(int dirfd, const char *leaf, struct stat *st)
+{
+	if (st->st_size != 0)
+		return;
+	int fd = openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		st->st_size = fs_device_size(fd);
+		close(fd);
+	}
+}
 
 /* Ask the sender for the file, with block sums of the basis if any. */
 static bool request_from(struct gen *g, int32_t ndx, const struct basis *b, int iflags,
@@ -583,19 +624,25 @@ static bool request_from(struct gen *g, int32_t ndx, const struct basis *b, int 
 	iflags |= ITEM_TRANSFER;
 	if (g->o->checksum)
 		iflags |= ITEM_REPORT_CHANGE;
-	if (b->st && S_ISREG(b->st->st_mode) && b->st->st_size > 0 && g->o->whole_file != 1 &&
+	if (b->st && (S_ISREG(b->st->st_mode) || writable_device(g->o, b->st)) &&
+	    b->st->st_size > 0 && g->o->whole_file != 1 &&
 	    batch_do_xfers(g->o) && s->xfer_csum != CSUM_NONE)
 		fd = openat(b->dirfd, b->leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && b->alt >= 0)
 		iflags |= ITEM_BASIS_TYPE_FOLLOWS;
+	/* a fuzzy basis is named whether or not sums follow (generator.c:
+	 * recv_generator) */
+	if (b->xname)
+		iflags |= ITEM_BASIS_TYPE_FOLLOWS | ITEM_XNAME_FOLLOWS;
 	const struct file_entry *f = g->rc->fl->sorted[ndx];
-	bool at_dest = b->st && b->alt < 0 && !(iflags & ITEM_IS_NEW);
+	bool at_dest = b->st && (b->alt < 0 || b->alt == FNAMECMP_BACKUP) && !(iflags & ITEM_IS_NEW);
 	iflags |= meta_item_bits(g, f, at_dest ? b->dirfd : -1, at_dest ? b->leaf : NULL);
 	g->rc->state[ndx] |= FS_REQUESTED;
 	wire_out_lock(&s->out);
 	ok = wire_write_ndx(&s->out, ndx) &&
 	     (s->protocol < 29 || wire_write_u16(&s->out, (uint16_t)(iflags & 0xffff))) &&
 	     (!(iflags & ITEM_BASIS_TYPE_FOLLOWS) || wire_write_u8(&s->out, (uint8_t)b->alt)) &&
+	     (!(iflags & ITEM_XNAME_FOLLOWS) || wire_write_vstring(&s->out, b->xname)) &&
 	     xattr_gen_request(s, f, iflags);
 	if (ok && batch_do_xfers(g->o))
 		ok = fd >= 0 ? send_sums(g, fd, b->st->st_size, redo) : send_null_sums(s);
@@ -654,16 +701,13 @@ static bool copy_from_alt(struct gen *g, const struct file_entry *f, int adir, c
 	char tmp[MAXPATHLEN_WIRE];
 	int in = openat(adir, aleaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	int out = in >= 0 ? fs_create_temp(dirfd, leaf, tmp, sizeof tmp) : -1;
-	ssize_t n = 0;
+	int64_t n = out >= 0 ? fs_copy_range(in, NULL, out, -1) : -1;
 
-	if (out >= 0)
-		while ((n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0)) > 0)
-			;
 	if (in >= 0)
 		close(in);
 	if (out < 0)
 		return false;
-	bool ok = close(out) == 0 && n == 0 && apply_attrs(g->rc, dirfd, tmp, f, NULL, true) >= 0 &&
+	bool ok = close(out) == 0 && n >= 0 && apply_attrs(g->rc, dirfd, tmp, f, NULL, true) >= 0 &&
 		  renameat(dirfd, tmp, dirfd, leaf) == 0;
 	if (!ok)
 		unlinkat(dirfd, tmp, 0);
@@ -717,6 +761,58 @@ static bool try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f, cons
 	return false;
 }
 
+/* -y: the candidate lists are per directory; drop them when the
+ * generator moves on (generator.c: recv_generator, need_fuzzy_dirlist). */
+static void fuzzy_enter_dir(struct gen *g, const struct file_entry *f)
+{
+	const char *dir = f->dirname ? f->dirname : "";
+
+	if (!g->o->fuzzy || strcmp(dir, g->fuzzy_dir) == 0)
+		return;
+	fuzzy_reset(&g->fuzzy);
+	snprintf(g->fuzzy_dir, sizeof g->fuzzy_dir, "%s", dir);
+}
+
+/* The directory of a fuzzy level: the destination's, or the same dir
+ * under a --*-dest dir (-1 when that is absent). */
+static int fuzzy_level_dir(struct gen *g, int level, int dirfd)
+{
+	if (level == 0)
+		return dirfd;
+	if (g->rc->alt_fd[level - 1] < 0)
+		return -1;
+	return dir_cursor_open(&g->alt[level - 1], g->fuzzy_dir);
+}
+
+/* -y/-yy: a missing file's basis from a similar file beside it
+ * (generator.c: recv_generator's fuzzy_basis branch, find_fuzzy). */
+static bool fuzzy_basis(struct gen *g, const struct file_entry *f, int dirfd, struct basis *b,
+			struct stat *bst)
+{
+	int levels = g->o->fuzzy > 1 ? g->rc->nalt + 1 : 1;
+	int level = 0;
+
+	if (!g->fuzzy.loaded) {
+		int fds[FUZZY_LEVELS_MAX];
+		if (levels > FUZZY_LEVELS_MAX)
+			levels = FUZZY_LEVELS_MAX;
+		/* each level has its own cursor, so all stay open together */
+		for (int i = 0; i < levels; i++)
+			fds[i] = fuzzy_level_dir(g, i, dirfd);
+		fuzzy_load(&g->fuzzy, fds, levels);
+	}
+	const struct fuzzy_cand *c = fuzzy_find(&g->fuzzy, f->basename, f->size, f->mtime,
+						g->o->modify_window, &level);
+	if (!c)
+		return false;
+	int bdir = fuzzy_level_dir(g, level, dirfd);
+	if (bdir < 0 || fstatat(bdir, c->name, bst, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(bst->st_mode))
+		return false;
+	*b = (struct basis){.dirfd = bdir, .leaf = c->name, .st = bst,
+			    .alt = FNAMECMP_FUZZY + level, .xname = c->name};
+	return true;
+}
+
 static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
 {
 	const struct ferry_opts *o = g->o;
@@ -740,6 +836,7 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	} else {
 		dirfd = parent_of(g, path, &leaf);
 	}
+	fuzzy_enter_dir(g, f);
 	if (dry_missing(g, dirfd)) {
 		if (!o->existing)
 			request_file(g, ndx, f, -1, leaf, NULL, ITEM_IS_NEW, false);
@@ -749,7 +846,7 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		file_error(g, "recv_generator: open parent of", path);
 		return;
 	}
-	int statret = fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW);
+	int statret = dest_lstat(g, dirfd, leaf, path, &st);
 	if (statret < 0) {
 		if (o->existing) {
 			if (o->verbose > 1)
@@ -768,12 +865,16 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		}
 		if (g->rc->nalt && try_alt_dests(g, ndx, f, path, dirfd, leaf, &b, &bst))
 			return;
+		if (!b.st && o->fuzzy)
+			fuzzy_basis(g, f, dirfd, &b, &bst);
 		request_from(g, ndx, &b, ITEM_IS_NEW, false);
 		return;
 	}
 	if (o->ignore_existing)
 		return;
-	if (!S_ISREG(st.st_mode)) {
+	if (writable_device(o, &st)) {
+		device_size(dirfd, leaf, &st);
+	} else if (!S_ISREG(st.st_mode)) {
 		if (!clear_way(g, dirfd, leaf, path, &st))
 			return;
 		if (!o->perms)
@@ -808,7 +909,19 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	struct basis b = {.dirfd = dirfd, .leaf = leaf, .st = &st, .alt = -1};
 	struct stat pst;
 	int pfd;
+	/* don't use a changing file as a later file's basis */
+	if (o->fuzzy && o->whole_file != 1)
+		fuzzy_mark_changing(&g->fuzzy, leaf);
 	partial_basis(g, path, &pfd, &b, &pst);
+	/* -b --inplace: the old data is copied aside first and is the
+	 * basis from then on (generator.c: recv_generator, FNAMECMP_BACKUP) */
+	if (o->backup && o->inplace && b.alt < 0 && !o->dry_run) {
+		if (!backup_copy(g->rc, dirfd, leaf, path)) {
+			g->s->got_xfer_error = true;
+			return;
+		}
+		b.alt = FNAMECMP_BACKUP;
+	}
 	request_from(g, ndx, &b, iflags, false);
 	if (pfd >= 0)
 		close(pfd);
@@ -891,7 +1004,7 @@ static void gen_entry(struct gen *g, int32_t ndx)
 			session_info(g->s, "skipping non-regular file \"%s\"\n", path);
 	} else if (S_ISREG(f->mode)) {
 		gen_regular(g, ndx, f, path);
-	} else if (((S_ISCHR(f->mode) || S_ISBLK(f->mode)) && o->devices) ||
+	} else if (((S_ISCHR(f->mode) || S_ISBLK(f->mode)) && o->devices && g->s->am_root) ||
 		   ((S_ISFIFO(f->mode) || S_ISSOCK(f->mode)) && o->specials)) {
 		gen_device(g, ndx, f, path);
 	} else if (!o->quiet) {
@@ -957,7 +1070,10 @@ static void redo_request(struct gen *g, int32_t ndx, bool allow)
 		g->rc->state[ndx] |= FS_FAILED;
 		return;
 	}
-	bool have = fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+	bool have = fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (S_ISREG(st.st_mode) || writable_device(g->o, &st));
+	if (have && writable_device(g->o, &st))
+		device_size(dirfd, leaf, &st);
 	request_file(g, ndx, f, dirfd, leaf, have ? &st : NULL,
 		     have ? attr_change_bits(g, f, &st) : ITEM_IS_NEW, true);
 }
@@ -1154,6 +1270,10 @@ void *generator_main(void *arg)
 	g.buf = malloc(SUMS_READ_BUF);
 	if (!g.buf) {
 		wire_fail(&rc->s->err, RERR_MALLOC, "out of memory");
+	} else if (g.o->fuzzy && rc->s->protocol < 29) {
+		/* the basis is named in the item flags (compat.c: setup_protocol) */
+		wire_fail(&rc->s->err, RERR_PROTOCOL,
+			  "--fuzzy requires protocol 29 or higher (negotiated %d).", rc->s->protocol);
 	} else if (!generate_files(&g)) {
 		wire_fail(&rc->s->err, RERR_STREAMIO, "generator stopped");
 		pthread_mutex_lock(&rc->lock);
@@ -1169,6 +1289,7 @@ void *generator_main(void *arg)
 	pthread_cond_broadcast(&rc->cond);
 	pthread_mutex_unlock(&rc->lock);
 	free(g.buf);
+	fuzzy_reset(&g.fuzzy);
 	dir_cursor_close(&g.dirs);
 	for (int i = 0; i < rc->nalt; i++)
 		dir_cursor_close(&g.alt[i]);

@@ -4,17 +4,113 @@
  * an unknown name keeps the numeric id.
  */
 #include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "proto/fileio.h"
 #include "proto/session.h"
 #include "proto/wildmatch.h"
 
-static bool lookup_local(const char *name, bool is_user, uint32_t *out)
+#define NAMECVT_LINE_MAX 1024 /* one request or answer, as rsync's buffer */
+
+/* Names the converter may be asked about: no control characters, which
+ * would break its line protocol (clientserver.c: namecvt_safe_token). */
+static bool namecvt_safe(const char *name)
 {
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		if (*p < ' ' || *p == 0x7f)
+			return false;
+	return true;
+}
+
+/* One exchange with the name converter: "CMD ARG\n" out, one line back
+ * into ans (without its newline). False when it is gone or the answer
+ * does not fit. mirrors rsync clientserver.c:namecvt_call() */
+static bool namecvt_ask(struct session *s, const char *cmd, const char *arg, char *ans,
+			size_t size)
+{
+	char req[NAMECVT_LINE_MAX];
+	int len = snprintf(req, sizeof req, "%s %s\n", cmd, arg);
+
+	if (len < 0 || (size_t)len >= sizeof req)
+		return false;
+	if (!fs_write_all(s->namecvt_req_fd, req, (size_t)len)) {
+		session_err(s, "Connection to name-converter failed.");
+		return false;
+	}
+	size_t n = 0;
+	for (;;) {
+		char ch;
+		ssize_t r = read(s->namecvt_ans_fd, &ch, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		if (ch == '\n')
+			break;
+		if (n + 1 >= size)
+			return false;
+		ans[n++] = ch;
+	}
+	if (n && ans[n - 1] == '\r')
+		n--;
+	ans[n] = '\0';
+	return true;
+}
+
+/* "usr NAME" / "grp NAME": an empty or non-numeric answer means unknown
+ * (never 0, which would make an unknown name root). */
+static bool namecvt_to_id(struct session *s, const char *name, bool is_user, uint32_t *out)
+{
+	char ans[NAMECVT_LINE_MAX];
+
+	if (!namecvt_safe(name)) {
+		session_err(s, "invalid name-converter token: %s", name);
+		return false;
+	}
+	if (!namecvt_ask(s, is_user ? "usr" : "grp", name, ans, sizeof ans) || !*ans ||
+	    strspn(ans, "0123456789") != strlen(ans) || strlen(ans) > 10)
+		return false;
+	unsigned long long v = strtoull(ans, NULL, 10);
+	if (v > UINT32_MAX)
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
+const char *id_local_name(struct session *s, bool is_user, uint32_t id, char *buf,
+			  size_t size)
+{
+	if (s->namecvt_req_fd >= 0) {
+		char num[16];
+		snprintf(num, sizeof num, "%u", id);
+		if (!namecvt_ask(s, is_user ? "uid" : "gid", num, buf, size) || !*buf)
+			return NULL;
+		return buf;
+	}
+	const char *name = NULL;
+	if (is_user) {
+		struct passwd *pw = getpwuid((uid_t)id);
+		name = pw ? pw->pw_name : NULL;
+	} else {
+		struct group *gr = getgrgid((gid_t)id);
+		name = gr ? gr->gr_name : NULL;
+	}
+	if (!name)
+		return NULL;
+	snprintf(buf, size, "%s", name);
+	return buf;
+}
+
+static bool lookup_local(struct session *s, const char *name, bool is_user, uint32_t *out)
+{
+	if (s->namecvt_req_fd >= 0)
+		return namecvt_to_id(s, name, is_user, out);
 	if (is_user) {
 		struct passwd *pw = getpwnam(name);
 		if (!pw)
@@ -75,7 +171,7 @@ bool id_map_add(struct session *s, struct id_map *map, uint32_t id, const char *
 
 	if (r)
 		return remember(s, map, id, r->to);
-	if (!lookup_local(name, is_user, &local))
+	if (!lookup_local(s, name, is_user, &local))
 		return true;
 	return remember(s, map, id, local);
 }
@@ -154,7 +250,7 @@ static bool parse_rule(struct session *s, char *item, bool users, struct id_rule
 	unsigned long n = strtoul(name, &end, 10);
 	if (isdigit((unsigned char)*name) && !*end)
 		to = (uint32_t)n;
-	else if (!lookup_local(name, users, &to)) {
+	else if (!lookup_local(s, name, users, &to)) {
 		/* rsync reports it and leaves the rule out */
 		session_err(s, "Unknown --%smap name on receiver: %s", what, name);
 		free(r->pattern);

@@ -31,6 +31,10 @@ struct filter_arg {
 enum { ALT_DEST_COMPARE = 1, ALT_DEST_COPY = 2, ALT_DEST_LINK = 3 };
 #define ALT_DEST_MAX 20
 
+/* rsync's am_root as the options set it (options.c: 2 --super, 0
+ * --no-super, -1 --fake-super); SUPER_DEFAULT: root when euid is 0. */
+enum super_mode { SUPER_DEFAULT = 0, SUPER_ON, SUPER_OFF, SUPER_FAKE };
+
 struct ferry_opts {
 	/* mode of operation */
 	bool server;       /* --server */
@@ -75,6 +79,10 @@ struct ferry_opts {
 	bool owner;        /* -o */
 	bool devices;      /* --devices (-D) */
 	bool specials;     /* --specials (-D) */
+	bool copy_devices; /* --copy-devices: a sender sends a device's contents
+			    * as a regular file */
+	bool write_devices; /* --write-devices: a receiver writes into an
+			     * existing device in place (implies --inplace) */
 	bool hard_links;   /* -H */
 	bool numeric_ids;  /* --numeric-ids */
 	bool relative;     /* -R (also implied by --files-from) */
@@ -142,6 +150,10 @@ struct ferry_opts {
 	                    * escaping file names for the remote shell, 2 also
 	                    * option values */
 	char *max_alloc;   /* --max-alloc=SIZE as given, forwarded to the server */
+	char *copy_as;     /* --copy-as=USER[:GROUP]: the copying side becomes
+			    * this user (root only; never sent to a server) */
+	bool trust_sender; /* --trust-sender: no check of a remote sender's
+			    * names against the request and the filters */
 
 	/* compression (not supported yet; kept so the parser can refuse it) */
 	int compress;      /* -z count */
@@ -178,6 +190,7 @@ struct ferry_opts {
 	char outbuf;       /* --outbuf: 'N', 'L', 'B', or 0 for the default */
 	bool sparse;       /* -S */
 	bool open_noatime; /* --open-noatime */
+	int super_mode;    /* SUPER_*: --super, --no-super, --fake-super */
 	int atimes;        /* -U count: access times kept (-UU: and not changed) */
 	bool prune_empty_dirs; /* -m */
 	bool cvs_exclude;  /* -C */
@@ -196,6 +209,7 @@ struct ferry_opts {
 	int alt_dest_mode; /* ALT_DEST_COMPARE/COPY/LINK, 0 = none */
 	char *alt_dest[ALT_DEST_MAX]; /* --compare-dest/--copy-dest/--link-dest */
 	int nalt_dest;
+	int fuzzy;         /* -y count: 1 the destination dir, 2 also the --*-dest dirs */
 
 	/* batch mode (proto/batch.h) */
 	char *batch_name;  /* --write-batch/--only-write-batch/--read-batch FILE */

@@ -15,6 +15,7 @@
 #include "proto/batch.h"
 #include "proto/xattrs.h"
 #include "proto/fileio.h"
+#include "proto/filter.h"
 #include "proto/recvside.h"
 #include "proto/progress.h"
 #include "proto/tempfile.h"
@@ -39,6 +40,11 @@ struct rcv {
 	size_t ndelayed, delayed_cap;
 	int64_t file_size;
 	bool discarding;   /* reading a batched file we do not apply */
+	bool basis_gone;   /* a -y basis vanished: its blocks read as zeros */
+	bool use_clone;    /* FERRY_NO_CLONE unset: kernel copies allowed */
+	bool clone_ok;     /* matched blocks of this file go by fs_copy_range() */
+	off_t run_off;     /* a run of matched basis data not yet copied */
+	int64_t run_len;
 };
 
 void recv_note_done(struct recv_ctx *rc)
@@ -126,6 +132,77 @@ static bool emit(struct rcv *r, int fd, const char *path, const uint8_t *p, size
 	return true;
 }
 
+/* Copy the pending run of matched basis data to the output in one call;
+ * the kernel clones it where the file system can (reflink). */
+static bool flush_run(struct rcv *r, int basis_fd, int fd, const char *path)
+{
+	if (r->run_len == 0)
+		return true;
+	off_t off = r->run_off;
+	int64_t want = r->run_len;
+	r->run_len = 0;
+	int64_t got = fs_copy_range(basis_fd, &off, fd, want);
+	/* A basis that shrank under us reads as zeros, as in take_block():
+	 * the sum check then fails and the redo pass fetches the file. */
+	if (got >= 0 && got < want)
+		memset(r->data, 0, OUT_BUF);
+	while (got >= 0 && got < want) {
+		size_t k = want - got < OUT_BUF ? (size_t)(want - got) : OUT_BUF;
+		if (!fs_write_all(fd, r->data, k))
+			got = -1;
+		else
+			got += (int64_t)k;
+	}
+	if (got == want)
+		return true;
+	session_err(r->s, "write failed on \"%s\": %s", path, strerror(errno));
+	return false;
+}
+
+/* One block of the basis: its bytes go into the whole-file sum (and a
+ * compressed stream's dictionary) in any case; to the output either as a
+ * write or, when cloning, as part of a run copied later. */
+static bool take_block(struct rcv *r, int basis_fd, int fd, const char *path, off_t off,
+		       size_t len, struct csum_ctx *sum, bool *write_ok)
+{
+	bool clone = *write_ok && r->clone_ok && fd >= 0 && basis_fd >= 0;
+
+	if (clone) {
+		if (r->run_len && r->run_off + r->run_len != off &&
+		    !flush_run(r, basis_fd, fd, path))
+			*write_ok = false;
+		/* what is buffered comes before this block */
+		if (*write_ok && !flush_out(r, fd, path))
+			*write_ok = false;
+		if (*write_ok) {
+			if (r->run_len == 0)
+				r->run_off = off;
+			r->run_len += (int64_t)len;
+			r->written += (int64_t)len;
+			progress_update(r->s, &r->prog, r->written, r->file_size);
+		}
+	}
+	/* Blocks may be larger than the buffer (up to 512 MiB below
+	 * protocol 30): take them in pieces. */
+	for (size_t done = 0; done < len;) {
+		size_t k = len - done < OUT_BUF ? len - done : OUT_BUF;
+		ssize_t got = fs_pread_full(basis_fd, r->data, k, off + (off_t)done);
+		if (got < (ssize_t)k) {
+			/* The basis changed under us: the sum check fails and
+			 * the redo pass fetches the whole file. */
+			size_t have = got > 0 ? (size_t)got : 0;
+			memset(r->data + have, 0, k - have);
+		}
+		csum_file_update(sum, r->data, k);
+		if (!clone && *write_ok && !emit(r, fd, path, r->data, k))
+			*write_ok = false;
+		if (!token_dec_see(r->dec, r->data, k, done, len))
+			return false;
+		done += k;
+	}
+	return true;
+}
+
 /* Read the token stream of one file, writing the result to fd (or
  * discarding it when fd < 0). Returns false only on a stream error; a
  * local write error sets *write_ok = false and keeps reading. */
@@ -134,6 +211,7 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 {
 	struct session *s = r->s;
 
+	r->run_len = 0;
 	token_dec_begin(r->dec, h->count);
 	for (;;) {
 		const uint8_t *p = NULL;
@@ -147,6 +225,8 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 		if (kind == TOKEN_DATA) {
 			s->stats.literal_data += (int64_t)n;
 			csum_file_update(sum, p, n);
+			if (*write_ok && r->run_len && !flush_run(r, basis_fd, fd, path))
+				*write_ok = false;
 			if (*write_ok && !emit(r, fd, path, p, n))
 				*write_ok = false;
 			continue;
@@ -158,35 +238,33 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 					 (long long)block, h->count, path);
 		if (basis_fd < 0 && r->discarding)
 			continue;
-		if (basis_fd < 0)
+		if (basis_fd < 0 && !r->basis_gone)
 			return wire_fail(&s->err, RERR_PROTOCOL,
 					 "sender referenced a block but no basis exists for \"%s\"", path);
 		size_t len = (block == h->count - 1 && h->remainder) ? (size_t)h->remainder
 								      : (size_t)h->blength;
-		off_t off = (off_t)block * h->blength;
-		/* Blocks may be larger than the buffer (up to 512 MiB below
-		 * protocol 30): take them in pieces. */
-		for (size_t done = 0; done < len;) {
-			size_t k = len - done < OUT_BUF ? len - done : OUT_BUF;
-			ssize_t got = fs_pread_full(basis_fd, r->data, k, off + (off_t)done);
-			if (got < (ssize_t)k) {
-				/* The basis changed under us: the sum check fails and
-				 * the redo pass fetches the whole file. */
-				size_t have = got > 0 ? (size_t)got : 0;
-				memset(r->data + have, 0, k - have);
-			}
-			csum_file_update(sum, r->data, k);
-			if (*write_ok && !emit(r, fd, path, r->data, k))
-				*write_ok = false;
-			if (!token_dec_see(r->dec, r->data, k, done, len))
-				return false;
-			done += k;
-		}
+		if (!take_block(r, basis_fd, fd, path, (off_t)block * h->blength, len, sum, write_ok))
+			return false;
 		s->stats.matched_data += (int64_t)len;
 	}
+	if (*write_ok && r->run_len && !flush_run(r, basis_fd, fd, path))
+		*write_ok = false;
+	r->run_len = 0;
 	if (*write_ok && !flush_out(r, fd, path))
 		*write_ok = false;
 	return true;
+}
+
+/* -y: a basis named by the sender's echo must be a level we search and a
+ * plain name in the file's own directory (receiver.c: the FNAMECMP_FUZZY
+ * case). */
+static bool fuzzy_name_ok(const struct rcv *r, int type, const char *xname)
+{
+	int level = type - FNAMECMP_FUZZY;
+	int levels = r->o->fuzzy > 1 ? r->rc->nalt + 1 : 1;
+
+	return r->o->fuzzy && level < levels && *xname && !strchr(xname, '/') &&
+	       strcmp(xname, ".") != 0 && strcmp(xname, "..") != 0;
 }
 
 static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, int *basis_type,
@@ -226,9 +304,12 @@ static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, int *bas
 		uint8_t type;
 		if (!wire_read_u8(&s->in, &type))
 			return false;
-		/* The destination itself, or the --*-dest dir we asked with. */
+		/* The destination itself, the --*-dest dir we asked with, or
+		 * a -y basis (the level checked with the xname below). */
 		if (type != FNAMECMP_FNAME && type >= r->rc->nalt &&
-		    !(type == FNAMECMP_PARTIAL_DIR && r->o->partial_dir))
+		    !(type == FNAMECMP_PARTIAL_DIR && r->o->partial_dir) &&
+		    !(type >= FNAMECMP_FUZZY && r->o->fuzzy) &&
+		    !(type == FNAMECMP_BACKUP && r->o->backup && r->o->inplace))
 			return wire_fail(&s->err, RERR_PROTOCOL,
 					 "sender named a basis (type %#x) we did not ask for", type);
 		*basis_type = type;
@@ -236,6 +317,9 @@ static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, int *bas
 	xname[0] = '\0';
 	if ((*iflags & ITEM_XNAME_FOLLOWS) && !wire_read_vstring(&s->in, xname, xsize))
 		return false;
+	if (*basis_type >= FNAMECMP_FUZZY && !fuzzy_name_ok(r, *basis_type, xname))
+		return wire_fail(&s->err, RERR_PROTOCOL,
+				 "refusing malicious fuzzy operation for \"%s\"", xname);
 	if (xattr_request_follows(s, *iflags) && !xattr_recv_values(s, r->rc->fl->sorted[*ndx]))
 		return false;
 	return true;
@@ -263,12 +347,44 @@ static void apply_item_xattrs(struct rcv *r, int32_t ndx, int iflags)
 		xattr_apply(r->s, dirfd, leaf, f, dirfd, leaf);
 }
 
+/* -y: the basis xname beside the file, in the destination (level 0) or
+ * the same dir under a --*-dest dir; a name the module's rules refuse is
+ * not read (receiver.c: check_filter on fnamecmp). */
+static int open_fuzzy_basis(struct rcv *r, const struct file_entry *f, int level,
+			    const char *xname)
+{
+	const struct recv_ctx *rc = r->rc;
+	char inmod[MAXPATHLEN_WIRE * 3];
+	struct dir_cursor c;
+
+	if (rc->daemon_filters) {
+		snprintf(inmod, sizeof inmod, "%s%s%s%s%s", rc->daemon_dest,
+			 *rc->daemon_dest ? "/" : "", f->dirname ? f->dirname : "",
+			 f->dirname ? "/" : "", xname);
+		if (filter_check(rc->daemon_filters, inmod, false, false) < 0)
+			return -1;
+	}
+	if (level > 0 && (level > rc->nalt || rc->alt_fd[level - 1] < 0))
+		return -1;
+	dir_cursor_init(&c, level == 0 ? rc->rootfd : rc->alt_fd[level - 1]);
+	c.follow = r->dirs.follow;
+	c.beneath = r->dirs.beneath;
+	int dirfd = dir_cursor_open(&c, f->dirname ? f->dirname : "");
+	int fd = dirfd >= 0 ? openat(dirfd, xname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	dir_cursor_close(&c);
+	return fd;
+}
+
 /* Open the basis the generator computed sums from: the destination file
  * itself, or its namesake in a --*-dest dir. */
-static int open_basis(struct rcv *r, const struct file_entry *f, const char *path, int type)
+static int open_basis(struct rcv *r, const struct file_entry *f, const char *path, int type,
+		      const char *xname)
 {
 	const char *leaf;
 	int dirfd;
+
+	if (type >= FNAMECMP_FUZZY)
+		return open_fuzzy_basis(r, f, type - FNAMECMP_FUZZY, xname);
 
 	if (type == FNAMECMP_PARTIAL_DIR) {
 		int pfd = partial_dir_open(r->rc, path, false);
@@ -279,7 +395,7 @@ static int open_basis(struct rcv *r, const struct file_entry *f, const char *pat
 			close(pfd);
 		return fd;
 	}
-	if (type != FNAMECMP_FNAME) {
+	if (type != FNAMECMP_FNAME && type != FNAMECMP_BACKUP) {
 		struct dir_cursor c;
 		dir_cursor_init(&c, r->rc->alt_fd[type]);
 		dirfd = dir_cursor_parent(&c, path, &leaf);
@@ -296,6 +412,8 @@ static int open_basis(struct rcv *r, const struct file_entry *f, const char *pat
 	if (dirfd < 0)
 		return -1;
 	(void)f;
+	if (type == FNAMECMP_BACKUP)
+		return backup_open_basis(r->rc, dirfd, leaf, path);
 	return openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 }
 
@@ -317,14 +435,15 @@ static void discard_failed(struct rcv *r, int32_t ndx, const char *path, bool re
 	}
 }
 
-static int open_basis(struct rcv *r, const struct file_entry *f, const char *path, int type);
+static int open_basis(struct rcv *r, const struct file_entry *f, const char *path, int type,
+		      const char *xname);
 
 /* Read one file's data without applying it (receiver.c:
  * discard_receive_data). basis_type >= 0: the basis our generator sent
  * sums of, read so that a compressed stream's decoder sees the matched
  * data as the sender's encoder did; -1: none (rsync reads none either). */
 static bool discard_file(struct rcv *r, const struct file_entry *f, const char *path,
-			 int basis_type)
+			 int basis_type, const char *xname)
 {
 	struct session *s = r->s;
 	struct sum_head h;
@@ -334,7 +453,7 @@ static bool discard_file(struct rcv *r, const struct file_entry *f, const char *
 
 	if (!read_sum_head(r, &h))
 		return false;
-	int basis_fd = h.count > 0 && basis_type >= 0 ? open_basis(r, f, path, basis_type) : -1;
+	int basis_fd = h.count > 0 && basis_type >= 0 ? open_basis(r, f, path, basis_type, xname) : -1;
 	csum_file_init(&sum, s->xfer_csum, s->seed);
 	r->discarding = true;
 	bool ok = receive_data(r, &h, basis_fd, -1, path, &sum, &write_ok);
@@ -421,7 +540,8 @@ static bool skip_appended_prefix(struct rcv *r, const struct sum_head *h, int ba
 }
 
 /* Receive one file's data into place. Returns false on a stream error. */
-static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type)
+static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type,
+			  const char *xname)
 {
 	struct recv_ctx *rc = r->rc;
 	struct session *s = r->s;
@@ -442,7 +562,7 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 		/* Our generator found it up to date: the batch's update is
 		 * not for this copy. */
 		session_info(s, "(Skipping batched update for \"%s\")\n", path);
-		return discard_file(r, f, path, -1);
+		return discard_file(r, f, path, -1, NULL);
 	}
 	if (!(rc->state[ndx] & FS_REQUESTED))
 		return wire_fail(&s->err, RERR_PROTOCOL, "sender sent \"%s\", which we did not request",
@@ -452,14 +572,22 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	 * an --only-write-batch client, which records it (an
 	 * --only-write-batch server's sender diverts it away from us). */
 	if (r->o->dry_run && r->o->read_batch)
-		return discard_file(r, f, path, -1);
+		return discard_file(r, f, path, -1, NULL);
 	if (r->o->dry_run && r->o->write_batch < 0 && !s->am_server)
-		return discard_file(r, f, path, basis_type);
+		return discard_file(r, f, path, basis_type, xname);
 	if (r->o->dry_run)
 		return true;
 	if (!read_sum_head(r, &h))
 		return false;
-	int basis_fd = h.count > 0 ? open_basis(r, f, path, basis_type) : -1;
+	int basis_fd = h.count > 0 ? open_basis(r, f, path, basis_type, xname) : -1;
+	/* A -y basis that went away meanwhile fails the sum check, and the
+	 * redo pass asks for the whole file (rsync: "failed to open"). */
+	r->basis_gone = basis_fd < 0 && basis_type >= FNAMECMP_FUZZY;
+	/* Matched runs are copied by the kernel, except into a sparse file
+	 * (it would write the holes) and from the file being updated in
+	 * place (the ranges overlap). */
+	r->clone_ok = r->use_clone && !r->o->sparse &&
+		      !(r->o->inplace && basis_type == FNAMECMP_FNAME);
 	if (!temp_open(&tf, rc, &r->dirs, path, f))
 		write_ok = false;
 	csum_file_init(&sum, s->xfer_csum, s->seed);
@@ -569,7 +697,7 @@ static bool receive_replies(struct rcv *r)
 		}
 		if (r->phase_dones >= 2)
 			return wire_fail(&s->err, RERR_PROTOCOL, "got transfer request in phase 2");
-		if (!recv_one_file(r, ndx, iflags, basis_type))
+		if (!recv_one_file(r, ndx, iflags, basis_type, xname))
 			return false;
 	}
 	if (r->o->read_batch)
@@ -591,6 +719,9 @@ bool receiver_run(struct recv_ctx *rc)
 	struct rcv r = {.rc = rc, .s = rc->s, .o = rc->s->opts, .append = rc->s->opts->append};
 	bool ok;
 
+	/* FERRY_NO_CLONE=1 turns kernel copies off, for measuring them */
+	const char *no_clone = getenv("FERRY_NO_CLONE");
+	r.use_clone = !(no_clone && *no_clone == '1');
 	dir_cursor_init(&r.dirs, rc->rootfd);
 	r.dirs.follow = r.o->keep_dirlinks;
 	r.dirs.beneath = rc->confined;

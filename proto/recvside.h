@@ -62,6 +62,7 @@ struct recv_ctx {
 	int alt_fd[ALT_DEST_MAX]; /* --compare/copy/link-dest dirs (-1: absent) */
 	int nalt;
 	int backup_fd;            /* --backup-dir, or -1 */
+	bool backup_dir_pending;  /* ... to be made at the first backup */
 	int temp_fd;              /* --temp-dir, or -1 */
 };
 
@@ -70,11 +71,21 @@ struct recv_ctx {
 /* 0, or the exit code of a failure it has reported. */
 int recv_open_side_dirs(struct recv_ctx *rc);
 void recv_close_side_dirs(struct recv_ctx *rc);
+/* The --backup-dir fd, making the directory at the first call if it was
+ * missing (-1 after reporting a failure). */
+int recv_backup_dir(struct recv_ctx *rc);
 
 /* -b: move dirfd/leaf (the destination's path) aside as its backup before
  * it is replaced or deleted (backup.c). True when done or when there was
  * nothing to back up. */
 bool backup_make(struct recv_ctx *rc, int dirfd, const char *leaf, const char *path);
+/* -b with --inplace: the backup is a copy, made before the file is
+ * updated where it stands; it gets the old file's mode (and owner and
+ * time where those are kept). */
+bool backup_copy(struct recv_ctx *rc, int dirfd, const char *leaf, const char *path);
+/* ... which then serves as the delta basis (FNAMECMP_BACKUP): an fd for
+ * reading it, or -1. */
+int backup_open_basis(struct recv_ctx *rc, int dirfd, const char *leaf, const char *path);
 
 /* --remove-source-files: tell the sender that entry ndx (at path) is
  * safely in place, so it may remove its copy. `always`: also for

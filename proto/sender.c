@@ -339,6 +339,18 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 		}
 		return true;
 	}
+	if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+		/* mirrors rsync sender.c: send_files, the IS_DEVICE check */
+		if (!s->opts->copy_devices) {
+			close(fd);
+			free(sum1);
+			free(sum2);
+			return wire_fail(&s->err, RERR_PROTOCOL,
+					 "attempt to copy device contents without --copy-devices");
+		}
+		if (st.st_size == 0)
+			st.st_size = fs_device_size(fd);
+	}
 	struct match_index idx;
 	bool have_idx = h.count > 0 && !d->append && match_index_build(&idx, &h, sum1, sum2);
 	if (h.count > 0 && !d->append && !have_idx) {
@@ -521,7 +533,10 @@ bool sender_run(struct session *s, struct send_list *sl)
 					       "received request to transfer non-regular file: %d", ndx);
 				break;
 			}
-			session_log_item(s, f, iflags, xname[0] ? xname : NULL, NULL);
+			/* a transfer's xname names its -y basis, which is not
+			 * shown (sender.c: log_item(..., NULL) when !do_xfers) */
+			session_log_item(s, f, iflags,
+					 xname[0] && !(iflags & ITEM_TRANSFER) ? xname : NULL, NULL);
 			count_created(&s->stats, f, iflags);
 			wire_out_lock(&s->out);
 			ok = echo_header(&d, ndx, iflags, type, xname);

@@ -17,6 +17,7 @@
 #include "proto/logfmt.h"
 #include "proto/fileio.h"
 #include "proto/filesfrom.h"
+#include "proto/copy_as.h"
 #include "proto/negotiate.h"
 #include "proto/recvside.h"
 #include "proto/sendside.h"
@@ -448,6 +449,12 @@ int server_run(struct session *s, const struct server_ctx *ctx)
 		session_err(s, "%s", err);
 		filter_list_free(&filters);
 		return finish(s, false) ? RERR_SYNTAX : RERR_SYNTAX;
+	}
+	/* main.c: do_server_sender / do_server_recv (-M--copy-as, or the
+	 * receiving half of a local copy) */
+	if (!copy_as_become(s, s->opts->copy_as)) {
+		filter_list_free(&filters);
+		return finish(s, false);
 	}
 	int code = s->am_sender ? serve_sender(s, ctx, &filters) : serve_receiver(s, ctx, &filters);
 	filter_list_free(&filters);

@@ -125,6 +125,19 @@ static bool on_message(void *ctx, struct wire_in *in, int code, const uint8_t *p
 	}
 }
 
+void session_set_privilege(struct session *s)
+{
+	/* rsync's am_root: --fake-super (-1) counts as root wherever owners
+	 * are decided, but the attributes go to user.rsync.%stat. */
+	switch (s->opts->super_mode) {
+	case SUPER_ON: s->am_root = true; break;
+	case SUPER_OFF: s->am_root = false; break;
+	case SUPER_FAKE: s->am_root = true; break;
+	default: s->am_root = geteuid() == 0; break;
+	}
+	s->fake_super = s->opts->super_mode == SUPER_FAKE;
+}
+
 void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, int fd_out)
 {
 	memset(s, 0, sizeof *s);
@@ -132,7 +145,8 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 	s->protocol = PROTOCOL_NEWEST;
 	s->xfer_csum = CSUM_MD5;
 	s->flist_csum = CSUM_MD5;
-	s->am_root = geteuid() == 0;
+	session_set_privilege(s);
+	s->namecvt_req_fd = s->namecvt_ans_fd = -1;
 	s->info = stdout;
 	wire_error_init(&s->err);
 	wire_in_init(&s->in, fd_in, &s->err);

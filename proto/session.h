@@ -60,6 +60,8 @@
 
 #define FNAMECMP_FNAME 0x80
 #define FNAMECMP_PARTIAL_DIR 0x81
+#define FNAMECMP_BACKUP 0x82
+#define FNAMECMP_FUZZY 0x83   /* + level: -y's basis, named in the xname */
 
 struct stats {
 	int64_t total_size;          /* sizes of regular files and symlinks */
@@ -112,6 +114,10 @@ struct session {
 	bool am_server;
 	bool am_sender;
 	bool am_root;
+	int namecvt_req_fd, namecvt_ans_fd; /* a daemon's "name converter":
+	                            * requests, answers (-1: none; idmap.c) */
+	bool fake_super;             /* --fake-super: privileged attributes in
+	                            * user.rsync.%stat (proto/fakesuper.h) */
 
 	/* Compression of file data (negotiate.c; proto/token.h). */
 	int compress;              /* CPRES_*: the algorithm in use, 0 = none */
@@ -166,6 +172,11 @@ void logfile_write(struct session *s, const char *fmt, ...) __attribute__((forma
 void logfile_close(struct session *s);
 
 /* Record the peer's name for an id and the local id it maps to. */
+/* The name of our user (is_user) or group id, into buf: from a daemon's
+ * name converter when there is one, else the passwd/group files. NULL
+ * when it has none. */
+const char *id_local_name(struct session *s, bool is_user, uint32_t id, char *buf,
+			  size_t size);
 bool id_map_add(struct session *s, struct id_map *map, uint32_t id, const char *name,
 		bool is_user);
 /* Map an entry's uid/gid to local ids as rsync's match_uid/match_gid do. */
@@ -184,6 +195,9 @@ void session_log_item(struct session *s, const struct file_entry *f, int iflags,
 void session_log_delete(struct session *s, const char *path, mode_t mode);
 
 void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, int fd_out);
+/* am_root and fake_super from s->opts->super_mode and our euid (again
+ * after a daemon drops privileges or a module says "fake super"). */
+void session_set_privilege(struct session *s);
 void session_free(struct session *s);
 
 /* Print an error like rsync's rprintf(FERROR): "ferry: ..." on stderr. */

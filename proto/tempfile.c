@@ -164,7 +164,11 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 		/* the size is where the data ended: after a trailing hole, or
 		 * short of a preallocation for a file that shrank meanwhile */
 		off_t end = lseek(t->fd, 0, SEEK_CUR);
-		if (end >= 0 && ftruncate(t->fd, end) < 0)
+		struct stat st;
+		/* --write-devices: a device keeps its size (receiver.c:
+		 * receive_data truncates only what is not a device) */
+		bool device = fstat(t->fd, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode));
+		if (end >= 0 && !device && ftruncate(t->fd, end) < 0)
 			ok = false;
 	}
 	if (ok && s->opts->fsync && fsync(t->fd) < 0) {

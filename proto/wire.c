@@ -373,9 +373,9 @@ static bool raw_fill(struct wire_in *in, size_t need)
 				return false;
 			continue;
 		}
-		if (r < 0)
-			return wire_fail(in->err, RERR_STREAMIO, "read error: %s",
-					 strerror(errno));
+		if (r < 0) /* io.c: read_buf -> RERR_SOCKETIO; only EOF is a stream error */
+			return wire_fail(in->err, RERR_SOCKETIO, "read error: %s (%d)",
+					 strerror(errno), errno);
 		if (r == 0)
 			return wire_fail(in->err, RERR_STREAMIO,
 					 "connection unexpectedly closed (%llu bytes received so far)",

@@ -207,6 +207,12 @@ static bool name_wanted(const struct session *s, const char *name, bool sending)
 
 	if (user_only ? !has_prefix(name, USER_PREFIX) : has_prefix(name, SYSTEM_PREFIX))
 		return false;
+	/* --fake-super keeps its own records out of the xattr lists */
+	if (s->fake_super && is_rsync_internal(name)) {
+		const char *sfx = name + strlen(RSYNC_PREFIX) + 1;
+		if (!strcmp(sfx, "stat") || !strcmp(sfx, "aacl") || !strcmp(sfx, "dacl"))
+			return false;
+	}
 	return !(sending && s->opts->xattrs < 2 && is_rsync_internal(name));
 }
 
@@ -392,9 +398,19 @@ static bool send_set(struct session *s, const struct xa_set *set)
 		return false;
 	for (uint32_t i = 0; i < set->count; i++) {
 		const struct xa_item *x = &set->items[i];
-		if (!wire_write_varint(&s->out, (int32_t)x->name_len) ||
+		const char *name = x->name;
+		uint32_t name_len = x->name_len;
+		/* --fake-super gives a stored non-user name back its own
+		 * namespace: user.rsync.trusted.x goes out as trusted.x */
+		size_t plen = strlen(RSYNC_PREFIX);
+		if (s->fake_super && name_len > plen + 1 && has_prefix(name, RSYNC_PREFIX) &&
+		    name[plen] != '%') {
+			name += plen;
+			name_len -= (uint32_t)plen;
+		}
+		if (!wire_write_varint(&s->out, (int32_t)name_len) ||
 		    !wire_write_varint(&s->out, (int32_t)x->datum_len) ||
-		    !wire_write(&s->out, x->name, x->name_len) ||
+		    !wire_write(&s->out, name, name_len) ||
 		    !wire_write(&s->out, x->datum, abbrev(x) ? XA_DIGEST_LEN : x->datum_len))
 			return false;
 	}
@@ -434,7 +450,8 @@ bool xattr_send_entry(struct session *s, int rootfd, const char *path, struct fi
 
 /* Read one (name, value-or-digest) of a literal list; *keep false when
  * this side does not store the name. */
-static bool recv_item(struct session *s, struct xa_item *x, uint64_t *total, bool *keep)
+static bool recv_item(struct session *s, struct xa_item *x, uint64_t *total, bool *keep,
+		      bool *renamed)
 {
 	int32_t nl, dl;
 
@@ -458,6 +475,20 @@ static bool recv_item(struct session *s, struct xa_item *x, uint64_t *total, boo
 	if (x->name[nl - 1] != '\0' || memchr(x->name, '\0', (size_t)nl - 1))
 		return wire_fail(&s->err, RERR_FILEIO, "Invalid xattr name received (missing trailing \\0).");
 	x->state = XSTATE_ABBREV;
+	/* --fake-super stores another namespace's name under user.rsync.
+	 * (xattrs.c: receive_xattr, am_root < 0) */
+	if (s->fake_super && !has_prefix(x->name, USER_PREFIX)) {
+		size_t plen = strlen(RSYNC_PREFIX);
+		char *name = malloc(plen + (size_t)nl);
+		if (!name)
+			return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+		memcpy(name, RSYNC_PREFIX, plen);
+		memcpy(name + plen, x->name, (size_t)nl);
+		free(x->name);
+		x->name = name;
+		x->name_len += (uint32_t)plen;
+		*renamed = true;
+	}
 	/* Without root only user.* can be set; rsync's own names need -XX. */
 	*keep = (s->am_root || has_prefix(x->name, USER_PREFIX)) &&
 		!(s->opts->xattrs < 2 && is_rsync_internal(x->name));
@@ -485,11 +516,11 @@ bool xattr_recv_entry(struct session *s, struct file_entry *f)
 		return wire_fail(&s->err, RERR_STREAMIO, "xattr count %d out of range", v);
 	struct xa_set set = {.items = calloc(v ? (size_t)v : 1, sizeof(struct xa_item))};
 	uint64_t total = 0;
-	bool ok = set.items != NULL;
+	bool ok = set.items != NULL, renamed = false;
 	for (int32_t num = 1; ok && num <= v; num++) {
 		struct xa_item *it = &set.items[set.count];
 		bool keep = false;
-		ok = recv_item(s, it, &total, &keep);
+		ok = recv_item(s, it, &total, &keep, &renamed);
 		if (ok && keep) {
 			it->num = num;
 			set.count++;
@@ -499,6 +530,8 @@ bool xattr_recv_entry(struct session *s, struct file_entry *f)
 			memset(it, 0, sizeof *it);
 		}
 	}
+	if (ok && renamed && set.count > 1)
+		qsort(set.items, set.count, sizeof *set.items, cmp_items);
 	long ndx = ok ? store_set(x, &set, false) : -1;
 	if (ndx < 0) {
 		set_free(&set);

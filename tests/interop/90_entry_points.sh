@@ -320,7 +320,7 @@ probes = {
 for cap, args in probes.items():
     p = subprocess.run([ferry, "-n"] + args + ["/nonexistent-src", "/nonexistent-dst"],
                        capture_output=True, text=True)
-    refused = "not supported yet" in p.stderr
+    refused = "not supported yet" in p.stderr or "does not support" in p.stderr
     claimed = f["capabilities"][cap] not in (False,)
     if claimed == refused:
         bad.append("%s: -VV says %s, %s %s" % (cap, f["capabilities"][cap], " ".join(args),

@@ -338,14 +338,25 @@ static void test_unknown_and_unsupported(void **state)
 	assert_non_null(strstr(errbuf, "--exclude: missing argument"));
 	options_free(&o);
 
-	assert_int_equal(PARSE(&o, "--fake-super", "a", "b"), RERR_SYNTAX);
-	assert_non_null(strstr(errbuf, "ferry: --fake-super is not supported yet"));
+	assert_int_equal(PARSE(&o, "--fake-super", "a", "b"), 0);
+	assert_int_equal(o.super_mode, SUPER_FAKE);
 	options_free(&o);
-	assert_int_equal(PARSE(&o, "-avy", "a", "b"), RERR_SYNTAX);
-	assert_non_null(strstr(errbuf, "ferry: -y (--fuzzy) is not supported yet"));
+	assert_int_equal(PARSE(&o, "--super", "--no-super", "a", "b"), 0);
+	assert_int_equal(o.super_mode, SUPER_OFF);
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "-aXX", "--fake-super", "a", "b"), RERR_SYNTAX);
+	assert_non_null(strstr(errbuf, "ferry: --fake-super conflicts with -XX"));
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "-avyy", "a", "b"), 0);
+	assert_int_equal(o.fuzzy, 2);
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "-y", "--backup", "--inplace", "a", "b"), 0);
+	assert_int_equal(o.fuzzy, 1);
 	options_free(&o);
 	assert_int_equal(PARSE(&o, "-N", "a", "b"), RERR_SYNTAX);
-	assert_non_null(strstr(errbuf, "ferry: -N (--crtimes) is not supported yet"));
+	assert_non_null(strstr(errbuf, "ferry: This ferry does not support --crtimes (-N)"));
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "--no-crtimes", "a", "b"), 0);
 	options_free(&o);
 	assert_int_equal(PARSE(&o, "--sender", "a", "b"), RERR_SYNTAX);
 	options_free(&o);
@@ -502,9 +513,8 @@ static void test_server_side_parse(void **state)
 	assert_string_equal(options_last_error(),
 			    "on remote machine: --bogus-opt: unknown option");
 	options_free(&o);
-	assert_int_equal(PARSE_REMOTE(&o, "--server", "-vy", ".", "mod/"), RERR_SYNTAX);
-	assert_string_equal(options_last_error(),
-			    "on remote machine: -y (--fuzzy) is not supported yet");
+	assert_int_equal(PARSE_REMOTE(&o, "--server", "-vy", ".", "mod/"), 0);
+	assert_int_equal(o.fuzzy, 1);
 	options_free(&o);
 	assert_int_equal(PARSE_REMOTE(&o, "--server", "--daemon", "."), RERR_SYNTAX);
 	options_free(&o);
@@ -550,6 +560,64 @@ static void test_server_argv_pull(void **state)
 			   (char *[]){ "ferry", "-a", "h::m/", "d/", NULL });
 	expect_server_argv(true, 29, "--server --sender .",
 			   (char *[]){ "ferry", "--protocol=29", "h::m/", "d/", NULL });
+}
+
+/* --copy-devices, --write-devices, --copy-as, --trust-sender: what each
+ * sets and what rsync 3.5.0 sends for it (its remote-shell argv). */
+static void test_devices_copy_as_trust(void **state)
+{
+	struct ferry_opts o;
+	bool *refused;
+
+	(void)state;
+	assert_int_equal(PARSE(&o, "--write-devices", "src/", "dst/"), 0);
+	assert_true(o.write_devices);
+	assert_true(o.inplace); /* implied, as rsync */
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "--write-devices", "--no-write-devices", "src/", "dst/"), 0);
+	assert_false(o.write_devices);
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "--copy-devices", "--trust-sender", "--copy-as=nobody:nogroup",
+			       "src/", "dst/"), 0);
+	assert_true(o.copy_devices);
+	assert_true(o.trust_sender);
+	assert_string_equal(o.copy_as, "nobody:nogroup");
+	options_free(&o);
+
+	/* a daemon refuses both unless accepted by exact name; a refused
+	 * --inplace refuses --write-devices too */
+	refused = options_refusals("");
+	assert_true(options_refused_row(refused, "copy-devices") >= 0);
+	assert_true(options_refused_row(refused, "write-devices") >= 0);
+	free(refused);
+	refused = options_refusals("!copy-devices !write-devices");
+	assert_true(options_refused_row(refused, "copy-devices") < 0);
+	assert_true(options_refused_row(refused, "write-devices") < 0);
+	free(refused);
+	refused = options_refusals("!*devices");
+	assert_true(options_refused_row(refused, "copy-devices") >= 0);
+	free(refused);
+	refused = options_refusals("!write-devices inplace");
+	assert_int_equal(options_parse_refusing(&o, 4,
+						(char *[]){ "rsyncd", "--server", "--write-devices",
+							    ".", NULL },
+						OPTS_FROM_REMOTE, refused),
+			 RERR_UNSUPPORTED);
+	options_free(&o);
+	free(refused);
+
+	/* rsync -e RSH --copy-devices -a h:src/ d/ and the push forms */
+	PULL("--server --sender -logDtpre.LsfxCIvu --copy-devices .", "--copy-devices", "-a",
+	     "h:src/", "d/");
+	PULL("--server --sender -logDtpre.LsfxCIvu --inplace --copy-devices .", "--write-devices",
+	     "--copy-devices", "--trust-sender", "--copy-as=nobody", "-a", "h:src/", "d/");
+	PULL("--server --sender -logDtpre.LsfxCIvu --remove-source-files --copy-devices .",
+	     "--copy-devices", "--remove-source-files", "-a", "h:src/", "d/");
+	PUSH("--server -logDtpre.LsfxCIvu --inplace --write-devices .", "--write-devices",
+	     "--copy-devices", "-a", "src/", "h:d/");
+	PUSH("--server -logDtpre.LsfxCIvu --inplace --write-devices --remove-source-files "
+	     "--mkpath .", "--write-devices", "--remove-source-files", "--mkpath", "-a", "src/",
+	     "h:d/");
 }
 
 static void test_server_argv_push(void **state)
@@ -725,6 +793,7 @@ int main(void)
 		cmocka_unit_test(test_server_side_parse),
 		cmocka_unit_test(test_server_argv_pull),
 		cmocka_unit_test(test_server_argv_push),
+		cmocka_unit_test(test_devices_copy_as_trust),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_safe_arg),
 		cmocka_unit_test(test_stop_at),
