@@ -613,9 +613,9 @@ static void test_devices_copy_as_trust(void **state)
 	     "--copy-devices", "--trust-sender", "--copy-as=nobody", "-a", "h:src/", "d/");
 	PULL("--server --sender -logDtpre.LsfxCIvu --remove-source-files --copy-devices .",
 	     "--copy-devices", "--remove-source-files", "-a", "h:src/", "d/");
-	PUSH("--server -logDtpre.LsfxCIvu --inplace --write-devices .", "--write-devices",
+	PUSH("--server -logDtpre.iLsfxCIvu --inplace --write-devices .", "--write-devices",
 	     "--copy-devices", "-a", "src/", "h:d/");
-	PUSH("--server -logDtpre.LsfxCIvu --inplace --write-devices --remove-source-files "
+	PUSH("--server -logDtpre.iLsfxCIvu --inplace --write-devices --remove-source-files "
 	     "--mkpath .", "--write-devices", "--remove-source-files", "--mkpath", "-a", "src/",
 	     "h:d/");
 }
