@@ -215,19 +215,7 @@ t_check push_stats_counts check_push pstats
 
 # ------------------------------------------------------- over a remote shell
 
-cat >"$T/fakessh" <<'EOF'
-#!/bin/sh
-while [ $# -gt 0 ]; do
-    case $1 in
-    -l | -p | -o | -i | -F) shift 2 ;;
-    -*) shift ;;
-    *) break ;;
-    esac
-done
-shift
-exec sh -c "$*"
-EOF
-chmod 0755 "$T/fakessh"
+t_fakessh "$T/fakessh"
 RPATH="env ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}"
 RPATH+=" UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} $FERRY"
 
