@@ -162,17 +162,12 @@ static bool write_flags(struct session *s, uint32_t x, bool is_dir)
 /* With incremental recursion there are no id lists: an id's name follows
  * it the first time it is sent (flist.c: send_file_entry, add_uid). */
 static const char *inline_id_name(struct session *s, struct id_seen *seen, uint32_t id,
-				  bool users)
+				  bool users, char *buf, size_t size)
 {
 	if (!s->inc_recurse || s->opts->numeric_ids || s->ids_by_number || id_seen_has(seen, id))
 		return NULL;
 	note_id(seen, id);
-	if (users) {
-		struct passwd *pw = getpwuid(id);
-		return pw ? pw->pw_name : NULL;
-	}
-	struct group *gr = getgrgid(id);
-	return gr ? gr->gr_name : NULL;
+	return id_local_name(s, users, id, buf, size);
 }
 
 static bool write_id_name(struct wire_out *out, const char *name)
@@ -211,19 +206,13 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 			x |= XMIT_HLINKED;
 		}
 	}
-	/* getpwuid's buffer is reused: copy the names before the next call */
-	char uname[256] = "", gname[256] = "";
-	const char *n;
+	char uname[256], gname[256];
 	if (leader < 0 && o->owner && !(x & XMIT_SAME_UID) &&
-	    (n = inline_id_name(s, uids, f->uid, true))) {
-		snprintf(uname, sizeof uname, "%s", n);
+	    inline_id_name(s, uids, f->uid, true, uname, sizeof uname))
 		x |= XMIT_USER_NAME_FOLLOWS;
-	}
 	if (leader < 0 && o->group && !(x & XMIT_SAME_GID) &&
-	    (n = inline_id_name(s, gids, f->gid, false))) {
-		snprintf(gname, sizeof gname, "%s", n);
+	    inline_id_name(s, gids, f->gid, false, gname, sizeof gname))
 		x |= XMIT_GROUP_NAME_FOLLOWS;
-	}
 	size_t l1 = 0;
 	while (last[l1] && name[l1] == last[l1] && l1 < 255)
 		l1++;
