@@ -132,6 +132,17 @@ static int run_client(const struct ferry_opts *o)
 	return client_pull(o, srcs, nsrc, o->list_only ? NULL : dest);
 }
 
+/* --stderr=all: rsync writes every message, file names and statistics
+ * included, to stderr (log.c: rwrite). The client prints them through
+ * stdout in many places, so point its descriptor at stderr's; line
+ * buffering keeps the two FILE streams' lines in order. */
+static void route_stdout_to_stderr(void)
+{
+	fflush(stdout);
+	if (dup2(STDERR_FILENO, STDOUT_FILENO) >= 0)
+		setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
 /* --server: the remote end of a remote-shell session, on stdin/stdout.
  * The arguments are "." and the paths (main.c: start_server). */
 static int run_server(const struct ferry_opts *o)
@@ -185,6 +196,8 @@ int main(int argc, char **argv)
 			if (o.outbuf)
 				setvbuf(stdout, NULL, o.outbuf == 'N' ? _IONBF
 						      : o.outbuf == 'L' ? _IOLBF : _IOFBF, 0);
+			if (o.msgs2stderr)
+				route_stdout_to_stderr();
 			o.raw_argv = argv; /* for a batch's FILE.sh */
 			o.raw_argc = argc;
 			rc = run_client(&o);

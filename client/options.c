@@ -55,6 +55,13 @@ struct pstate {
 	const bool *refused; /* a daemon module's "refuse options", or NULL */
 };
 
+/* Where --help, --version and --info=help print: stdout, or stderr with
+ * --stderr=all, where rsync sends every message (log.c: rwrite). */
+static FILE *msgs_stream(const struct ferry_opts *o)
+{
+	return o->msgs2stderr ? stderr : stdout;
+}
+
 /* ---- errors ---- */
 
 static void vreport(struct pstate *ps, const char *fmt, va_list ap)
@@ -485,7 +492,7 @@ static int handle_words(struct pstate *ps, bool debug, const char *arg)
 		if (ps->flags & OPTS_FROM_REMOTE)
 			return usage_err(ps, "%s--%s=help is not allowed here", where_prefix(ps),
 					 debug ? "debug" : "info");
-		usage_print_output_words(stdout, debug);
+		usage_print_output_words(msgs_stream(ps->o), debug);
 		return FERRY_OPTS_EXIT_OK;
 	}
 	if (r < 0)
@@ -573,7 +580,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 		if (ps->mode == OM_DAEMON)
 			usage_print_daemon_help(stdout);
 		else
-			usage_print_help(stdout);
+			usage_print_help(msgs_stream(o));
 		return FERRY_OPTS_EXIT_OK;
 	case OPT_VERSION: ps->version_cnt++; break;
 	case OPT_VERBOSE: o->verbose = v ? o->verbose + 1 : 0; break;
@@ -610,6 +617,8 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_UPDATE: o->update = true; break;
 	case OPT_INPLACE: o->inplace = v; break;
 	case OPT_DIRS: case OPT_OLD_DIRS: ps->dirs = v; break;
+	case OPT_DROP_D: o->drop_devices = v; break;
+	case OPT_QSORT: o->qsort = true; break;
 	case OPT_LINKS: o->links = v; break;
 	case OPT_HARD_LINKS: o->hard_links = v; break;
 	case OPT_PERMS: o->perms = v; break;
@@ -1207,10 +1216,16 @@ static int finish(struct pstate *ps)
 			return usage_err(ps, "%s--version: unknown option", where_prefix(ps));
 		/* rsync: -VV asks for JSON, except from a server. */
 		if (ps->version_cnt > 1 && !o->server)
-			usage_print_version_json(stdout);
+			usage_print_version_json(msgs_stream(o));
 		else
-			usage_print_version(stdout);
+			usage_print_version(msgs_stream(o));
 		return FERRY_OPTS_EXIT_OK;
+	}
+	/* clientserver.c: a daemon's stderr leads nowhere, so its messages
+	 * always go over the connection, whatever --stderr the client sent. */
+	if (ps->flags & OPTS_FROM_REMOTE) {
+		o->msgs2stderr = false;
+		o->no_msgs2stderr = true;
 	}
 	if ((rc = check_checksum_choice(ps)) != 0)
 		return rc;
@@ -1220,7 +1235,7 @@ static int finish(struct pstate *ps)
 		return other_err(ps, RERR_UNSUPPORTED, "unknown compress name: %s", o->compress_choice);
 	/* The old meaning of 'h' (--help) on its own. */
 	if (o->human > 1 && ps->argc == 2 && !o->server) {
-		usage_print_help(stdout);
+		usage_print_help(msgs_stream(o));
 		return FERRY_OPTS_EXIT_OK;
 	}
 	if ((rc = settle_arg_protection(ps)) != 0)

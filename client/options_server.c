@@ -444,6 +444,10 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		pushs(&a, "--safe-links");
 	if (o->numeric_ids)
 		pushs(&a, "--numeric-ids");
+	/* rsync sends "--use-qsort" here, which no rsync server accepts
+	 * ("unknown option", exit 1); the server's own name for it works. */
+	if (o->qsort)
+		pushs(&a, "--qsort");
 	if (am_sender) {
 		if (o->usermap)
 			push(&a, options_safe_arg("--usermap", o->usermap, false));

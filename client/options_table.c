@@ -31,7 +31,7 @@ const struct opt_spec options_table[] = {
 	NO("no-v", Y, OPT_VERBOSE),
 	AR("info", 0, Y, OPT_INFO, "FLAGS", "fine-grained informational verbosity"),
 	AR("debug", 0, Y, OPT_DEBUG, "FLAGS", "fine-grained debug verbosity"),
-	AR("stderr", 0, N, OPT_STDERR, "e|a|c", "change stderr output mode (default: errors)"),
+	AR("stderr", 0, Y, OPT_STDERR, "e|a|c", "change stderr output mode (default: errors)"),
 	AL("msgs2stderr", Y, OPT_MSGS2STDERR, 1),
 	NO("no-msgs2stderr", Y, OPT_MSGS2STDERR),
 	FL("quiet", 'q', Y, OPT_QUIET, 1, "suppress non-error messages"),
@@ -71,8 +71,8 @@ const struct opt_spec options_table[] = {
 	FL("dirs", 'd', Y, OPT_DIRS, 2, "transfer directories without recursing"),
 	NO("no-dirs", Y, OPT_DIRS),
 	NO("no-d", Y, OPT_DIRS),
-	FL("old-dirs", 0, N, OPT_OLD_DIRS, 4, "works like --dirs when talking to old rsync"),
-	FL("old-d", 0, N, OPT_OLD_DIRS, 4, "same as --old-dirs"),
+	FL("old-dirs", 0, Y, OPT_OLD_DIRS, 4, "works like --dirs when talking to old rsync"),
+	FL("old-d", 0, Y, OPT_OLD_DIRS, 4, "same as --old-dirs"),
 	FL("mkpath", 0, Y, OPT_MKPATH, 1, "create destination's missing path components"),
 	NO("no-mkpath", Y, OPT_MKPATH),
 	FL("links", 'l', Y, OPT_LINKS, 1, "copy symlinks as symlinks"),
@@ -115,7 +115,7 @@ const struct opt_spec options_table[] = {
 	NO("no-write-devices", Y, OPT_WRITE_DEVICES),
 	FL("specials", 0, Y, OPT_SPECIALS, 1, "preserve special files"),
 	NO("no-specials", Y, OPT_SPECIALS),
-	FL("drop-D", 0, N, OPT_DROP_D, 1, "receiver refuses to create devices/specials"),
+	FL("drop-D", 0, Y, OPT_DROP_D, 1, "receiver refuses to create devices/specials"),
 	NO("no-drop-D", Y, OPT_DROP_D),
 	FL(NULL, 'D', Y, OPT_D, 1, "same as --devices --specials"),
 	NO("no-D", Y, OPT_D),
@@ -300,7 +300,11 @@ const struct opt_spec options_table[] = {
 	FL("version", 'V', Y, OPT_VERSION, 1, "print the version + other info and exit"),
 	{ "help", 0, OA_NONE, OM_CLIENT, Y, OPT_HELP, 1, NULL,
 	  "show this help (* -h is help only on its own)", "--help, -h (*)", NULL },
-	AL("qsort", N, OPT_QSORT, 1),
+	AL("qsort", Y, OPT_QSORT, 1),
+	/* What rsync 3.5.0's client sends for --qsort (options.c:
+	 * server_options), though its own server knows only "--qsort":
+	 * accepted so such a client can use a ferry server. */
+	AL("use-qsort", Y, OPT_QSORT, 1),
 
 	/* Mode switches, not in --help. */
 	{ "server", 0, OA_NONE, OM_BOTH, Y, OPT_SERVER, 1, NULL, NULL, NULL, NULL },

@@ -1004,8 +1004,11 @@ static void gen_entry(struct gen *g, int32_t ndx)
 			session_info(g->s, "skipping non-regular file \"%s\"\n", path);
 	} else if (S_ISREG(f->mode)) {
 		gen_regular(g, ndx, f, path);
-	} else if (((S_ISCHR(f->mode) || S_ISBLK(f->mode)) && o->devices && g->s->am_root) ||
-		   ((S_ISFIFO(f->mode) || S_ISSOCK(f->mode)) && o->specials)) {
+	} else if (!o->drop_devices &&
+		   (((S_ISCHR(f->mode) || S_ISBLK(f->mode)) && o->devices && g->s->am_root) ||
+		    ((S_ISFIFO(f->mode) || S_ISSOCK(f->mode)) && o->specials))) {
+		/* --drop-D skips them as --no-D would (generator.c:
+		 * recv_generator), leaving any node already there alone */
 		gen_device(g, ndx, f, path);
 	} else if (!o->quiet) {
 		session_info(g->s, "skipping non-regular file \"%s\"\n", path);

@@ -187,13 +187,15 @@ static void adopt_compat_flags(struct session *s, uint32_t flags)
 
 bool inc_recurse_allowed(const struct ferry_opts *o, bool am_sender, int protocol)
 {
-	/* ferry sends incremental lists but still receives whole ones; and
+	/* rsync: no incremental lists with --qsort (compat.c). ferry sends
+	 * incremental lists but still receives whole ones; and
 	 * it keeps to the options whose list encoding it has checked against
 	 * rsync in that mode: -H (leaders in earlier lists), -A (ACL names
 	 * inline), -R and --files-from (implied dirs and per-dir name lists)
 	 * and batch files (ferry cannot read those back) stay whole-list. */
 	return am_sender && protocol >= 30 && o->recursive && !o->no_inc_recursive &&
-	       !o->hard_links && !o->acls && !o->relative && !o->files_from && !o->write_batch;
+	       !o->qsort && !o->hard_links && !o->acls && !o->relative && !o->files_from &&
+	       !o->write_batch;
 }
 
 static void set_protocol(struct session *s, int protocol)

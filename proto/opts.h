@@ -83,6 +83,11 @@ struct ferry_opts {
 			    * as a regular file */
 	bool write_devices; /* --write-devices: a receiver writes into an
 			     * existing device in place (implies --inplace) */
+	bool drop_devices; /* --drop-D: a receiver creates no devices or
+			    * specials (the list keeps their rdev fields);
+			    * never forwarded */
+	bool qsort;        /* --qsort: rsync's unstable file-list sort; it
+			    * turns incremental recursion off (compat.c) */
 	bool hard_links;   /* -H */
 	bool numeric_ids;  /* --numeric-ids */
 	bool relative;     /* -R (also implied by --files-from) */

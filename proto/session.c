@@ -179,6 +179,14 @@ void session_free(struct session *s)
 	xattr_state_free(s);
 }
 
+/* --stderr=all (rsync's msgs2stderr == 1) on a server: every message goes
+ * to our own stderr instead of over the connection (log.c: rwrite). A
+ * daemon never has it: its stderr leads nowhere (the daemon clears it). */
+static bool server_msgs_to_stderr(const struct session *s)
+{
+	return s->am_server && s->opts->msgs2stderr;
+}
+
 void session_err(struct session *s, const char *fmt, ...)
 {
 	char msg[1100];
@@ -191,7 +199,7 @@ void session_err(struct session *s, const char *fmt, ...)
 		return;
 	if ((size_t)n > sizeof msg - 2)
 		n = (int)sizeof msg - 2;
-	if (s->am_server && s->out.mux) {
+	if (s->am_server && s->out.mux && !server_msgs_to_stderr(s)) {
 		/* The client prints what the server has to say. */
 		char line[1200];
 		int m = snprintf(line, sizeof line, "ferry: %s\n", msg);
@@ -214,7 +222,7 @@ void session_xfer_err(struct session *s, const char *fmt, ...)
 	if (n < 0)
 		return;
 	s->got_xfer_error = true;
-	if (s->am_server && s->out.mux) {
+	if (s->am_server && s->out.mux && !server_msgs_to_stderr(s)) {
 		/* MSG_ERROR_XFER: the client counts it for its exit code 23
 		 * (log.c: rwrite). */
 		char line[1200];
@@ -238,12 +246,12 @@ void session_info(struct session *s, const char *fmt, ...)
 		return;
 	if ((size_t)n >= sizeof msg)
 		n = (int)sizeof msg - 1;
-	if (s->am_server) {
+	if (s->am_server && !server_msgs_to_stderr(s)) {
 		if (s->out.mux)
 			wire_send_msg(&s->out, MSG_INFO, msg, (size_t)n);
 		return;
 	}
-	fwrite(msg, 1, (size_t)n, s->info);
+	fwrite(msg, 1, (size_t)n, server_msgs_to_stderr(s) ? stderr : s->info);
 }
 
 /* mirrors the io_error part of rsync cleanup.c:_exit_cleanup() */

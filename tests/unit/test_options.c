@@ -531,6 +531,12 @@ static void test_server_argv_pull(void **state)
 	PULL("--server --sender -de.LsfxCIvu .", "host::mod/");
 	PULL("--server --sender -de.LsfxCIvu --list-only .", "--list-only", "host::mod/");
 	PULL("--server --sender -re.LsfxCIvu .", "-r", "host::mod/");
+	/* --qsort goes by the name rsync's server knows; --drop-D is never
+	 * forwarded; --old-dirs is -r (its exclude of the second level travels as a
+	 * filter rule) */
+	PULL("--server --sender -re.LsfxCIvu --qsort .", "-r", "--qsort", "host::mod/");
+	PULL("--server --sender -De.LsfxCIvu .", "-D", "--drop-D", "host::mod/", "d/");
+	PULL("--server --sender -re.LsfxCIvu .", "--old-dirs", "host::mod/", "d/");
 	/* the client deletes in a pull: nothing about it is sent */
 	PULL("--server --sender -de.LsfxCIvu .", "-d", "--delete", "--max-delete=5", "h::m/",
 	     "d/");
