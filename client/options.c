@@ -611,6 +611,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 		break;
 	case OPT_RECURSIVE: o->recursive = v; ps->recurse = v ? 2 : 0; break;
 	case OPT_RELATIVE: ps->relative = v; break;
+	case OPT_INC_RECURSIVE: o->no_inc_recursive = !v; break;
 	case OPT_IMPLIED_DIRS: o->no_implied_dirs = !v; break;
 	case OPT_FILES_FROM: return set_str(ps, &o->files_from, arg);
 	case OPT_UPDATE: o->update = true; break;
@@ -964,8 +965,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 		}
 		break;
 	default:
-		/* Recognised, supported, nothing to store (e.g. --no-i-r: we
-		 * never use incremental recursion). */
+		/* Recognised, supported, nothing to store. */
 		break;
 	}
 	return 0;

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "client/options.h"
+#include "proto/negotiate.h"
 #include "client/remote.h"
 #include "proto/logfmt.h"
 
@@ -306,9 +307,11 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		flags[x++] = 'S';
 	if (cpres == 1)
 		flags[x++] = 'z';
-	/* rsync options.c:maybe_add_e_option(), without 'i' (no inc-recursion). */
+	/* rsync options.c:maybe_add_e_option(); 'i' where we can send
+	 * incremental lists. */
 	if (protocol >= 30)
-		x += snprintf(flags + x, sizeof flags - (size_t)x, "e.LsfxCIvu");
+		x += snprintf(flags + x, sizeof flags - (size_t)x, "e.%sLsfxCIvu",
+			      inc_recurse_allowed(o, am_sender, protocol) ? "i" : "");
 	flags[x] = '\0';
 	if (x > 1)
 		pushs(&a, flags);

@@ -68,7 +68,9 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 		return false;
 	bool show = (o->verbose || o->progress) && !o->quiet && !o->json;
 	logfile_write(s, "building file list");
-	if (show) {
+	if (show && s->inc_recurse)
+		printf("sending incremental file list\n");
+	else if (show) {
 		printf("building file list ... ");
 		fflush(stdout);
 	}
@@ -86,12 +88,14 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 			s->in.mux = false;
 		w.names = &ns;
 	}
-	time_t t0 = time(NULL);
+	int64_t t0 = wire_now_ms();
 	bool ok = flist_build(s, &w, srcs, nsrc, &sl);
 	s->in.mux = mux_in;
-	s->stats.flist_buildtime_ms = (int64_t)(time(NULL) - t0) * 1000;
+	flist_note_build_time(s, t0);
+	int64_t t1 = wire_now_ms();
 	ok = ok && flist_send(s, &sl) && flist_sort_sender(s, &sl.fl);
-	if (show && ok)
+	s->stats.flist_xfertime_ms = wire_now_ms() - t1;
+	if (show && ok && !s->inc_recurse)
 		printf("done\n");
 	for (size_t i = 0; i < sl.fl.count; i++) {
 		const struct file_entry *f = &sl.fl.files[i];

@@ -306,13 +306,28 @@ static long find_as_file(struct flist *fl, const struct file_entry *f, size_t lo
 	return -1;
 }
 
+bool flist_sort_entries(struct session *s, struct file_entry **v, size_t n)
+{
+	struct sort_ctx c = {.protocol = s->protocol};
+
+	if (n < 2)
+		return true;
+	struct file_entry **tmp = malloc((n + 1) / 2 * sizeof *tmp);
+	if (!tmp)
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory sorting the file list");
+	merge_sort(&c, v, n, tmp);
+	free(tmp);
+	return true;
+}
+
 bool flist_sort_sender(struct session *s, struct flist *fl)
 {
 	struct sort_ctx c = {.protocol = s->protocol};
 
 	fl->low = 0;
 	fl->high = fl->count ? fl->count - 1 : 0;
-	if (fl->count == 0)
+	/* incremental lists are sorted part by part (flist_inc.c) */
+	if (fl->count == 0 || s->inc_recurse)
 		return true;
 	struct file_entry **tmp = malloc((fl->count + 1) / 2 * sizeof *tmp + sizeof *tmp);
 	fl->sorted = malloc(fl->count * sizeof *fl->sorted);

@@ -118,6 +118,10 @@ bool flist_recv(struct session *s, struct flist *fl);
 /* Sort and remove duplicates as the receiver does (flist_sort_and_clean). */
 bool flist_sort_and_clean(struct session *s, struct flist *fl);
 
+/* Sort entry pointers in rsync's order (stable: equal names keep their
+ * order). */
+bool flist_sort_entries(struct session *s, struct file_entry **v, size_t n);
+
 /* rsync's f_name_cmp() for the negotiated protocol. */
 int flist_name_cmp(const struct file_entry *a, const struct file_entry *b, int protocol);
 

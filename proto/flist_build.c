@@ -926,6 +926,8 @@ void send_list_free(struct send_list *sl)
 		close(sl->roots.fds[i]);
 	free(sl->roots.fds);
 	free(sl->info);
+	flist_enc_free(sl->enc);
+	flist_inc_free(sl->inc);
 	flist_free(&sl->fl);
 	memset(sl, 0, sizeof *sl);
 }

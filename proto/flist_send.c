@@ -27,11 +27,25 @@ struct id_seen {
 	size_t count, cap;
 };
 
-static void note_id(struct id_seen *seen, uint32_t id)
+/* The encoder's memory for the whole session: the previous entry, and
+ * the ids named so far. */
+struct flist_enc {
+	struct send_state st;
+	struct id_seen uids, gids;
+};
+
+static bool id_seen_has(const struct id_seen *seen, uint32_t id)
 {
 	for (size_t i = 0; i < seen->count; i++)
 		if (seen->ids[i] == id)
-			return;
+			return true;
+	return false;
+}
+
+static void note_id(struct id_seen *seen, uint32_t id)
+{
+	if (id_seen_has(seen, id))
+		return;
 	if (seen->count == seen->cap) {
 		size_t cap = seen->cap ? seen->cap * 2 : 16;
 		uint32_t *t = realloc(seen->ids, cap * sizeof *t);
@@ -145,6 +159,26 @@ static bool write_flags(struct session *s, uint32_t x, bool is_dir)
 	return wire_write_u8(&s->out, (uint8_t)x);
 }
 
+/* With incremental recursion there are no id lists: an id's name follows
+ * it the first time it is sent (flist.c: send_file_entry, add_uid). */
+static const char *inline_id_name(struct session *s, struct id_seen *seen, uint32_t id,
+				  bool users, char *buf, size_t size)
+{
+	if (!s->inc_recurse || s->opts->numeric_ids || s->ids_by_number || id_seen_has(seen, id))
+		return NULL;
+	note_id(seen, id);
+	return id_local_name(s, users, id, buf, size);
+}
+
+static bool write_id_name(struct wire_out *out, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n > 255)
+		n = 255;
+	return wire_write_u8(out, (uint8_t)n) && wire_write(out, name, n);
+}
+
 static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct send_state *st,
 		       struct id_seen *uids, struct id_seen *gids, const int32_t *leaders)
 {
@@ -172,6 +206,13 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 			x |= XMIT_HLINKED;
 		}
 	}
+	char uname[256], gname[256];
+	if (leader < 0 && o->owner && !(x & XMIT_SAME_UID) &&
+	    inline_id_name(s, uids, f->uid, true, uname, sizeof uname))
+		x |= XMIT_USER_NAME_FOLLOWS;
+	if (leader < 0 && o->group && !(x & XMIT_SAME_GID) &&
+	    inline_id_name(s, gids, f->gid, false, gname, sizeof gname))
+		x |= XMIT_GROUP_NAME_FOLLOWS;
 	size_t l1 = 0;
 	while (last[l1] && name[l1] == last[l1] && l1 < 255)
 		l1++;
@@ -219,10 +260,14 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 	if (o->owner && !(x & XMIT_SAME_UID)) {
 		if (!wire_write_varint30(out, (int32_t)f->uid))
 			return false;
+		if ((x & XMIT_USER_NAME_FOLLOWS) && !write_id_name(out, uname))
+			return false;
 		note_id(uids, f->uid);
 	}
 	if (o->group && !(x & XMIT_SAME_GID)) {
 		if (!wire_write_varint30(out, (int32_t)f->gid))
+			return false;
+		if ((x & XMIT_GROUP_NAME_FOLLOWS) && !write_id_name(out, gname))
 			return false;
 		note_id(gids, f->gid);
 	}
@@ -333,49 +378,106 @@ static bool send_meta(struct session *s, struct send_list *sl, size_t i)
 	return !s->opts->xattrs || xattr_send_entry(s, rootfd, path, f);
 }
 
+void flist_note_build_time(struct session *s, int64_t t0)
+{
+	int64_t ms = wire_now_ms() - t0;
+
+	s->stats.flist_buildtime_ms = ms > 0 ? ms : 1;
+}
+
+static bool write_end_of_list(struct session *s, int io_err)
+{
+	if (s->varint_flist_flags)
+		return wire_write_varint(&s->out, 0) && wire_write_varint(&s->out, io_err);
+	if (io_err && s->safe_flist)
+		return wire_write_u16(&s->out, XMIT_EXTENDED_FLAGS | XMIT_IO_ERROR_ENDLIST) &&
+		       wire_write_varint(&s->out, io_err);
+	return wire_write_u8(&s->out, 0);
+}
+
+static struct flist_enc *encoder_of(struct session *s, struct send_list *sl)
+{
+	if (!sl->enc) {
+		sl->enc = calloc(1, sizeof *sl->enc);
+		if (!sl->enc) {
+			wire_fail(&s->err, RERR_MALLOC, "out of memory");
+			return NULL;
+		}
+		sl->enc->st.first = true;
+		s->fl.lastname[0] = '\0';
+	}
+	return sl->enc;
+}
+
+void flist_enc_free(struct flist_enc *enc)
+{
+	if (enc) {
+		free(enc->uids.ids);
+		free(enc->gids.ids);
+		free(enc);
+	}
+}
+
+/* One entry (index into sl->fl.files) with its ACLs/xattrs, counted for
+ * the statistics. */
+static bool send_counted(struct session *s, struct send_list *sl, size_t i, struct flist_enc *e,
+			 const int32_t *leaders)
+{
+	const struct ferry_opts *o = s->opts;
+	const struct file_entry *f = &sl->fl.files[i];
+
+	if (!send_entry(s, sl, i, &e->st, &e->uids, &e->gids, leaders))
+		return false;
+	if ((o->acls || o->xattrs) && !send_meta(s, sl, i))
+		return false;
+	if (S_ISREG(f->mode) || S_ISLNK(f->mode))
+		s->stats.total_size += f->size;
+	return true;
+}
+
+bool flist_send_part(struct session *s, struct send_list *sl, struct file_entry *const *v,
+		     size_t n, int io_err)
+{
+	struct flist_enc *e = encoder_of(s, sl);
+	uint64_t start = s->out.total_written + s->out.len;
+	bool ok = e != NULL;
+
+	for (size_t k = 0; ok && k < n; k++)
+		ok = send_counted(s, sl, (size_t)(v[k] - sl->fl.files), e, NULL);
+	ok = ok && write_end_of_list(s, io_err);
+	s->stats.flist_size += (int64_t)(s->out.total_written + s->out.len - start);
+	return ok;
+}
+
 bool flist_send(struct session *s, struct send_list *sl)
 {
 	const struct ferry_opts *o = s->opts;
-	struct send_state st = {.first = true};
-	struct id_seen uids = {0}, gids = {0};
 	uint64_t start = s->out.total_written + s->out.len;
-	bool ok = true;
+	bool ok = meta_check_protocol(s);
 
+	if (ok && s->inc_recurse)
+		return flist_inc_start(s, sl) && wire_flush(&s->out);
+	struct flist_enc *e = ok ? encoder_of(s, sl) : NULL;
+	ok = e != NULL;
 	int32_t *leaders = o->hard_links ? hlink_leaders(sl) : NULL;
 
-	s->fl.lastname[0] = '\0';
-	if (!meta_check_protocol(s))
-		ok = false;
-	for (size_t i = 0; ok && i < sl->fl.count; i++) {
-		ok = send_entry(s, sl, i, &st, &uids, &gids, leaders);
-		if (ok && (o->acls || o->xattrs))
-			ok = send_meta(s, sl, i);
-		const struct file_entry *f = &sl->fl.files[i];
-		if (S_ISREG(f->mode) || S_ISLNK(f->mode))
-			s->stats.total_size += f->size;
-	}
+	for (size_t i = 0; ok && i < sl->fl.count; i++)
+		ok = send_counted(s, sl, i, e, leaders);
 	int io_err = o->ignore_errors ? 0 : s->io_error & IOERR_VALID_MASK;
-	if (ok) {
-		if (s->varint_flist_flags)
-			ok = wire_write_varint(&s->out, 0) && wire_write_varint(&s->out, io_err);
-		else if (io_err && s->safe_flist)
-			ok = wire_write_u16(&s->out, XMIT_EXTENDED_FLAGS | XMIT_IO_ERROR_ENDLIST) &&
-			     wire_write_varint(&s->out, io_err);
-		else
-			ok = wire_write_u8(&s->out, 0);
+	ok = ok && write_end_of_list(s, io_err);
+	if (e) {
+		struct id_seen *uids = &e->uids, *gids = &e->gids;
+		collect_ids(s, sl, uids, gids);
+		if (ok && (o->owner || o->acls) && !o->numeric_ids)
+			ok = send_id_list(s, uids, true);
+		if (ok && (o->group || o->acls) && !o->numeric_ids)
+			ok = send_id_list(s, gids, false);
 	}
-	collect_ids(s, sl, &uids, &gids);
-	if (ok && (o->owner || o->acls) && !o->numeric_ids)
-		ok = send_id_list(s, &uids, true);
-	if (ok && (o->group || o->acls) && !o->numeric_ids)
-		ok = send_id_list(s, &gids, false);
 	if (ok && s->protocol < 30)
 		ok = wire_write_i32(&s->out, io_err);
 	else if (ok && io_err && !s->varint_flist_flags && !s->safe_flist)
 		ok = wire_send_msg(&s->out, MSG_IO_ERROR, (uint8_t[]){(uint8_t)io_err, 0, 0, 0}, 4);
 	free(leaders);
-	free(uids.ids);
-	free(gids.ids);
 	s->stats.flist_size = (int64_t)(s->out.total_written + s->out.len - start);
 	return ok && wire_flush(&s->out);
 }

@@ -182,6 +182,20 @@ static void adopt_compat_flags(struct session *s, uint32_t flags)
 	s->proper_seed_order = flags & CF_CHKSUM_SEED_FIX;
 	s->id0_names = flags & CF_ID0_NAMES;
 	s->safe_flist = (flags & CF_SAFE_FLIST) || s->protocol >= 31;
+	s->inc_recurse = flags & CF_INC_RECURSE;
+}
+
+bool inc_recurse_allowed(const struct ferry_opts *o, bool am_sender, int protocol)
+{
+	/* rsync: no incremental lists with --qsort (compat.c). ferry sends
+	 * incremental lists but still receives whole ones; and
+	 * it keeps to the options whose list encoding it has checked against
+	 * rsync in that mode: -H (leaders in earlier lists), -A (ACL names
+	 * inline), -R and --files-from (implied dirs and per-dir name lists)
+	 * and batch files (ferry cannot read those back) stay whole-list. */
+	return am_sender && protocol >= 30 && o->recursive && !o->no_inc_recursive &&
+	       !o->qsort && !o->hard_links && !o->acls && !o->relative && !o->files_from &&
+	       !o->write_batch;
 }
 
 static void set_protocol(struct session *s, int protocol)
@@ -214,7 +228,10 @@ bool negotiate_client(struct session *s, int remote_protocol)
 	if (s->protocol >= 30) {
 		if (!wire_read_varint(&s->in, &v))
 			return false;
-		if (v & CF_INC_RECURSE)
+		/* We asked for it (the 'i' of our -e string) only where we can
+		 * do it (compat.c: the inc_recurse && !allow_inc_recurse check). */
+		if ((v & CF_INC_RECURSE) &&
+		    !inc_recurse_allowed(s->opts, s->am_sender, s->protocol))
 			return wire_fail(&s->err, RERR_PROTOCOL,
 					 "Incompatible options specified for inc-recursive connection");
 		adopt_compat_flags(s, (uint32_t)v);
@@ -246,9 +263,11 @@ bool negotiate_server(struct session *s, int remote_protocol, const char *client
 				 PROTOCOL_OLDEST);
 	if (s->protocol >= 30) {
 		const char *caps = client_caps ? client_caps : "";
-		/* We can set symlink times on Linux; we never offer incremental
-		 * recursion or iconv (compat.c: setup_protocol). */
+		/* We can set symlink times on Linux; we never offer iconv
+		 * (compat.c: setup_protocol). */
 		uint32_t flags = CF_SYMLINK_TIMES;
+		if (strchr(caps, 'i') && inc_recurse_allowed(s->opts, s->am_sender, s->protocol))
+			flags |= CF_INC_RECURSE;
 		if (strchr(caps, 'f'))
 			flags |= CF_SAFE_FLIST;
 		if (strchr(caps, 'x'))

@@ -14,6 +14,10 @@
  * Sets s->protocol, compat flags, checksum choice and seed. */
 bool negotiate_client(struct session *s, int remote_protocol);
 
+/* May incremental recursion be used with these options (rsync's
+ * set_allow_inc_recurse, narrowed to what ferry implements)? */
+bool inc_recurse_allowed(const struct ferry_opts *o, bool am_sender, int protocol);
+
 /* Server side: remote_protocol as above; client_caps is the client's
  * "-e.xxx" capability letters (NULL when none were sent). Chooses and sends
  * the compat flags, negotiates checksums, sends the seed. */

@@ -65,6 +65,7 @@ struct ferry_opts {
 
 	/* what to transfer */
 	bool recursive;    /* -r */
+	bool no_inc_recursive; /* --no-inc-recursive */
 	bool dirs;         /* -d; as rsync's xfer_dirs also set by -r and by a listing */
 	bool links;        /* -l */
 	bool perms;        /* -p */

@@ -88,9 +88,10 @@ static bool read_request(struct snd *d, int32_t *ndx, int *iflags, uint8_t *type
 	}
 	if (*ndx == NDX_DONE)
 		return true;
-	if ((size_t)*ndx >= d->sl->fl.count)
+	if (!flist_send_entry(d->sl, *ndx))
 		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid file index: %d (count %zu)", *ndx,
-				 d->sl->fl.count);
+				 flist_send_slots(d->sl));
+	flist_inc_note_request(d->sl, *ndx);
 	if (s->protocol >= 29) {
 		if (!wire_read_u16(&s->in, &v))
 			return false;
@@ -105,7 +106,7 @@ static bool read_request(struct snd *d, int32_t *ndx, int *iflags, uint8_t *type
 	if ((*iflags & ITEM_XNAME_FOLLOWS) && !wire_read_vstring(&s->in, xname, xsize))
 		return false;
 	if (xattr_request_follows(s, *iflags) &&
-	    !xattr_sender_read_request(s, d->sl->fl.sorted[*ndx]))
+	    !xattr_sender_read_request(s, flist_send_entry(d->sl, *ndx)))
 		return false;
 	return true;
 }
@@ -114,7 +115,7 @@ static bool read_request(struct snd *d, int32_t *ndx, int *iflags, uint8_t *type
  * (sender.c: write_ndx_and_attrs -> send_xattr_request). */
 static bool send_xattr_values(struct snd *d, int32_t ndx)
 {
-	struct file_entry *f = d->sl->fl.sorted[ndx];
+	struct file_entry *f = flist_send_entry(d->sl, ndx);
 	uint32_t root = d->sl->info[f - d->sl->fl.files].root;
 	char path[MAXPATHLEN_WIRE * 2];
 
@@ -316,7 +317,7 @@ static bool updating_basis(const struct session *s, uint8_t type)
 static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const char *xname)
 {
 	struct session *s = d->s;
-	struct file_entry *f = d->sl->fl.sorted[ndx];
+	struct file_entry *f = flist_send_entry(d->sl, ndx);
 	char path[MAXPATHLEN_WIRE * 2];
 	struct sum_head h;
 	uint32_t *sum1;
@@ -415,11 +416,11 @@ static void remove_sent_file(void *ctx, int32_t ndx, int64_t dev, int64_t ino)
 	char path[MAXPATHLEN_WIRE * 2];
 	const char *leaf;
 
-	if (ndx < 0 || (size_t)ndx >= fl->count) {
+	const struct file_entry *f = flist_send_entry(d->sl, ndx);
+	if (!f) {
 		wire_fail(&d->s->err, RERR_PROTOCOL, "Invalid file index %d in MSG_SUCCESS", ndx);
 		return;
 	}
-	const struct file_entry *f = fl->sorted[ndx];
 	uint32_t root = d->sl->info[f - fl->files].root;
 	if (S_ISDIR(f->mode) || root >= d->sl->roots.count || !flist_path(f, path, sizeof path))
 		return;
@@ -485,7 +486,10 @@ bool sender_run(struct session *s, struct send_list *sl)
 
 	d.append = s->opts->append;
 	d.dirs = calloc(sl->roots.count ? sl->roots.count : 1, sizeof *d.dirs);
-	uint8_t *sent = calloc(sl->fl.count / 8 + 1, 1);
+	/* with incremental recursion the indexes run past the entry count:
+	 * one gap before each list */
+	size_t nslots = sl->inc ? sl->fl.count * 2 + 2 : sl->fl.count;
+	uint8_t *sent = calloc(nslots / 8 + 1, 1);
 	if (!d.dirs || !sent) {
 		free(d.dirs);
 		free(sent);
@@ -521,9 +525,15 @@ bool sender_run(struct session *s, struct send_list *sl)
 		int32_t ndx;
 		int iflags;
 		uint8_t type;
-		if (!read_request(&d, &ndx, &iflags, &type, xname, sizeof xname)) {
+		if (!flist_inc_send_ahead(s, sl) ||
+		    !read_request(&d, &ndx, &iflags, &type, xname, sizeof xname)) {
 			ok = false;
 			break;
+		}
+		if (ndx == NDX_DONE && flist_inc_list_done(sl)) {
+			/* the generator is done with one list: echo, no phase */
+			ok = wire_write_ndx(&s->out, NDX_DONE) && wire_flush(&s->out);
+			continue;
 		}
 		if (ndx == NDX_DONE) {
 			d.append = 0; /* a redo sends whole files (sender.c) */
@@ -532,7 +542,7 @@ bool sender_run(struct session *s, struct send_list *sl)
 			ok = wire_write_ndx(&s->out, NDX_DONE) && wire_flush(&s->out);
 			continue;
 		}
-		const struct file_entry *f = sl->fl.sorted[ndx];
+		const struct file_entry *f = flist_send_entry(sl, ndx);
 		if (!(iflags & ITEM_TRANSFER) || !batch_do_xfers(s->opts)) {
 			if (iflags & ITEM_TRANSFER && !S_ISREG(f->mode)) {
 				ok = wire_fail(&s->err, RERR_PROTOCOL,

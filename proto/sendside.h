@@ -14,6 +14,8 @@
 
 struct filter_list;
 struct names_source;
+struct flist_enc;
+struct inc_plan;
 
 /* Where the sent entries come from: one directory fd per source argument
  * (the directory the names are relative to). */
@@ -38,6 +40,9 @@ struct send_list {
 			       * (implied dirs may be symlinks, followed as
 			       * rsync does), not one component at a time */
 	bool confined;        /* built in a daemon module (walk_opts.confined) */
+	struct flist_enc *enc; /* the list encoder's session state */
+	struct inc_plan *inc; /* incremental recursion: the parts and how far
+			       * they have been sent (flist_inc.c), or NULL */
 };
 
 struct walk_opts {
@@ -56,8 +61,32 @@ bool flist_build(struct session *s, const struct walk_opts *w, char **args, int 
 		 struct send_list *out);
 void send_list_free(struct send_list *sl);
 
+/* The statistics' "File list generation time" since t0 (wire_now_ms);
+ * never 0, so that it is always reported (flist.c: send_file_list). */
+void flist_note_build_time(struct session *s, int64_t t0);
+
 /* Send the list (entries in building order, end marker, id lists). */
 bool flist_send(struct session *s, struct send_list *sl);
+
+/* Incremental recursion: send the entries v[0..n) (pointers into
+ * sl->fl.files) as one list with its end marker. */
+bool flist_send_part(struct session *s, struct send_list *sl, struct file_entry *const *v,
+		     size_t n, int io_err);
+void flist_enc_free(struct flist_enc *enc);
+
+/* Incremental recursion (flist_inc.c). flist_inc_start cuts the built
+ * list into rsync's per-directory lists and sends the first; the sender
+ * calls flist_inc_send_ahead before each read of a request, and
+ * flist_inc_list_done for each NDX_DONE (true: it ended a list, echo it
+ * and go on). flist_send_entry maps a wire index to its entry (NULL if
+ * not a sent entry) for both modes; flist_send_slots bounds the indexes. */
+bool flist_inc_start(struct session *s, struct send_list *sl);
+bool flist_inc_send_ahead(struct session *s, struct send_list *sl);
+bool flist_inc_list_done(struct send_list *sl);
+void flist_inc_note_request(struct send_list *sl, int32_t ndx);
+void flist_inc_free(struct inc_plan *inc);
+struct file_entry *flist_send_entry(const struct send_list *sl, int32_t ndx);
+size_t flist_send_slots(const struct send_list *sl);
 
 /* Sort the sender's copy so indexes match the receiver's (the sender keeps
  * duplicates; see flist_sort_and_clean). */

@@ -46,6 +46,19 @@ static int error_exit(struct session *s, int code)
 	return code;
 }
 
+/* True if the peer closes the connection within ms (anything else it
+ * sends counts as "still there"). */
+static bool peer_closes_within(struct session *s, int ms)
+{
+	struct pollfd p = {.fd = s->in.fd, .events = POLLIN};
+	char c;
+
+	if (wire_buffered(&s->in) > 0 || poll(&p, 1, ms) <= 0)
+		return false;
+	return recv(s->in.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0 ||
+	       (p.revents & POLLHUP && !(p.revents & POLLIN));
+}
+
 static int finish(struct session *s, bool ok)
 {
 	int code = session_exit_code(s);
@@ -55,6 +68,13 @@ static int finish(struct session *s, bool ok)
 	if (code && s->err.msg[0] && strcmp(s->err.msg, " ") != 0)
 		session_err(s, "%s", s->err.msg);
 	wire_flush(&s->out);
+	/* After the final goodbye the client already knows every error (as
+	 * MSG_ERROR_XFER and the lists' io_error) and closes at once; an
+	 * exit message racing that close can end a real rsync client's
+	 * receiver before it prints its summary, so it goes only to a
+	 * client that is still there. */
+	if (code && ok && peer_closes_within(s, 500))
+		return code;
 	return code ? error_exit(s, code) : 0;
 }
 
@@ -134,12 +154,16 @@ static int serve_sender(struct session *s, const struct server_ctx *ctx,
 			return error_exit(s, RERR_SYNTAX);
 		w.names = &ns;
 	}
+	int64_t t0 = wire_now_ms();
 	bool built = flist_build(s, &w, paths, npaths, &sl);
 	s->in.mux = mux_in;
 	if (list_fd >= 0)
 		close(list_fd);
 
+	flist_note_build_time(s, t0);
+	int64_t t1 = wire_now_ms();
 	bool ok = built && flist_send(s, &sl);
+	s->stats.flist_xfertime_ms = wire_now_ms() - t1;
 	if (ok && sl.fl.count == 0) {
 		/* An empty list ends the run (main.c: do_server_sender); the
 		 * client takes our io_error for its exit code. */

@@ -109,6 +109,8 @@ struct session {
 	bool varint_flist_flags;
 	bool id0_names;
 	bool safe_flist;
+	bool inc_recurse;          /* CF_INC_RECURSE: the file list comes in
+				    * per-directory parts (flist_inc.c) */
 	bool am_server;
 	bool am_sender;
 	bool am_root;

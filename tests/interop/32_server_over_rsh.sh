@@ -53,19 +53,7 @@ t_check make_big make_big || t_done
 
 # A remote shell that is no shell at all: skip ssh's options and the host,
 # and run the command line here, through sh as sshd would.
-cat >"$T/fakessh" <<'EOF'
-#!/bin/sh
-while [ $# -gt 0 ]; do
-    case $1 in
-    -l | -p | -o | -i | -F) shift 2 ;;
-    -*) shift ;;
-    *) break ;;
-    esac
-done
-shift
-exec sh -c "$*"
-EOF
-chmod 0755 "$T/fakessh"
+t_fakessh "$T/fakessh"
 
 # sshd hands the command a clean environment: carry the sanitizer settings
 # (leak checks stay off, as tests/run sets them) to the server side.

@@ -38,19 +38,7 @@ if ! t_check make_trees make_trees; then
     t_done
 fi
 
-cat >"$T/fakessh" <<'EOF'
-#!/bin/sh
-while [ $# -gt 0 ]; do
-    case $1 in
-    -l | -p | -o | -i | -F) shift 2 ;;
-    -*) shift ;;
-    *) break ;;
-    esac
-done
-shift
-exec sh -c "$*"
-EOF
-chmod 0755 "$T/fakessh"
+t_fakessh "$T/fakessh"
 
 # ------------------------------------------------------------------ helpers
 

@@ -23,19 +23,7 @@ fi
 
 # A remote shell that is no shell at all: skip ssh's options and the host,
 # and run the command line here (as in 32_server_over_rsh.sh).
-cat >"$T/fakessh" <<'EOF'
-#!/bin/sh
-while [ $# -gt 0 ]; do
-    case $1 in
-    -l | -p | -o | -i | -F) shift 2 ;;
-    -*) shift ;;
-    *) break ;;
-    esac
-done
-shift
-exec sh -c "$*"
-EOF
-chmod 0755 "$T/fakessh"
+t_fakessh "$T/fakessh"
 RSH=$T/fakessh
 
 # run TAG CMD... -- TAG.out/.err/.rc get CMD's stdout, stderr and status.

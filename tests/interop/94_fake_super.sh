@@ -179,19 +179,7 @@ check_xattr_names() {
 }
 
 # A remote shell that runs the command here (see 32_server_over_rsh.sh).
-cat >"$T/fakessh" <<'EOF'
-#!/bin/sh
-while [ $# -gt 0 ]; do
-    case $1 in
-    -l | -p | -o | -i | -F) shift 2 ;;
-    -*) shift ;;
-    *) break ;;
-    esac
-done
-shift
-exec sh -c "$*"
-EOF
-chmod 0755 "$T/fakessh"
+t_fakessh "$T/fakessh"
 
 t_check xattr_namespaces check_xattr_names
 
@@ -412,16 +400,7 @@ t_check name_converter check_name_converter
 
 # The daemons' children and every command here left their stderr in $T.
 no_reports() {
-    local f bad=0
-    for f in "$T"/*.out "$T"/*.err; do
-        [ -f "$f" ] || continue
-        if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer' "$f"; then
-            echo "sanitizer report in $f:"
-            grep -m1 -A12 -E 'ERROR: [A-Za-z]*Sanitizer|runtime error' "$f"
-            bad=1
-        fi
-    done
-    return "$bad"
+    t_no_sanitizer_reports "$T"/*.out "$T"/*.err
 }
 t_check no_sanitizer_reports no_reports
 

@@ -473,3 +473,40 @@ t_sshd_start_extra() {
     tail -n 20 "$T/$name.log" >&2
     return 1
 }
+
+# ------------------------------------------------------------ shared helpers
+
+# t_fakessh PATH -- write a stand-in for ssh at PATH: it drops ssh's own
+# options and the host name and runs the remote command locally, so the
+# remote-shell path (rsync -e RSH host:path) is tested without an sshd.
+t_fakessh() {
+    cat >"$1" <<'EOF'
+#!/bin/sh
+while [ $# -gt 0 ]; do
+    case $1 in
+    -l | -p | -o | -i | -F) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+    esac
+done
+shift
+exec sh -c "$*"
+EOF
+    chmod 0755 "$1"
+}
+
+# t_no_sanitizer_reports FILE... -- fail, showing the first report, if any
+# existing FILE holds an ASan/UBSan/LSan report (server-side children and
+# daemons write them where no client sees them).
+t_no_sanitizer_reports() {
+    local f bad=0
+    for f in "$@"; do
+        [ -f "$f" ] || continue
+        if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer' "$f"; then
+            echo "sanitizer report in $f:"
+            grep -m1 -A12 -E 'ERROR: [A-Za-z]*Sanitizer|runtime error' "$f"
+            bad=1
+        fi
+    done
+    return "$bad"
+}

@@ -1,8 +1,9 @@
 /*
  * Command-line parsing (client/options.c) and the server argument vector,
  * checked against what rsync 3.5.0 does and sends (its "sending daemon args"
- * debug output and the argv it hands a remote shell), with the 'i'
- * (incremental recursion) capability removed since ferry never offers it.
+ * debug output and the argv it hands a remote shell); the 'i'
+ * (incremental recursion) capability only where ferry sends (a recursive
+ * push without -H, -A, -R, --files-from or --write-batch).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -618,9 +619,9 @@ static void test_devices_copy_as_trust(void **state)
 	     "--copy-devices", "--trust-sender", "--copy-as=nobody", "-a", "h:src/", "d/");
 	PULL("--server --sender -logDtpre.LsfxCIvu --remove-source-files --copy-devices .",
 	     "--copy-devices", "--remove-source-files", "-a", "h:src/", "d/");
-	PUSH("--server -logDtpre.LsfxCIvu --inplace --write-devices .", "--write-devices",
+	PUSH("--server -logDtpre.iLsfxCIvu --inplace --write-devices .", "--write-devices",
 	     "--copy-devices", "-a", "src/", "h:d/");
-	PUSH("--server -logDtpre.LsfxCIvu --inplace --write-devices --remove-source-files "
+	PUSH("--server -logDtpre.iLsfxCIvu --inplace --write-devices --remove-source-files "
 	     "--mkpath .", "--write-devices", "--remove-source-files", "--mkpath", "-a", "src/",
 	     "h:d/");
 }
@@ -629,24 +630,24 @@ static void test_server_argv_push(void **state)
 {
 	(void)state;
 	/* rsync -av --delete src/ host::mod/ */
-	PUSH("--server -vlogDtpre.LsfxCIvu --delete .", "-av", "--delete", "src/", "h::mod/");
+	PUSH("--server -vlogDtpre.iLsfxCIvu --delete .", "-av", "--delete", "src/", "h::mod/");
 	PUSH("--server -logDtpRe.LsfxCIvu .", "-a", "--files-from=list", "src", "h:d/");
 	PUSH("--server -logDtpRe.LsfxCIvu --files-from rl .", "-a", "--files-from=h:rl", "src",
 	     "h:d/");
 	PUSH("--server -logDtprRe.LsfxCIvu --no-implied-dirs .", "-aR", "--no-implied-dirs",
 	     "src", "h:d/");
-	PUSH("--server -re.LsfxCIvu --delete-before .", "--delete-before", "-r", "s/", "h::m/");
-	PUSH("--server -re.LsfxCIvu --delete-during .", "--del", "-r", "s/", "h::m/");
-	PUSH("--server -re.LsfxCIvu --delete-delay .", "--delete-delay", "-r", "s/", "h::m/");
-	PUSH("--server -re.LsfxCIvu --delete-after .", "--delete-after", "-r", "s/", "h::m/");
-	PUSH("--server -re.LsfxCIvu --delete-excluded .", "--delete", "--delete-excluded",
+	PUSH("--server -re.iLsfxCIvu --delete-before .", "--delete-before", "-r", "s/", "h::m/");
+	PUSH("--server -re.iLsfxCIvu --delete-during .", "--del", "-r", "s/", "h::m/");
+	PUSH("--server -re.iLsfxCIvu --delete-delay .", "--delete-delay", "-r", "s/", "h::m/");
+	PUSH("--server -re.iLsfxCIvu --delete-after .", "--delete-after", "-r", "s/", "h::m/");
+	PUSH("--server -re.iLsfxCIvu --delete-excluded .", "--delete", "--delete-excluded",
 	     "-r", "s/", "h::m/");
-	PUSH("--server -re.LsfxCIvu --max-delete=-1 --delete .", "--max-delete=0", "-r",
+	PUSH("--server -re.iLsfxCIvu --max-delete=-1 --delete .", "--max-delete=0", "-r",
 	     "--delete", "s/", "h::m/");
-	PUSH("--server -re.LsfxCIvu --max-delete=5 --delete .", "--max-delete=5", "-r",
+	PUSH("--server -re.iLsfxCIvu --max-delete=5 --delete .", "--max-delete=5", "-r",
 	     "--delete", "s/", "h::m/");
 	PUSH("--server -de.LsfxCIvu --no-r --delete .", "-d", "--delete", "s/", "h::m/");
-	PUSH("--server -unrcIe.LsfxCIvu --delete-excluded --force --size-only --stats "
+	PUSH("--server -unrcIe.iLsfxCIvu --delete-excluded --force --size-only --stats "
 	     "--ignore-errors --numeric-ids --ignore-existing --existing .",
 	     "-n", "-u", "-c", "-I", "--stats", "--size-only", "--existing",
 	     "--ignore-existing", "--numeric-ids", "--ignore-errors", "--force",
@@ -676,7 +677,7 @@ static void test_server_argv_push(void **state)
 	/* devices vs specials */
 	PUSH("--server -De.LsfxCIvu --no-specials .", "--devices", "s/", "h::m/");
 	PUSH("--server -e.LsfxCIvu --specials .", "--specials", "s/", "h::m/");
-	PUSH("--server -logtpre.LsfxCIvu .", "-a", "--no-D", "s/", "h::m/");
+	PUSH("--server -logtpre.iLsfxCIvu .", "-a", "--no-D", "s/", "h::m/");
 	/* --checksum-choice=none forces whole-file, like rsync */
 	PUSH("--server -We.LsfxCIvu --checksum-choice=none .", "--cc=none", "s/", "h::m/");
 	PUSH("--server -e.LsfxCIvu --checksum-choice=MD5,xxh64 .", "--cc=MD5,xxh64", "s/",
@@ -719,7 +720,7 @@ static void test_round_trip(void **state)
 	assert_int_equal(s.block_size, 4096);
 	assert_string_equal(s.checksum_choice, "xxh128");
 	assert_string_equal(s.out_format, "%i");
-	assert_string_equal(s.server_caps, ".LsfxCIvu");
+	assert_string_equal(s.server_caps, ".iLsfxCIvu");
 	assert_int_equal(s.nargs, 2);
 	options_free(&s);
 	options_free(&c);
