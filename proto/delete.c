@@ -142,8 +142,44 @@ static int cmp_names(const void *a, const void *b, void *ctx)
 	return flist_name_cmp(a, b, *(int *)ctx);
 }
 
-static bool read_sorted(int dirfd, int protocol, struct dir_names *out)
+/* The type bits of a directory entry: from d_type when the file system
+ * gives it (no stat per entry: sorting and the filter check only need to
+ * know what is a directory, and delete_item stats what it removes), else
+ * from an lstat. Returns 0 when the entry vanished. */
+static mode_t entry_type(int dirfd, const struct dirent *de)
 {
+	struct stat st;
+
+	switch (de->d_type) {
+	case DT_DIR: return S_IFDIR;
+	case DT_REG: return S_IFREG;
+	case DT_LNK: return S_IFLNK;
+	case DT_CHR: return S_IFCHR;
+	case DT_BLK: return S_IFBLK;
+	case DT_FIFO: return S_IFIFO;
+	case DT_SOCK: return S_IFSOCK;
+	default:
+		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return 0;
+		return st.st_mode & S_IFMT;
+	}
+}
+
+/* The name of a directory's entry as the file list spells it. */
+static bool entry_path(char *buf, size_t size, const char *dirpath, const char *name)
+{
+	int n = strcmp(dirpath, ".") == 0 ? snprintf(buf, size, "%s", name)
+					  : snprintf(buf, size, "%s/%s", dirpath, name);
+	return n >= 0 && (size_t)n < size;
+}
+
+/* A directory's entries, sorted. With rc, names the file list holds are
+ * left out as they are read (they are never deleted), so a no-change
+ * re-sync neither copies nor sorts them. */
+static bool read_sorted(int dirfd, int protocol, const struct recv_ctx *rc,
+			const char *dirpath, struct dir_names *out)
+{
+	char path[MAXPATHLEN_WIRE * 2];
 	size_t cap = 0;
 	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
@@ -159,10 +195,12 @@ static bool read_sorted(int dirfd, int protocol, struct dir_names *out)
 	}
 	struct dirent *de;
 	while ((de = readdir(d)) != NULL) {
-		struct stat st;
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		if (rc && entry_path(path, sizeof path, dirpath, de->d_name) && listed(rc, path))
+			continue;
+		mode_t type = entry_type(dirfd, de);
+		if (!type)
 			continue;
 		if (out->n == cap) {
 			cap = cap ? cap * 2 : 32;
@@ -174,7 +212,7 @@ static bool read_sorted(int dirfd, int protocol, struct dir_names *out)
 		char *name = strdup(de->d_name);
 		if (!name)
 			break;
-		out->v[out->n++] = (struct file_entry){.basename = name, .mode = st.st_mode,
+		out->v[out->n++] = (struct file_entry){.basename = name, .mode = type,
 						       .flags = FE_ACTIVE};
 	}
 	closedir(d);
@@ -214,7 +252,7 @@ static bool delete_dir_contents(struct recv_ctx *rc, int dirfd, const char *leaf
 
 	if (fd < 0)
 		return false;
-	if (!read_sorted(fd, rc->s->protocol, &dn)) {
+	if (!read_sorted(fd, rc->s->protocol, NULL, NULL, &dn)) {
 		close(fd);
 		return false;
 	}
@@ -314,15 +352,12 @@ void delete_in_dir(struct recv_ctx *rc, struct dir_cursor *dirs, const char *dir
 	if (dfd < 0)
 		return;
 	struct dir_names dn;
-	if (!read_sorted(dfd, rc->s->protocol, &dn))
+	if (!read_sorted(dfd, rc->s->protocol, rc, dirpath, &dn))
 		return;
 	for (size_t i = dn.n; i-- > 0;) {
 		const struct file_entry *e = &dn.v[i];
-		if (strcmp(dirpath, ".") == 0)
-			snprintf(path, sizeof path, "%s", e->basename);
-		else
-			snprintf(path, sizeof path, "%s/%s", dirpath, e->basename);
-		if (listed(rc, path) || protected_by_filter(rc, path, S_ISDIR(e->mode)))
+		if (!entry_path(path, sizeof path, dirpath, e->basename) ||
+		    protected_by_filter(rc, path, S_ISDIR(e->mode)))
 			continue;
 		dfd = dir_cursor_open(dirs, strcmp(dirpath, ".") == 0 ? "" : dirpath);
 		if (dfd >= 0)
