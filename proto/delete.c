@@ -29,6 +29,19 @@ static uint64_t hash_str(const char *s)
 	return h;
 }
 
+/* Does entry f spell path? Compared piecewise: no copy of the name. */
+static bool entry_is(const struct file_entry *f, const char *path)
+{
+	if (!f->dirname)
+		return strcmp(f->basename, path) == 0;
+	size_t dlen = strlen(f->dirname);
+	return strncmp(f->dirname, path, dlen) == 0 && path[dlen] == '/' &&
+	       strcmp(f->basename, path + dlen + 1) == 0;
+}
+
+/* The set of listed paths holds file-list indexes + 1 (0 = empty slot),
+ * not copies of the paths: 4 bytes a slot and no string per entry. The
+ * indexes stay valid if the list's array moves. */
 bool delete_index_build(struct recv_ctx *rc)
 {
 	struct flist *fl = rc->fl;
@@ -37,6 +50,8 @@ bool delete_index_build(struct recv_ctx *rc)
 
 	while (cap < fl->count * 2 + 16)
 		cap *= 2;
+	if (fl->count >= UINT32_MAX)
+		return false;
 	rc->names = calloc(cap, sizeof *rc->names);
 	if (!rc->names)
 		return false;
@@ -48,31 +63,25 @@ bool delete_index_build(struct recv_ctx *rc)
 		size_t h = hash_str(path) & (cap - 1);
 		while (rc->names[h])
 			h = (h + 1) & (cap - 1);
-		/* A leading marker byte says whether the entry is a directory. */
-		size_t n = strlen(path);
-		char *e = flist_strdup(fl, path, n + 1);
-		if (!e)
-			return false;
-		memmove(e + 1, e, n + 1);
-		e[0] = S_ISDIR(f->mode) ? 'd' : '-';
-		rc->names[h] = e;
+		rc->names[h] = (uint32_t)i + 1;
 	}
 	return true;
 }
 
 void delete_index_free(struct recv_ctx *rc)
 {
-	free(rc->names); /* the strings live in the file list's arena */
+	free(rc->names);
 	rc->names = NULL;
 }
 
-static const char *lookup(const struct recv_ctx *rc, const char *path)
+static const struct file_entry *lookup(const struct recv_ctx *rc, const char *path)
 {
 	size_t h = hash_str(path) & (rc->names_cap - 1);
 
 	while (rc->names[h]) {
-		if (strcmp(rc->names[h] + 1, path) == 0)
-			return rc->names[h];
+		const struct file_entry *f = &rc->fl->files[rc->names[h] - 1];
+		if (entry_is(f, path))
+			return f;
 		h = (h + 1) & (rc->names_cap - 1);
 	}
 	return NULL;
@@ -85,9 +94,9 @@ static bool listed(const struct recv_ctx *rc, const char *path)
 
 bool recv_dir_listed(const struct recv_ctx *rc, const char *dir)
 {
-	const char *e = lookup(rc, dir);
+	const struct file_entry *e = lookup(rc, dir);
 
-	return e && e[0] == 'd';
+	return e && S_ISDIR(e->mode);
 }
 
 static bool protected_by_filter(struct recv_ctx *rc, const char *path, bool is_dir)

@@ -48,7 +48,7 @@ struct recv_ctx {
 	struct filter_list *filters; /* the rules we sent, for --delete */
 	const struct filter_list *daemon_filters; /* the module's rules, or NULL */
 	char daemon_dest[4096];   /* the destination inside the module ("" = root) */
-	char **names;             /* hash set of listed paths, for --delete */
+	uint32_t *names;          /* hash set of listed paths (file-list index + 1) */
 	size_t names_cap;
 	long deletions;           /* for --max-delete */
 	long skipped_deletes;
