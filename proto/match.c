@@ -40,12 +40,30 @@ static uint32_t mix32(uint32_t x)
 	return x;
 }
 
-#define WEAK_FILTER_BITS 65536
+/* The filter before the weak-sum table has about WEAK_FILTER_PER_BLOCK
+ * bits per block (one bit set per distinct sum: ~6% false positives), at
+ * least 64 Ki bits and at most 16 Mi bits (2 MiB). A fixed 64 Ki bits was
+ * nearly all ones for a 1 GiB PostgreSQL segment in 8 KiB blocks (131,072
+ * blocks), and then every byte slid over a changed page cost two cache
+ * misses in the table. */
+#define WEAK_FILTER_PER_BLOCK 16
+#define WEAK_FILTER_MIN_LOG2 16
+#define WEAK_FILTER_MAX_LOG2 24
 
-/* 16 bits from both halves of a weak sum (rsync's tag is (s1 + s2) & 0xffff). */
-static inline uint32_t weak_tag(uint32_t s)
+static unsigned filter_log2(size_t blocks)
 {
-	return (s ^ (s >> 16)) & (WEAK_FILTER_BITS - 1);
+	unsigned lg = WEAK_FILTER_MIN_LOG2;
+
+	while (lg < WEAK_FILTER_MAX_LOG2 && ((size_t)1 << lg) < blocks * WEAK_FILTER_PER_BLOCK)
+		lg++;
+	return lg;
+}
+
+/* The filter bit of a weak sum: the high bits of its mix (the table uses
+ * the low ones). */
+static inline uint32_t weak_tag(const struct match_index *m, uint32_t mixed)
+{
+	return mixed >> m->filter_shift;
 }
 
 static uint32_t pair_hash(uint32_t sum1, const uint8_t *s2, int32_t len)
@@ -66,11 +84,12 @@ bool match_index_build(struct match_index *m, const struct sum_head *h, uint32_t
 	m->sum2 = sum2;
 	m->weak_cap = table_size((size_t)h->count);
 	m->pair_cap = m->weak_cap;
-	m->weak = malloc(m->weak_cap * sizeof *m->weak);
-	m->weak_used = calloc(m->weak_cap, 1);
-	m->weak_bits = calloc(WEAK_FILTER_BITS / 8, 1);
+	unsigned lg = filter_log2((size_t)h->count);
+	m->filter_shift = 32 - lg;
+	m->weak = calloc(m->weak_cap, sizeof *m->weak);
+	m->weak_bits = calloc(((size_t)1 << lg) / 8, 1);
 	m->pairs = malloc(m->pair_cap * sizeof *m->pairs);
-	if (!m->weak || !m->weak_used || !m->weak_bits || !m->pairs) {
+	if (!m->weak || !m->weak_bits || !m->pairs) {
 		match_index_free(m);
 		return false;
 	}
@@ -78,12 +97,17 @@ bool match_index_build(struct match_index *m, const struct sum_head *h, uint32_t
 		m->pairs[i] = -1;
 	for (int32_t b = 0; b < h->count; b++) {
 		uint32_t s = sum1[b];
-		size_t w = mix32(s) & (m->weak_cap - 1);
-		while (m->weak_used[w] && m->weak[w] != s)
-			w = (w + 1) & (m->weak_cap - 1);
-		m->weak[w] = s;
-		m->weak_used[w] = 1;
-		m->weak_bits[weak_tag(s) >> 3] |= (uint8_t)(1u << (weak_tag(s) & 7));
+		uint32_t mixed = mix32(s);
+		if (s == 0) {
+			m->weak_has_zero = true;
+		} else {
+			size_t w = mixed & (m->weak_cap - 1);
+			while (m->weak[w] && m->weak[w] != s)
+				w = (w + 1) & (m->weak_cap - 1);
+			m->weak[w] = s;
+		}
+		uint32_t tag = weak_tag(m, mixed);
+		m->weak_bits[tag >> 3] |= (uint8_t)(1u << (tag & 7));
 		const uint8_t *s2 = sum2 + (size_t)b * (size_t)h->s2length;
 		size_t p = pair_hash(s, s2, h->s2length) & (m->pair_cap - 1);
 		bool dup = false;
@@ -105,23 +129,25 @@ bool match_index_build(struct match_index *m, const struct sum_head *h, uint32_t
 void match_index_free(struct match_index *m)
 {
 	free(m->weak);
-	free(m->weak_used);
 	free(m->weak_bits);
 	free(m->pairs);
 	m->weak_bits = NULL;
 	m->weak = NULL;
-	m->weak_used = NULL;
 	m->pairs = NULL;
 }
 
 static bool weak_present(const struct match_index *m, uint32_t s)
 {
-	uint32_t tag = weak_tag(s);
+	uint32_t mixed = mix32(s);
+	uint32_t tag = weak_tag(m, mixed);
 	if (!(m->weak_bits[tag >> 3] & (1u << (tag & 7))))
 		return false;
-	size_t w = mix32(s) & (m->weak_cap - 1);
+	if (s == 0)
+		return m->weak_has_zero;
+	/* 0 marks an empty slot: one array, one cache line per probe. */
+	size_t w = mixed & (m->weak_cap - 1);
 
-	while (m->weak_used[w]) {
+	while (m->weak[w]) {
 		if (m->weak[w] == s)
 			return true;
 		w = (w + 1) & (m->weak_cap - 1);

@@ -15,10 +15,12 @@ struct match_index {
 	struct sum_head h;
 	uint32_t *sum1;          /* h.count weak sums */
 	uint8_t *sum2;           /* h.count * h.s2length strong-sum prefixes */
-	uint8_t *weak_bits;      /* 64 Ki-bit filter over the weak sums: most
-				  * byte positions stop at one L1 load */
-	uint32_t *weak;          /* distinct weak sums (open addressing) */
-	uint8_t *weak_used;
+	uint8_t *weak_bits;      /* filter over the weak sums, ~16 bits a block:
+				  * most byte positions stop at one cache load */
+	unsigned filter_shift;   /* 32 - log2(filter bits) */
+	uint32_t *weak;          /* distinct nonzero weak sums (open addressing,
+				  * 0 = empty slot) */
+	bool weak_has_zero;      /* a block's weak sum is 0 */
 	size_t weak_cap;
 	int32_t *pairs;          /* distinct (weak, strong) -> block, -1 empty */
 	size_t pair_cap;
