@@ -45,6 +45,13 @@ struct rcv {
 	bool clone_ok;     /* matched blocks of this file go by fs_copy_range() */
 	off_t run_off;     /* a run of matched basis data not yet copied */
 	int64_t run_len;
+	/* data holds basis bytes [data_off, data_off + data_len): matched
+	 * blocks are read OUT_BUF at a time, not one pread each */
+	int64_t data_off;
+	size_t data_len;
+	int64_t skip;      /* --inplace: unchanged bytes to seek past before
+			    * the next write */
+	bool over_basis;   /* --inplace: writing into the basis itself */
 };
 
 void recv_note_done(struct recv_ctx *rc)
@@ -101,10 +108,28 @@ static bool read_sum_head(struct rcv *r, struct sum_head *h)
 	return true;
 }
 
+static bool apply_skip(struct rcv *r, int fd, const char *path)
+{
+	if (r->skip == 0 || fd < 0)
+		return true;
+	if (lseek(fd, (off_t)r->skip, SEEK_CUR) < 0) {
+		session_err(r->s, "lseek of \"%s\" failed: %s", path, strerror(errno));
+		return false;
+	}
+	r->skip = 0;
+	return true;
+}
+
 static bool flush_out(struct rcv *r, int fd, const char *path)
 {
+	if (!apply_skip(r, fd, path)) {
+		r->out_len = 0;
+		return false;
+	}
 	if (r->out_len == 0)
 		return true;
+	if (r->over_basis)
+		r->data_len = 0; /* the write may change what the window holds */
 	bool sparse = r->o->sparse && !r->o->inplace;
 	if (fd >= 0 && !(sparse ? fs_write_sparse(fd, r->out, r->out_len, r->o->preallocate)
 				: fs_write_all(fd, r->out, r->out_len))) {
@@ -132,6 +157,49 @@ static bool emit(struct rcv *r, int fd, const char *path, const uint8_t *p, size
 	return true;
 }
 
+/* --inplace with the destination as its own basis: is fd that file? */
+static bool writing_over_basis(const struct rcv *r, int basis_fd, int fd)
+{
+	struct stat a, b;
+
+	if (!r->o->inplace || basis_fd < 0 || fd < 0)
+		return false;
+	return fstat(basis_fd, &a) == 0 && fstat(fd, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* A block that matched at the offset where it already lies in the file
+ * being rewritten: move past it instead of writing it back (rsync's
+ * receiver seeks there too). For a PostgreSQL segment with a few changed
+ * pages this spares rewriting, and writing back to disk, the whole file. */
+static bool skip_in_place(struct rcv *r, int fd, const char *path, size_t len)
+{
+	if (r->out_len && !flush_out(r, fd, path))
+		return false;
+	r->skip += (int64_t)len; /* one lseek for a run of such blocks */
+	r->written += (int64_t)len;
+	progress_update(r->s, &r->prog, r->written, r->file_size);
+	return true;
+}
+
+/* k bytes of the basis at off, from the window in r->data (refilled
+ * OUT_BUF at a time). A basis that shrank under us reads as zeros: the
+ * sum check fails and the redo pass fetches the whole file. */
+static const uint8_t *basis_bytes(struct rcv *r, int basis_fd, int64_t off, size_t k)
+{
+	if (off >= r->data_off && off + (int64_t)k <= r->data_off + (int64_t)r->data_len)
+		return r->data + (off - r->data_off);
+	ssize_t got = fs_pread_full(basis_fd, r->data, OUT_BUF, (off_t)off);
+	size_t have = got > 0 ? (size_t)got : 0;
+	r->data_off = off;
+	r->data_len = have;
+	if (have < k) {
+		memset(r->data + have, 0, k - have);
+		r->data_len = 0;
+	}
+	return r->data;
+}
+
 /* Copy the pending run of matched basis data to the output in one call;
  * the kernel clones it where the file system can (reflink). */
 static bool flush_run(struct rcv *r, int basis_fd, int fd, const char *path)
@@ -144,8 +212,10 @@ static bool flush_run(struct rcv *r, int basis_fd, int fd, const char *path)
 	int64_t got = fs_copy_range(basis_fd, &off, fd, want);
 	/* A basis that shrank under us reads as zeros, as in take_block():
 	 * the sum check then fails and the redo pass fetches the file. */
-	if (got >= 0 && got < want)
+	if (got >= 0 && got < want) {
 		memset(r->data, 0, OUT_BUF);
+		r->data_len = 0; /* the window no longer holds basis bytes */
+	}
 	while (got >= 0 && got < want) {
 		size_t k = want - got < OUT_BUF ? (size_t)(want - got) : OUT_BUF;
 		if (!fs_write_all(fd, r->data, k))
@@ -160,12 +230,14 @@ static bool flush_run(struct rcv *r, int basis_fd, int fd, const char *path)
 }
 
 /* One block of the basis: its bytes go into the whole-file sum (and a
- * compressed stream's dictionary) in any case; to the output either as a
- * write or, when cloning, as part of a run copied later. */
+ * compressed stream's dictionary) in any case; to the output as a write,
+ * as part of a run the kernel copies later (cloning), or not at all when
+ * it already lies there in the file being updated in place. */
 static bool take_block(struct rcv *r, int basis_fd, int fd, const char *path, off_t off,
 		       size_t len, struct csum_ctx *sum, bool *write_ok)
 {
 	bool clone = *write_ok && r->clone_ok && fd >= 0 && basis_fd >= 0;
+	bool in_place = !clone && r->over_basis && (int64_t)off == r->written;
 
 	if (clone) {
 		if (r->run_len && r->run_off + r->run_len != off &&
@@ -186,17 +258,12 @@ static bool take_block(struct rcv *r, int basis_fd, int fd, const char *path, of
 	 * protocol 30): take them in pieces. */
 	for (size_t done = 0; done < len;) {
 		size_t k = len - done < OUT_BUF ? len - done : OUT_BUF;
-		ssize_t got = fs_pread_full(basis_fd, r->data, k, off + (off_t)done);
-		if (got < (ssize_t)k) {
-			/* The basis changed under us: the sum check fails and
-			 * the redo pass fetches the whole file. */
-			size_t have = got > 0 ? (size_t)got : 0;
-			memset(r->data + have, 0, k - have);
-		}
-		csum_file_update(sum, r->data, k);
-		if (!clone && *write_ok && !emit(r, fd, path, r->data, k))
+		const uint8_t *p = basis_bytes(r, basis_fd, (int64_t)off + (int64_t)done, k);
+		csum_file_update(sum, p, k);
+		if (!clone && *write_ok &&
+		    !(in_place ? skip_in_place(r, fd, path, k) : emit(r, fd, path, p, k)))
 			*write_ok = false;
-		if (!token_dec_see(r->dec, r->data, k, done, len))
+		if (!token_dec_see(r->dec, p, k, done, len))
 			return false;
 		done += k;
 	}
@@ -210,8 +277,12 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 			 const char *path, struct csum_ctx *sum, bool *write_ok)
 {
 	struct session *s = r->s;
+	bool over_basis = writing_over_basis(r, basis_fd, fd);
 
 	r->run_len = 0;
+	r->over_basis = over_basis;
+	r->data_len = 0;
+	r->skip = 0;
 	token_dec_begin(r->dec, h->count);
 	for (;;) {
 		const uint8_t *p = NULL;
