@@ -26,8 +26,15 @@
 #include "proto/sendside.h"
 #include "proto/server.h"
 
-/* The capability letters our client would send (options_server_argv). */
-#define LOCAL_CAPS ".LsfxCIvu"
+/* The capability letters our client would send (options_server_argv):
+ * 'i' where both halves can use incremental recursion. */
+static const char *local_caps(const struct ferry_opts *o)
+{
+	bool inc = inc_recurse_allowed(o, true, PROTOCOL_NEWEST) &&
+		   inc_recurse_allowed(o, false, PROTOCOL_NEWEST);
+
+	return inc ? ".iLsfxCIvu" : ".LsfxCIvu";
+}
 
 static int run_receiver_child(const struct ferry_opts *o, int fd, const char *dest)
 {
@@ -35,7 +42,7 @@ static int run_receiver_child(const struct ferry_opts *o, int fd, const char *de
 	struct session s;
 	char *paths[1] = {(char *)dest};
 	struct server_ctx ctx = {.root_fd = AT_FDCWD, .paths = paths, .npaths = 1,
-				 .client_caps = LOCAL_CAPS, .local_child = true};
+				 .client_caps = local_caps(o), .local_child = true};
 
 	ro.server = true;
 	ro.sender = false;

@@ -196,6 +196,13 @@ static void print_summary(const struct ferry_opts *o, struct session *s, double 
 		      (long long)s->stats.total_size);
 }
 
+/* recv_ctx.check_part: the sender's names in a later part of the list */
+static bool check_part(struct session *s, const void *ctx, struct flist *fl, size_t first,
+		       size_t end)
+{
+	return request_check_range(s, ctx, fl, first, end);
+}
+
 int pull_receive(struct session *s, const char *dest, struct filter_list *filters,
 		 struct names_forwarder *fw, const struct request_check *rq, double start)
 {
@@ -212,7 +219,9 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	/* rsync's "receiving file list ... done" (without incremental recursion) */
 	bool show = (o->verbose || o->progress) && !o->quiet && !o->json && !o->list_only && dest;
 	logfile_write(s, "receiving file list");
-	if (show) {
+	if (show && s->inc_recurse) {
+		printf("receiving incremental file list\n");
+	} else if (show) {
 		printf("receiving file list ... ");
 		fflush(stdout);
 	}
@@ -221,7 +230,10 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	 * time its file list ends. */
 	ok = names_forward_finish(fw, !ok) && ok;
 	ok = ok && request_check_list(s, rq, &fl) && flist_sort_and_clean(s, &fl);
-	if (show && ok)
+	size_t first_count = fl.count;
+	ok = ok && flist_recv_second(s, &fl) &&
+	     request_check_range(s, rq, &fl, first_count, fl.count);
+	if (show && ok && !s->inc_recurse)
 		printf("done\n");
 	if (!ok) {
 		flist_free(&fl);
@@ -238,6 +250,8 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	memset(&rc, 0, sizeof rc);
 	rc.s = s;
 	rc.fl = &fl;
+	rc.check_part = check_part;
+	rc.check_ctx = rq;
 	rc.filters = filters;
 	rc.rootfd = -1;
 	if (o->list_only || !dest) {

@@ -261,11 +261,17 @@ static void downgrade_parent(const struct request_check *rq, struct file_entry *
 
 bool request_check_list(struct session *s, const struct request_check *rq, struct flist *fl)
 {
+	return request_check_range(s, rq, fl, 0, fl->count);
+}
+
+bool request_check_range(struct session *s, const struct request_check *rq, struct flist *fl,
+			 size_t first, size_t end)
+{
 	char path[MAXPATHLEN_WIRE * 2];
 
 	if (!rq || (!rq->check_names && !rq->check_filters))
 		return true;
-	for (size_t i = 0; i < fl->count; i++) {
+	for (size_t i = first; i < end; i++) {
 		struct file_entry *f = &fl->files[i];
 		if (!flist_path(f, path, sizeof path))
 			continue;

@@ -58,5 +58,9 @@ void request_check_free(struct request_check *rq);
  * rq may be NULL (a batch, a local copy: nothing to check).
  */
 bool request_check_list(struct session *s, const struct request_check *rq, struct flist *fl);
+/* The same for the entries files[first..end) (a part of an incremental
+ * list). */
+bool request_check_range(struct session *s, const struct request_check *rq, struct flist *fl,
+			 size_t first, size_t end);
 
 #endif

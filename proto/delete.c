@@ -42,30 +42,62 @@ static bool entry_is(const struct file_entry *f, const char *path)
 /* The set of listed paths holds file-list indexes + 1 (0 = empty slot),
  * not copies of the paths: 4 bytes a slot and no string per entry. The
  * indexes stay valid if the list's array moves. */
-bool delete_index_build(struct recv_ctx *rc)
+static void index_insert(uint32_t *names, size_t cap, const char *path, uint32_t i)
+{
+	size_t h = hash_str(path) & (cap - 1);
+
+	while (names[h])
+		h = (h + 1) & (cap - 1);
+	names[h] = i + 1;
+}
+
+/* Room for n entries at most half full, the ones in it moved over. */
+static bool index_grow(struct recv_ctx *rc, size_t n)
+{
+	char path[MAXPATHLEN_WIRE * 2];
+	size_t cap = rc->names_cap ? rc->names_cap : 16;
+
+	if (n >= UINT32_MAX)
+		return false;
+	while (cap < n * 2 + 16)
+		cap *= 2;
+	if (cap == rc->names_cap)
+		return true;
+	uint32_t *names = calloc(cap, sizeof *names);
+	if (!names)
+		return false;
+	for (size_t h = 0; h < rc->names_cap; h++) {
+		uint32_t i = rc->names[h];
+		if (i && flist_path(&rc->fl->files[i - 1], path, sizeof path))
+			index_insert(names, cap, path, i - 1);
+	}
+	free(rc->names);
+	rc->names = names;
+	rc->names_cap = cap;
+	return true;
+}
+
+bool delete_index_add(struct recv_ctx *rc, size_t upto)
 {
 	struct flist *fl = rc->fl;
 	char path[MAXPATHLEN_WIRE * 2];
-	size_t cap = 16;
 
-	while (cap < fl->count * 2 + 16)
-		cap *= 2;
-	if (fl->count >= UINT32_MAX)
+	if (!index_grow(rc, upto))
 		return false;
-	rc->names = calloc(cap, sizeof *rc->names);
-	if (!rc->names)
-		return false;
-	rc->names_cap = cap;
-	for (size_t i = 0; i < fl->count; i++) {
+	for (size_t i = rc->names_indexed; i < upto; i++) {
 		struct file_entry *f = &fl->files[i];
-		if (!(f->flags & FE_ACTIVE) || !flist_path(f, path, sizeof path))
-			continue;
-		size_t h = hash_str(path) & (cap - 1);
-		while (rc->names[h])
-			h = (h + 1) & (cap - 1);
-		rc->names[h] = (uint32_t)i + 1;
+		if ((f->flags & FE_ACTIVE) && flist_path(f, path, sizeof path))
+			index_insert(rc->names, rc->names_cap, path, (uint32_t)i);
 	}
+	if (upto > rc->names_indexed)
+		rc->names_indexed = upto;
 	return true;
+}
+
+bool delete_index_build(struct recv_ctx *rc)
+{
+	rc->names_indexed = 0;
+	return delete_index_add(rc, rc->fl->count);
 }
 
 void delete_index_free(struct recv_ctx *rc)
@@ -117,7 +149,8 @@ static void log_deletion(struct recv_ctx *rc, const char *path, mode_t mode)
 		/* The client logs our deletions (log.c: log_delete): a
 		 * directory's name carries a trailing NUL. */
 		if (rc->s->protocol >= 29 && rc->s->out.mux)
-			wire_send_msg(&rc->s->out, MSG_DELETED, path, strlen(path) + (is_dir ? 1 : 0));
+			wire_send_msg_ahead(&rc->s->out, MSG_DELETED, path,
+					    strlen(path) + (is_dir ? 1 : 0));
 		return;
 	}
 	(void)o;

@@ -32,8 +32,12 @@ void flist_free(struct flist *fl)
 	for (size_t i = 0; i < fl->nblocks; i++)
 		free(fl->blocks[i]);
 	free(fl->blocks);
-	free(fl->files);
-	free(fl->sorted);
+	if (fl->inc) {
+		flist_inc_release(fl);
+	} else {
+		free(fl->files);
+		free(fl->sorted);
+	}
 	memset(fl, 0, sizeof *fl);
 }
 
@@ -281,20 +285,20 @@ static void merge_sort(const struct sort_ctx *c, struct file_entry **v, size_t n
 
 /* Binary search of sorted[low..high] for an entry named like f, with f
  * taken as a non-directory (mirrors rsync flist.c:flist_find()). */
-static long find_as_file(struct flist *fl, const struct file_entry *f, size_t low,
+static long find_as_file(struct file_entry **v, const struct file_entry *f, size_t low,
 			 size_t high, int protocol)
 {
 	long lo = (long)low, hi = (long)high;
 
 	while (lo <= hi) {
 		long mid = (lo + hi) / 2, up = mid;
-		while (up <= hi && !(fl->sorted[up]->flags & FE_ACTIVE))
+		while (up <= hi && !(v[up]->flags & FE_ACTIVE))
 			up++;
 		if (up > hi) {
 			hi = mid - 1;
 			continue;
 		}
-		const struct file_entry *m = fl->sorted[up];
+		const struct file_entry *m = v[up];
 		int d = name_cmp_modes(m, S_ISDIR(m->mode), f, false, protocol);
 		if (d == 0)
 			return up;
@@ -406,47 +410,38 @@ static bool prune_empty_dirs(struct session *s, struct flist *fl)
 	return true;
 }
 
-bool flist_sort_and_clean(struct session *s, struct flist *fl)
+bool flist_clean_part(struct session *s, struct file_entry **v, size_t n, size_t *low,
+		      size_t *high)
 {
-	struct sort_ctx c = {.protocol = s->protocol};
 	size_t i, prev;
 
-	fl->low = 0;
-	fl->high = 0;
-	if (fl->count == 0)
+	*low = 0;
+	*high = 0;
+	if (n == 0)
 		return true;
-	struct file_entry **tmp = malloc((fl->count + 1) / 2 * sizeof *tmp + sizeof *tmp);
-	fl->sorted = malloc(fl->count * sizeof *fl->sorted);
-	if (!tmp || !fl->sorted) {
-		free(tmp);
-		return wire_fail(&s->err, RERR_MALLOC, "out of memory sorting the file list");
-	}
-	for (i = 0; i < fl->count; i++)
-		fl->sorted[i] = &fl->files[i];
-	merge_sort(&c, fl->sorted, fl->count, tmp);
-	free(tmp);
-
+	if (!flist_sort_entries(s, v, n))
+		return false;
 	/* Remove duplicates as the receiver does: keep the first, but prefer
 	 * a directory over a non-directory (flist_sort_and_clean). */
-	for (prev = 0; prev < fl->count && !(fl->sorted[prev]->flags & FE_ACTIVE); prev++)
+	for (prev = 0; prev < n && !(v[prev]->flags & FE_ACTIVE); prev++)
 		;
-	fl->low = prev;
-	for (i = prev + 1; i < fl->count; i++) {
-		struct file_entry *f = fl->sorted[i];
+	*low = prev;
+	for (i = prev + 1; i < n; i++) {
+		struct file_entry *f = v[i];
 		long j;
 		if (!(f->flags & FE_ACTIVE))
 			continue;
-		if (flist_name_cmp(f, fl->sorted[prev], s->protocol) == 0)
+		if (flist_name_cmp(f, v[prev], s->protocol) == 0)
 			j = (long)prev;
 		else if (s->protocol >= 29 && S_ISDIR(f->mode))
-			j = find_as_file(fl, f, fl->low, prev, s->protocol);
+			j = find_as_file(v, f, *low, prev, s->protocol);
 		else
 			j = -1;
 		if (j < 0) {
 			prev = i;
 			continue;
 		}
-		struct file_entry *other = fl->sorted[j];
+		struct file_entry *other = v[j];
 		size_t keep = (size_t)j, drop = i;
 		if (S_ISDIR(f->mode) && !S_ISDIR(other->mode)) {
 			keep = i;
@@ -455,18 +450,38 @@ bool flist_sort_and_clean(struct session *s, struct flist *fl)
 			other->flags |= f->flags & (FE_TOP_DIR | FE_CONTENT_DIR);
 			other->flags &= f->flags | ~FE_IMPLIED_DIR;
 		}
-		fl->sorted[drop]->flags &= ~FE_ACTIVE;
+		v[drop]->flags &= ~FE_ACTIVE;
 		if (keep == i) {
-			if (fl->low == drop) {
+			if (*low == drop) {
 				size_t k = drop + 1;
-				while (k < i && !(fl->sorted[k]->flags & FE_ACTIVE))
+				while (k < i && !(v[k]->flags & FE_ACTIVE))
 					k++;
-				fl->low = k;
+				*low = k;
 			}
 			prev = i;
 		}
 	}
-	fl->high = prev;
+	*high = prev;
+	return true;
+}
+
+bool flist_sort_and_clean(struct session *s, struct flist *fl)
+{
+	size_t i;
+
+	fl->low = 0;
+	fl->high = 0;
+	if (fl->inc)
+		return flist_part_finish(s, fl, 0, fl->count, -1);
+	if (fl->count == 0)
+		return true;
+	fl->sorted = malloc(fl->count * sizeof *fl->sorted);
+	if (!fl->sorted)
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory sorting the file list");
+	for (i = 0; i < fl->count; i++)
+		fl->sorted[i] = &fl->files[i];
+	if (!flist_clean_part(s, fl->sorted, fl->count, &fl->low, &fl->high))
+		return false;
 	/* -R names may start with "/": strip it only now that the order is
 	 * the sender's (flist.c: flist_sort_and_clean's strip_root). */
 	for (i = fl->low; s->opts->relative && i <= fl->high; i++) {
@@ -485,6 +500,12 @@ bool flist_sort_and_clean(struct session *s, struct flist *fl)
 
 static struct file_entry *new_entry(struct session *s, struct flist *fl)
 {
+	if (fl->count == fl->cap && fl->inc) {
+		wire_fail(&s->err, RERR_MALLOC,
+			  "too many files for incremental recursion (%zu); use --no-inc-recursive",
+			  fl->cap);
+		return NULL;
+	}
 	if (fl->count == fl->cap) {
 		size_t cap = fl->cap ? fl->cap * 2 : 1024;
 		if (cap > (size_t)INT32_MAX) {
@@ -950,12 +971,26 @@ static bool recv_id_list(struct session *s, struct id_map *map, bool is_user)
 	return !s->id0_names || recv_owner_name(s, map, 0, is_user);
 }
 
+bool flist_recv_entries(struct session *s, struct flist *fl)
+{
+	uint32_t xflags;
+	bool end;
+
+	for (;;) {
+		if (!recv_flags(s, fl, &xflags, &end))
+			return false;
+		if (end)
+			return true;
+		if (!recv_entry(s, fl, xflags))
+			return false;
+		count_entry(&s->stats, &fl->files[fl->count - 1]);
+	}
+}
+
 bool flist_recv(struct session *s, struct flist *fl)
 {
 	const struct ferry_opts *o = s->opts;
 	uint64_t start = s->in.total_read;
-	uint32_t xflags;
-	bool end;
 
 	/* --usermap/--groupmap/--chown count while the id lists arrive */
 	if (o->usermap && !s->uids.rules_parsed && !id_rules_parse(s, &s->uids, o->usermap, true))
@@ -964,19 +999,16 @@ bool flist_recv(struct session *s, struct flist *fl)
 		return false;
 	if (!meta_check_protocol(s))
 		return false;
-	for (;;) {
-		if (!recv_flags(s, fl, &xflags, &end))
-			return false;
-		if (end)
-			break;
-		if (!recv_entry(s, fl, xflags))
-			return false;
-		count_entry(&s->stats, &fl->files[fl->count - 1]);
-	}
-	/* -A sends the lists for the ids its ACLs name (uidlist.c: recv_id_list) */
-	if ((o->owner || o->acls) && !o->numeric_ids && !recv_id_list(s, &s->uids, true))
+	if (s->inc_recurse && !flist_inc_reserve(s, fl))
 		return false;
-	if ((o->group || o->acls) && !o->numeric_ids && !recv_id_list(s, &s->gids, false))
+	if (!flist_recv_entries(s, fl))
+		return false;
+	/* -A sends the lists for the ids its ACLs name (uidlist.c:
+	 * recv_id_list); incremental lists name ids inline instead. */
+	bool id_lists = !o->numeric_ids && !s->inc_recurse;
+	if ((o->owner || o->acls) && id_lists && !recv_id_list(s, &s->uids, true))
+		return false;
+	if ((o->group || o->acls) && id_lists && !recv_id_list(s, &s->gids, false))
 		return false;
 	if (o->acls)
 		acl_map_ids(s);

@@ -52,6 +52,8 @@ struct wire_in;
 #define FE_SKIP_HLINK 0x0040   /* follower: link to the leader when done */
 #define FE_MOD_NSEC 0x0080
 #define FE_SKIP_GROUP 0x0100  /* not root and not a member: leave the group alone */
+#define FE_GOT_LIST 0x0200    /* incremental recursion: its contents arrived */
+#define FE_DIR_CREATED 0x0400 /* made ahead of its own part: report it as new */
 
 #define MAXPATHLEN_WIRE 4096
 
@@ -94,11 +96,30 @@ struct flist_codec {
 	size_t hl_count, hl_cap;
 };
 
+/* Incremental recursion (receiver): one list received after another.
+ * Wire index ndx_start - 1 names the directory the part holds. */
+struct flist_part {
+	int32_t ndx_start;   /* wire index of its first sorted entry */
+	int32_t count;
+	int32_t dir_ndx;     /* its directory in the dir list, -1 for the first */
+	size_t first_file;   /* index into files of its first arrival */
+};
+
 struct flist {
 	struct file_entry *files;  /* in arrival order */
 	size_t count, cap;
 	struct file_entry **sorted; /* the order indexes refer to */
 	size_t low, high;          /* active range of sorted (high < low: empty) */
+	/* Incremental recursion: files and sorted are reserved once, never
+	 * moved, so the generator thread can use entries of published parts
+	 * while the receiver thread appends more (flist_inc_recv.c). */
+	bool inc;
+	size_t nslots;             /* sorted slots in use, gaps included */
+	struct flist_part *parts;  /* reserved too: the generator reads them */
+	size_t nparts;
+	struct file_entry **dirs;  /* every directory received, in list order */
+	size_t ndirs, dirs_cap;
+	bool eof;                  /* NDX_FLIST_EOF read: no more parts */
 	/* string arena */
 	char **blocks;
 	size_t nblocks;
@@ -115,8 +136,31 @@ void flist_free(struct flist *fl);
  * why. mirrors rsync flist.c:recv_file_list() without incremental recursion. */
 bool flist_recv(struct session *s, struct flist *fl);
 
-/* Sort and remove duplicates as the receiver does (flist_sort_and_clean). */
+/* Sort and remove duplicates as the receiver does (flist_sort_and_clean).
+ * With incremental recursion the list is the first part. */
 bool flist_sort_and_clean(struct session *s, struct flist *fl);
+
+/* Incremental recursion, receiving side (flist_inc_recv.c): reserve the
+ * arrays before the first entry; read the contents of dir_ndx announced
+ * by NDX_FLIST_OFFSET - dir_ndx; close a part (sort, clean, number). */
+bool flist_inc_reserve(struct session *s, struct flist *fl);
+void flist_inc_release(struct flist *fl);
+uint8_t *flist_inc_state_new(void);
+void flist_inc_state_free(uint8_t *state);
+bool flist_recv_part(struct session *s, struct flist *fl, int32_t dir_ndx);
+bool flist_part_finish(struct session *s, struct flist *fl, size_t first, size_t n,
+		       int32_t dir_ndx);
+/* A first list of one entry is followed at once by the next part or
+ * the end (flist.c: recv_additional_file_list): read it. */
+bool flist_recv_second(struct session *s, struct flist *fl);
+/* The number of valid wire indexes (gap slots included). */
+size_t flist_slots(const struct flist *fl);
+/* Decode entries until the end marker (the common loop of a list). */
+bool flist_recv_entries(struct session *s, struct flist *fl);
+/* Stable sort then duplicate removal of v[0..n) (the cleaning rules of
+ * flist_sort_and_clean); *low and *high get the active range. */
+bool flist_clean_part(struct session *s, struct file_entry **v, size_t n, size_t *low,
+		      size_t *high);
 
 /* Sort entry pointers in rsync's order (stable: equal names keep their
  * order). */

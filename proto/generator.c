@@ -37,6 +37,11 @@ struct gen {
 	struct dir_cursor alt[ALT_DEST_MAX]; /* one per --*-dest dir */
 	struct fuzzy_cache fuzzy;  /* -y: candidates of the dir below */
 	char fuzzy_dir[MAXPATHLEN_WIRE];
+	/* incremental recursion */
+	bool dir_early;          /* a directory inside its parent's part: only
+				  * made, handled in full with its own part */
+	size_t done_parts;       /* parts we sent NDX_DONE for */
+	size_t settle_pos;       /* first index of that part not yet settled */
 };
 
 static void redo_request(struct gen *g, int32_t ndx, bool allow);
@@ -380,8 +385,10 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 	}
 	if (!g->o->perms)
 		f->mode = dest_mode(g, f->mode, statret == 0 ? st.st_mode : 0, statret == 0);
-	/* The transfer root we created counts as new (FLAG_DIR_CREATED). */
-	bool created_root = strcmp(path, ".") == 0 && g->rc->root_created;
+	/* The transfer root we created counts as new (FLAG_DIR_CREATED), as
+	 * does a directory made ahead of its part. */
+	bool created_root = (strcmp(path, ".") == 0 && g->rc->root_created) ||
+			    (statret == 0 && (f->flags & FE_DIR_CREATED));
 	int iflags = statret == 0 && !created_root ? attr_change_bits(g, f, &st)
 						    : ITEM_LOCAL_CHANGE | ITEM_IS_NEW;
 	report_item(g, ndx, iflags, NULL);
@@ -410,6 +417,23 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 		if ((f->flags & FE_CONTENT_DIR) && !(g->rc->state[ndx] & FS_FAILED))
 			delete_in_dir(g->rc, &g->dirs, path, ndx);
 	}
+}
+
+/* Incremental recursion: a directory met in its parent's part is only
+ * made, so that the parent's time can be set at once; the rest waits for
+ * its own part (generator.c: recv_generator with is_dir < 0). */
+static void gen_dir_early(struct gen *g, struct file_entry *f, const char *path)
+{
+	const char *leaf;
+	struct stat st;
+
+	if (!g->o->times || g->o->omit_dir_times || g->o->dry_run || parent_failed(g->rc, f))
+		return;
+	int dirfd = parent_of(g, path, &leaf);
+	if (dirfd < 0 || dest_lstat(g, dirfd, leaf, path, &st) == 0)
+		return;
+	if (mkdirat(dirfd, leaf, (f->mode | 0700) & 0700) == 0)
+		f->flags |= FE_DIR_CREATED;
 }
 
 static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
@@ -931,8 +955,8 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
  * entry is an error and a refused directory's contents are skipped
  * (generator.c: recv_generator, "daemon refused to receive"). The rules
  * see the name inside the module. */
-static bool daemon_refuses(struct gen *g, int32_t ndx, const struct file_entry *f,
-			   const char *path)
+/* Do the module's exclude rules keep path out? */
+static bool daemon_excludes(struct gen *g, const struct file_entry *f, const char *path)
 {
 	const struct recv_ctx *rc = g->rc;
 	char full[MAXPATHLEN_WIRE * 3];
@@ -945,8 +969,15 @@ static bool daemon_refuses(struct gen *g, int32_t ndx, const struct file_entry *
 		snprintf(full, sizeof full, "%s/%s", rc->daemon_dest, path);
 	else
 		snprintf(full, sizeof full, "%s", path);
+	return filter_check(rc->daemon_filters, full, S_ISDIR(f->mode), false) < 0;
+}
+
+static bool daemon_refuses(struct gen *g, int32_t ndx, const struct file_entry *f,
+			   const char *path)
+{
 	bool is_dir = S_ISDIR(f->mode);
-	if (filter_check(rc->daemon_filters, full, is_dir, false) >= 0)
+
+	if (!daemon_excludes(g, f, path))
 		return false;
 	session_xfer_err(g->s, "ERROR: daemon refused to receive %s \"%s\"",
 			 is_dir ? "directory" : "file", path);
@@ -975,6 +1006,11 @@ static void gen_entry(struct gen *g, int32_t ndx)
 			return;
 		}
 		g->last_dir = f->dirname;
+	}
+	if (g->dir_early && S_ISDIR(f->mode)) {
+		if (!daemon_excludes(g, f, path))
+			gen_dir_early(g, f, path);
+		return;
 	}
 	if (parent_failed(g->rc, f) || daemon_refuses(g, ndx, f, path))
 		return;
@@ -1150,36 +1186,47 @@ static void link_followers(struct gen *g)
 
 /* Directories get their times after everything inside them is written
  * (generator.c: touch_up_dirs). */
+/* Set a directory's time again if writing into it changed it
+ * (generator.c: touch_up_dirs). */
+static void touch_up_dir(struct gen *g, const struct file_entry *f, uint8_t state)
+{
+	char path[MAXPATHLEN_WIRE * 2];
+
+	if (!(f->flags & FE_ACTIVE) || !S_ISDIR(f->mode) || (state & FS_FAILED))
+		return;
+	if ((f->flags & FE_IMPLIED_DIR) && g->o->relative && g->o->no_implied_dirs)
+		return;
+	if (!flist_path(f, path, sizeof path))
+		return;
+	const char *leaf;
+	struct stat st;
+	int dirfd = strcmp(path, ".") == 0 ? g->rc->rootfd : parent_of(g, path, &leaf);
+	if (strcmp(path, ".") == 0)
+		leaf = ".";
+	if (dirfd >= 0 && fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    !recv_mtime_differs(g->o, &st, f))
+		return;
+	if (dirfd < 0 || fs_set_mtime(dirfd, leaf, f->mtime, f->mtime_nsec) < 0)
+		file_error(g, "failed to set times on", path);
+}
+
 static void touch_up_dirs(struct gen *g)
 {
 	struct flist *fl = g->rc->fl;
-	char path[MAXPATHLEN_WIRE * 2];
 
 	if (!g->o->times || g->o->omit_dir_times || g->o->dry_run)
 		return;
-	for (size_t i = fl->low; i <= fl->high && i < fl->count; i++) {
-		struct file_entry *f = fl->sorted[i];
-		if (!(f->flags & FE_ACTIVE) || !S_ISDIR(f->mode) || (g->rc->state[i] & FS_FAILED))
-			continue;
-		if ((f->flags & FE_IMPLIED_DIR) && g->o->relative && g->o->no_implied_dirs)
-			continue;
-		if (!flist_path(f, path, sizeof path))
-			continue;
-		const char *leaf;
-		struct stat st;
-		int dirfd = strcmp(path, ".") == 0 ? g->rc->rootfd
-						   : parent_of(g, path, &leaf);
-		if (strcmp(path, ".") == 0)
-			leaf = ".";
-		/* only what writing into it changed (generator.c: touch_up_dirs) */
-		if (dirfd >= 0 && fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    !recv_mtime_differs(g->o, &st, f))
-			continue;
-		if (dirfd < 0 || fs_set_mtime(dirfd, leaf, f->mtime, f->mtime_nsec) < 0) {
-			file_error(g, "failed to set times on", path);
-			continue;
+	if (fl->inc) {
+		/* each directory once, at the index its own part names it by,
+		 * where its full handling (and any failure) was recorded */
+		for (size_t k = 0; k < fl->nparts; k++) {
+			size_t gap = (size_t)fl->parts[k].ndx_start - 1;
+			touch_up_dir(g, fl->sorted[gap], g->rc->state[gap]);
 		}
+		return;
 	}
+	for (size_t i = fl->low; i <= fl->high && i < fl->count; i++)
+		touch_up_dir(g, fl->sorted[i], g->rc->state[i]);
 }
 
 static bool send_done(struct gen *g)
@@ -1203,6 +1250,123 @@ static bool delete_stats(struct gen *g)
 	       wire_write_varint(out, st->deleted_specials);
 }
 
+/* ---- incremental recursion ---- */
+
+static bool settled(uint8_t state)
+{
+	return !(state & FS_REQUESTED) || (state & (FS_DONE | FS_FAILED));
+}
+
+/* How many more parts, in order and below `upto`, have every file we
+ * asked for settled (arrived or given up). Called with rc->lock held. */
+static size_t finishable_parts(struct gen *g, size_t upto)
+{
+	struct recv_ctx *rc = g->rc;
+	size_t done = g->done_parts;
+
+	while (done < upto) {
+		const struct flist_part *p = &rc->fl->parts[done];
+		size_t end = (size_t)p->ndx_start + (size_t)p->count;
+		if (g->settle_pos < (size_t)p->ndx_start)
+			g->settle_pos = (size_t)p->ndx_start;
+		while (g->settle_pos < end && settled(rc->state[g->settle_pos]))
+			g->settle_pos++;
+		if (g->settle_pos < end)
+			break;
+		done++;
+	}
+	return done - g->done_parts;
+}
+
+/* Wait for something to do, then do it: ask again for files the receiver
+ * queued for a redo, and end (NDX_DONE) the parts below `upto` that are
+ * settled (generator.c: check_for_finished_files). Returns once part
+ * `next` or the end of the parts has arrived, or, with `all`, once every
+ * part below `upto` is ended. */
+static bool sync_parts(struct gen *g, size_t next, size_t upto, bool all, size_t *ready,
+		       bool *eof)
+{
+	struct recv_ctx *rc = g->rc;
+
+	for (;;) {
+		pthread_mutex_lock(&rc->lock);
+		size_t n_done, n_redo;
+		bool failed, arrived;
+		for (;;) {
+			n_done = finishable_parts(g, upto);
+			n_redo = rc->nredo;
+			*ready = rc->parts_ready;
+			*eof = rc->parts_eof;
+			failed = rc->receiver_failed || wire_error_code(&g->s->err);
+			arrived = all ? g->done_parts + n_done >= upto : (*ready > next || *eof);
+			if (n_done || n_redo || failed || arrived)
+				break;
+			pthread_cond_wait(&rc->cond, &rc->lock);
+		}
+		int32_t *todo = n_redo ? malloc(n_redo * sizeof *todo) : NULL;
+		if (todo)
+			memcpy(todo, rc->redo, n_redo * sizeof *todo);
+		rc->nredo = 0;
+		g->done_parts += n_done;
+		pthread_mutex_unlock(&rc->lock);
+		for (size_t i = 0; todo && i < n_redo; i++)
+			redo_request(g, todo[i], true);
+		free(todo);
+		for (size_t i = 0; i < n_done; i++)
+			if (!send_done(g))
+				return false;
+		if (!wire_flush(&g->s->out) || failed)
+			return false;
+		if (arrived)
+			return true;
+	}
+}
+
+/* One part: its directory in full, then its entries (directories in it
+ * only made, see gen_dir_early). */
+static bool generate_part(struct gen *g, const struct flist_part *p)
+{
+	struct recv_ctx *rc = g->rc;
+
+	if (!delete_index_add(rc, p->first_file + (size_t)p->count))
+		return wire_fail(&g->s->err, RERR_MALLOC, "out of memory");
+	if (rc->fl->sorted[p->ndx_start - 1]->flags & FE_ACTIVE)
+		gen_entry(g, p->ndx_start - 1);
+	g->dir_early = true;
+	for (int32_t i = p->ndx_start; i < p->ndx_start + p->count; i++) {
+		if (wire_error_code(&g->s->err))
+			break;
+		gen_entry(g, i);
+	}
+	g->dir_early = false;
+	return !wire_error_code(&g->s->err);
+}
+
+/* Phase 0 with incremental recursion: the parts as they come, each ended
+ * once the generator is past it and its files have settled; the last
+ * part's NDX_DONE ends the phase. */
+static bool generate_parts(struct gen *g)
+{
+	struct recv_ctx *rc = g->rc;
+	size_t next = 0, ready = 0;
+	bool eof = false;
+
+	for (;;) {
+		if (!sync_parts(g, next, next ? next - 1 : 0, false, &ready, &eof))
+			return false;
+		if (next >= ready && eof)
+			break;
+		if (next >= ready)
+			continue;
+		/* published parts never move (flist_inc_recv.c) */
+		struct flist_part p = rc->fl->parts[next];
+		if (!generate_part(g, &p))
+			return false;
+		next++;
+	}
+	return sync_parts(g, next, next, true, &ready, &eof);
+}
+
 static bool generate_files(struct gen *g)
 {
 	struct recv_ctx *rc = g->rc;
@@ -1212,15 +1376,20 @@ static bool generate_files(struct gen *g)
 
 	if (g->o->delete_mode == DELETE_BEFORE && !rc->list_only)
 		delete_pass(rc, &g->dirs);
-	for (size_t i = fl->low; i <= fl->high && i < fl->count && !rc->list_only; i++) {
-		if (wire_error_code(&s->err))
+	if (fl->inc) {
+		if (!generate_parts(g))
 			return false;
-		gen_entry(g, (int32_t)i);
+	} else {
+		for (size_t i = fl->low; i <= fl->high && i < fl->count && !rc->list_only; i++) {
+			if (wire_error_code(&s->err))
+				return false;
+			gen_entry(g, (int32_t)i);
+		}
+		batch_note_listed(rc);
+		/* A: end of phase 0 */
+		if (!send_done(g) || !wire_flush(&s->out))
+			return false;
 	}
-	batch_note_listed(rc);
-	/* A: end of phase 0 */
-	if (!send_done(g) || !wire_flush(&s->out))
-		return false;
 	if (!wait_phase(g, 1, true))
 		return false;
 	if (!rc->list_only)

@@ -187,15 +187,21 @@ static void adopt_compat_flags(struct session *s, uint32_t flags)
 
 bool inc_recurse_allowed(const struct ferry_opts *o, bool am_sender, int protocol)
 {
-	/* rsync: no incremental lists with --qsort (compat.c). ferry sends
-	 * incremental lists but still receives whole ones; and
-	 * it keeps to the options whose list encoding it has checked against
-	 * rsync in that mode: -H (leaders in earlier lists), -A (ACL names
-	 * inline), -R and --files-from (implied dirs and per-dir name lists)
-	 * and batch files (ferry cannot read those back) stay whole-list. */
-	return am_sender && protocol >= 30 && o->recursive && !o->no_inc_recursive &&
-	       !o->qsort && !o->hard_links && !o->acls && !o->relative && !o->files_from &&
-	       !o->write_batch;
+	/* compat.c: set_allow_inc_recurse */
+	if (protocol < 30 || !o->recursive || o->no_inc_recursive || o->qsort)
+		return false;
+	if (!am_sender && (o->delete_mode == DELETE_BEFORE || o->delete_mode == DELETE_AFTER ||
+			   o->delay_updates || o->prune_empty_dirs))
+		return false;
+	/* ferry keeps to what it has checked against rsync in this mode:
+	 * whole lists with -H (leaders in earlier lists), -A (ACL names
+	 * inline), -R and --files-from (implied dirs), batch files,
+	 * --list-only, and a receiver's --delete-delay (one pass over the
+	 * whole list). */
+	if (o->hard_links || o->acls || o->relative || o->files_from || o->write_batch ||
+	    o->read_batch || o->list_only)
+		return false;
+	return am_sender || o->delete_mode != DELETE_DELAY;
 }
 
 static void set_protocol(struct session *s, int protocol)

@@ -33,6 +33,7 @@ struct rcv {
 	uint8_t *out;      /* pending output */
 	size_t out_len;
 	int phase_dones;   /* NDX_DONEs read from the sender */
+	size_t parts_freed; /* incremental recursion: parts the sender finished */
 	struct progress prog;
 	int64_t written;   /* bytes of the current file so far */
 	int append;        /* --append(-verify) while in the first phase */
@@ -58,6 +59,15 @@ void recv_note_done(struct recv_ctx *rc)
 {
 	pthread_mutex_lock(&rc->lock);
 	rc->done_count++;
+	pthread_cond_broadcast(&rc->cond);
+	pthread_mutex_unlock(&rc->lock);
+}
+
+/* A file has arrived or failed (its state bits are set): wake the
+ * generator, which ends a part once all its files have. */
+static void recv_note_settled(struct recv_ctx *rc)
+{
+	pthread_mutex_lock(&rc->lock);
 	pthread_cond_broadcast(&rc->cond);
 	pthread_mutex_unlock(&rc->lock);
 }
@@ -338,6 +348,32 @@ static bool fuzzy_name_ok(const struct rcv *r, int type, const char *xname)
 	       strcmp(xname, ".") != 0 && strcmp(xname, "..") != 0;
 }
 
+/* Incremental recursion: a part announced between replies (rsync.c:
+ * read_ndx_and_attrs), or the end of them, made visible to the
+ * generator. */
+static bool recv_next_part(struct rcv *r, int32_t ndx)
+{
+	struct recv_ctx *rc = r->rc;
+	struct flist *fl = rc->fl;
+
+	if (fl->eof)
+		return wire_fail(&r->s->err, RERR_PROTOCOL,
+				 "file list part after the end of the list (index %d)", ndx);
+	size_t first = fl->count;
+	if (ndx == NDX_FLIST_EOF)
+		fl->eof = true;
+	else if (!flist_recv_part(r->s, fl, NDX_FLIST_OFFSET - ndx))
+		return false;
+	if (rc->check_part && !rc->check_part(r->s, rc->check_ctx, fl, first, fl->count))
+		return false;
+	pthread_mutex_lock(&rc->lock);
+	rc->parts_ready = fl->nparts;
+	rc->parts_eof = fl->eof;
+	pthread_cond_broadcast(&rc->cond);
+	pthread_mutex_unlock(&rc->lock);
+	return true;
+}
+
 static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, int *basis_type,
 			      char *xname, size_t xsize)
 {
@@ -349,6 +385,11 @@ static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, int *bas
 			return false;
 		if (*ndx >= 0 || *ndx == NDX_DONE)
 			break;
+		if (s->inc_recurse && (*ndx == NDX_FLIST_EOF || *ndx <= NDX_FLIST_OFFSET)) {
+			if (!recv_next_part(r, *ndx))
+				return false;
+			continue;
+		}
 		if (*ndx == NDX_DEL_STATS) {
 			int32_t v;
 			for (int i = 0; i < 5; i++)
@@ -360,9 +401,10 @@ static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, int *bas
 	}
 	if (*ndx == NDX_DONE)
 		return true;
-	if ((size_t)*ndx >= r->rc->fl->count || !(r->rc->fl->sorted[*ndx]->flags & FE_ACTIVE))
+	if ((size_t)*ndx >= flist_slots(r->rc->fl) ||
+	    !(r->rc->fl->sorted[*ndx]->flags & FE_ACTIVE))
 		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid file index: %d (count %zu)", *ndx,
-				 r->rc->fl->count);
+				 flist_slots(r->rc->fl));
 	*basis_type = FNAMECMP_FNAME;
 	if (s->protocol >= 29) {
 		if (!wire_read_u16(&s->in, &fl16))
@@ -751,6 +793,9 @@ static bool receive_replies(struct rcv *r)
 	for (;;) {
 		if (!read_reply_header(r, &ndx, &iflags, &basis_type, xname, sizeof xname))
 			return false;
+		if (ndx == NDX_DONE && r->parts_freed < r->rc->fl->nparts &&
+		    ++r->parts_freed < r->rc->fl->nparts)
+			continue; /* the sender is done with one part: no phase */
 		if (ndx == NDX_DONE) {
 			r->phase_dones++;
 			r->append = 0; /* a redo rewrites whole files */
@@ -770,6 +815,8 @@ static bool receive_replies(struct rcv *r)
 			return wire_fail(&s->err, RERR_PROTOCOL, "got transfer request in phase 2");
 		if (!recv_one_file(r, ndx, iflags, basis_type, xname))
 			return false;
+		if (r->rc->fl->inc)
+			recv_note_settled(r->rc); /* the generator ends parts by it */
 	}
 	if (r->o->read_batch)
 		batch_report_missing(r->rc);

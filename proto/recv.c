@@ -99,8 +99,12 @@ int recv_run(struct recv_ctx *rc)
 
 	pthread_mutex_init(&rc->lock, NULL);
 	pthread_cond_init(&rc->cond, NULL);
-	rc->state = calloc(rc->fl->count ? rc->fl->count : 1, 1);
-	if (!rc->state || !match_hard_links(rc) || !delete_index_build(rc)) {
+	/* incremental lists grow while we run: their state is reserved */
+	rc->state = rc->fl->inc ? flist_inc_state_new()
+				: calloc(rc->fl->count ? rc->fl->count : 1, 1);
+	rc->parts_ready = rc->fl->nparts;
+	rc->parts_eof = rc->fl->eof;
+	if (!rc->state || !(rc->fl->inc || match_hard_links(rc)) || !delete_index_build(rc)) {
 		wire_fail(&s->err, RERR_MALLOC, "out of memory");
 		return session_exit_code(s);
 	}
@@ -134,7 +138,10 @@ int recv_run(struct recv_ctx *rc)
 	for (size_t i = 0; i < rc->nfailed_dirs; i++)
 		free(rc->failed_dirs[i]);
 	free(rc->failed_dirs);
-	free(rc->state);
+	if (rc->fl->inc)
+		flist_inc_state_free(rc->state);
+	else
+		free(rc->state);
 	free(rc->redo);
 	return session_exit_code(s);
 }

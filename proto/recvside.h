@@ -50,6 +50,16 @@ struct recv_ctx {
 	char daemon_dest[4096];   /* the destination inside the module ("" = root) */
 	uint32_t *names;          /* hash set of listed paths (file-list index + 1) */
 	size_t names_cap;
+	size_t names_indexed;     /* files[0..names_indexed) are in it */
+	/* Incremental recursion: the parts the receiver thread has read
+	 * (under lock), and whether the sender said there are no more. */
+	size_t parts_ready;
+	bool parts_eof;
+	/* the client's check of a part's names (client/request_check.c), or
+	 * NULL: called by the receiver thread for files[first..end) */
+	bool (*check_part)(struct session *s, const void *ctx, struct flist *fl, size_t first,
+			   size_t end);
+	const void *check_ctx;
 	long deletions;           /* for --max-delete */
 	long skipped_deletes;
 	bool warned_io_error;

@@ -372,7 +372,7 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 	bool forwarded = names_forward_finish(&fw, !got);
 	if (list_fd >= 0)
 		close(list_fd);
-	if (!got || !forwarded || !flist_sort_and_clean(s, &fl)) {
+	if (!got || !forwarded || !flist_sort_and_clean(s, &fl) || !flist_recv_second(s, &fl)) {
 		flist_free(&fl);
 		return finish(s, false);
 	}

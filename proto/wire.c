@@ -985,3 +985,22 @@ bool wire_send_msg(struct wire_out *out, int code, const void *payload, size_t l
 	pthread_mutex_unlock(&out->lock);
 	return ok;
 }
+
+bool wire_send_msg_ahead(struct wire_out *out, int code, const void *payload, size_t len)
+{
+	uint8_t hdr[4];
+	bool ok;
+
+	if (len > 0xFFFFFF)
+		return wire_fail(out->err, RERR_PROTOCOL, "message too long to send");
+	pthread_mutex_lock(&out->lock);
+	if (!out->mux) {
+		pthread_mutex_unlock(&out->lock);
+		return true;
+	}
+	/* straight to the fd: what is buffered has not been written yet */
+	put_le32(hdr, (uint32_t)(MPLEX_BASE + code) << 24 | (uint32_t)len);
+	ok = raw_write_all(out, hdr, 4) && raw_write_all(out, payload, len);
+	pthread_mutex_unlock(&out->lock);
+	return ok;
+}

@@ -192,6 +192,10 @@ uint64_t wire_out_wait_ns(const struct wire_out *out);
 size_t wire_out_queued(const struct wire_out *out);
 /* A non-data frame; pending data is flushed first so the order holds. */
 bool wire_send_msg(struct wire_out *out, int code, const void *payload, size_t len);
+/* A message that overtakes the data still buffered, as rsync's message
+ * buffer does (io.c): a deletion is reported before the item lines the
+ * generator wrote just before it. */
+bool wire_send_msg_ahead(struct wire_out *out, int code, const void *payload, size_t len);
 /* Every write function takes the output's (recursive) lock; holding it
  * around a multi-field record keeps another thread's message from being
  * flushed into the middle of it. */

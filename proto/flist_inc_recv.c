@@ -1,0 +1,203 @@
+/*
+ * Incremental recursion on the receiving side (rsync flist.c:
+ * recv_file_list with a dir_ndx, flist_new's numbering). The sender's
+ * parts arrive while files are transferred: each is appended to one
+ * growing list whose arrays never move, sorted and cleaned on its own,
+ * and numbered after the previous part with one index between them that
+ * stands for the part's directory.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "proto/flist.h"
+#include "proto/session.h"
+
+/* The most entries and indexes an incremental list may hold: address
+ * space reserved up front (pages are only used as entries arrive). */
+#define INC_MAX_FILES ((size_t)1 << 24)
+#define INC_MAX_SLOTS (INC_MAX_FILES * 2 + 2)
+
+/* What a gap index holds when it stands for no directory. */
+static struct file_entry no_dir = {.basename = "", .flags = 0};
+
+static void *reserve(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The receiver's per-index state for an incremental list (indexes run
+ * up to INC_MAX_SLOTS); release with flist_inc_state_free. */
+uint8_t *flist_inc_state_new(void)
+{
+	return reserve(INC_MAX_SLOTS);
+}
+
+void flist_inc_state_free(uint8_t *state)
+{
+	if (state)
+		munmap(state, INC_MAX_SLOTS);
+}
+
+bool flist_inc_reserve(struct session *s, struct flist *fl)
+{
+	fl->files = reserve(INC_MAX_FILES * sizeof *fl->files);
+	fl->sorted = reserve(INC_MAX_SLOTS * sizeof *fl->sorted);
+	fl->parts = reserve((INC_MAX_FILES + 1) * sizeof *fl->parts);
+	if (!fl->files || !fl->sorted || !fl->parts) {
+		flist_inc_release(fl);
+		return wire_fail(&s->err, RERR_MALLOC,
+				 "cannot reserve memory for incremental recursion");
+	}
+	fl->inc = true;
+	fl->cap = INC_MAX_FILES;
+	return true;
+}
+
+void flist_inc_release(struct flist *fl)
+{
+	if (fl->files)
+		munmap(fl->files, INC_MAX_FILES * sizeof *fl->files);
+	if (fl->sorted)
+		munmap(fl->sorted, INC_MAX_SLOTS * sizeof *fl->sorted);
+	if (fl->parts)
+		munmap(fl->parts, (INC_MAX_FILES + 1) * sizeof *fl->parts);
+	fl->files = NULL;
+	fl->sorted = NULL;
+	free(fl->dirs);
+	fl->parts = NULL;
+	fl->dirs = NULL;
+}
+
+size_t flist_slots(const struct flist *fl)
+{
+	return fl->inc ? fl->nslots : fl->count;
+}
+
+static bool grow(struct session *s, void **arr, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return true;
+	size_t n = *cap ? *cap : 64;
+	while (n < need)
+		n *= 2;
+	void *p = realloc(*arr, n * size);
+	if (!p)
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory receiving the file list");
+	*arr = p;
+	*cap = n;
+	return true;
+}
+
+static bool is_top_dot(const struct file_entry *f)
+{
+	return !f->dirname && S_ISDIR(f->mode) && strcmp(f->basename, ".") == 0;
+}
+
+bool flist_part_finish(struct session *s, struct flist *fl, size_t first, size_t n,
+		       int32_t dir_ndx)
+{
+	const struct flist_part *prev = fl->nparts ? &fl->parts[fl->nparts - 1] : NULL;
+	size_t start = prev ? (size_t)prev->ndx_start + (size_t)prev->count + 1 : 1;
+	size_t low, high;
+
+	if (start + n > INC_MAX_SLOTS || start + n > INT32_MAX)
+		return wire_fail(&s->err, RERR_MALLOC, "file list too long");
+	struct file_entry **v = fl->sorted + start;
+	for (size_t k = 0; k < n; k++)
+		v[k] = &fl->files[first + k];
+	if (!flist_clean_part(s, v, n, &low, &high))
+		return false;
+	/* The part's directories join the dir list in sorted order, cleared
+	 * duplicates too, as the sender counts them. */
+	for (size_t k = 0; k < n; k++) {
+		if (!S_ISDIR(v[k]->mode))
+			continue;
+		if (!grow(s, (void **)&fl->dirs, &fl->dirs_cap, fl->ndirs + 1, sizeof *fl->dirs))
+			return false;
+		fl->dirs[fl->ndirs++] = v[k];
+	}
+	/* The first part's directory is "." when the list starts with it
+	 * (flist.c: recv_file_list sets parent_ndx 0 then). */
+	struct file_entry *dir = &no_dir;
+	if (dir_ndx >= 0)
+		dir = fl->dirs[dir_ndx];
+	else if (n && is_top_dot(v[low]))
+		dir = v[low];
+	fl->sorted[start - 1] = dir;
+	if (fl->nparts > INC_MAX_FILES)
+		return wire_fail(&s->err, RERR_MALLOC, "file list too long");
+	fl->parts[fl->nparts++] = (struct flist_part){.ndx_start = (int32_t)start,
+						      .count = (int32_t)n,
+						      .dir_ndx = dir_ndx,
+						      .first_file = first};
+	fl->nslots = start + n;
+	if (fl->nparts == 1) {
+		fl->low = start + low;
+		fl->high = start + high;
+	}
+	return true;
+}
+
+/* Every name of a part lies directly in its directory. */
+static bool in_dir(const struct file_entry *f, const char *dirpath)
+{
+	return f->dirname && strcmp(f->dirname, dirpath) == 0;
+}
+
+bool flist_recv_part(struct session *s, struct flist *fl, int32_t dir_ndx)
+{
+	uint64_t start = s->in.total_read;
+	char dirpath[MAXPATHLEN_WIRE];
+
+	/* rsync 3.4's checks against a hostile sender (CVE-2024-12087) */
+	if (dir_ndx < 0 || (size_t)dir_ndx >= fl->ndirs)
+		return wire_fail(&s->err, RERR_PROTOCOL, "refusing invalid dir_ndx %d >= %zu",
+				 dir_ndx, fl->ndirs);
+	struct file_entry *dir = fl->dirs[dir_ndx];
+	if (!(dir->flags & FE_ACTIVE))
+		return wire_fail(&s->err, RERR_PROTOCOL, "refusing flist for cleared dir_ndx %d",
+				 dir_ndx);
+	if (dir->flags & FE_GOT_LIST)
+		return wire_fail(&s->err, RERR_PROTOCOL,
+				 "refusing malicious duplicate flist for dir %d", dir_ndx);
+	dir->flags |= FE_GOT_LIST;
+	if (!flist_path(dir, dirpath, sizeof dirpath))
+		return wire_fail(&s->err, RERR_PROTOCOL, "file name too long");
+	size_t first = fl->count;
+	int io_before = fl->io_error;
+	if (!flist_recv_entries(s, fl))
+		return false;
+	for (size_t i = first; i < fl->count; i++) {
+		struct file_entry *f = &fl->files[i];
+		if (!in_dir(f, dirpath))
+			return wire_fail(&s->err, RERR_UNSUPPORTED,
+					 "ABORTING due to invalid path from sender: %s/%s",
+					 f->dirname ? f->dirname : "", f->basename);
+		id_map_apply(s, f);
+	}
+	if (!s->opts->ignore_errors)
+		s->io_error |= fl->io_error & ~io_before;
+	s->stats.flist_size += (int64_t)(s->in.total_read - start);
+	return flist_part_finish(s, fl, first, fl->count - first, dir_ndx);
+}
+
+bool flist_recv_second(struct session *s, struct flist *fl)
+{
+	int32_t ndx;
+
+	if (!fl->inc || fl->count != 1)
+		return true;
+	if (!wire_read_ndx(&s->in, &ndx))
+		return false;
+	if (ndx == NDX_FLIST_EOF) {
+		fl->eof = true;
+		return true;
+	}
+	if (ndx > NDX_FLIST_OFFSET)
+		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid dir index: %d", ndx);
+	return flist_recv_part(s, fl, NDX_FLIST_OFFSET - ndx);
+}
