@@ -383,12 +383,13 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 		}
 		statret = -1;
 	}
+	/* made ahead of its part (0700): new in every respect, mode too */
+	bool made_early = statret == 0 && (f->flags & FE_DIR_CREATED);
+	bool exists = statret == 0 && !made_early;
 	if (!g->o->perms)
-		f->mode = dest_mode(g, f->mode, statret == 0 ? st.st_mode : 0, statret == 0);
-	/* The transfer root we created counts as new (FLAG_DIR_CREATED), as
-	 * does a directory made ahead of its part. */
-	bool created_root = (strcmp(path, ".") == 0 && g->rc->root_created) ||
-			    (statret == 0 && (f->flags & FE_DIR_CREATED));
+		f->mode = dest_mode(g, f->mode, exists ? st.st_mode : 0, exists);
+	/* The transfer root we created counts as new (FLAG_DIR_CREATED). */
+	bool created_root = (strcmp(path, ".") == 0 && g->rc->root_created) || made_early;
 	int iflags = statret == 0 && !created_root ? attr_change_bits(g, f, &st)
 						    : ITEM_LOCAL_CHANGE | ITEM_IS_NEW;
 	report_item(g, ndx, iflags, NULL);
@@ -413,6 +414,9 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 	}
 	if (!g->o->dry_run)
 		apply_attrs(g->rc, dirfd, leaf, f, &st, false);
+	if (made_early && !g->o->perms && !g->o->dry_run &&
+	    fchmodat(dirfd, leaf, f->mode & 07777, 0) < 0)
+		file_error(g, "chmod", path);
 	if (g->o->delete_mode == DELETE_DURING || g->o->delete_mode == DELETE_DEFAULT) {
 		if ((f->flags & FE_CONTENT_DIR) && !(g->rc->state[ndx] & FS_FAILED))
 			delete_in_dir(g->rc, &g->dirs, path, ndx);

@@ -684,6 +684,8 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	/* A dry run gets no data, except from a batch being read, or for
 	 * an --only-write-batch client, which records it (an
 	 * --only-write-batch server's sender diverts it away from us). */
+	if (r->o->dry_run)
+		rc->state[ndx] |= FS_DONE; /* nothing more will come for it */
 	if (r->o->dry_run && r->o->read_batch)
 		return discard_file(r, f, path, -1, NULL);
 	if (r->o->dry_run && r->o->write_batch < 0 && !s->am_server)

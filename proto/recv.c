@@ -92,6 +92,20 @@ static void end_of_run_notes(struct recv_ctx *rc)
 	}
 }
 
+/* MSG_NO_SEND (receiver thread): the file will not come; the generator
+ * may end its part (generator.c: got_flist_entry_status FES_NO_SEND). */
+static void recv_no_send(void *ctx, int32_t ndx)
+{
+	struct recv_ctx *rc = ctx;
+
+	if (ndx < 0 || (size_t)ndx >= flist_slots(rc->fl))
+		return;
+	pthread_mutex_lock(&rc->lock);
+	rc->state[ndx] |= FS_FAILED;
+	pthread_cond_broadcast(&rc->cond);
+	pthread_mutex_unlock(&rc->lock);
+}
+
 int recv_run(struct recv_ctx *rc)
 {
 	struct session *s = rc->s;
@@ -114,8 +128,11 @@ int recv_run(struct recv_ctx *rc)
 		wire_fail(&s->err, side, " ");
 		return session_exit_code(s);
 	}
+	s->on_no_send = recv_no_send;
+	s->on_no_send_ctx = rc;
 	temp_install_signal_cleanup();
 	if (pthread_create(&gen, NULL, generator_main, rc) != 0) {
+		s->on_no_send = NULL;
 		wire_fail(&s->err, RERR_IPC, "cannot start the generator thread: %s",
 			  strerror(errno));
 		recv_close_side_dirs(rc);
@@ -132,6 +149,7 @@ int recv_run(struct recv_ctx *rc)
 		shutdown(s->out.fd, SHUT_RDWR);
 	}
 	pthread_join(gen, NULL);
+	s->on_no_send = NULL;
 	end_of_run_notes(rc);
 	recv_close_side_dirs(rc);
 	delete_index_free(rc);

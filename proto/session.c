@@ -98,7 +98,11 @@ static bool on_message(void *ctx, struct wire_in *in, int code, const uint8_t *p
 	case MSG_NOOP:
 		return true;
 	case MSG_NO_SEND:
-		return len == 4 || wire_fail(&s->err, RERR_STREAMIO, "invalid message %d", code);
+		if (len != 4)
+			return wire_fail(&s->err, RERR_STREAMIO, "invalid message %d", code);
+		if (s->on_no_send)
+			s->on_no_send(s->on_no_send_ctx, (int32_t)get_le32(payload));
+		return true;
 	case MSG_SUCCESS:
 		/* 4 bytes, or 20 (index, dev, inode) between local processes */
 		if (len != 4 && len != 20)

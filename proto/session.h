@@ -152,6 +152,9 @@ struct session {
 	 * inode in a local copy, or 0/0) */
 	void (*on_success)(void *ctx, int32_t ndx, int64_t dev, int64_t ino);
 	void *on_success_ctx;
+	/* MSG_NO_SEND: the sender could not open a file we asked for */
+	void (*on_no_send)(void *ctx, int32_t ndx);
+	void *on_no_send_ctx;
 	FILE *info;                 /* where MSG_INFO and our -v output go */
 	bool local_copy;            /* a half of a local copy: items show '>' */
 	FILE *log_fp;               /* --log-file, or NULL */
