@@ -97,18 +97,9 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 	s->stats.flist_xfertime_ms = wire_now_ms() - t1;
 	if (show && ok && !s->inc_recurse)
 		printf("done\n");
-	for (size_t i = 0; i < sl.fl.count; i++) {
-		const struct file_entry *f = &sl.fl.files[i];
-		s->stats.num_files++;
-		if (S_ISDIR(f->mode))
-			s->stats.num_dirs++;
-		else if (S_ISLNK(f->mode))
-			s->stats.num_symlinks++;
-		else if (S_ISCHR(f->mode) || S_ISBLK(f->mode))
-			s->stats.num_devices++;
-		else if (!S_ISREG(f->mode))
-			s->stats.num_specials++;
-	}
+	/* incremental lists are counted as they go (flist_send_part) */
+	for (size_t i = 0; !s->inc_recurse && i < sl.fl.count; i++)
+		flist_count_entry(&s->stats, &sl.fl.files[i]);
 	ok = ok && sender_run(s, &sl) && sender_finish(s);
 	send_list_free(&sl);
 	return ok;

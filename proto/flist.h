@@ -153,6 +153,9 @@ bool flist_part_finish(struct session *s, struct flist *fl, size_t first, size_t
 /* A first list of one entry is followed at once by the next part or
  * the end (flist.c: recv_additional_file_list): read it. */
 bool flist_recv_second(struct session *s, struct flist *fl);
+/* The entry's position among all entries received (its wire index
+ * less the gaps before it), for --progress's to-chk count. */
+int32_t flist_file_index(const struct flist *fl, int32_t ndx);
 /* The number of valid wire indexes (gap slots included). */
 size_t flist_slots(const struct flist *fl);
 /* Decode entries until the end marker (the common loop of a list). */

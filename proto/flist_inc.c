@@ -368,3 +368,26 @@ struct file_entry *flist_send_entry(const struct send_list *sl, int32_t ndx)
 		return NULL;
 	return sl->inc ? sl->inc->slots[ndx] : sl->fl.sorted[ndx];
 }
+
+int32_t flist_send_file_index(const struct send_list *sl, int32_t ndx)
+{
+	const struct inc_plan *p = sl->inc;
+	size_t lo = 0, hi;
+
+	if (!p || p->sent == 0)
+		return ndx;
+	hi = p->sent - 1;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo + 1) / 2;
+		if (p->parts[mid].ndx_start - 1 <= ndx)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return ndx - (int32_t)(lo + 1);
+}
+
+bool flist_send_complete(const struct send_list *sl)
+{
+	return !sl->inc || sl->inc->eof_sent;
+}

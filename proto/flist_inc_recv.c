@@ -201,3 +201,21 @@ bool flist_recv_second(struct session *s, struct flist *fl)
 		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid dir index: %d", ndx);
 	return flist_recv_part(s, fl, NDX_FLIST_OFFSET - ndx);
 }
+
+int32_t flist_file_index(const struct flist *fl, int32_t ndx)
+{
+	size_t lo = 0, hi;
+
+	if (!fl->inc || fl->nparts == 0)
+		return ndx;
+	/* rsync's current_file_index: the index less one gap per part */
+	hi = fl->nparts - 1;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo + 1) / 2;
+		if (fl->parts[mid].ndx_start - 1 <= ndx)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return ndx - (int32_t)(lo + 1);
+}

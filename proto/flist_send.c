@@ -435,6 +435,19 @@ static bool send_counted(struct session *s, struct send_list *sl, size_t i, stru
 	return true;
 }
 
+void flist_count_entry(struct stats *st, const struct file_entry *f)
+{
+	st->num_files++;
+	if (S_ISDIR(f->mode))
+		st->num_dirs++;
+	else if (S_ISLNK(f->mode))
+		st->num_symlinks++;
+	else if (S_ISCHR(f->mode) || S_ISBLK(f->mode))
+		st->num_devices++;
+	else if (!S_ISREG(f->mode))
+		st->num_specials++;
+}
+
 bool flist_send_part(struct session *s, struct send_list *sl, struct file_entry *const *v,
 		     size_t n, int io_err)
 {
@@ -442,8 +455,11 @@ bool flist_send_part(struct session *s, struct send_list *sl, struct file_entry 
 	uint64_t start = s->out.total_written + s->out.len;
 	bool ok = e != NULL;
 
-	for (size_t k = 0; ok && k < n; k++)
+	/* as rsync's sender, the counts grow list by list (--progress) */
+	for (size_t k = 0; ok && k < n; k++) {
 		ok = send_counted(s, sl, (size_t)(v[k] - sl->fl.files), e, NULL);
+		flist_count_entry(&s->stats, v[k]);
+	}
 	ok = ok && write_end_of_list(s, io_err);
 	s->stats.flist_size += (int64_t)(s->out.total_written + s->out.len - start);
 	return ok;

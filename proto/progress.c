@@ -76,8 +76,8 @@ static void overall(struct session *s, int64_t ofs, bool force)
 		return;
 	}
 	char eol[96];
-	snprintf(eol, sizeof eol, " (xfr#%d, to-chk=%d/%d)", s->stats.xferred_files,
-		 left < 0 ? 0 : left, s->stats.num_files);
+	snprintf(eol, sizeof eol, " (xfr#%d, %s-chk=%d/%d)", s->stats.xferred_files,
+		 s->progress_ir ? "ir" : "to", left < 0 ? 0 : left, s->stats.num_files);
 	print_line(s, done, total ? total : 1, rate_kb, remain, eol);
 }
 
@@ -131,8 +131,8 @@ void progress_end(struct session *s, struct progress *p, int64_t size, int32_t n
 		diff = 1;
 	double rate = (double)(size - (p->started ? p->start_ofs : 0)) * 1000.0 / (double)diff /
 		      1024.0;
-	snprintf(eol, sizeof eol, " (xfr#%d, to-chk=%d/%d)\n", s->stats.xferred_files,
-		 s->stats.num_files - ndx - 1, s->stats.num_files);
+	snprintf(eol, sizeof eol, " (xfr#%d, %s-chk=%d/%d)\n", s->stats.xferred_files,
+		 s->progress_ir ? "ir" : "to", s->stats.num_files - ndx - 1, s->stats.num_files);
 	print_line(s, size, size, rate, (double)diff / 1000.0, eol);
 	memset(p, 0, sizeof *p);
 }

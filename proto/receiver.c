@@ -756,7 +756,8 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 		recv_report_success(rc, ndx, path, true);
 	}
 	s->stats.xferred_files++;
-	progress_end(s, &r->prog, r->written, ndx);
+	s->progress_ir = rc->fl->inc && !rc->fl->eof;
+	progress_end(s, &r->prog, r->written, flist_file_index(rc->fl, ndx));
 	if (s->xfer_log)
 		s->xfer_log(s->xfer_log_ctx, f, iflags);
 	if (iflags & ITEM_IS_NEW) {

@@ -393,8 +393,10 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	wire_out_unlock(&s->out);
 	s->stats.total_transferred_size += st.st_size;
 	s->stats.xferred_files++;
-	if (ok)
-		progress_end(s, &d->prog, st.st_size, ndx);
+	if (ok) {
+		s->progress_ir = !flist_send_complete(d->sl);
+		progress_end(s, &d->prog, st.st_size, flist_send_file_index(d->sl, ndx));
+	}
 	if (have_idx)
 		match_index_free(&idx);
 	close(fd);

@@ -73,6 +73,8 @@ bool flist_send(struct session *s, struct send_list *sl);
 bool flist_send_part(struct session *s, struct send_list *sl, struct file_entry *const *v,
 		     size_t n, int io_err);
 void flist_enc_free(struct flist_enc *enc);
+/* The --stats counts of one entry sent (number of files, dirs, ...). */
+void flist_count_entry(struct stats *st, const struct file_entry *f);
 
 /* Incremental recursion (flist_inc.c). flist_inc_start cuts the built
  * list into rsync's per-directory lists and sends the first; the sender
@@ -87,6 +89,10 @@ void flist_inc_note_request(struct send_list *sl, int32_t ndx);
 void flist_inc_free(struct inc_plan *inc);
 struct file_entry *flist_send_entry(const struct send_list *sl, int32_t ndx);
 size_t flist_send_slots(const struct send_list *sl);
+/* For --progress: the entry's position among all entries (the wire index
+ * less its gaps), and whether every list has been sent. */
+int32_t flist_send_file_index(const struct send_list *sl, int32_t ndx);
+bool flist_send_complete(const struct send_list *sl);
 
 /* Sort the sender's copy so indexes match the receiver's (the sender keeps
  * duplicates; see flist_sort_and_clean). */

@@ -161,6 +161,7 @@ struct session {
 	/* --info=progress2 / --json: the whole transfer's progress */
 	int64_t progress_done;      /* bytes of the files finished so far */
 	int progress_checked;       /* entries of the sorted list passed so far */
+	bool progress_ir;           /* incremental lists still coming: "ir-chk" */
 	int64_t progress_start_ms, progress_last_ms;
 
 	/* -A/-X: ACLs and xattr sets seen in the file list (acls.c, xattrs.c). */
