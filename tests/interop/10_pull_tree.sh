@@ -61,8 +61,9 @@ pull() {
     (umask 027 && exec "$tool" "$@" "$URL" "$dst/") >"$dst.out" 2>"$dst.err"
 }
 
-# Itemize lines as a sorted set. The "receiving ... file list" line differs
-# on purpose (ferry declines incremental recursion) and is dropped.
+# Itemize lines as a sorted set. The "receiving ... file list" line is
+# dropped: with -H, -A and a few other options ferry asks for whole lists
+# where rsync would not.
 norm_out() {
     grep -v -e '^receiving .*file list$' -e '^$' "$1" | LC_ALL=C sort
 }

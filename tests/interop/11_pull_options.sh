@@ -2,8 +2,9 @@
 # One test per pull option, each asserting the option's EFFECT, and where
 # it makes sense that ferry ends exactly where REAL rsync ends from the same
 # starting state: same tree, same itemized/verbose output (as sorted sets of
-# lines; the "receiving ... file list" line is dropped because ferry
-# declines incremental recursion), same exit code.
+# lines; the "receiving ... file list" line is dropped because with -H,
+# -A and a few other options ferry asks for whole lists where rsync would
+# not), same exit code.
 #
 # Run against real rsync (FERRY=/usr/bin/rsync) every check must pass: that
 # proves the checks themselves.
@@ -180,8 +181,8 @@ same_tree() {
 }
 
 # norm_out RUN -- RUN.out as a sorted set of lines. Dropped or masked: the
-# "receiving ... file list" line (ferry declines incremental recursion, so
-# it differs on purpose), blank lines, the dest path in "created directory"
+# "receiving ... file list" line (with -H, -A and a few other options ferry
+# asks for whole lists where rsync would not), blank lines, the dest path in "created directory"
 # (each tool has its own), and the byte counts and rate of the -v summary,
 # which depend on protocol details; "total size is N" must still match.
 norm_out() {
