@@ -431,7 +431,8 @@ static void gen_dir_early(struct gen *g, struct file_entry *f, const char *path)
 	const char *leaf;
 	struct stat st;
 
-	if (!g->o->times || g->o->omit_dir_times || g->o->dry_run || parent_failed(g->rc, f))
+	if (!g->o->times || g->o->omit_dir_times || g->o->dry_run || g->o->existing ||
+	    parent_failed(g->rc, f))
 		return;
 	int dirfd = parent_of(g, path, &leaf);
 	if (dirfd < 0 || dest_lstat(g, dirfd, leaf, path, &st) == 0)
