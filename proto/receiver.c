@@ -816,7 +816,13 @@ static bool receive_replies(struct rcv *r)
 		}
 		if (r->phase_dones >= 2)
 			return wire_fail(&s->err, RERR_PROTOCOL, "got transfer request in phase 2");
-		if (!recv_one_file(r, ndx, iflags, basis_type, xname))
+		/* a file we asked for again is a redo: whole, not appended */
+		int append = r->append;
+		if (r->rc->state[ndx] & FS_REDO)
+			r->append = 0;
+		bool ok = recv_one_file(r, ndx, iflags, basis_type, xname);
+		r->append = append;
+		if (!ok)
 			return false;
 		if (r->rc->fl->inc)
 			recv_note_settled(r->rc); /* the generator ends parts by it */

@@ -565,16 +565,24 @@ bool sender_run(struct session *s, struct send_list *sl)
 			ok = wire_fail(&s->err, RERR_PROTOCOL, "got transfer request in phase 2");
 			break;
 		}
-		if (!(sent[ndx / 8] & (1u << (ndx % 8)))) {
+		/* a file asked for again is a redo: whole, not appended
+		 * (sender.c: FLAG_FILE_SENT); with incremental lists redos
+		 * come before the phase ends */
+		bool redo = sent[ndx / 8] & (1u << (ndx % 8));
+		if (!redo) {
 			sent[ndx / 8] |= (uint8_t)(1u << (ndx % 8));
 			if (iflags & ITEM_IS_NEW)
 				s->stats.created_files++;
 		}
+		int append = d.append;
+		if (redo)
+			d.append = 0;
 		session_log_item(s, f, iflags, NULL, NULL);
 		/* --only-write-batch: the file goes to the batch alone
 		 * (sender.c: f_xfer = batch_fd). */
 		s->out.divert = s->out.tee && s->opts->write_batch < 0;
 		ok = send_one(&d, ndx, iflags, type, xname);
+		d.append = append;
 		s->out.divert = false;
 		if (ok && s->xfer_log)
 			s->xfer_log(s->xfer_log_ctx, f, iflags);
