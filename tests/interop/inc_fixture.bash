@@ -73,10 +73,13 @@ run() {
     echo $? >"$out.rc"
 }
 
-# The -v/-i lines that do not depend on timing or byte counts.
+# The -v/-i lines that do not depend on timing or byte counts, as a set:
+# where a deletion line falls among the item lines depends on how much
+# output each side had buffered (rsync's messages overtake it).
 stable_out() {
     grep -v -e '^sent .* bytes' -e '^total size is' -e '^$' -e '^created directory' \
-        -e '^Total bytes' -e '^File list' -e '^Literal data' -e '^Matched data' "$1"
+        -e '^Total bytes' -e '^File list' -e '^Literal data' -e '^Matched data' "$1" |
+        LC_ALL=C sort
 }
 
 # same_run A B -- same exit code and stable output.
