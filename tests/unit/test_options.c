@@ -1,9 +1,10 @@
 /*
  * Command-line parsing (client/options.c) and the server argument vector,
  * checked against what rsync 3.5.0 does and sends (its "sending daemon args"
- * debug output and the argv it hands a remote shell); the 'i'
- * (incremental recursion) capability only where ferry sends (a recursive
- * push without -H, -A, -R, --files-from or --write-batch).
+ * debug output and the argv it hands a remote shell). The 'i' (incremental
+ * recursion) capability is there as in rsync's, except where ferry keeps
+ * to whole lists (-H, -A, -R, --files-from, --list-only, batch files, a
+ * receiving --delete-delay; see inc_recurse_allowed).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -525,7 +526,7 @@ static void test_server_argv_pull(void **state)
 	(void)state;
 	/* rsync -av --delete --checksum-choice=md5 host::mod/ dst/ sends
 	 * "--server --sender -vlogDtpre.iLsfxCIvu --checksum-choice=md5 . mod/" */
-	PULL("--server --sender -vlogDtpre.LsfxCIvu --checksum-choice=md5 .",
+	PULL("--server --sender -vlogDtpre.iLsfxCIvu --checksum-choice=md5 .",
 	     "-av", "--delete", "--checksum-choice=md5", "host::mod/", "dst/");
 	/* a listing: 'd' from the implied --dirs */
 	PULL("--server --sender -de.LsfxCIvu .", "host::mod/");
@@ -536,11 +537,11 @@ static void test_server_argv_pull(void **state)
 	 * filter rule) */
 	PULL("--server --sender -re.LsfxCIvu --qsort .", "-r", "--qsort", "host::mod/");
 	PULL("--server --sender -De.LsfxCIvu .", "-D", "--drop-D", "host::mod/", "d/");
-	PULL("--server --sender -re.LsfxCIvu .", "--old-dirs", "host::mod/", "d/");
+	PULL("--server --sender -re.iLsfxCIvu .", "--old-dirs", "host::mod/", "d/");
 	/* the client deletes in a pull: nothing about it is sent */
 	PULL("--server --sender -de.LsfxCIvu .", "-d", "--delete", "--max-delete=5", "h::m/",
 	     "d/");
-	PULL("--server --sender -unrcIe.LsfxCIvu --ignore-errors --numeric-ids .",
+	PULL("--server --sender -unrcIe.iLsfxCIvu --ignore-errors --numeric-ids .",
 	     "-n", "-u", "-c", "-I", "--stats", "--size-only", "--existing",
 	     "--ignore-existing", "--numeric-ids", "--ignore-errors", "--force",
 	     "--delete-excluded", "-r", "h::m/", "d/");
@@ -613,11 +614,11 @@ static void test_devices_copy_as_trust(void **state)
 	free(refused);
 
 	/* rsync -e RSH --copy-devices -a h:src/ d/ and the push forms */
-	PULL("--server --sender -logDtpre.LsfxCIvu --copy-devices .", "--copy-devices", "-a",
+	PULL("--server --sender -logDtpre.iLsfxCIvu --copy-devices .", "--copy-devices", "-a",
 	     "h:src/", "d/");
-	PULL("--server --sender -logDtpre.LsfxCIvu --inplace --copy-devices .", "--write-devices",
+	PULL("--server --sender -logDtpre.iLsfxCIvu --inplace --copy-devices .", "--write-devices",
 	     "--copy-devices", "--trust-sender", "--copy-as=nobody", "-a", "h:src/", "d/");
-	PULL("--server --sender -logDtpre.LsfxCIvu --remove-source-files --copy-devices .",
+	PULL("--server --sender -logDtpre.iLsfxCIvu --remove-source-files --copy-devices .",
 	     "--copy-devices", "--remove-source-files", "-a", "h:src/", "d/");
 	PUSH("--server -logDtpre.iLsfxCIvu --inplace --write-devices .", "--write-devices",
 	     "--copy-devices", "-a", "src/", "h:d/");
