@@ -131,7 +131,7 @@ static void test_server_argv_secluded(void **state)
 	assert_true(o.secluded_args);
 	char **v = options_server_argv(&o, true, 32);
 	assert_non_null(v);
-	assert_string_equal(v[2], "-slogDtpre.LsfxCIvu");
+	assert_string_equal(v[2], "-slogDtpre.iLsfxCIvu");
 	assert_int_equal(options_secluded_split(v), 3);
 	options_free_argv(v);
 	options_free(&o);
