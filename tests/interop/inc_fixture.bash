@@ -35,7 +35,11 @@ for level in range(40):
         f.write("%d\n" % level)
 os.makedirs(os.path.join(root, "tree", "empty"))
 EOF
-    touch -d @1600000000 "$SRC" "$SRC"/wide "$SRC"/tree "$SRC"/tree/* "$SRC"/tree/*/*
+    # Fixed times on every directory made here: a copy made within the
+    # same second as a directory's creation would keep its own time (rsync
+    # compares times to the second), and --nsec comparisons would differ.
+    find "$SRC/n0" -type d -exec touch -d @1600000000 {} + &&
+        touch -d @1600000000 "$SRC" "$SRC"/wide "$SRC"/tree "$SRC"/tree/* "$SRC"/tree/*/*
 }
 t_check make_src make_src || t_done
 
