@@ -194,7 +194,7 @@ static int name_cmp_modes(const struct file_entry *f1, bool dir1, const struct f
 	bool same_dir = f1->dirname == f2->dirname ||
 			(f1->dirname && f2->dirname && strcmp(f1->dirname, f2->dirname) == 0);
 	struct cmp_cursor a, b;
-	int dif;
+	int dif = 0;
 
 	cursor_start(&a, f1, dir1, dirs_as_path, same_dir);
 	cursor_start(&b, f2, dir2, dirs_as_path, same_dir);
@@ -221,6 +221,10 @@ static int name_cmp_modes(const struct file_entry *f1, bool dir1, const struct f
 			if (a.path != b.path)
 				return a.path ? 1 : -1;
 		}
+		/* Both at the end of a piece: go round again so the end is
+		 * seen, never past a name's terminating NUL. */
+		if (!*a.c && !*b.c)
+			continue;
 		dif = (int)*a.c++ - (int)*b.c++;
 	} while (dif == 0);
 	return dif;
