@@ -331,15 +331,11 @@ bool flist_inc_list_done(struct send_list *sl)
 	return p->freed < p->sent;
 }
 
-void flist_inc_note_request(struct send_list *sl, int32_t ndx)
+/* The sent part whose range (its gap included) holds ndx; p->sent > 0. */
+static size_t part_of(const struct inc_plan *p, int32_t ndx)
 {
-	struct inc_plan *p = sl->inc;
-	size_t lo = 0, hi;
+	size_t lo = 0, hi = p->sent - 1;
 
-	if (!p || p->sent == 0)
-		return;
-	/* the part whose range (gap included) holds ndx */
-	hi = p->sent - 1;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo + 1) / 2;
 		if (p->parts[mid].ndx_start - 1 <= ndx)
@@ -347,7 +343,15 @@ void flist_inc_note_request(struct send_list *sl, int32_t ndx)
 		else
 			hi = mid - 1;
 	}
-	p->current = lo;
+	return lo;
+}
+
+void flist_inc_note_request(struct send_list *sl, int32_t ndx)
+{
+	struct inc_plan *p = sl->inc;
+
+	if (p && p->sent > 0)
+		p->current = part_of(p, ndx);
 }
 
 size_t flist_send_slots(const struct send_list *sl)
@@ -372,19 +376,11 @@ struct file_entry *flist_send_entry(const struct send_list *sl, int32_t ndx)
 int32_t flist_send_file_index(const struct send_list *sl, int32_t ndx)
 {
 	const struct inc_plan *p = sl->inc;
-	size_t lo = 0, hi;
 
 	if (!p || p->sent == 0)
 		return ndx;
-	hi = p->sent - 1;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo + 1) / 2;
-		if (p->parts[mid].ndx_start - 1 <= ndx)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	return ndx - (int32_t)(lo + 1);
+	/* rsync's current_file_index: the index less one gap per part */
+	return ndx - (int32_t)(part_of(p, ndx) + 1);
 }
 
 bool flist_send_complete(const struct send_list *sl)
