@@ -746,7 +746,6 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 		s->got_xfer_error = true;
 		return true;
 	}
-	rc->state[ndx] |= FS_DONE;
 	if (delay) {
 		if (!note_delayed(r, ndx))
 			return false;
@@ -755,6 +754,9 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 			partial_remove(rc, path); /* it served as the basis */
 		recv_report_success(rc, ndx, path, true);
 	}
+	/* only now: with incremental lists FS_DONE lets the generator end
+	 * the part, and the sender frees it; MSG_SUCCESS must come first */
+	rc->state[ndx] |= FS_DONE;
 	s->stats.xferred_files++;
 	s->progress_ir = rc->fl->inc && !rc->fl->eof;
 	progress_end(s, &r->prog, r->written, flist_file_index(rc->fl, ndx));
