@@ -271,6 +271,13 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 	int fd = -1;
 	if (fstatat(parent, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
 		fd = openat(parent, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	} else if (s->opts->dry_run && (active > 1 || slash || (only && S_ISDIR(only->mode)))) {
+		/* rsync says it, but a dry run writes nothing (main.c:
+		 * get_local_name); every entry is then missing */
+		rc->dry_run_missing_root = true;
+		if (s->opts->verbose || s->opts->itemize || log_format_has(s->opts->out_format, 'i'))
+			session_info(s, "created directory %s\n", clean);
+		fd = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	} else if (active > 1 || slash || (only && S_ISDIR(only->mode))) {
 		if (mkdirat(parent, leaf, 0777) < 0 && errno != EEXIST) {
 			session_err(s, "mkdir \"%s\" failed: %s", dest, strerror(errno));
