@@ -106,4 +106,10 @@ bool batch_wait_listed(struct recv_ctx *rc);
  * the batch did not hold (receiver.c: no_batched_update). */
 void batch_report_missing(struct recv_ctx *rc);
 
+/* The same with incremental lists, part by part: the generator has
+ * decided on every index below `upto`; the receiver waits until `ndx` is
+ * decided (false: the generator stopped first). */
+void batch_note_decided(struct recv_ctx *rc, size_t upto);
+bool batch_wait_decided(struct recv_ctx *rc, size_t ndx);
+
 #endif

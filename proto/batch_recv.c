@@ -18,6 +18,28 @@ void batch_note_listed(struct recv_ctx *rc)
 	pthread_mutex_unlock(&rc->lock);
 }
 
+/* With incremental lists the batch holds the later parts between the
+ * files, so the receiver cannot wait for the whole list: it waits for the
+ * generator to be past the part of each file instead. */
+void batch_note_decided(struct recv_ctx *rc, size_t upto)
+{
+	pthread_mutex_lock(&rc->lock);
+	if (upto > rc->gen_decided)
+		rc->gen_decided = upto;
+	pthread_cond_broadcast(&rc->cond);
+	pthread_mutex_unlock(&rc->lock);
+}
+
+bool batch_wait_decided(struct recv_ctx *rc, size_t ndx)
+{
+	pthread_mutex_lock(&rc->lock);
+	while (ndx >= rc->gen_decided && !rc->generator_stopped)
+		pthread_cond_wait(&rc->cond, &rc->lock);
+	bool decided = ndx < rc->gen_decided;
+	pthread_mutex_unlock(&rc->lock);
+	return decided;
+}
+
 bool batch_wait_listed(struct recv_ctx *rc)
 {
 	pthread_mutex_lock(&rc->lock);

@@ -818,25 +818,44 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 	return true;
 }
 
+/* A protocol-30 hard-link follower names its group's first member by the
+ * sender's number. One in this part shares its leader's attributes
+ * (abbreviated); one whose leader is in an earlier part of an
+ * incremental list comes with all of its own (flist.c: recv_file_entry). */
+static bool recv_hlink_ref(struct session *s, struct flist *fl, struct file_entry *f,
+			   uint32_t xflags, int32_t pos, const struct file_entry **lead)
+{
+	int32_t first, part_start;
+	size_t part_first, lead_pos;
+
+	flist_receiving_part(fl, &part_start, &part_first);
+	int32_t sent = part_start + (int32_t)((size_t)pos - part_first);
+	if (!wire_read_varint(&s->in, &first))
+		return false;
+	if (first < 0 || first >= sent || !flist_sent_pos(fl, first, &lead_pos))
+		return wire_fail(&s->err, RERR_PROTOCOL, "hard-link reference out of range: %d (%d)",
+				 first, sent);
+	const struct file_entry *l = &fl->files[lead_pos];
+	f->hlink_group = l->hlink_group >= 0 ? l->hlink_group : (int32_t)lead_pos;
+	if (first < part_start)
+		return recv_attrs(s, fl, f, xflags);
+	*lead = l;
+	take_from_leader(s, f, l);
+	return true;
+}
+
 static bool recv_entry(struct session *s, struct flist *fl, uint32_t xflags)
 {
 	const struct ferry_opts *o = s->opts;
-	int32_t ndx = (int32_t)fl->count;
+	int32_t ndx = (int32_t)fl->count; /* place in files[] */
 	struct file_entry *f = new_entry(s, fl);
 	const struct file_entry *lead = NULL;
 
 	if (!f || !recv_name(s, fl, f, xflags))
 		return false;
 	if (s->protocol >= 30 && (xflags & XMIT_HLINKED) && !(xflags & XMIT_HLINK_FIRST)) {
-		int32_t first;
-		if (!wire_read_varint(&s->in, &first))
+		if (!recv_hlink_ref(s, fl, f, xflags, ndx, &lead))
 			return false;
-		if (first < 0 || first >= ndx)
-			return wire_fail(&s->err, RERR_PROTOCOL,
-					 "hard-link reference out of range: %d (%d)", first, ndx);
-		lead = &fl->files[first];
-		take_from_leader(s, f, lead);
-		f->hlink_group = lead->hlink_group >= 0 ? lead->hlink_group : first;
 	} else if (!recv_attrs(s, fl, f, xflags)) {
 		return false;
 	}

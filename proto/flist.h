@@ -49,11 +49,11 @@ struct wire_in;
 #define FE_IMPLIED_DIR 0x0008  /* an implied parent (-R) */
 #define FE_HLINKED 0x0010      /* member of a hard-link group */
 #define FE_HLINK_FIRST 0x0020  /* leader of its group (first sent) */
-#define FE_SKIP_HLINK 0x0040   /* follower: link to the leader when done */
 #define FE_MOD_NSEC 0x0080
 #define FE_SKIP_GROUP 0x0100  /* not root and not a member: leave the group alone */
 #define FE_GOT_LIST 0x0200    /* incremental recursion: its contents arrived */
 #define FE_DIR_CREATED 0x0400 /* made ahead of its own part: report it as new */
+#define FE_HLINK_LAST 0x0800  /* last of its hard-link group in its part */
 
 #define MAXPATHLEN_WIRE 4096
 
@@ -70,7 +70,7 @@ struct file_entry {
 	uint32_t uid, gid;
 	uint32_t rdev_major, rdev_minor;
 	int32_t hlink_group;   /* group id (leader's arrival index), -1 if none */
-	int32_t hl_first;      /* sorted index of the group's first member */
+	int32_t hl_next;       /* next member waiting for the same link (hlink.c) */
 	uint32_t flags;        /* FE_* */
 	int32_t depth;
 	/* -A/-X: index + 1 into the session's ACL and xattr lists, 0 = none */
@@ -144,6 +144,12 @@ bool flist_sort_and_clean(struct session *s, struct flist *fl);
  * arrays before the first entry; read the contents of dir_ndx announced
  * by NDX_FLIST_OFFSET - dir_ndx; close a part (sort, clean, number). */
 bool flist_inc_reserve(struct session *s, struct flist *fl);
+/* The part being received: the sender's number of its first entry and its
+ * place in files[] (0 and 0 for a whole list). */
+void flist_receiving_part(const struct flist *fl, int32_t *ndx_start, size_t *first);
+/* The place in files[] of the entry the sender numbered `sent` (parts
+ * published or being received); false for a gap or past the end. */
+bool flist_sent_pos(const struct flist *fl, int32_t sent, size_t *pos);
 void flist_inc_release(struct flist *fl);
 uint8_t *flist_inc_state_new(void);
 void flist_inc_state_free(uint8_t *state);

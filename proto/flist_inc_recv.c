@@ -142,6 +142,51 @@ bool flist_part_finish(struct session *s, struct flist *fl, size_t first, size_t
 	return true;
 }
 
+void flist_receiving_part(const struct flist *fl, int32_t *ndx_start, size_t *first)
+{
+	if (!fl->inc) {
+		*ndx_start = 0;
+		*first = 0;
+		return;
+	}
+	if (fl->nparts == 0) {
+		*ndx_start = 1;
+		*first = 0;
+		return;
+	}
+	const struct flist_part *p = &fl->parts[fl->nparts - 1];
+	*ndx_start = p->ndx_start + p->count + 1;
+	*first = p->first_file + (size_t)p->count;
+}
+
+bool flist_sent_pos(const struct flist *fl, int32_t sent, size_t *pos)
+{
+	int32_t start;
+	size_t first;
+
+	flist_receiving_part(fl, &start, &first);
+	if (sent >= start) {
+		*pos = first + (size_t)(sent - start);
+		return *pos < fl->count;
+	}
+	if (fl->nparts == 0)
+		return false;
+	/* in a published part: the last one starting at or before it */
+	size_t lo = 0, hi = fl->nparts - 1;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo + 1) / 2;
+		if (fl->parts[mid].ndx_start <= sent)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	const struct flist_part *p = &fl->parts[lo];
+	if (sent < p->ndx_start || sent >= p->ndx_start + p->count)
+		return false;
+	*pos = p->first_file + (size_t)(sent - p->ndx_start);
+	return true;
+}
+
 /* Every name of a part lies directly in its directory. */
 static bool in_dir(const struct file_entry *f, const char *dirpath)
 {

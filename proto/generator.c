@@ -22,6 +22,7 @@
 #include "proto/fileio.h"
 #include "proto/filter.h"
 #include "proto/fuzzy.h"
+#include "proto/hlink.h"
 #include "proto/recvside.h"
 
 #define SUMS_READ_BUF (1024 * 1024)
@@ -842,23 +843,118 @@ static bool fuzzy_basis(struct gen *g, const struct file_entry *f, int dirfd, st
 	return true;
 }
 
-static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
+/* Make f (at ndx) a hard link to the group's member at `target`, and say
+ * so as rsync does (hlink.c: maybe_hard_link). */
+static void make_hard_link(struct gen *g, int32_t ndx, struct file_entry *f, int32_t target)
+{
+	struct recv_ctx *rc = g->rc;
+	char path[MAXPATHLEN_WIRE * 2], tpath[MAXPATHLEN_WIRE * 2];
+	const char *leaf, *tleaf;
+	struct stat st, tst;
+
+	if (!flist_path(f, path, sizeof path) ||
+	    !flist_path(rc->fl->sorted[target], tpath, sizeof tpath))
+		return;
+	int dirfd = parent_of(g, path, &leaf);
+	struct dir_cursor tc;
+	dir_cursor_init(&tc, rc->rootfd);
+	tc.follow = g->dirs.follow;
+	tc.beneath = g->dirs.beneath;
+	int tdirfd = dir_cursor_parent(&tc, tpath, &tleaf);
+	bool have_target = tdirfd >= 0 && fstatat(tdirfd, tleaf, &tst, AT_SYMLINK_NOFOLLOW) == 0;
+	if (!have_target && !g->o->dry_run) {
+		file_error(g, "stat", tpath);
+		dir_cursor_close(&tc);
+		return;
+	}
+	bool exists = dirfd >= 0 && fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	if (exists && have_target && st.st_ino == tst.st_ino && st.st_dev == tst.st_dev) {
+		report_item(g, ndx, attr_change_bits(g, f, &st) | ITEM_LOCAL_CHANGE, "");
+		rc->state[ndx] |= FS_DONE;
+		dir_cursor_close(&tc);
+		return;
+	}
+	if (!g->o->dry_run) {
+		char tmp[300];
+		int fd = dirfd >= 0 ? fs_create_temp(dirfd, leaf, tmp, sizeof tmp) : -1;
+		if (fd >= 0) {
+			close(fd);
+			unlinkat(dirfd, tmp, 0);
+		}
+		if (fd < 0 || linkat(tdirfd, tleaf, dirfd, tmp, 0) < 0 ||
+		    renameat(dirfd, tmp, dirfd, leaf) < 0) {
+			file_error(g, "link", path);
+			if (fd >= 0)
+				unlinkat(dirfd, tmp, 0);
+			dir_cursor_close(&tc);
+			return;
+		}
+	}
+	dir_cursor_close(&tc);
+	int iflags = exists ? attr_change_bits(g, f, &st) : ITEM_IS_NEW;
+	report_item(g, ndx, iflags | ITEM_LOCAL_CHANGE, tpath);
+	rc->state[ndx] |= FS_DONE;
+	recv_report_success(rc, ndx, path, false);
+}
+
+/* Link the members waiting for the group's target, which is in place. */
+static void link_waiting(struct gen *g, int32_t target)
+{
+	struct flist *fl = g->rc->fl;
+
+	hlink_set_target(g->rc, target, fl->sorted[target], true);
+	for (int32_t m = hlink_take_waiting(g->rc, fl->sorted[target]); m >= 0;) {
+		int32_t next = fl->sorted[m]->hl_next;
+		make_hard_link(g, m, fl->sorted[m], target);
+		m = next;
+	}
+}
+
+static bool target_arrived(struct gen *g, int32_t target)
+{
+	pthread_mutex_lock(&g->rc->lock);
+	uint8_t st = g->rc->state[target];
+	pthread_mutex_unlock(&g->rc->lock);
+	return (st & FS_DONE) && !(st & FS_FAILED);
+}
+
+/* A member of a group that has its target already: linked now when the
+ * target is in place, else it waits for it (hlink.c: hard_link_check).
+ * False: no target yet, f is handled as a file of its own. */
+static bool hlink_joined(struct gen *g, int32_t ndx, struct file_entry *f)
+{
+	bool done;
+	int32_t target = hlink_target(g->rc, f, &done);
+
+	if (target < 0)
+		return false;
+	if (!done && target_arrived(g, target)) {
+		link_waiting(g, target);
+		done = true;
+	}
+	if (done)
+		make_hard_link(g, ndx, f, target);
+	else
+		hlink_wait(g->rc, ndx, f);
+	return true;
+}
+
+/* What gen_regular_file did with a regular file. */
+enum regular_outcome {
+	REG_SKIPPED,   /* left alone: not there, or an error */
+	REG_DEFERRED,  /* missing, and a later hard link of it will come */
+	REG_REQUESTED, /* asked the sender for it */
+	REG_IN_PLACE,  /* there already, kept as it is or brought up to date */
+};
+
+static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct file_entry *f,
+					     const char *path, bool defer_missing)
 {
 	const struct ferry_opts *o = g->o;
 	const char *leaf;
 	struct stat st;
 	int dirfd;
 
-	if (f->flags & FE_SKIP_HLINK)
-		return; /* linked to its leader after the transfer */
-	if ((o->max_size >= 0 && f->size > o->max_size) ||
-	    (o->min_size >= 0 && f->size < o->min_size)) {
-		if (o->verbose > 1)
-			session_info(g->s, "%s is %s\n", path,
-				     f->size > o->max_size && o->max_size >= 0 ? "over max-size"
-									: "under min-size");
-		return;
-	}
 	if (g->rc->solo_name) {
 		dirfd = g->rc->rootfd;
 		leaf = g->rc->solo_name;
@@ -867,21 +963,26 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	}
 	fuzzy_enter_dir(g, f);
 	if (dry_missing(g, dirfd)) {
-		if (!o->existing)
-			request_file(g, ndx, f, -1, leaf, NULL, ITEM_IS_NEW, false);
-		return;
+		if (o->existing)
+			return REG_SKIPPED;
+		if (defer_missing)
+			return REG_DEFERRED;
+		request_file(g, ndx, f, -1, leaf, NULL, ITEM_IS_NEW, false);
+		return REG_REQUESTED;
 	}
 	if (dirfd < 0) {
 		file_error(g, "recv_generator: open parent of", path);
-		return;
+		return REG_SKIPPED;
 	}
 	int statret = dest_lstat(g, dirfd, leaf, path, &st);
 	if (statret < 0) {
 		if (o->existing) {
 			if (o->verbose > 1)
 				session_info(g->s, "not creating new file \"%s\"\n", path);
-			return;
+			return REG_SKIPPED;
 		}
+		if (defer_missing)
+			return REG_DEFERRED;
 		if (!o->perms)
 			f->mode = dest_mode(g, f->mode, 0, false);
 		struct basis b = {.dirfd = dirfd, .leaf = leaf, .st = NULL, .alt = -1};
@@ -890,33 +991,33 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		if (partial_basis(g, path, &pfd, &b, &bst)) {
 			request_from(g, ndx, &b, ITEM_IS_NEW, false);
 			close(pfd);
-			return;
+			return REG_REQUESTED;
 		}
 		if (g->rc->nalt && try_alt_dests(g, ndx, f, path, dirfd, leaf, &b, &bst))
-			return;
+			return REG_REQUESTED;
 		if (!b.st && o->fuzzy)
 			fuzzy_basis(g, f, dirfd, &b, &bst);
 		request_from(g, ndx, &b, ITEM_IS_NEW, false);
-		return;
+		return REG_REQUESTED;
 	}
 	if (o->ignore_existing)
-		return;
+		return REG_IN_PLACE;
 	if (writable_device(o, &st)) {
 		device_size(dirfd, leaf, &st);
 	} else if (!S_ISREG(st.st_mode)) {
 		if (!clear_way(g, dirfd, leaf, path, &st))
-			return;
+			return REG_SKIPPED;
 		if (!o->perms)
 			f->mode = dest_mode(g, f->mode, 0, false);
 		request_file(g, ndx, f, dirfd, leaf, NULL, ITEM_IS_NEW, false);
-		return;
+		return REG_REQUESTED;
 	}
 	if (o->update && (st.st_mtim.tv_sec > f->mtime ||
 			  (st.st_mtim.tv_sec == f->mtime &&
 			   (uint32_t)st.st_mtim.tv_nsec > f->mtime_nsec))) {
 		if (o->verbose > 1)
 			session_info(g->s, "%s is newer\n", path);
-		return;
+		return REG_IN_PLACE;
 	}
 	if (!o->perms)
 		f->mode = dest_mode(g, f->mode, st.st_mode, true);
@@ -929,10 +1030,10 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		recv_report_success(g->rc, ndx, path, false);
 		if (o->partial_dir && !o->dry_run)
 			partial_remove(g->rc, path); /* a leftover of an older try */
-		return;
+		return REG_IN_PLACE;
 	}
 	if (o->append && st.st_size >= f->size)
-		return; /* --append only ever adds to a shorter file */
+		return REG_IN_PLACE; /* --append only ever adds to a shorter file */
 	if (!o->times)
 		iflags |= ITEM_REPORT_TIME; /* attr_change_bits_for() with a transfer */
 	struct basis b = {.dirfd = dirfd, .leaf = leaf, .st = &st, .alt = -1};
@@ -947,13 +1048,53 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	if (o->backup && o->inplace && b.alt < 0 && !o->dry_run) {
 		if (!backup_copy(g->rc, dirfd, leaf, path)) {
 			g->s->got_xfer_error = true;
-			return;
+			return REG_SKIPPED;
 		}
 		b.alt = FNAMECMP_BACKUP;
 	}
 	request_from(g, ndx, &b, iflags, false);
 	if (pfd >= 0)
 		close(pfd);
+	return REG_REQUESTED;
+}
+
+static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
+{
+	const struct ferry_opts *o = g->o;
+
+	if ((o->max_size >= 0 && f->size > o->max_size) ||
+	    (o->min_size >= 0 && f->size < o->min_size)) {
+		if (o->verbose > 1)
+			session_info(g->s, "%s is %s\n", path,
+				     f->size > o->max_size && o->max_size >= 0 ? "over max-size"
+									: "under min-size");
+		return;
+	}
+	if (!hlink_member(g->rc, f)) {
+		gen_regular_file(g, ndx, f, path, false);
+		return;
+	}
+	if (hlink_joined(g, ndx, f))
+		return;
+	switch (gen_regular_file(g, ndx, f, path, hlink_defers(g->rc, f))) {
+	case REG_DEFERRED:
+		hlink_wait(g->rc, ndx, f);
+		break;
+	case REG_REQUESTED:
+		/* a dry run writes nothing: the others are "linked" at once */
+		if (o->dry_run) {
+			link_waiting(g, ndx);
+			break;
+		}
+		hlink_set_target(g->rc, ndx, f, false);
+		break;
+	case REG_IN_PLACE:
+		hlink_set_target(g->rc, ndx, f, true);
+		link_waiting(g, ndx);
+		break;
+	case REG_SKIPPED:
+		break;
+	}
 }
 
 /* The module's exclude rules decide what a daemon takes in: a refused
@@ -1138,55 +1279,33 @@ bool parent_failed(struct recv_ctx *rc, const struct file_entry *f)
 	return false;
 }
 
-/* Make every hard-link follower a link to its group's leader, once the
- * leader is in place (hlink.c: finish_hard_link). */
-static void link_followers(struct gen *g)
+/* Members waiting for a transferred file are linked as soon as the
+ * generator sees it has arrived, as rsync's generator does between files
+ * (generator.c: check_for_finished_files). */
+static void link_arrived_targets(struct gen *g)
 {
-	struct flist *fl = g->rc->fl;
-	char path[MAXPATHLEN_WIRE * 2], lpath[MAXPATHLEN_WIRE * 2];
+	size_t cursor = 0;
+	int32_t t;
 
-	for (size_t i = fl->low; i <= fl->high && i < fl->count; i++) {
-		struct file_entry *f = fl->sorted[i];
-		if (!(f->flags & FE_ACTIVE) || !(f->flags & FE_SKIP_HLINK))
-			continue;
-		struct file_entry *lead = fl->sorted[f->hl_first];
-		if ((g->rc->state[f->hl_first] & FS_FAILED) || !flist_path(f, path, sizeof path) ||
-		    !flist_path(lead, lpath, sizeof lpath))
-			continue;
-		const char *leaf, *lleaf;
-		int dirfd = parent_of(g, path, &leaf);
-		struct dir_cursor lc;
-		dir_cursor_init(&lc, g->rc->rootfd);
-		lc.follow = g->dirs.follow;
-		lc.beneath = g->dirs.beneath;
-		int ldirfd = dir_cursor_parent(&lc, lpath, &lleaf);
-		struct stat st, lst;
-		if (dirfd < 0 || ldirfd < 0 || fstatat(ldirfd, lleaf, &lst, AT_SYMLINK_NOFOLLOW) < 0) {
-			dir_cursor_close(&lc);
-			continue;
-		}
-		if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-			if (st.st_ino == lst.st_ino && st.st_dev == lst.st_dev) {
-				dir_cursor_close(&lc);
-				continue;
-			}
-		}
-		recv_log_item(g->rc, f, ITEM_LOCAL_CHANGE | ITEM_XNAME_FOLLOWS, lpath);
-		if (!g->o->dry_run) {
-			char tmp[300];
-			int fd = fs_create_temp(dirfd, leaf, tmp, sizeof tmp);
-			if (fd >= 0) {
-				close(fd);
-				unlinkat(dirfd, tmp, 0);
-			}
-			if (fd < 0 || linkat(ldirfd, lleaf, dirfd, tmp, 0) < 0 ||
-			    renameat(dirfd, tmp, dirfd, leaf) < 0) {
-				file_error(g, "link", path);
-				unlinkat(dirfd, tmp, 0);
-			}
-		}
-		dir_cursor_close(&lc);
-	}
+	if (!g->o->hard_links)
+		return;
+	while ((t = hlink_pending(g->rc, &cursor)) >= 0)
+		if (target_arrived(g, t))
+			link_waiting(g, t);
+}
+
+/* Hard-link groups whose member was transferred: link the members that
+ * waited for it, once it has arrived (hlink.c: finish_hard_link). */
+static void link_sent_targets(struct gen *g)
+{
+	size_t cursor = 0;
+	int32_t t;
+
+	link_arrived_targets(g);
+	/* and any a full pending list could not record */
+	while ((t = hlink_next_sent(g->rc, &cursor)) >= 0)
+		if (target_arrived(g, t))
+			link_waiting(g, t);
 }
 
 /* Directories get their times after everything inside them is written
@@ -1269,6 +1388,10 @@ static size_t finishable_parts(struct gen *g, size_t upto)
 	struct recv_ctx *rc = g->rc;
 	size_t done = g->done_parts;
 
+	/* A batch's sender is gone: nothing waits for our NDX_DONEs, and a
+	 * file the batch lacks never settles (batch_report_missing). */
+	if (g->o->read_batch)
+		return upto > done ? upto - done : 0;
 	while (done < upto) {
 		const struct flist_part *p = &rc->fl->parts[done];
 		size_t end = (size_t)p->ndx_start + (size_t)p->count;
@@ -1333,7 +1456,10 @@ static bool generate_part(struct gen *g, const struct flist_part *p)
 {
 	struct recv_ctx *rc = g->rc;
 
-	if (!delete_index_add(rc, p->first_file + (size_t)p->count))
+	size_t end = (size_t)p->ndx_start + (size_t)p->count;
+	if (!delete_index_add(rc, p->first_file + (size_t)p->count) ||
+	    (g->o->hard_links &&
+	     !hlink_match(rc, (size_t)p->ndx_start, end, p->first_file + (size_t)p->count)))
 		return wire_fail(&g->s->err, RERR_MALLOC, "out of memory");
 	if (rc->fl->sorted[p->ndx_start - 1]->flags & FE_ACTIVE)
 		gen_entry(g, p->ndx_start - 1);
@@ -1342,8 +1468,11 @@ static bool generate_part(struct gen *g, const struct flist_part *p)
 		if (wire_error_code(&g->s->err))
 			break;
 		gen_entry(g, i);
+		link_arrived_targets(g);
 	}
 	g->dir_early = false;
+	if (g->o->read_batch)
+		batch_note_decided(rc, (size_t)p->ndx_start + (size_t)p->count);
 	return !wire_error_code(&g->s->err);
 }
 
@@ -1389,6 +1518,7 @@ static bool generate_files(struct gen *g)
 			if (wire_error_code(&s->err))
 				return false;
 			gen_entry(g, (int32_t)i);
+			link_arrived_targets(g);
 		}
 		batch_note_listed(rc);
 		/* A: end of phase 0 */
@@ -1398,7 +1528,7 @@ static bool generate_files(struct gen *g)
 	if (!wait_phase(g, 1, true))
 		return false;
 	if (!rc->list_only)
-		link_followers(g);
+		link_sent_targets(g);
 	/* B, and C/D early when nothing delays them (generate_files). */
 	if (!send_done(g))
 		return false;

@@ -324,11 +324,6 @@ bool negotiate_from_batch(struct session *s)
 	if (s->protocol >= 30) {
 		if (!wire_read_varint(&s->in, &v))
 			return false;
-		if (v & CF_INC_RECURSE)
-			return wire_fail(&s->err, RERR_SYNTAX,
-					 "Incompatible options specified for inc-recursive batch file "
-					 "(ferry cannot read an incremental-recursion batch; write it "
-					 "with --no-inc-recursive)");
 		adopt_compat_flags(s, (uint32_t)v);
 	}
 	s->xfer_csum = csum_implied(s->protocol);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "proto/batch.h"
+#include "proto/hlink.h"
 #include "proto/xattrs.h"
 #include "proto/fileio.h"
 #include "proto/filter.h"
@@ -671,7 +672,10 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	if (!S_ISREG(f->mode))
 		return wire_fail(&s->err, RERR_PROTOCOL,
 				 "received request to transfer non-regular file: %d", ndx);
-	if (!(rc->state[ndx] & FS_REQUESTED) && r->o->read_batch) {
+	if (r->o->read_batch && rc->fl->inc && !batch_wait_decided(rc, (size_t)ndx))
+		return wire_fail(&s->err, RERR_STREAMIO, "generator stopped");
+	if (!(rc->state[ndx] & FS_REQUESTED) && r->o->read_batch &&
+	    !(hlink_member(rc, f) && hlink_batch_adopt(rc, ndx, f))) {
 		/* Our generator found it up to date: the batch's update is
 		 * not for this copy. */
 		session_info(s, "(Skipping batched update for \"%s\")\n", path);
@@ -860,7 +864,7 @@ bool receiver_run(struct recv_ctx *rc)
 	ok = r.data && r.out && r.dec ? true
 				      : wire_fail(&rc->s->err, RERR_MALLOC, "out of memory");
 	/* A batch runs ahead of our generator: let it decide first. */
-	if (ok && r.o->read_batch)
+	if (ok && r.o->read_batch && !rc->fl->inc)
 		ok = batch_wait_listed(rc);
 	ok = ok && receive_replies(&r);
 	token_dec_free(r.dec);

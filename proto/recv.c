@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "proto/delete.h"
+#include "proto/hlink.h"
 #include "proto/recvside.h"
 #include "proto/tempfile.h"
 
@@ -23,36 +24,6 @@ void recv_mark_dir_failed(struct recv_ctx *rc, const char *path)
 	rc->failed_dirs[rc->nfailed_dirs] = strdup(path);
 	if (rc->failed_dirs[rc->nfailed_dirs])
 		rc->nfailed_dirs++;
-}
-
-/* Within each hard-link group the first member in sorted order is the one
- * transferred; the others are linked to it (hlink.c: match_hard_links). */
-static bool match_hard_links(struct recv_ctx *rc)
-{
-	struct flist *fl = rc->fl;
-	int32_t *first = malloc(fl->count * sizeof *first);
-
-	if (!first)
-		return false;
-	for (size_t i = 0; i < fl->count; i++)
-		first[i] = -1;
-	for (size_t i = 0; i < fl->count; i++) {
-		struct file_entry *f = fl->sorted[i];
-		if (!(f->flags & FE_ACTIVE) || !(f->flags & FE_HLINKED) || S_ISDIR(f->mode))
-			continue;
-		int32_t g = f->hlink_group;
-		if (g < 0 || (size_t)g >= fl->count)
-			continue;
-		if (first[g] < 0) {
-			first[g] = (int32_t)i;
-			f->hl_first = (int32_t)i;
-		} else {
-			f->hl_first = first[g];
-			f->flags |= FE_SKIP_HLINK;
-		}
-	}
-	free(first);
-	return true;
 }
 
 static void put_le(uint8_t *p, uint64_t v, int n)
@@ -118,7 +89,9 @@ int recv_run(struct recv_ctx *rc)
 				: calloc(rc->fl->count ? rc->fl->count : 1, 1);
 	rc->parts_ready = rc->fl->nparts;
 	rc->parts_eof = rc->fl->eof;
-	if (!rc->state || !(rc->fl->inc || match_hard_links(rc)) || !delete_index_build(rc)) {
+	if (!rc->state ||
+	    !(rc->fl->inc || !rc->s->opts->hard_links || hlink_match(rc, 0, rc->fl->count, rc->fl->count)) ||
+	    !delete_index_build(rc)) {
 		wire_fail(&s->err, RERR_MALLOC, "out of memory");
 		return session_exit_code(s);
 	}
@@ -161,5 +134,6 @@ int recv_run(struct recv_ctx *rc)
 	else
 		free(rc->state);
 	free(rc->redo);
+	hlink_free(rc);
 	return session_exit_code(s);
 }

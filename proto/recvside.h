@@ -41,6 +41,13 @@ struct recv_ctx {
 	bool generator_stopped;   /* the generator thread gave up or finished */
 	bool gen_listed;          /* the generator went through the whole list
 				   * once (--read-batch waits for it) */
+	struct hl_group *hl_groups; /* by group number (hlink.c) */
+	size_t hl_cap;
+	int32_t *hl_sent;         /* targets being sent, to link after (hlink.c) */
+	size_t hl_nsent, hl_sent_cap;
+	size_t gen_decided;       /* --read-batch with incremental lists: the
+				   * generator has decided on every index
+				   * below this */
 
 	char **failed_dirs;       /* dirs we could not create: skip their contents */
 	size_t nfailed_dirs;
@@ -112,6 +119,7 @@ void partial_remove(struct recv_ctx *rc, const char *path);
 /* Run the receiving side after the file list has been received and
  * sorted. Returns the exit code. */
 int recv_run(struct recv_ctx *rc);
+
 
 /* The generator thread's body. */
 void *generator_main(void *arg);
