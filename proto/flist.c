@@ -504,12 +504,8 @@ bool flist_sort_and_clean(struct session *s, struct flist *fl)
 
 static struct file_entry *new_entry(struct session *s, struct flist *fl)
 {
-	if (fl->count == fl->cap && fl->inc) {
-		wire_fail(&s->err, RERR_MALLOC,
-			  "too many files for incremental recursion (%zu); use --no-inc-recursive",
-			  fl->cap);
+	if (fl->count == fl->cap && fl->inc && !flist_inc_grow(s, fl))
 		return NULL;
-	}
 	if (fl->count == fl->cap) {
 		size_t cap = fl->cap ? fl->cap * 2 : 1024;
 		if (cap > (size_t)INT32_MAX) {

@@ -115,6 +115,7 @@ struct flist {
 	 * while the receiver thread appends more (flist_inc_recv.c). */
 	bool inc;
 	size_t nslots;             /* sorted slots in use, gaps included */
+	size_t files_commit, sorted_commit, parts_commit; /* bytes usable */
 	struct flist_part *parts;  /* reserved too: the generator reads them */
 	size_t nparts;
 	struct file_entry **dirs;  /* every directory received, in list order */
@@ -144,6 +145,8 @@ bool flist_sort_and_clean(struct session *s, struct flist *fl);
  * arrays before the first entry; read the contents of dir_ndx announced
  * by NDX_FLIST_OFFSET - dir_ndx; close a part (sort, clean, number). */
 bool flist_inc_reserve(struct session *s, struct flist *fl);
+/* Room for more entries in files[] (cap grows); false past the limit. */
+bool flist_inc_grow(struct session *s, struct flist *fl);
 /* The part being received: the sender's number of its first entry and its
  * place in files[] (0 and 0 for a whole list). */
 void flist_receiving_part(const struct flist *fl, int32_t *ndx_start, size_t *first);

@@ -15,25 +15,43 @@
 #include "proto/session.h"
 
 /* The most entries and indexes an incremental list may hold: address
- * space reserved up front (pages are only used as entries arrive). */
+ * space reserved up front, inaccessible, and made usable in steps as
+ * entries arrive, so that the kernel's commit accounting (strict under
+ * vm.overcommit_memory=2) only sees what is used. */
 #define INC_MAX_FILES ((size_t)1 << 24)
 #define INC_MAX_SLOTS (INC_MAX_FILES * 2 + 2)
+#define COMMIT_STEP ((size_t)2 << 20)
 
 /* What a gap index holds when it stands for no directory. */
 static struct file_entry no_dir = {.basename = "", .flags = 0};
 
-static void *reserve(size_t bytes)
+static void *reserve(size_t bytes, int prot)
 {
-	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *p = mmap(NULL, bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* Make the first `need` bytes of a reserved area (of `size`) usable.
+ * Pages already usable stay where they are: the other thread may be
+ * reading them. */
+static bool commit(void *base, size_t size, size_t *committed, size_t need)
+{
+	if (need <= *committed)
+		return true;
+	size_t to = (need + COMMIT_STEP - 1) / COMMIT_STEP * COMMIT_STEP;
+	if (to > size)
+		to = size;
+	if (mprotect((char *)base + *committed, to - *committed, PROT_READ | PROT_WRITE) < 0)
+		return false;
+	*committed = to;
+	return true;
+}
+
 /* The receiver's per-index state for an incremental list (indexes run
- * up to INC_MAX_SLOTS); release with flist_inc_state_free. */
+ * up to INC_MAX_SLOTS, one byte each); release with flist_inc_state_free. */
 uint8_t *flist_inc_state_new(void)
 {
-	return reserve(INC_MAX_SLOTS);
+	return reserve(INC_MAX_SLOTS, PROT_READ | PROT_WRITE);
 }
 
 void flist_inc_state_free(uint8_t *state)
@@ -44,16 +62,33 @@ void flist_inc_state_free(uint8_t *state)
 
 bool flist_inc_reserve(struct session *s, struct flist *fl)
 {
-	fl->files = reserve(INC_MAX_FILES * sizeof *fl->files);
-	fl->sorted = reserve(INC_MAX_SLOTS * sizeof *fl->sorted);
-	fl->parts = reserve((INC_MAX_FILES + 1) * sizeof *fl->parts);
+	fl->files = reserve(INC_MAX_FILES * sizeof *fl->files, PROT_NONE);
+	fl->sorted = reserve(INC_MAX_SLOTS * sizeof *fl->sorted, PROT_NONE);
+	fl->parts = reserve((INC_MAX_FILES + 1) * sizeof *fl->parts, PROT_NONE);
+	fl->files_commit = fl->sorted_commit = fl->parts_commit = 0;
+	fl->cap = 0;
 	if (!fl->files || !fl->sorted || !fl->parts) {
 		flist_inc_release(fl);
 		return wire_fail(&s->err, RERR_MALLOC,
-				 "cannot reserve memory for incremental recursion");
+				 "cannot reserve address space for incremental recursion");
 	}
 	fl->inc = true;
-	fl->cap = INC_MAX_FILES;
+	return flist_inc_grow(s, fl);
+}
+
+bool flist_inc_grow(struct session *s, struct flist *fl)
+{
+	if (fl->cap >= INC_MAX_FILES)
+		return wire_fail(&s->err, RERR_MALLOC,
+				 "too many files for incremental recursion (%zu); use "
+				 "--no-inc-recursive",
+				 fl->cap);
+	if (!commit(fl->files, INC_MAX_FILES * sizeof *fl->files, &fl->files_commit,
+		    (fl->cap + 1) * sizeof *fl->files))
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory receiving the file list");
+	fl->cap = fl->files_commit / sizeof *fl->files;
+	if (fl->cap > INC_MAX_FILES)
+		fl->cap = INC_MAX_FILES;
 	return true;
 }
 
@@ -104,8 +139,13 @@ bool flist_part_finish(struct session *s, struct flist *fl, size_t first, size_t
 	size_t start = prev ? (size_t)prev->ndx_start + (size_t)prev->count + 1 : 1;
 	size_t low, high;
 
-	if (start + n > INC_MAX_SLOTS || start + n > INT32_MAX)
+	if (start + n > INC_MAX_SLOTS || start + n > INT32_MAX || fl->nparts >= INC_MAX_FILES)
 		return wire_fail(&s->err, RERR_MALLOC, "file list too long");
+	if (!commit(fl->sorted, INC_MAX_SLOTS * sizeof *fl->sorted, &fl->sorted_commit,
+		    (start + n) * sizeof *fl->sorted) ||
+	    !commit(fl->parts, (INC_MAX_FILES + 1) * sizeof *fl->parts, &fl->parts_commit,
+		    (fl->nparts + 1) * sizeof *fl->parts))
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory receiving the file list");
 	struct file_entry **v = fl->sorted + start;
 	for (size_t k = 0; k < n; k++)
 		v[k] = &fl->files[first + k];
@@ -128,8 +168,6 @@ bool flist_part_finish(struct session *s, struct flist *fl, size_t first, size_t
 	else if (n && is_top_dot(v[low]))
 		dir = v[low];
 	fl->sorted[start - 1] = dir;
-	if (fl->nparts > INC_MAX_FILES)
-		return wire_fail(&s->err, RERR_MALLOC, "file list too long");
 	fl->parts[fl->nparts++] = (struct flist_part){.ndx_start = (int32_t)start,
 						      .count = (int32_t)n,
 						      .dir_ndx = dir_ndx,

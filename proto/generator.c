@@ -845,6 +845,16 @@ static bool fuzzy_basis(struct gen *g, const struct file_entry *f, int dirfd, st
 
 /* Make f (at ndx) a hard link to the group's member at `target`, and say
  * so as rsync does (hlink.c: maybe_hard_link). */
+/* Settle an entry the generator handled itself (a hard link), under the
+ * lock the part accounting reads it with. */
+static void set_state(struct recv_ctx *rc, int32_t ndx, uint8_t bits)
+{
+	pthread_mutex_lock(&rc->lock);
+	rc->state[ndx] |= bits;
+	pthread_cond_broadcast(&rc->cond);
+	pthread_mutex_unlock(&rc->lock);
+}
+
 static void make_hard_link(struct gen *g, int32_t ndx, struct file_entry *f, int32_t target)
 {
 	struct recv_ctx *rc = g->rc;
@@ -853,8 +863,10 @@ static void make_hard_link(struct gen *g, int32_t ndx, struct file_entry *f, int
 	struct stat st, tst;
 
 	if (!flist_path(f, path, sizeof path) ||
-	    !flist_path(rc->fl->sorted[target], tpath, sizeof tpath))
+	    !flist_path(rc->fl->sorted[target], tpath, sizeof tpath)) {
+		set_state(rc, ndx, FS_FAILED);
 		return;
+	}
 	int dirfd = parent_of(g, path, &leaf);
 	struct dir_cursor tc;
 	dir_cursor_init(&tc, rc->rootfd);
@@ -865,12 +877,13 @@ static void make_hard_link(struct gen *g, int32_t ndx, struct file_entry *f, int
 	if (!have_target && !g->o->dry_run) {
 		file_error(g, "stat", tpath);
 		dir_cursor_close(&tc);
+		set_state(rc, ndx, FS_FAILED);
 		return;
 	}
 	bool exists = dirfd >= 0 && fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	if (exists && have_target && st.st_ino == tst.st_ino && st.st_dev == tst.st_dev) {
 		report_item(g, ndx, attr_change_bits(g, f, &st) | ITEM_LOCAL_CHANGE, "");
-		rc->state[ndx] |= FS_DONE;
+		set_state(rc, ndx, FS_DONE);
 		dir_cursor_close(&tc);
 		return;
 	}
@@ -887,14 +900,15 @@ static void make_hard_link(struct gen *g, int32_t ndx, struct file_entry *f, int
 			if (fd >= 0)
 				unlinkat(dirfd, tmp, 0);
 			dir_cursor_close(&tc);
+			set_state(rc, ndx, FS_FAILED);
 			return;
 		}
 	}
 	dir_cursor_close(&tc);
 	int iflags = exists ? attr_change_bits(g, f, &st) : ITEM_IS_NEW;
 	report_item(g, ndx, iflags | ITEM_LOCAL_CHANGE, tpath);
-	rc->state[ndx] |= FS_DONE;
 	recv_report_success(rc, ndx, path, false);
+	set_state(rc, ndx, FS_DONE); /* after its report: then its part may end */
 }
 
 /* Link the members waiting for the group's target, which is in place. */
@@ -908,6 +922,14 @@ static void link_waiting(struct gen *g, int32_t target)
 		make_hard_link(g, m, fl->sorted[m], target);
 		m = next;
 	}
+}
+
+static bool target_failed(struct gen *g, int32_t target)
+{
+	pthread_mutex_lock(&g->rc->lock);
+	uint8_t st = g->rc->state[target];
+	pthread_mutex_unlock(&g->rc->lock);
+	return st & FS_FAILED;
 }
 
 static bool target_arrived(struct gen *g, int32_t target)
@@ -1068,6 +1090,8 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 			session_info(g->s, "%s is %s\n", path,
 				     f->size > o->max_size && o->max_size >= 0 ? "over max-size"
 									: "under min-size");
+		if (hlink_member(g->rc, f) && (f->flags & FE_HLINK_LAST))
+			hlink_release(g->rc, f);
 		return;
 	}
 	if (!hlink_member(g->rc, f)) {
@@ -1093,6 +1117,9 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		link_waiting(g, ndx);
 		break;
 	case REG_SKIPPED:
+		/* the others waited for this one: they are left out */
+		if (f->flags & FE_HLINK_LAST)
+			hlink_release(g->rc, f);
 		break;
 	}
 }
@@ -1289,9 +1316,12 @@ static void link_arrived_targets(struct gen *g)
 
 	if (!g->o->hard_links)
 		return;
-	while ((t = hlink_pending(g->rc, &cursor)) >= 0)
+	while ((t = hlink_pending(g->rc, &cursor)) >= 0) {
 		if (target_arrived(g, t))
 			link_waiting(g, t);
+		else if (target_failed(g, t))
+			hlink_release(g->rc, g->rc->fl->sorted[t]);
+	}
 }
 
 /* Hard-link groups whose member was transferred: link the members that
@@ -1378,7 +1408,7 @@ static bool delete_stats(struct gen *g)
 
 static bool settled(uint8_t state)
 {
-	return !(state & FS_REQUESTED) || (state & (FS_DONE | FS_FAILED));
+	return !(state & (FS_REQUESTED | FS_HLINK_WAIT)) || (state & (FS_DONE | FS_FAILED));
 }
 
 /* How many more parts, in order and below `upto`, have every file we
@@ -1427,7 +1457,7 @@ static bool sync_parts(struct gen *g, size_t next, size_t upto, bool all, size_t
 			*eof = rc->parts_eof;
 			failed = rc->receiver_failed || wire_error_code(&g->s->err);
 			arrived = all ? g->done_parts + n_done >= upto : (*ready > next || *eof);
-			if (n_done || n_redo || failed || arrived)
+			if (n_done || n_redo || failed || arrived || hlink_arrivals(rc))
 				break;
 			pthread_cond_wait(&rc->cond, &rc->lock);
 		}
@@ -1437,6 +1467,7 @@ static bool sync_parts(struct gen *g, size_t next, size_t upto, bool all, size_t
 		rc->nredo = 0;
 		g->done_parts += n_done;
 		pthread_mutex_unlock(&rc->lock);
+		link_arrived_targets(g);
 		for (size_t i = 0; todo && i < n_redo; i++)
 			redo_request(g, todo[i], true);
 		free(todo);
@@ -1456,10 +1487,7 @@ static bool generate_part(struct gen *g, const struct flist_part *p)
 {
 	struct recv_ctx *rc = g->rc;
 
-	size_t end = (size_t)p->ndx_start + (size_t)p->count;
-	if (!delete_index_add(rc, p->first_file + (size_t)p->count) ||
-	    (g->o->hard_links &&
-	     !hlink_match(rc, (size_t)p->ndx_start, end, p->first_file + (size_t)p->count)))
+	if (!delete_index_add(rc, p->first_file + (size_t)p->count))
 		return wire_fail(&g->s->err, RERR_MALLOC, "out of memory");
 	if (rc->fl->sorted[p->ndx_start - 1]->flags & FE_ACTIVE)
 		gen_entry(g, p->ndx_start - 1);
@@ -1476,28 +1504,70 @@ static bool generate_part(struct gen *g, const struct flist_part *p)
 	return !wire_error_code(&g->s->err);
 }
 
+/* -H: rsync's generator keeps this many files of later parts read (and
+ * their hard links matched) before it goes on, so the last member of a
+ * group is known across parts (generator.c: MIN_FILECNT_LOOKAHEAD/2). */
+#define HLINK_LOOKAHEAD 500
+
+/* Match the hard links of the parts that arrived since last time. */
+static bool match_parts(struct gen *g, size_t *matched, size_t ready)
+{
+	const struct flist *fl = g->rc->fl;
+
+	for (; *matched < ready; ++*matched) {
+		const struct flist_part *p = &fl->parts[*matched];
+		size_t lo = (size_t)p->ndx_start, end = lo + (size_t)p->count;
+		if (!hlink_match(g->rc, lo, end, p->first_file + (size_t)p->count))
+			return wire_fail(&g->s->err, RERR_MALLOC, "out of memory");
+	}
+	return true;
+}
+
+/* Has enough of the list arrived to generate part `next`? */
+static bool looked_ahead(struct gen *g, size_t next, size_t ready, bool eof)
+{
+	size_t files = 0;
+
+	/* a batch holds its later parts behind the data we must decide on
+	 * first; its own choice of member is followed instead */
+	if (!g->o->hard_links || eof || g->o->read_batch)
+		return true;
+	for (size_t i = next; i < ready && files < HLINK_LOOKAHEAD; i++)
+		files += (size_t)g->rc->fl->parts[i].count;
+	return files >= HLINK_LOOKAHEAD;
+}
+
 /* Phase 0 with incremental recursion: the parts as they come, each ended
  * once the generator is past it and its files have settled; the last
  * part's NDX_DONE ends the phase. */
 static bool generate_parts(struct gen *g)
 {
 	struct recv_ctx *rc = g->rc;
-	size_t next = 0, ready = 0;
+	size_t next = 0, ready = 0, matched = 0, want = 0;
 	bool eof = false;
 
 	for (;;) {
-		if (!sync_parts(g, next, next ? next - 1 : 0, false, &ready, &eof))
+		if (!sync_parts(g, want, next ? next - 1 : 0, false, &ready, &eof))
+			return false;
+		if (g->o->hard_links && !match_parts(g, &matched, ready))
 			return false;
 		if (next >= ready && eof)
 			break;
+		want = next;
 		if (next >= ready)
 			continue;
+		if (!looked_ahead(g, next, ready, eof)) {
+			want = ready; /* wait for one more part */
+			continue;
+		}
 		/* published parts never move (flist_inc_recv.c) */
 		struct flist_part p = rc->fl->parts[next];
 		if (!generate_part(g, &p))
 			return false;
 		next++;
 	}
+	if (g->o->hard_links)
+		hlink_release_all(rc);
 	return sync_parts(g, next, next, true, &ready, &eof);
 }
 

@@ -25,7 +25,7 @@
 
 #include "proto/recvside.h"
 
-static struct hl_group *group_of(struct recv_ctx *rc, const struct file_entry *f)
+static struct hl_group *group_of(const struct recv_ctx *rc, const struct file_entry *f)
 {
 	int32_t g = f->hlink_group;
 
@@ -45,7 +45,8 @@ static bool grow_groups(struct recv_ctx *rc, size_t groups)
 	if (!t)
 		return false;
 	for (size_t i = rc->hl_cap; i < n; i++)
-		t[i] = (struct hl_group){.target = -1, .waiting = -1, .after = -1, .after_tail = -1};
+		t[i] = (struct hl_group){
+			.target = -1, .waiting = -1, .after = -1, .after_tail = -1, .last = -1};
 	rc->hl_groups = t;
 	rc->hl_cap = n;
 	return true;
@@ -79,18 +80,19 @@ bool hlink_match(struct recv_ctx *rc, size_t lo, size_t end, size_t groups)
 	pthread_mutex_unlock(&rc->lock);
 	if (!ok)
 		return false;
-	/* The last member of each group in this range, found walking back. */
-	for (size_t i = end; i-- > lo;) {
+	/* Each member is the last of its group until a later one comes, in
+	 * this range or a later one (match_gnums clears FLAG_HLINK_LAST of
+	 * the previous list's last). Only this thread touches last. */
+	for (size_t i = lo; i < end; i++) {
 		struct file_entry *f = fl->sorted[i];
 		if (!in_group(f) || (size_t)f->hlink_group >= groups)
 			continue;
 		f->hl_next = -1;
 		struct hl_group *hg = &rc->hl_groups[f->hlink_group];
-		/* only this thread writes last_seen_end */
-		if (hg->last_seen_end != end) {
-			hg->last_seen_end = end;
-			f->flags |= FE_HLINK_LAST;
-		}
+		if (hg->last >= 0)
+			fl->sorted[hg->last]->flags &= ~FE_HLINK_LAST;
+		f->flags |= FE_HLINK_LAST;
+		hg->last = (int32_t)i;
 	}
 	return true;
 }
@@ -117,6 +119,7 @@ static void wait_locked(struct recv_ctx *rc, int32_t ndx, struct file_entry *f)
 	if (!hg)
 		return;
 	f->hl_next = -1;
+	rc->state[ndx] |= FS_HLINK_WAIT;
 	if (hg->state == HL_TARGET_SENT) {
 		/* after the target in rsync's chain: linked in arrival order */
 		if (hg->after_tail >= 0)
@@ -172,7 +175,7 @@ int32_t hlink_take_waiting(struct recv_ctx *rc, const struct file_entry *target)
 	return head;
 }
 
-static bool still_sent(struct recv_ctx *rc, int32_t ndx)
+static bool still_sent(const struct recv_ctx *rc, int32_t ndx)
 {
 	const struct hl_group *hg = group_of(rc, rc->fl->sorted[ndx]);
 
@@ -251,6 +254,53 @@ bool hlink_batch_adopt(struct recv_ctx *rc, int32_t ndx, struct file_entry *f)
 	}
 	pthread_mutex_unlock(&rc->lock);
 	return adopt;
+}
+
+bool hlink_arrivals(const struct recv_ctx *rc)
+{
+	for (size_t i = 0; i < rc->hl_nsent; i++) {
+		int32_t t = rc->hl_sent[i];
+		if ((rc->state[t] & (FS_DONE | FS_FAILED)) && still_sent(rc, t))
+			return true;
+	}
+	return false;
+}
+
+/* Give up the group's waiting members: settled, not made. */
+static void release_locked(struct recv_ctx *rc, struct hl_group *hg)
+{
+	struct file_entry **sorted = rc->fl->sorted;
+	int32_t *lists[2] = {&hg->after, &hg->waiting};
+
+	for (int i = 0; i < 2; i++) {
+		for (int32_t m = *lists[i]; m >= 0; m = sorted[m]->hl_next)
+			rc->state[m] |= FS_FAILED;
+		*lists[i] = -1;
+	}
+	hg->after_tail = -1;
+	if (hg->state == HL_TARGET_SENT)
+		hg->state = HL_NO_TARGET;
+	pthread_cond_broadcast(&rc->cond);
+}
+
+void hlink_release(struct recv_ctx *rc, const struct file_entry *f)
+{
+	pthread_mutex_lock(&rc->lock);
+	struct hl_group *hg = group_of(rc, f);
+	if (hg)
+		release_locked(rc, hg);
+	pthread_mutex_unlock(&rc->lock);
+}
+
+void hlink_release_all(struct recv_ctx *rc)
+{
+	pthread_mutex_lock(&rc->lock);
+	for (size_t i = 0; i < rc->hl_cap; i++) {
+		struct hl_group *hg = &rc->hl_groups[i];
+		if (hg->state == HL_NO_TARGET && (hg->waiting >= 0 || hg->after >= 0))
+			release_locked(rc, hg);
+	}
+	pthread_mutex_unlock(&rc->lock);
 }
 
 void hlink_free(struct recv_ctx *rc)

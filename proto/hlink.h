@@ -20,13 +20,14 @@ struct hl_group {
 	int32_t waiting;       /* earlier members waiting, latest first */
 	int32_t after;         /* members that came while the target was sent */
 	int32_t after_tail;
-	size_t last_seen_end;  /* the range whose last member is marked */
+	int32_t last;          /* sorted index of the member marked last */
 	uint8_t state;         /* enum hl_state */
 };
 
 /* Mark the last member of each group among the sorted slots [lo, end),
- * whose group numbers are below `groups`. Called once per range, in
- * order: the whole list, or each part of an incremental one. */
+ * whose group numbers are below `groups`, taking the mark from an earlier
+ * range's member. Called once per range, in order: the whole list, or
+ * each part of an incremental one as it arrives. */
 bool hlink_match(struct recv_ctx *rc, size_t lo, size_t end, size_t groups);
 
 /* Is f a regular file in a hard-link group that -H keeps? */
@@ -61,6 +62,17 @@ int32_t hlink_next_sent(struct recv_ctx *rc, size_t *cursor);
  * group's chosen member has not arrived, f takes its place as the member
  * written, and the other waits to be linked. Called by the receiver. */
 bool hlink_batch_adopt(struct recv_ctx *rc, int32_t ndx, struct file_entry *f);
+
+/* Called with rc->lock held: has a target being sent arrived or failed? */
+bool hlink_arrivals(const struct recv_ctx *rc);
+
+/* f's group will get no target (its last member was skipped, or its
+ * target failed): the members waiting are settled as not made. */
+void hlink_release(struct recv_ctx *rc, const struct file_entry *f);
+
+/* The same for every group still without a target, at the end of the
+ * list: nothing else will come for them. */
+void hlink_release_all(struct recv_ctx *rc);
 
 void hlink_free(struct recv_ctx *rc);
 

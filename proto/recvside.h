@@ -20,6 +20,8 @@
 #define FS_DONE 0x02       /* received and renamed into place */
 #define FS_FAILED 0x04     /* given up */
 #define FS_REDO 0x08       /* queued for the redo pass */
+#define FS_HLINK_WAIT 0x10 /* a hard link waiting for its group's target:
+			    * its part is not ended before (hlink.c) */
 
 struct recv_ctx {
 	struct session *s;

@@ -415,6 +415,9 @@ make_hl_tree() {
     echo three >"$HL/e/z" && ln "$HL/e/z" "$HL/e/z2"
     echo four >"$HL/c/w"
     touch -d @1600000000 "$HL"/x "$HL"/a/y "$HL"/e/z "$HL"/c/w
+    # fixed directory times: a copy made within the second of a fresh
+    # directory's time keeps its own, with rsync as with ferry
+    touch -d @1600000000 "$HL"/a/b "$HL"/a "$HL"/c "$HL"/e "$HL"
 }
 hl_batch() {
     local name=$1
