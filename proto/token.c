@@ -963,6 +963,7 @@ static bool window_end(struct token_enc *e, struct wire_out *out, bool data, boo
 	if (e->timed && e->win_bytes >= ZADAPT_WINDOW &&
 	    (e->comp_out - e->spd_out0 >= ZADAPT_SPEED_OUT || e->win_bytes >= ZADAPT_SPEED_MAX_IN)) {
 		w.timed = true;
+		w.bytes = e->win_bytes;
 		w.comp_ns = e->win_comp_ns;
 		w.wait_ns = wire_out_wait_ns(out) - e->win_wait0;
 	}
