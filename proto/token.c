@@ -596,11 +596,19 @@ static bool zstd_chunk_out(struct token_enc *e, struct wire_out *out)
 	return n == 0 || put_chunk(e, out, e->obuf + 2, n);
 }
 
-/* Add bytes to the chunk being gathered, sending every one that fills. */
+/* Add bytes to the chunk being gathered, sending every one that fills
+ * (whole chunks of Raw block data straight from where they are). */
 static bool zstd_chunk_add(struct token_enc *e, struct wire_out *out, const uint8_t *p,
 			   size_t n)
 {
 	while (n > 0) {
+		if (e->zs_opos == 0 && n >= TOKEN_MAX_DATA) {
+			if (!put_chunk(e, out, p, TOKEN_MAX_DATA))
+				return false;
+			p += TOKEN_MAX_DATA;
+			n -= TOKEN_MAX_DATA;
+			continue;
+		}
 		size_t k = TOKEN_MAX_DATA - e->zs_opos;
 		if (k > n)
 			k = n;
