@@ -21,8 +21,9 @@
  * (which, for raw deflate after a flush, appends to the window exactly as
  * rsync's Z_INSERT_ONLY does), the receiver by inflating the block as
  * stored blocks. zstd: one context for the whole session, flushed with
- * ZSTD_e_flush before tokens and at the end of every file. lz4: every
- * chunk an independent block.
+ * ZSTD_e_flush before tokens and at the end of every file, its output
+ * sent in full chunks (a short one only at those flushes), as rsync does.
+ * lz4: every chunk an independent block.
  */
 #include "proto/token.h"
 
@@ -34,6 +35,9 @@
 
 #include <lz4.h>
 #include <zlib.h>
+/* for ZSTD_getFrameProgression: the adaptive rule reads how much zstd has
+ * compressed instead of flushing it (a flush costs bytes) */
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 #include "proto/wildmatch.h"
@@ -55,6 +59,10 @@
 /* A literal-only lz4 block of this many bytes fits in one chunk. */
 #define LZ4_RAW_PIECE 16256
 #define ZLIB_PEND_CAP (96 * 1024)
+/* A zstd Raw block of ours: the most a frame with a 128 KiB window takes
+ * (RFC 8878 Block_Maximum_Size), so per byte no more headers than zstd's
+ * own Raw blocks. */
+#define ZSTD_RAW_BLOCK_MAX (128 * 1024)
 
 /* ------------------------------------------------------------ names */
 
@@ -324,6 +332,7 @@ struct token_enc {
 	int64_t spd_out0;     /* comp_out when the speed window began */
 	uint8_t *sample;      /* while storing: the window's last bytes */
 	size_t sample_len;
+	uint8_t *sample_z;    /* the sample, compressed */
 
 	/* zlib, zlibx */
 	z_stream z;
@@ -339,6 +348,10 @@ struct token_enc {
 	bool zs_frame_open; /* data went into the current frame */
 	bool zs_raw;        /* storing: raw blocks in frames of our own */
 	bool zs_raw_open;   /* one of those frames is open */
+	uint8_t *zs_block;  /* storing: the Raw block being gathered */
+	size_t zs_block_len;
+	size_t zs_opos;     /* output gathered in obuf for the next chunk */
+	uint64_t zs_in0, zs_out0; /* zstd_progress when the window began */
 
 	uint8_t *obuf;      /* a chunk: 2 header bytes + payload */
 };
@@ -377,10 +390,11 @@ struct token_enc *token_enc_new(int alg, int level, bool adaptive, int protocol,
 	e->setting = zadapt_setting(&e->za);
 	e->obuf = malloc(2 + (size_t)LZ4_COMPRESSBOUND(TOKEN_MAX_DATA));
 	e->sample = malloc(ZADAPT_SAMPLE);
-	if (!e->obuf || !e->sample) {
-		free(e->obuf);
-		free(e->sample);
-		free(e);
+	e->sample_z = malloc((size_t)LZ4_COMPRESSBOUND(ZADAPT_SAMPLE));
+	if (alg == CPRES_ZSTD)
+		e->zs_block = malloc(ZSTD_RAW_BLOCK_MAX);
+	if (!e->obuf || !e->sample || !e->sample_z || (alg == CPRES_ZSTD && !e->zs_block)) {
+		token_enc_free(e);
 		wire_fail(err, RERR_MALLOC, "out of memory");
 		return NULL;
 	}
@@ -388,10 +402,7 @@ struct token_enc *token_enc_new(int alg, int level, bool adaptive, int protocol,
 		e->pend = malloc(ZLIB_PEND_CAP);
 		if (!e->pend || deflateInit2(&e->z, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) !=
 					Z_OK) {
-			free(e->pend);
-			free(e->obuf);
-			free(e->sample);
-			free(e);
+			token_enc_free(e);
 			wire_fail(err, RERR_STREAMIO, "compression init failed");
 			return NULL;
 		}
@@ -401,10 +412,7 @@ struct token_enc *token_enc_new(int alg, int level, bool adaptive, int protocol,
 		e->zc = ZSTD_createCCtx();
 		if (!e->zc || ZSTD_isError(ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel,
 								  level))) {
-			ZSTD_freeCCtx(e->zc);
-			free(e->obuf);
-			free(e->sample);
-			free(e);
+			token_enc_free(e);
 			wire_fail(err, RERR_STREAMIO, "compression init failed");
 			return NULL;
 		}
@@ -423,6 +431,8 @@ void token_enc_free(struct token_enc *e)
 	free(e->pend);
 	free(e->obuf);
 	free(e->sample);
+	free(e->sample_z);
+	free(e->zs_block);
 	free(e);
 }
 
@@ -577,6 +587,44 @@ static bool zlib_set_level(struct token_enc *e, struct wire_out *out, int level)
 
 /* -- zstd -- */
 
+/* Send the zstd output gathered in obuf as one chunk. */
+static bool zstd_chunk_out(struct token_enc *e, struct wire_out *out)
+{
+	size_t n = e->zs_opos;
+
+	e->zs_opos = 0;
+	return n == 0 || put_chunk(e, out, e->obuf + 2, n);
+}
+
+/* Add bytes to the chunk being gathered, sending every one that fills
+ * (whole chunks of Raw block data straight from where they are). */
+static bool zstd_chunk_add(struct token_enc *e, struct wire_out *out, const uint8_t *p,
+			   size_t n)
+{
+	while (n > 0) {
+		if (e->zs_opos == 0 && n >= TOKEN_MAX_DATA) {
+			if (!put_chunk(e, out, p, TOKEN_MAX_DATA))
+				return false;
+			p += TOKEN_MAX_DATA;
+			n -= TOKEN_MAX_DATA;
+			continue;
+		}
+		size_t k = TOKEN_MAX_DATA - e->zs_opos;
+		if (k > n)
+			k = n;
+		memcpy(e->obuf + 2 + e->zs_opos, p, k);
+		e->zs_opos += k;
+		p += k;
+		n -= k;
+		if (e->zs_opos == TOKEN_MAX_DATA && !zstd_chunk_out(e, out))
+			return false;
+	}
+	return true;
+}
+
+/* Compress into the chunk being gathered (mirrors rsync token.c:
+ * send_zstd_token(), whose output buffer also goes out only when full or
+ * when a flush is complete). */
 static bool zstd_run(struct token_enc *e, struct wire_out *out, const uint8_t *p, size_t n,
 		     ZSTD_EndDirective mode)
 {
@@ -584,12 +632,13 @@ static bool zstd_run(struct token_enc *e, struct wire_out *out, const uint8_t *p
 	size_t r;
 
 	do {
-		ZSTD_outBuffer ob = {e->obuf + 2, TOKEN_MAX_DATA, 0};
+		ZSTD_outBuffer ob = {e->obuf + 2, TOKEN_MAX_DATA, e->zs_opos};
 		r = ZSTD_compressStream2(e->zc, &ob, &in, mode);
 		if (ZSTD_isError(r))
 			return wire_fail(e->err, RERR_STREAMIO, "compression failed: %s",
 					 ZSTD_getErrorName(r));
-		if (ob.pos && !put_chunk(e, out, e->obuf + 2, ob.pos))
+		e->zs_opos = ob.pos;
+		if (e->zs_opos == TOKEN_MAX_DATA && !zstd_chunk_out(e, out))
 			return false;
 	} while (mode == ZSTD_e_continue ? in.pos < in.size : r != 0);
 	if (n)
@@ -599,15 +648,51 @@ static bool zstd_run(struct token_enc *e, struct wire_out *out, const uint8_t *p
 	return true;
 }
 
+/* Input zstd has compressed and the output it made so far in this frame,
+ * read without a flush (0 before the frame's first data). Windows are
+ * measured between calls, and every frame change starts a new window. */
+static void zstd_progress(const struct token_enc *e, uint64_t *in, uint64_t *out)
+{
+	*in = *out = 0;
+	if (e->zs_frame_open && !e->zs_raw) {
+		ZSTD_frameProgression fp = ZSTD_getFrameProgression(e->zc);
+		*in = fp.consumed;
+		*out = fp.produced;
+	}
+}
+
 /*
  * Storing with zstd (the adaptive rule's "no effort", and skipped
  * suffixes) skips the compressor: the data goes out as Raw blocks of a
  * frame written here (RFC 8878: magic, a descriptor with no content size,
  * checksum or dictionary, a 128 KiB window; each block a 3-byte header
- * with its size). The receiver's stream decoder reads it like any frame.
+ * with its size, up to 128 KiB, spanning chunks). The receiver's stream
+ * decoder reads it like any frame.
  */
 #define ZSTD_RAW_FRAME_HEADER 6
 #define ZSTD_RAW_BLOCK_HEADER 3
+
+/* One Raw block of n bytes (`last`: the frame's last block). */
+static bool zstd_raw_block(struct token_enc *e, struct wire_out *out, const uint8_t *p,
+			   size_t n, bool last)
+{
+	uint32_t bh = (uint32_t)n << 3 | (last ? 1u : 0u); /* Block_Type 0: Raw */
+	uint8_t hdr[ZSTD_RAW_BLOCK_HEADER] = {(uint8_t)bh, (uint8_t)(bh >> 8), (uint8_t)(bh >> 16)};
+
+	return zstd_chunk_add(e, out, hdr, sizeof hdr) && zstd_chunk_add(e, out, p, n);
+}
+
+/* Send the Raw block gathered so far (before a token, the end of the
+ * file or of the frame). */
+static bool zstd_raw_flush(struct token_enc *e, struct wire_out *out, bool last)
+{
+	size_t n = e->zs_block_len;
+
+	e->zs_block_len = 0;
+	if (n == 0 && !last)
+		return true;
+	return zstd_raw_block(e, out, e->zs_block, n, last);
+}
 
 static bool zstd_raw_literal(struct token_enc *e, struct wire_out *out, const uint8_t *p,
 			     size_t n)
@@ -618,38 +703,52 @@ static bool zstd_raw_literal(struct token_enc *e, struct wire_out *out, const ui
 		7 << 3,                 /* Window_Descriptor: 2^(10+7) = 128 KiB */
 	};
 
+	if (!e->zs_raw_open) {
+		if (!zstd_chunk_add(e, out, frame_header, sizeof frame_header))
+			return false;
+		e->zs_raw_open = true;
+	}
 	while (n > 0) {
-		size_t o = 2;
-		if (!e->zs_raw_open) {
-			memcpy(e->obuf + o, frame_header, sizeof frame_header);
-			o += sizeof frame_header;
-			e->zs_raw_open = true;
+		if (e->zs_block_len == 0 && n >= ZSTD_RAW_BLOCK_MAX) {
+			/* a whole block straight from the input: no copy */
+			if (!zstd_raw_block(e, out, p, ZSTD_RAW_BLOCK_MAX, false))
+				return false;
+			p += ZSTD_RAW_BLOCK_MAX;
+			n -= ZSTD_RAW_BLOCK_MAX;
+			continue;
 		}
-		size_t k = TOKEN_MAX_DATA - (o - 2) - ZSTD_RAW_BLOCK_HEADER;
+		size_t k = ZSTD_RAW_BLOCK_MAX - e->zs_block_len;
 		if (k > n)
 			k = n;
-		uint32_t bh = (uint32_t)k << 3; /* not last, Raw_Block */
-		e->obuf[o++] = (uint8_t)bh;
-		e->obuf[o++] = (uint8_t)(bh >> 8);
-		e->obuf[o++] = (uint8_t)(bh >> 16);
-		memcpy(e->obuf + o, p, k);
-		if (!put_chunk(e, out, e->obuf + 2, o - 2 + k))
-			return false;
+		memcpy(e->zs_block + e->zs_block_len, p, k);
+		e->zs_block_len += k;
 		p += k;
 		n -= k;
+		if (e->zs_block_len == ZSTD_RAW_BLOCK_MAX && !zstd_raw_flush(e, out, false))
+			return false;
 	}
 	return true;
 }
 
-/* End our own frame with an empty last Raw block. */
+/* End our own frame: its last block carries the last bit. */
 static bool zstd_raw_end(struct token_enc *e, struct wire_out *out)
 {
-	static const uint8_t last[ZSTD_RAW_BLOCK_HEADER] = {0x01, 0x00, 0x00};
-
 	if (!e->zs_raw_open)
 		return true;
 	e->zs_raw_open = false;
-	return put_chunk(e, out, last, sizeof last);
+	return zstd_raw_flush(e, out, true);
+}
+
+/* Everything literal so far out on the wire, before a token or the end
+ * of the file. */
+static bool zstd_flush(struct token_enc *e, struct wire_out *out)
+{
+	if (e->need_flush) {
+		e->need_flush = false;
+		if (!zstd_run(e, out, NULL, 0, ZSTD_e_flush))
+			return false;
+	}
+	return zstd_raw_flush(e, out, false) && zstd_chunk_out(e, out);
 }
 
 static bool zstd_set_level(struct token_enc *e, struct wire_out *out, int level)
@@ -797,12 +896,17 @@ static uint64_t window_target(const struct token_enc *e)
 	return ZADAPT_WINDOW;
 }
 
-/* Start the next window; the speed counters only once they were used. */
-static void window_reset(struct token_enc *e, struct wire_out *out, bool timed)
+/* Start the next window; the data measure only once it was taken (zstd
+ * may not have compressed anything of a short window yet), the speed
+ * counters only once they were used. */
+static void window_reset(struct token_enc *e, struct wire_out *out, bool data, bool timed)
 {
 	e->win_in = 0;
-	e->win_out0 = e->comp_out;
 	e->sample_len = 0;
+	if (data) {
+		e->win_out0 = e->comp_out;
+		zstd_progress(e, &e->zs_in0, &e->zs_out0);
+	}
 	if (timed) {
 		e->win_bytes = 0;
 		e->win_comp_ns = 0;
@@ -811,31 +915,52 @@ static void window_reset(struct token_enc *e, struct wire_out *out, bool timed)
 	}
 }
 
+/* This file's data in the window: what went into the compressor and what
+ * came out. zstd says how much of it it has compressed (it works in
+ * blocks of 128 KiB) without a flush, which would cost bytes; if that is
+ * less than a first window, there is no evidence yet (returns false) and
+ * the window goes on. zlib is flushed so that its output is all counted;
+ * lz4 holds nothing back. */
+static bool window_data(struct token_enc *e, struct wire_out *out, struct zadapt_window *w,
+			bool *evidence)
+{
+	*evidence = true;
+	if (e->alg == CPRES_ZSTD) {
+		uint64_t in, o;
+		zstd_progress(e, &in, &o);
+		if (in - e->zs_in0 < ZADAPT_FIRST_WINDOW) {
+			*evidence = false;
+			return true;
+		}
+		w->in = in - e->zs_in0;
+		w->out = o - e->zs_out0;
+		return true;
+	}
+	if (e->need_flush && (e->alg == CPRES_ZLIB || e->alg == CPRES_ZLIBX) &&
+	    !zlib_flush(e, out, false))
+		return false;
+	w->in = e->win_in;
+	w->out = (uint64_t)(e->comp_out - e->win_out0);
+	return true;
+}
+
 /* Close the window: tell zadapt what was seen, and, if `apply`, switch
  * the compressor to what it decides (not between files: nothing may go
  * out after a file's END_FLAG; token_enc_begin applies it then). With
- * `data`, this file's data is judged too: the compressor is flushed first
- * so that its output for the window is all counted. */
+ * `data`, this file's data is judged too. */
 static bool window_end(struct token_enc *e, struct wire_out *out, bool data, bool apply)
 {
 	struct zadapt_window w = {0};
+	bool evidence = true;
 
-	if (data && !e->za.incompressible) {
-		if (e->need_flush && (e->alg == CPRES_ZLIB || e->alg == CPRES_ZLIBX) &&
-		    !zlib_flush(e, out, false))
-			return false;
-		if (e->need_flush && e->alg == CPRES_ZSTD) {
-			e->need_flush = false;
-			if (!zstd_run(e, out, NULL, 0, ZSTD_e_flush))
-				return false;
-		}
-		w.in = e->win_in;
-		w.out = (uint64_t)(e->comp_out - e->win_out0);
-	}
+	if (data && !e->za.incompressible && !window_data(e, out, &w, &evidence))
+		return false;
+	if (!evidence) /* a first window that zstd has not got to yet */
+		e->first_done = false;
 	if (data && e->za.incompressible && e->sample_len) {
 		/* while storing only the sample counts: no flush needed */
-		int c = LZ4_compress_default((const char *)e->sample, (char *)e->obuf + 2,
-					     (int)e->sample_len, LZ4_COMPRESSBOUND(TOKEN_MAX_DATA));
+		int c = LZ4_compress_default((const char *)e->sample, (char *)e->sample_z,
+					     (int)e->sample_len, LZ4_COMPRESSBOUND(ZADAPT_SAMPLE));
 		w.sample_in = e->sample_len;
 		w.sample_out = c > 0 ? (uint64_t)c : e->sample_len;
 	}
@@ -846,13 +971,15 @@ static bool window_end(struct token_enc *e, struct wire_out *out, bool data, boo
 	if (e->timed && e->win_bytes >= ZADAPT_WINDOW &&
 	    (e->comp_out - e->spd_out0 >= ZADAPT_SPEED_OUT || e->win_bytes >= ZADAPT_SPEED_MAX_IN)) {
 		w.timed = true;
+		w.bytes = e->win_bytes;
 		w.comp_ns = e->win_comp_ns;
 		w.wait_ns = wire_out_wait_ns(out) - e->win_wait0;
 	}
 	bool changed = zadapt_window_end(&e->za, &w);
-	window_reset(e, out, w.timed || !e->timed);
-	if (changed && apply)
-		return apply_setting(e, out, zadapt_setting(&e->za));
+	/* the new window is measured from after the switch (a new frame) */
+	if (changed && apply && !apply_setting(e, out, zadapt_setting(&e->za)))
+		return false;
+	window_reset(e, out, evidence || changed, w.timed || !e->timed);
 	return true;
 }
 
@@ -904,6 +1031,7 @@ bool token_enc_begin(struct token_enc *e, struct wire_out *out, bool minimal)
 	case CPRES_ZSTD:
 		if (!zstd_set_level(e, out, target))
 			return false;
+		zstd_progress(e, &e->zs_in0, &e->zs_out0);
 		break;
 	default:
 		break;
@@ -999,6 +1127,8 @@ bool token_enc_literal(struct token_enc *e, struct wire_out *out, const uint8_t 
 /* Flush what literal data is pending before a token or the end. */
 static bool flush_literals(struct token_enc *e, struct wire_out *out)
 {
+	if (e->alg == CPRES_ZSTD)
+		return zstd_flush(e, out);
 	if (e->marker_held && !e->need_flush) {
 		/* the receiver supplies the marker itself */
 		e->pend_len -= 4;
@@ -1007,10 +1137,6 @@ static bool flush_literals(struct token_enc *e, struct wire_out *out)
 	}
 	if (!e->need_flush)
 		return true;
-	if (e->alg == CPRES_ZSTD) {
-		e->need_flush = false;
-		return zstd_run(e, out, NULL, 0, ZSTD_e_flush);
-	}
 	return zlib_flush(e, out, true);
 }
 

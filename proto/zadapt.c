@@ -100,7 +100,10 @@ static bool judge_data(struct zadapt *z, const struct zadapt_window *w)
 /* The speed side: compare compressing with waiting for the link. */
 static bool judge_speed(struct zadapt *z, const struct zadapt_window *w)
 {
-	bool cpu_bound = w->comp_ns > ZADAPT_MIN_NS &&
+	/* fast enough for any link: lowering the level gains nothing and
+	 * costs a new zstd frame or deflate level (see zadapt.h) */
+	bool fast = w->comp_ns * 1048576u < w->bytes * (uint64_t)ZADAPT_FAST_NS_PER_MIB;
+	bool cpu_bound = !fast && w->comp_ns > ZADAPT_MIN_NS &&
 			 w->comp_ns > (uint64_t)ZADAPT_CPU_BOUND * w->wait_ns;
 	bool link_bound = w->wait_ns > ZADAPT_MIN_NS &&
 			  w->wait_ns > (uint64_t)ZADAPT_LINK_BOUND * w->comp_ns;

@@ -21,7 +21,11 @@
  *    waiting for the link (writes blocked on a full socket or pipe; with
  *    --bwlimit, the time the rate allots to the bytes written), go one
  *    rung down; where the waiting took more than
- *    ZADAPT_LINK_BOUND times the compressing, go one rung back up. A step
+ *    ZADAPT_LINK_BOUND times the compressing, go one rung back up. A
+ *    compressor that took in more than 1 MiB per ZADAPT_FAST_NS_PER_MIB
+ *    (about 2 GB/s: zero pages, long runs, which every level compresses
+ *    that fast and to almost nothing) is never the bottleneck, however
+ *    little the link waited for its few output bytes. A step
  *    up that has to be taken back makes the next one wait twice as long
  *    (at most ZADAPT_MAX_HOLD windows), so the level does not flap.
  */
@@ -51,6 +55,7 @@
 /* ... and this far over, two rungs at once */
 #define ZADAPT_CPU_FAR 16
 #define ZADAPT_LINK_BOUND 2
+#define ZADAPT_FAST_NS_PER_MIB 500000
 #define ZADAPT_MAX_HOLD 64
 /* Windows whose compressing took less than this are not evidence of
  * anything (tiny windows at the end of files). */
@@ -80,6 +85,7 @@ struct zadapt_window {
 	uint64_t out;         /* compressed bytes that came out */
 	bool timed;           /* comp_ns and wait_ns cover at least
 			       * ZADAPT_WINDOW bytes: judge the speed */
+	uint64_t bytes;       /* literal bytes (all files) those times cover */
 	uint64_t comp_ns;     /* CPU time spent compressing */
 	uint64_t wait_ns;     /* time spent waiting for the link */
 	uint64_t sample_in;   /* while storing: a sample's size ... */
