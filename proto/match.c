@@ -465,6 +465,8 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 	bool have_roll = false;
 	int32_t hint = 0;
 	struct inplace_state inplace = {0};
+	/* --inplace matching compares sums of other offsets: no table */
+	struct match_ahead *ahead = updating_basis ? NULL : mo->ahead;
 
 	if (updating_basis && !inplace_init(&inplace, m)) {
 		free(w.buf);
@@ -476,15 +478,31 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 			ok = false;
 			break;
 		}
+		uint32_t ahead_weak;
+		const uint8_t *ahead_strong = NULL;
 		if (!have_roll) {
-			rolling_init(&r, at(&w, off), (size_t)wlen);
+			/* a fresh window, after a match: hashed ahead if aligned */
+			if (ahead && match_ahead_sums(ahead, off, wlen, &ahead_weak, &ahead_strong)) {
+				/* the low 16 bits of each sum are all the value keeps,
+				 * and all that rolling on needs */
+				r.s1 = ahead_weak & 0xffff;
+				r.s2 = ahead_weak >> 16;
+				r.n = (size_t)wlen;
+			} else {
+				rolling_init(&r, at(&w, off), (size_t)wlen);
+			}
+			match_ahead_at(ahead, off);
 			have_roll = true;
 		}
 		uint32_t weak = rolling_value(&r);
 		int32_t b = -1;
 		if (weak_present(m, weak)) {
 			memset(strong, 0, sizeof strong);
-			mo->strong(mo->ctx, at(&w, off), (size_t)wlen, strong);
+			if (ahead_strong || (ahead && match_ahead_sums(ahead, off, wlen, &ahead_weak,
+								       &ahead_strong)))
+				memcpy(strong, ahead_strong, (size_t)h->s2length);
+			else
+				mo->strong(mo->ctx, at(&w, off), (size_t)wlen, strong);
 			if (updating_basis)
 				b = inplace_choose(m, &inplace, &w, lit_start, &off, weak, strong,
 						   (int32_t)wlen, hint, mo);
