@@ -12,6 +12,10 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_AVX2_PATH 1
+#endif
 #include <strings.h>
 
 #include <md4.h>
@@ -178,10 +182,62 @@ int auth_parse(const char *name, enum csum_type *out)
  * running s1. Sixteen bytes at a time the update is linear, s2 += 16 * s1
  * + sum of (16 - k) * b[k] and s1 += sum of b[k], so each SIMD lane can
  * keep its own share and the shares add up at the end. */
+#ifdef HAVE_AVX2_PATH
+/* The same, 32 bytes a step, on CPUs with AVX2 (chosen at run time: the
+ * build targets plain x86-64). The sums of the whole 32-byte steps are
+ * returned; the caller adds the tail. Twice the SSE2 speed, which matters
+ * because every byte of the basis (generator) and of every matched block
+ * (sender, re-seeding after a match) goes through here. */
+__attribute__((target("avx2")))
+static size_t rolling_sums_avx2(const uint8_t *buf, size_t len, uint32_t *s1p, uint32_t *s2p)
+{
+	const __m256i ones = _mm256_set1_epi16(1);
+	const __m256i w_lo = _mm256_setr_epi16(32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20,
+					       19, 18, 17);
+	const __m256i w_hi = _mm256_setr_epi16(16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3,
+					       2, 1);
+	__m256i v1 = _mm256_setzero_si256(), v2 = _mm256_setzero_si256();
+	size_t i = 0;
+
+	for (; i + 32 <= len; i += 32) {
+		__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(buf + i));
+		__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(buf + i + 16));
+		__m256i lo = _mm256_cvtepi8_epi16(a), hi = _mm256_cvtepi8_epi16(b);
+		v2 = _mm256_add_epi32(v2, _mm256_slli_epi32(v1, 5));
+		v2 = _mm256_add_epi32(v2, _mm256_add_epi32(_mm256_madd_epi16(lo, w_lo),
+							   _mm256_madd_epi16(hi, w_hi)));
+		v1 = _mm256_add_epi32(v1, _mm256_add_epi32(_mm256_madd_epi16(lo, ones),
+							   _mm256_madd_epi16(hi, ones)));
+	}
+	uint32_t l1[8], l2[8], s1 = 0, s2 = 0;
+	_mm256_storeu_si256((__m256i *)(void *)l1, v1);
+	_mm256_storeu_si256((__m256i *)(void *)l2, v2);
+	for (int k = 0; k < 8; k++) {
+		s1 += l1[k];
+		s2 += l2[k];
+	}
+	*s1p = s1;
+	*s2p = s2;
+	return i;
+}
+#endif
+
 static void rolling_sums(const uint8_t *buf, size_t len, uint32_t *s1p, uint32_t *s2p)
 {
 	uint32_t s1 = 0, s2 = 0;
 	size_t i = 0;
+#ifdef HAVE_AVX2_PATH
+	if (len >= 64 && __builtin_cpu_supports("avx2")) {
+		i = rolling_sums_avx2(buf, len, &s1, &s2);
+		for (; i < len; i++) {
+			s1 += (uint32_t)(int8_t)buf[i];
+			s2 += s1;
+		}
+		*s1p = s1;
+		*s2p = s2;
+		return;
+	}
+#endif
 #ifdef __SSE2__
 	const __m128i zero = _mm_setzero_si128(), ones = _mm_set1_epi16(1);
 	const __m128i w_lo = _mm_setr_epi16(16, 15, 14, 13, 12, 11, 10, 9);

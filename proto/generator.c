@@ -26,6 +26,7 @@
 #include "proto/recvside.h"
 
 #define SUMS_READ_BUF (1024 * 1024)
+#define SUMS_EARLY_HEAD (8 * 1024 * 1024)
 
 struct gen {
 	struct recv_ctx *rc;
@@ -119,6 +120,10 @@ static bool send_sums(struct gen *g, int fd, int64_t len, bool redo)
 	 * (generator.c: generate_and_send_sums) */
 	if (g->o->append && !redo)
 		return true;
+	/* A big file's head goes out at once: a ferry sender then hashes its
+	 * own blocks while we read the basis (match_ahead.c). */
+	if (len >= SUMS_EARLY_HEAD && !wire_flush(&s->out))
+		return false;
 	size_t per_read = SUMS_READ_BUF - SUMS_READ_BUF % (size_t)h.blength;
 	while (off < len) {
 		size_t want = len - off < (int64_t)per_read ? (size_t)(len - off) : per_read;

@@ -155,6 +155,35 @@ static bool weak_present(const struct match_index *m, uint32_t s)
 	return false;
 }
 
+/* Slide the weak sum of an n-byte window one byte at a time from p (the
+ * window's first byte), at most `max` times, stopping at the first
+ * position the filter does not rule out; p[0 .. max + n) must be in
+ * memory. Returns the slides made. Kept apart from match_send_file so
+ * that the sums and the filter stay in registers: this loop runs once
+ * per byte of literal data. */
+static size_t slide_to_candidate(const struct match_index *m, const uint8_t *p, size_t max,
+				 struct rolling *r)
+{
+	const uint8_t *bits = m->weak_bits;
+	const unsigned shift = m->filter_shift;
+	const uint32_t n = (uint32_t)r->n;
+	uint32_t s1 = r->s1, s2 = r->s2;
+	size_t i = 0;
+
+	while (i < max) {
+		uint32_t out = (uint32_t)(int8_t)p[i], in = (uint32_t)(int8_t)p[i + n];
+		s1 += in - out;
+		s2 += s1 - n * out;
+		i++;
+		uint32_t tag = mix32((s1 & 0xffff) | (s2 << 16)) >> shift;
+		if (bits[tag >> 3] & (1u << (tag & 7)))
+			break;
+	}
+	r->s1 = s1;
+	r->s2 = s2;
+	return i;
+}
+
 static int32_t block_len(const struct sum_head *h, int32_t b)
 {
 	return b == h->count - 1 && h->remainder ? h->remainder : h->blength;
@@ -436,6 +465,8 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 	bool have_roll = false;
 	int32_t hint = 0;
 	struct inplace_state inplace = {0};
+	/* --inplace matching compares sums of other offsets: no table */
+	struct match_ahead *ahead = updating_basis ? NULL : mo->ahead;
 
 	if (updating_basis && !inplace_init(&inplace, m)) {
 		free(w.buf);
@@ -447,15 +478,31 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 			ok = false;
 			break;
 		}
+		uint32_t ahead_weak;
+		const uint8_t *ahead_strong = NULL;
 		if (!have_roll) {
-			rolling_init(&r, at(&w, off), (size_t)wlen);
+			/* a fresh window, after a match: hashed ahead if aligned */
+			if (ahead && match_ahead_sums(ahead, off, wlen, &ahead_weak, &ahead_strong)) {
+				/* the low 16 bits of each sum are all the value keeps,
+				 * and all that rolling on needs */
+				r.s1 = ahead_weak & 0xffff;
+				r.s2 = ahead_weak >> 16;
+				r.n = (size_t)wlen;
+			} else {
+				rolling_init(&r, at(&w, off), (size_t)wlen);
+			}
+			match_ahead_at(ahead, off);
 			have_roll = true;
 		}
 		uint32_t weak = rolling_value(&r);
 		int32_t b = -1;
 		if (weak_present(m, weak)) {
 			memset(strong, 0, sizeof strong);
-			mo->strong(mo->ctx, at(&w, off), (size_t)wlen, strong);
+			if (ahead_strong || (ahead && match_ahead_sums(ahead, off, wlen, &ahead_weak,
+								       &ahead_strong)))
+				memcpy(strong, ahead_strong, (size_t)h->s2length);
+			else
+				mo->strong(mo->ctx, at(&w, off), (size_t)wlen, strong);
 			if (updating_basis)
 				b = inplace_choose(m, &inplace, &w, lit_start, &off, weak, strong,
 						   (int32_t)wlen, hint, mo);
@@ -476,10 +523,24 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 			have_roll = false;
 			continue;
 		}
-		/* Slide by one byte; near the end the window shrinks. */
+		/* Slide on to the next position worth a look; near the end the
+		 * window shrinks, one byte at a time. */
 		uint8_t out = *at(&w, off);
 		if (off + wlen < file_len) {
-			rolling_roll(&r, out, *at(&w, off + wlen));
+			int64_t max = lit_start + CHUNK_SIZE - off;
+			if (max > file_len - wlen - off)
+				max = file_len - wlen - off;
+			if (max > 1 && !window_need(&w, lit_start, off + wlen + max)) {
+				ok = false;
+				break;
+			}
+			off += (int64_t)slide_to_candidate(m, at(&w, off), (size_t)max, &r);
+			if (off - lit_start >= CHUNK_SIZE) {
+				ok = mo->feed(mo->ctx, at(&w, lit_start), (size_t)(off - lit_start)) &&
+				     send_literal(mo, at(&w, lit_start), off - lit_start);
+				lit_start = off;
+			}
+			continue;
 		} else {
 			r.s1 -= (uint32_t)(int8_t)out;
 			r.s2 -= (uint32_t)r.n * (uint32_t)(int8_t)out;

@@ -4,6 +4,8 @@
 #ifndef FERRY_MATCH_H
 #define FERRY_MATCH_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +33,40 @@ bool match_index_build(struct match_index *m, const struct sum_head *h, uint32_t
 		       uint8_t *sum2);
 void match_index_free(struct match_index *m);
 
+/* The source's block-aligned windows hashed ahead by a second thread
+ * (match_ahead.c): the weak sum and the strong-sum prefix of block k of
+ * the file, valid once ready[k] is set. */
+struct match_ahead {
+	pthread_t thread;
+	bool running;
+	int fd;
+	int32_t blength, s2length;
+	int32_t nblocks;              /* whole blocks of the file at the start */
+	uint32_t *weak;
+	uint8_t *strong;              /* nblocks * s2length */
+	_Atomic uint8_t *ready;
+	_Atomic int64_t matcher_off;  /* where the matcher is: skip behind it */
+	atomic_bool stop;
+	void (*strong_fn)(void *ctx, const uint8_t *p, size_t n, uint8_t *out);
+	void *ctx;
+};
+
+/* Start hashing fd's blocks of h->blength bytes ahead of the matcher, with
+ * strong_fn(ctx, ...) as the strong sum (called from the helper thread).
+ * false, and nothing to stop, when the file is too small to be worth it
+ * or a resource is short. */
+bool match_ahead_start(struct match_ahead *a, int fd, const struct sum_head *h,
+		       void (*strong_fn)(void *ctx, const uint8_t *p, size_t n, uint8_t *out),
+		       void *ctx);
+/* Stop the helper (it quits between blocks) and free the table. */
+void match_ahead_stop(struct match_ahead *a);
+/* The sums of the len bytes at off, if that is a whole aligned block the
+ * helper has done. */
+bool match_ahead_sums(struct match_ahead *a, int64_t off, int64_t len, uint32_t *weak,
+		      const uint8_t **strong);
+/* Tell the helper where the matcher is. */
+void match_ahead_at(struct match_ahead *a, int64_t off);
+
 /* Where the tokens go. */
 struct match_out {
 	void *ctx;
@@ -38,6 +74,7 @@ struct match_out {
 	bool (*emit_block)(void *ctx, int32_t block, const uint8_t *data, size_t n);
 	bool (*feed)(void *ctx, const uint8_t *p, size_t n);   /* every byte, once, in order */
 	void (*strong)(void *ctx, const uint8_t *p, size_t n, uint8_t *out);
+	struct match_ahead *ahead;   /* optional: sums hashed ahead, or NULL */
 };
 
 /* Send file fd (file_len bytes) as tokens against the index (NULL or an

@@ -34,6 +34,7 @@ struct snd {
 	int append;                /* --append(-verify) while in the first phase */
 	struct token_enc *enc;     /* the token stream writer, one per session */
 	struct token_skip *skip;   /* suffixes sent with no compression effort */
+	struct match_ahead ahead;  /* the current file's blocks hashed ahead */
 };
 
 /* An error about one file: to the client as MSG_ERROR_XFER when we are
@@ -140,10 +141,21 @@ static bool echo_header(struct snd *d, int32_t ndx, int iflags, uint8_t type, co
 	       (!xattr_request_follows(s, iflags) || send_xattr_values(d, ndx));
 }
 
+static void out_strong(void *ctx, const uint8_t *p, size_t n, uint8_t *out);
+
+/* Once the sum head is in, hash our own blocks on a second thread while
+ * the sums arrive (match_ahead.c). Not for --inplace receivers, whose
+ * matching follows other rules. */
+static void start_ahead(struct snd *d, int fd, const struct sum_head *h, bool in_place)
+{
+	if (fd >= 0 && !in_place)
+		match_ahead_start(&d->ahead, fd, h, out_strong, d);
+}
+
 /* The receiver's sum head and block sums, bounded before any allocation
  * (io.c: read_sum_head; sender.c: receive_sums; CVE-2024-12084). */
 static bool read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, uint8_t **sum2,
-		      bool head_only)
+		      bool head_only, struct snd *d, int fd, bool in_place)
 {
 	int32_t max_block = s->protocol < 30 ? (1 << 29) : (1 << 17);
 
@@ -167,6 +179,7 @@ static bool read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, ui
 		return wire_fail(&s->err, RERR_PROTOCOL, "too many block sums (%d)", h->count);
 	if (h->count == 0 || head_only)
 		return true;
+	start_ahead(d, fd, h, in_place);
 	*sum1 = malloc((size_t)h->count * sizeof **sum1);
 	*sum2 = calloc((size_t)h->count, (size_t)h->s2length + 1);
 	if (!*sum1 || !*sum2)
@@ -328,17 +341,23 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	if (!S_ISREG(f->mode))
 		return wire_fail(&s->err, RERR_PROTOCOL,
 				 "received request to transfer non-regular file: %d", ndx);
-	if (!read_sums(s, &h, &sum1, &sum2, d->append > 0)) {
+	/* opened before the sums are read, so that they can be hashed ahead */
+	int fd = open_source(d, ndx, f);
+	int open_errno = errno;
+	if (!read_sums(s, &h, &sum1, &sum2, d->append > 0, d, fd, updating_basis(s, type))) {
+		match_ahead_stop(&d->ahead);
+		if (fd >= 0)
+			close(fd);
 		free(sum1);
 		free(sum2);
 		return false;
 	}
 	flist_path(f, path, sizeof path);
-	int fd = open_source(d, ndx, f);
 	if (fd < 0 || fstat(fd, &st) < 0) {
-		int e = errno;
+		int e = fd < 0 ? open_errno : errno;
 		xfer_error(s, "send_files failed to open \"%s\": %s (%d)", path, strerror(e), e);
 		s->io_error |= e == ENOENT ? IOERR_VANISHED : IOERR_GENERAL;
+		match_ahead_stop(&d->ahead);
 		if (fd >= 0)
 			close(fd);
 		free(sum1);
@@ -353,6 +372,7 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
 		/* mirrors rsync sender.c: send_files, the IS_DEVICE check */
 		if (!s->opts->copy_devices) {
+			match_ahead_stop(&d->ahead);
 			close(fd);
 			free(sum1);
 			free(sum2);
@@ -365,13 +385,15 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	struct match_index idx;
 	bool have_idx = h.count > 0 && !d->append && match_index_build(&idx, &h, sum1, sum2);
 	if (h.count > 0 && !d->append && !have_idx) {
+		match_ahead_stop(&d->ahead);
 		close(fd);
 		free(sum1);
 		free(sum2);
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory indexing block sums");
 	}
 	struct match_out mo = {.ctx = d, .emit_literal = out_literal, .emit_block = out_block,
-			       .feed = out_feed, .strong = out_strong};
+			       .feed = out_feed, .strong = out_strong,
+			       .ahead = d->ahead.running ? &d->ahead : NULL};
 	csum_file_init(&d->sum, s->xfer_csum, s->seed);
 	d->sent_ofs = 0;
 	d->file_size = st.st_size;
@@ -397,6 +419,7 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 		s->progress_ir = !flist_send_complete(d->sl);
 		progress_end(s, &d->prog, st.st_size, flist_send_file_index(d->sl, ndx));
 	}
+	match_ahead_stop(&d->ahead);
 	if (have_idx)
 		match_index_free(&idx);
 	close(fd);

@@ -119,6 +119,28 @@ static void check_roll(const uint8_t *buf, size_t len, size_t n)
 	}
 }
 
+/* The vector paths (SSE2, AVX2 when the CPU has it) against the plain
+ * definition, for every length around their step sizes and a long one. */
+static void test_rolling_vector(void **state)
+{
+	static uint8_t buf[70000];
+
+	srand(777);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)rand();
+	for (size_t len = 0; len <= sizeof(buf); len = len < 300 ? len + 1 : len * 3 + 7) {
+		for (size_t start = 0; start < 3; start++) {
+			uint32_t s1 = 0, s2 = 0;
+			size_t n = len - (len > start ? start : len);
+			for (size_t i = 0; i < n; i++) {
+				s1 += (uint32_t)(int8_t)buf[start + i];
+				s2 += s1;
+			}
+			assert_int_equal(csum_rolling(buf + start, n), (s1 & 0xffff) | (s2 << 16));
+		}
+	}
+}
+
 static void test_rolling_roll(void **state)
 {
 	static uint8_t buf[6000];
@@ -601,6 +623,7 @@ int main(void)
 		cmocka_unit_test(test_rolling_wire),
 		cmocka_unit_test(test_rolling_signed),
 		cmocka_unit_test(test_rolling_roll),
+		cmocka_unit_test(test_rolling_vector),
 		cmocka_unit_test(test_block_wire),
 		cmocka_unit_test(test_block_seed_zero),
 		cmocka_unit_test(test_block_md5_orders),
