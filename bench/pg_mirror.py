@@ -26,6 +26,7 @@ import argparse
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -76,7 +77,17 @@ class Daemon:
                                       f"--port={port}", f"--config={conf}"],
                                      stdout=open(logfile, "ab"), stderr=subprocess.STDOUT)
         self.port = port
-        time.sleep(0.5)
+        # Wait until it accepts connections (a loaded machine can take more
+        # than a fixed half second, and the first run would be refused).
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError(f"{exe} --daemon did not start on port {port}")
+                time.sleep(0.1)
 
     def stop(self):
         self.proc.terminate()
