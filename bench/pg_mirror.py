@@ -13,7 +13,8 @@ directory (with and without --no-sync). Then `pgbench -t TX` of load, and
 each tool again: the mirrors re-sync against their previous copy,
 pg_basebackup copies everything again. Wall seconds and bytes moved (ferry
 and rsync: sent + received from --stats; pg_basebackup: the size of what it
-wrote). One round each (a re-mirror changes its destination), run one
+wrote). After the load a CHECKPOINT, so that no tool's own checkpoint
+writes out the load's dirty buffers for the tools after it. One round each (a re-mirror changes its destination), run one
 after the other; the load average is printed.
 
 Variants of the re-mirror (--variants, comma separated): ferry (defaults),
@@ -25,6 +26,7 @@ import argparse
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -75,7 +77,17 @@ class Daemon:
                                       f"--port={port}", f"--config={conf}"],
                                      stdout=open(logfile, "ab"), stderr=subprocess.STDOUT)
         self.port = port
-        time.sleep(0.5)
+        # Wait until it accepts connections (a loaded machine can take more
+        # than a fixed half second, and the first run would be refused).
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError(f"{exe} --daemon did not start on port {port}")
+                time.sleep(0.1)
 
     def stop(self):
         self.proc.terminate()
@@ -168,8 +180,11 @@ class Bench:
         argv = [sys.executable, TOOL, "--ferry", self.ferry,
                 "--psql", os.path.join(self.bindir, "psql"), "--source-conn", self.conn,
                 "--pgdata", self.primary, "--dest", dest, "--via", "127.0.0.1::dests",
-                f"--ferry-option=--port={self.fd.port}", *extra]
+                f"--ferry-option=--port={self.fd.port}", "--timing", *extra]
         wall, out = self.timed(argv)
+        for line in out.splitlines():
+            if "timing" in line or re.match(r"ferry-pg-mirror: +[0-9.]+ +[0-9.]+ ", line):
+                log("    " + line)
         return wall, pg_moved(out), out
 
     def rsync_mirror(self):
@@ -244,6 +259,12 @@ class Bench:
             t = time.monotonic()
             self.srv.pgbench("-t", str(self.args.tx))
             log(f"  pgbench: {time.monotonic() - t:.1f} s")
+            # Every tool then starts from the same flushed state; otherwise the
+            # first one's fast checkpoint writes out the load's dirty buffers
+            # and the tools after it find nothing left to write.
+            t = time.monotonic()
+            self.srv.psql("CHECKPOINT")
+            log(f"  checkpoint: {time.monotonic() - t:.2f} s")
             self.phase("re-mirror", False)
         finally:
             self.fd.stop()

@@ -379,5 +379,48 @@ case $? in
 *) t_skip ssh "sshd did not start (see the log)" ;;
 esac
 
+# ------------------------------------- timing, tablespaces dropped
+
+# --timing prints each step; the steps that overlap (probe and session,
+# mark-incomplete and pg_backup_start) are all there.
+R=$T/timing
+mirror "$R" --source-conn "$CONN" --pgdata "$SRC" --dest "$M" --timing
+t_check timing_mirror rc_is "$R" 0
+timing_lines() {
+    local s
+    for s in "ferry: probe destination|start psql" "SQL pg_backup_start" \
+        "ferry: mark mirror incomplete" "ferry: sync data directory" "SQL pg_backup_stop" \
+        "ferry: copy WAL" "ferry: commit backup_label" " total$"; do
+        grep -qE "$s" "$R.err" || { echo "no timing line for '$s'"; return 1; }
+    done
+}
+t_check timing_lines timing_lines
+
+# A tablespace dropped on the source disappears from the mirror; once
+# neither side has one, the tablespace runs are skipped.
+q "$P1" "DROP TABLE ts_tab" && q "$P1" "DROP TABLESPACE ts1"
+R=$T/nots1
+mirror "$R" --source-conn "$CONN" --pgdata "$SRC" --dest "$M" -v
+t_check tablespace_dropped_mirror rc_is "$R" 0
+no_tablespaces() {
+    [ -z "$(ls -A "$M/pg_tblspc")" ] && [ -z "$(ls -A "$M/ferry-pg-mirror.tablespaces")" ] &&
+        return 0
+    ls -la "$M/pg_tblspc" "$M/ferry-pg-mirror.tablespaces"
+    return 1
+}
+t_check tablespace_dropped_gone no_tablespaces
+t_check tablespace_dropped_runs grep -q "tablespace links:" "$R.err"
+R=$T/nots2
+mirror "$R" --source-conn "$CONN" --pgdata "$SRC" --dest "$M" -v
+t_check tablespace_none_mirror rc_is "$R" 0
+t_check tablespace_none_skipped err_says "$R" "no tablespaces in the source or the mirror"
+skipped_runs() { ! grep -q "tablespace links" "$1.err" || { cat "$1.err"; return 1; }; }
+t_check tablespace_none_no_runs skipped_runs "$R"
+if t_check tablespace_none_start pg_start "$M" "$P2"; then
+    v=$(q "$P2" "SELECT count(*) FROM ferry_marker WHERE tag = 'after-standby'")
+    t_check tablespace_none_data test "$v" = 1
+    t_check tablespace_none_stop pg_stop "$M"
+fi
+
 t_check source_stop pg_stop "$SRC"
 t_done
