@@ -44,6 +44,8 @@ struct inc_plan {
 	size_t nslots;
 	struct file_entry **dirs;   /* the receiver's dir list (dir_flist) */
 	size_t ndirs;
+	int32_t *lead_wire;         /* -H: by index into files, the wire
+				     * number of its group's first entry */
 	size_t sent;                /* parts sent */
 	size_t freed;               /* parts the generator has finished */
 	size_t current;             /* part of the last requested index */
@@ -219,10 +221,50 @@ static bool fill_slots(struct session *s, struct inc_plan *p)
 	return true;
 }
 
+/* -H: the leader of each group is its first entry on the wire, which the
+ * others name by its wire number (flist.c: send_file_entry). */
+static bool plan_hard_links(struct session *s, const struct send_list *sl, struct inc_plan *p)
+{
+	size_t n = sl->fl.count, k = 0;
+	size_t *order = malloc((n ? n : 1) * sizeof *order);
+	int32_t *wire = malloc((n ? n : 1) * sizeof *wire);
+	p->lead_wire = malloc((n ? n : 1) * sizeof *p->lead_wire);
+
+	if (!order || !wire || !p->lead_wire) {
+		free(order);
+		free(wire);
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory planning the file lists");
+	}
+	for (size_t i = 0; i < n; i++)
+		wire[i] = -1;
+	for (size_t j = 0; j < p->nparts; j++) {
+		const struct inc_part *part = &p->parts[j];
+		for (size_t e = 0; e < part->count; e++) {
+			size_t i = (size_t)(p->by_dir[part->first + e] - sl->fl.files);
+			if (wire[i] >= 0)
+				continue; /* listed twice: numbered where first sent */
+			wire[i] = part->ndx_start + (int32_t)e;
+			order[k++] = i;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (wire[i] < 0)
+			order[k++] = i; /* not sent: never anyone's leader */
+	int32_t *lead = flist_hlink_leaders(sl, order);
+	bool ok = lead != NULL;
+	for (size_t i = 0; ok && i < n; i++)
+		p->lead_wire[i] = lead[i] >= 0 ? wire[lead[i]] : -1;
+	free(lead);
+	free(order);
+	free(wire);
+	return ok || wire_fail(&s->err, RERR_MALLOC, "out of memory planning the file lists");
+}
+
 void flist_inc_free(struct inc_plan *p)
 {
 	if (!p)
 		return;
+	free(p->lead_wire);
 	free(p->by_dir);
 	free(p->groups);
 	free(p->parts);
@@ -244,7 +286,8 @@ static bool send_next_part(struct session *s, struct send_list *sl)
 	if (p->sent == 0 && !s->opts->ignore_errors)
 		io_err = s->io_error & IOERR_VALID_MASK;
 	bool in_marker = s->varint_flist_flags || s->safe_flist;
-	if (!flist_send_part(s, sl, p->by_dir + part->first, part->count, in_marker ? io_err : 0))
+	if (!flist_send_part(s, sl, p->by_dir + part->first, part->count, in_marker ? io_err : 0,
+			     p->lead_wire, part->ndx_start))
 		return false;
 	if (io_err && !in_marker &&
 	    !wire_send_msg(&s->out, MSG_IO_ERROR, (uint8_t[]){(uint8_t)io_err, 0, 0, 0}, 4))
@@ -265,6 +308,8 @@ bool flist_inc_start(struct session *s, struct send_list *sl)
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory planning the file lists");
 	sl->inc = p;
 	if (!group_entries(s, sl, p) || !plan_parts(s, p) || !fill_slots(s, p))
+		return false;
+	if (s->opts->hard_links && s->protocol >= 30 && !plan_hard_links(s, sl, p))
 		return false;
 	if (!send_next_part(s, sl))
 		return false;

@@ -57,9 +57,10 @@ static void note_id(struct id_seen *seen, uint32_t id)
 	seen->ids[seen->count++] = id;
 }
 
-/* For each hard-linked entry, the first entry with its (dev, ino), or -1
- * when it is that first one; a hash table keeps this linear. */
-static int32_t *hlink_leaders(const struct send_list *sl)
+/* For each hard-linked entry (by index into files), the first entry with
+ * its (dev, ino) in sending order - files[] order, or `order` when given -
+ * or -1 when it is that first one; a hash table keeps this linear. */
+int32_t *flist_hlink_leaders(const struct send_list *sl, const size_t *order)
 {
 	size_t n = sl->fl.count, cap = 16;
 	int32_t *lead = malloc((n ? n : 1) * sizeof *lead);
@@ -74,8 +75,10 @@ static int32_t *hlink_leaders(const struct send_list *sl)
 	}
 	for (size_t i = 0; i < cap; i++)
 		table[i] = -1;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		lead[i] = -1;
+	for (size_t k = 0; k < n; k++) {
+		size_t i = order ? order[k] : k;
 		if (!(sl->fl.files[i].flags & FE_HLINKED))
 			continue;
 		const struct send_info *in = &sl->info[i];
@@ -179,8 +182,16 @@ static bool write_id_name(struct wire_out *out, const char *name)
 	return wire_write_u8(out, (uint8_t)n) && wire_write(out, name, n);
 }
 
+/* How an entry refers to the first of its hard-link group: the leader's
+ * number on the wire (-1: it is the first), and whether the leader is in
+ * the same list, so the entry shares its attributes (abbreviated). */
+struct hlink_ref {
+	int32_t leader;
+	bool abbrev;
+};
+
 static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct send_state *st,
-		       struct id_seen *uids, struct id_seen *gids, const int32_t *leaders)
+		       struct id_seen *uids, struct id_seen *gids, struct hlink_ref hl)
 {
 	const struct ferry_opts *o = s->opts;
 	struct file_entry *f = &sl->fl.files[i];
@@ -196,7 +207,7 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 	uint32_t x = entry_xflags(s, st, f, is_device, is_special);
 	if (o->hard_links && (f->flags & FE_HLINKED)) {
 		if (s->protocol >= 30) {
-			leader = leaders ? leaders[i] : -1;
+			leader = hl.leader;
 			if (leader < 0)
 				x |= XMIT_HLINK_FIRST;
 			x |= XMIT_HLINKED;
@@ -207,10 +218,11 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 		}
 	}
 	char uname[256], gname[256];
-	if (leader < 0 && o->owner && !(x & XMIT_SAME_UID) &&
+	bool abbrev = leader >= 0 && hl.abbrev;
+	if (!abbrev && o->owner && !(x & XMIT_SAME_UID) &&
 	    inline_id_name(s, uids, f->uid, true, uname, sizeof uname))
 		x |= XMIT_USER_NAME_FOLLOWS;
-	if (leader < 0 && o->group && !(x & XMIT_SAME_GID) &&
+	if (!abbrev && o->group && !(x & XMIT_SAME_GID) &&
 	    inline_id_name(s, gids, f->gid, false, gname, sizeof gname))
 		x |= XMIT_GROUP_NAME_FOLLOWS;
 	size_t l1 = 0;
@@ -231,7 +243,9 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 	if (!wire_write(out, name + l1, l2))
 		return false;
 	snprintf(last, MAXPATHLEN_WIRE, "%s", name);
-	if (leader >= 0) {
+	if (leader >= 0 && !wire_write_varint(out, leader))
+		return false;
+	if (abbrev) {
 		/* Everything else is the leader's: the receiver copies it, and
 		 * its "previous entry" state becomes the leader's too. */
 		st->mtime = f->mtime;
@@ -241,7 +255,7 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 		if (is_device)
 			st->rdev_major = f->rdev_major;
 		st->first = false;
-		return wire_write_varint(out, leader);
+		return true;
 	}
 	if (!wire_write_varlong30(out, f->size, 3))
 		return false;
@@ -421,12 +435,12 @@ void flist_enc_free(struct flist_enc *enc)
 /* One entry (index into sl->fl.files) with its ACLs/xattrs, counted for
  * the statistics. */
 static bool send_counted(struct session *s, struct send_list *sl, size_t i, struct flist_enc *e,
-			 const int32_t *leaders)
+			 struct hlink_ref hl)
 {
 	const struct ferry_opts *o = s->opts;
 	const struct file_entry *f = &sl->fl.files[i];
 
-	if (!send_entry(s, sl, i, &e->st, &e->uids, &e->gids, leaders))
+	if (!send_entry(s, sl, i, &e->st, &e->uids, &e->gids, hl))
 		return false;
 	if ((o->acls || o->xattrs) && !send_meta(s, sl, i))
 		return false;
@@ -449,7 +463,7 @@ void flist_count_entry(struct stats *st, const struct file_entry *f)
 }
 
 bool flist_send_part(struct session *s, struct send_list *sl, struct file_entry *const *v,
-		     size_t n, int io_err)
+		     size_t n, int io_err, const int32_t *lead_wire, int32_t ndx_start)
 {
 	struct flist_enc *e = encoder_of(s, sl);
 	uint64_t start = s->out.total_written + s->out.len;
@@ -457,7 +471,10 @@ bool flist_send_part(struct session *s, struct send_list *sl, struct file_entry 
 
 	/* as rsync's sender, the counts grow list by list (--progress) */
 	for (size_t k = 0; ok && k < n; k++) {
-		ok = send_counted(s, sl, (size_t)(v[k] - sl->fl.files), e, NULL);
+		size_t i = (size_t)(v[k] - sl->fl.files);
+		int32_t leader = lead_wire ? lead_wire[i] : -1;
+		struct hlink_ref hl = {.leader = leader, .abbrev = leader >= ndx_start};
+		ok = send_counted(s, sl, i, e, hl);
 		flist_count_entry(&s->stats, v[k]);
 	}
 	ok = ok && write_end_of_list(s, io_err);
@@ -475,10 +492,12 @@ bool flist_send(struct session *s, struct send_list *sl)
 		return flist_inc_start(s, sl) && wire_flush(&s->out);
 	struct flist_enc *e = ok ? encoder_of(s, sl) : NULL;
 	ok = e != NULL;
-	int32_t *leaders = o->hard_links ? hlink_leaders(sl) : NULL;
+	int32_t *leaders = o->hard_links ? flist_hlink_leaders(sl, NULL) : NULL;
 
-	for (size_t i = 0; ok && i < sl->fl.count; i++)
-		ok = send_counted(s, sl, i, e, leaders);
+	for (size_t i = 0; ok && i < sl->fl.count; i++) {
+		struct hlink_ref hl = {.leader = leaders ? leaders[i] : -1, .abbrev = true};
+		ok = send_counted(s, sl, i, e, hl);
+	}
 	int io_err = o->ignore_errors ? 0 : s->io_error & IOERR_VALID_MASK;
 	ok = ok && write_end_of_list(s, io_err);
 	if (e) {

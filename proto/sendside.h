@@ -69,9 +69,14 @@ void flist_note_build_time(struct session *s, int64_t t0);
 bool flist_send(struct session *s, struct send_list *sl);
 
 /* Incremental recursion: send the entries v[0..n) (pointers into
- * sl->fl.files) as one list with its end marker. */
+ * sl->fl.files), numbered from ndx_start, as one list with its end marker.
+ * lead_wire (by index into files, or NULL): the wire number of each
+ * hard-linked entry's leader, -1 for a leader. */
 bool flist_send_part(struct session *s, struct send_list *sl, struct file_entry *const *v,
-		     size_t n, int io_err);
+		     size_t n, int io_err, const int32_t *lead_wire, int32_t ndx_start);
+/* -H: each entry's leader (index into files) in sending order: files[]
+ * order, or order[0..count) when given; -1 for leaders. NULL: no memory. */
+int32_t *flist_hlink_leaders(const struct send_list *sl, const size_t *order);
 void flist_enc_free(struct flist_enc *enc);
 /* The --stats counts of one entry sent (number of files, dirs, ...). */
 void flist_count_entry(struct stats *st, const struct file_entry *f);

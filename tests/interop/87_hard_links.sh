@@ -152,6 +152,51 @@ if t_check push_daemons_start t_rsyncd_start hlr "[m]
         t_check "rsync_push_${setup}" push_case "u_$setup" "$setup"
         t_check "rsync_push_${setup}_no_inc" push_case "un_$setup" "$setup" --no-inc-recursive
     done
+    # ferry sends: hard links named across parts of an incremental list
+    # (a leader in an earlier part is named with all attributes).
+    # push_into NAME SETUP CLIENT OPTS... -- a fresh $PUSH_R set up by
+    # SETUP, then CLIENT pushes into it; the result is moved to NAME.tree.
+    push_into() {
+        local name=$1 setup=$2 client=$3
+        shift 3
+        rm -rf "$PUSH_R" "$T/$name.tree" && mkdir "$PUSH_R" || return 1
+        if [ "$setup" != none ]; then
+            "$setup" "$PUSH_R" || return 1
+        fi
+        run "$name" "$client" -aHi "$@" "$SRC/" "rsync://127.0.0.1:$RSYNCD_PORT/m/"
+        mv "$PUSH_R" "$T/$name.tree" && mkdir "$PUSH_R"
+    }
+    ferry_push_case() {
+        local name=$1 setup=$2
+        shift 2
+        push_into "$name.f" "$setup" "$FERRY" "$@" &&
+            push_into "$name.r" "$setup" "$RSYNC" "$@" &&
+            same "$name" "$T/$name.r.tree" "$T/$name.f.tree"
+    }
+    for setup in none partial_dest changed_dest; do
+        t_check "ferry_push_${setup}" ferry_push_case "fu_$setup" "$setup"
+        t_check "ferry_push_${setup}_no_inc" ferry_push_case "fun_$setup" "$setup" \
+            --no-inc-recursive
+    done
+    # real rsync pulls from a ferry daemon (ferry sends) and from rsync's
+    if t_ferryd_start hlsrc "[m]
+    path = $SRC
+    read only = yes"; then
+        FERRY_SRC_PORT=$FERRYD_PORT
+        rsync_pull_case() {
+            local name=$1 setup=$2
+            shift 2
+            prepare "$name" "$setup" || return 1
+            run "$name.r" "$RSYNC" -aHi "$@" "$SRC/" "$T/$name.r/"
+            run "$name.f" "$RSYNC" -aHi "$@" "rsync://127.0.0.1:$FERRY_SRC_PORT/m/" "$T/$name.f/"
+            same "$name" "$T/$name.r" "$T/$name.f"
+        }
+        for setup in none partial_dest changed_dest; do
+            t_check "rsync_pulls_ferry_${setup}" rsync_pull_case "rp_$setup" "$setup"
+            t_check "rsync_pulls_ferry_${setup}_no_inc" rsync_pull_case "rpn_$setup" "$setup" \
+                --no-inc-recursive
+        done
+    fi
 fi
 
 t_check no_sanitizer_reports t_no_sanitizer_reports "$T"
