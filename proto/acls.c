@@ -137,11 +137,14 @@ static bool racl_equal_enough(const struct racl *a, const struct racl *b, uint32
 	return racl_equal(&an, &bn);
 }
 
-static bool add_id(struct id_list *l, uint32_t id)
+/* Add id to the list; *fresh says whether it was not there yet. */
+static bool add_id(struct id_list *l, uint32_t id, bool *fresh)
 {
+	*fresh = false;
 	for (size_t i = 0; i < l->count; i++)
 		if (l->ids[i] == id)
 			return true;
+	*fresh = true;
 	if (l->count == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 16;
 		uint32_t *t = realloc(l->ids, cap * sizeof *t);
@@ -394,6 +397,15 @@ static void strip_perms(struct racl *r, uint32_t mode)
 	r->other_obj = NO_ENTRY;
 }
 
+static bool write_inline_name(struct wire_out *out, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n > 255)
+		n = 255;
+	return wire_write_u8(out, (uint8_t)n) && wire_write(out, name, n);
+}
+
 static bool send_names(struct session *s, const struct racl *r)
 {
 	struct acl_state *a = state(s);
@@ -407,11 +419,21 @@ static bool send_names(struct session *s, const struct racl *r)
 		if (user)
 			xbits |= XFLAG_NAME_IS_USER;
 		/* Without incremental recursion the names go in the id lists
-		 * after the file list, never inline. */
-		if (!s->opts->numeric_ids && !add_id(user ? &a->uids : &a->gids, ida->id))
+		 * after the file list; with it, inline the first time an id
+		 * comes (acls.c: send_ida_entries). */
+		bool fresh = false;
+		if (!s->opts->numeric_ids && !add_id(user ? &a->uids : &a->gids, ida->id, &fresh))
 			return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+		char buf[256];
+		const char *name = fresh && s->inc_recurse && !s->ids_by_number
+					   ? id_local_name(s, user, ida->id, buf, sizeof buf)
+					   : NULL;
+		if (name)
+			xbits |= XFLAG_NAME_FOLLOWS;
 		if (!wire_write_varint(&s->out, (int32_t)ida->id) ||
 		    !wire_write_varint(&s->out, (int32_t)xbits))
+			return false;
+		if (name && !write_inline_name(&s->out, name))
 			return false;
 	}
 	return true;
