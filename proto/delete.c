@@ -410,17 +410,29 @@ void delete_in_dir(struct recv_ctx *rc, struct dir_cursor *dirs, const char *dir
 		rc->s->io_error |= IOERR_DEL_LIMIT;
 }
 
+static void delete_pass_dir(struct recv_ctx *rc, struct dir_cursor *dirs, size_t i)
+{
+	const struct file_entry *f = rc->fl->sorted[i];
+	char path[MAXPATHLEN_WIRE * 2];
+
+	/* a part's directory that failed was recorded at its gap index */
+	if (!(f->flags & FE_ACTIVE) || !S_ISDIR(f->mode) || !(f->flags & FE_CONTENT_DIR) ||
+	    (rc->fl->inc && (rc->state[i] & FS_FAILED)) || !flist_path(f, path, sizeof path))
+		return;
+	delete_in_dir(rc, dirs, path, (int32_t)i);
+}
+
 void delete_pass(struct recv_ctx *rc, struct dir_cursor *dirs)
 {
 	struct flist *fl = rc->fl;
-	char path[MAXPATHLEN_WIRE * 2];
 
-	for (size_t i = fl->low; i <= fl->high && i < fl->count; i++) {
-		struct file_entry *f = fl->sorted[i];
-		if (!(f->flags & FE_ACTIVE) || !S_ISDIR(f->mode) || !(f->flags & FE_CONTENT_DIR))
-			continue;
-		if (!flist_path(f, path, sizeof path))
-			continue;
-		delete_in_dir(rc, dirs, path, (int32_t)i);
+	if (fl->inc) {
+		/* each directory once, in the order its list came, at the
+		 * index its own part names it by (a delayed --delete) */
+		for (size_t k = 0; k < fl->nparts; k++)
+			delete_pass_dir(rc, dirs, (size_t)fl->parts[k].ndx_start - 1);
+		return;
 	}
+	for (size_t i = fl->low; i <= fl->high && i < fl->count; i++)
+		delete_pass_dir(rc, dirs, i);
 }

@@ -194,12 +194,9 @@ bool inc_recurse_allowed(const struct ferry_opts *o, bool am_sender, int protoco
 			   o->delay_updates || o->prune_empty_dirs))
 		return false;
 	/* ferry keeps to what it has checked against rsync in this mode:
-	 * whole lists with -R and --files-from (implied dirs), batch files,
-	 * --list-only, and a receiver's --delete-delay (one pass over the
-	 * whole list). */
-	if (o->relative || o->files_from || o->write_batch || o->read_batch || o->list_only)
-		return false;
-	return am_sender || o->delete_mode != DELETE_DELAY;
+	 * whole lists with -R and --files-from (implied dirs), writing batch
+	 * files and --list-only. */
+	return !(o->relative || o->files_from || o->write_batch || o->read_batch || o->list_only);
 }
 
 static void set_protocol(struct session *s, int protocol)

@@ -40,6 +40,14 @@ recv_pull rresync "" "$T/rfull.f" -ai --delete
 t_check recv_pull_resync_delete check_pull rresync
 recv_pull rnochange "" "$T/rresync.f" -ai --delete
 t_check recv_pull_nochange check_pull rnochange
+# --delete-delay keeps incremental recursion: "deleting" lines at the end
+recv_pull rdelay "" "$T/rfull.f" -avi --delete-delay
+t_check recv_pull_resync_delete_delay check_pull rdelay
+t_check recv_pull_delete_delay_is_incremental incremental "$T/rdelay.fo"
+# -A and -H keep it too
+recv_pull racl "tree/" "" -avAH
+t_check recv_pull_acls_hard_links check_pull racl
+t_check recv_pull_acls_hard_links_is_incremental incremental "$T/racl.fo"
 recv_pull rsub tree "" -av
 CMP_EXTRA=--no-dir-times t_check recv_pull_dir_no_slash check_pull rsub
 recv_pull rone one "" -av
