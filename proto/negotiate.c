@@ -194,9 +194,10 @@ bool inc_recurse_allowed(const struct ferry_opts *o, bool am_sender, int protoco
 			   o->delay_updates || o->prune_empty_dirs))
 		return false;
 	/* ferry keeps to what it has checked against rsync in this mode:
-	 * whole lists with -R and --files-from (implied dirs), writing batch
-	 * files and --list-only. */
-	return !(o->relative || o->files_from || o->write_batch || o->read_batch || o->list_only);
+	 * whole lists with -R and --files-from (implied dirs),
+	 * --only-write-batch (no data comes back to settle a part) and
+	 * --list-only. */
+	return !(o->relative || o->files_from || o->write_batch < 0 || o->read_batch || o->list_only);
 }
 
 static void set_protocol(struct session *s, int protocol)
