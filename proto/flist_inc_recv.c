@@ -180,6 +180,22 @@ bool flist_part_finish(struct session *s, struct flist *fl, size_t first, size_t
 	return true;
 }
 
+/* The published part whose range, its gap index included, holds ndx
+ * (the first part for anything before it); fl->nparts > 0. */
+static size_t part_at(const struct flist *fl, int32_t ndx)
+{
+	size_t lo = 0, hi = fl->nparts - 1;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo + 1) / 2;
+		if (fl->parts[mid].ndx_start - 1 <= ndx)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
 void flist_receiving_part(const struct flist *fl, int32_t *ndx_start, size_t *first)
 {
 	if (!fl->inc) {
@@ -209,16 +225,8 @@ bool flist_sent_pos(const struct flist *fl, int32_t sent, size_t *pos)
 	}
 	if (fl->nparts == 0)
 		return false;
-	/* in a published part: the last one starting at or before it */
-	size_t lo = 0, hi = fl->nparts - 1;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo + 1) / 2;
-		if (fl->parts[mid].ndx_start <= sent)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	const struct flist_part *p = &fl->parts[lo];
+	/* in a published part (its gap index is no entry's number) */
+	const struct flist_part *p = &fl->parts[part_at(fl, sent)];
 	if (sent < p->ndx_start || sent >= p->ndx_start + p->count)
 		return false;
 	*pos = p->first_file + (size_t)(sent - p->ndx_start);
@@ -287,18 +295,8 @@ bool flist_recv_second(struct session *s, struct flist *fl)
 
 int32_t flist_file_index(const struct flist *fl, int32_t ndx)
 {
-	size_t lo = 0, hi;
-
 	if (!fl->inc || fl->nparts == 0)
 		return ndx;
 	/* rsync's current_file_index: the index less one gap per part */
-	hi = fl->nparts - 1;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo + 1) / 2;
-		if (fl->parts[mid].ndx_start - 1 <= ndx)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	return ndx - (int32_t)(lo + 1);
+	return ndx - (int32_t)(part_at(fl, ndx) + 1);
 }

@@ -929,20 +929,19 @@ static void link_waiting(struct gen *g, int32_t target)
 	}
 }
 
-static bool target_failed(struct gen *g, int32_t target)
+/* The receiver's state of a group's target, read under the lock it is
+ * written with. */
+static uint8_t target_state(struct gen *g, int32_t target)
 {
 	pthread_mutex_lock(&g->rc->lock);
 	uint8_t st = g->rc->state[target];
 	pthread_mutex_unlock(&g->rc->lock);
-	return st & FS_FAILED;
+	return st;
 }
 
 static bool target_arrived(struct gen *g, int32_t target)
 {
-	pthread_mutex_lock(&g->rc->lock);
-	uint8_t st = g->rc->state[target];
-	pthread_mutex_unlock(&g->rc->lock);
-	return (st & FS_DONE) && !(st & FS_FAILED);
+	return (target_state(g, target) & (FS_DONE | FS_FAILED)) == FS_DONE;
 }
 
 /* A member of a group that has its target already: linked now when the
@@ -1324,7 +1323,7 @@ static void link_arrived_targets(struct gen *g)
 	while ((t = hlink_pending(g->rc, &cursor)) >= 0) {
 		if (target_arrived(g, t))
 			link_waiting(g, t);
-		else if (target_failed(g, t))
+		else if (target_state(g, t) & FS_FAILED)
 			hlink_release(g->rc, g->rc->fl->sorted[t]);
 	}
 }
