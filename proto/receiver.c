@@ -156,32 +156,40 @@ static void writeback_landed(struct rcv *r, int fd, int64_t n)
 	r->writeback_from = r->landed;
 }
 
-static bool flush_out(struct rcv *r, int fd, const char *path)
+/* Write p[0..n) at the file's current position (after any pending skip). */
+static bool write_piece(struct rcv *r, int fd, const char *path, const uint8_t *p, size_t n)
 {
-	if (!apply_skip(r, fd, path)) {
-		r->out_len = 0;
+	if (!apply_skip(r, fd, path))
 		return false;
-	}
-	if (r->out_len == 0)
+	if (n == 0)
 		return true;
 	if (r->over_basis)
 		r->data_len = 0; /* the write may change what the window holds */
 	bool sparse = r->o->sparse && !r->o->inplace;
-	if (fd >= 0 && !(sparse ? fs_write_sparse(fd, r->out, r->out_len, r->o->preallocate)
-				: fs_write_all(fd, r->out, r->out_len))) {
+	if (fd >= 0 && !(sparse ? fs_write_sparse(fd, p, n, r->o->preallocate)
+				: fs_write_all(fd, p, n))) {
 		session_err(r->s, "write failed on \"%s\": %s", path, strerror(errno));
-		r->out_len = 0;
 		return false;
 	}
-	writeback_landed(r, fd, (int64_t)r->out_len);
-	r->out_len = 0;
+	writeback_landed(r, fd, (int64_t)n);
 	return true;
+}
+
+static bool flush_out(struct rcv *r, int fd, const char *path)
+{
+	size_t n = r->out_len;
+
+	r->out_len = 0;
+	return write_piece(r, fd, path, r->out, n);
 }
 
 static bool emit(struct rcv *r, int fd, const char *path, const uint8_t *p, size_t n)
 {
 	r->written += (int64_t)n;
 	progress_update(r->s, &r->prog, r->written, r->file_size);
+	/* a piece as big as a bufferful goes out from where it is */
+	if (r->out_len == 0 && n >= OUT_BUF / 2)
+		return write_piece(r, fd, path, p, n);
 	while (n > 0) {
 		size_t k = OUT_BUF - r->out_len < n ? OUT_BUF - r->out_len : n;
 		memcpy(r->out + r->out_len, p, k);

@@ -979,7 +979,9 @@ static bool window_end(struct token_enc *e, struct wire_out *out, bool data, boo
 	/* the new window is measured from after the switch (a new frame) */
 	if (changed && apply && !apply_setting(e, out, zadapt_setting(&e->za)))
 		return false;
-	window_reset(e, out, evidence || changed, w.timed || !e->timed);
+	/* while storing, the speed window starts afresh after every window,
+	 * so that it measures only data the compressor worked on */
+	window_reset(e, out, evidence || changed, w.timed || !e->timed || e->za.incompressible);
 	return true;
 }
 
@@ -1045,8 +1047,11 @@ bool token_enc_begin(struct token_enc *e, struct wire_out *out, bool minimal)
 static bool compress_piece(struct token_enc *e, struct wire_out *out, const uint8_t *p,
 			   size_t n)
 {
-	uint64_t t0 = e->timed ? comp_clock_ns(e) : 0;
-	uint64_t wait0 = e->timed && e->threads > 0 ? wire_out_wait_ns(out) : 0;
+	/* Data judged incompressible is stored and its speed is not judged
+	 * (zadapt.c): no clock reads, which are system calls on some VMs. */
+	bool timed = e->timed && !e->za.incompressible;
+	uint64_t t0 = timed ? comp_clock_ns(e) : 0;
+	uint64_t wait0 = timed && e->threads > 0 ? wire_out_wait_ns(out) : 0;
 	bool ok = true;
 
 	switch (e->alg) {
@@ -1078,7 +1083,7 @@ static bool compress_piece(struct token_enc *e, struct wire_out *out, const uint
 	default:
 		return enc_fail(e, "unknown algorithm", e->alg);
 	}
-	if (e->timed) {
+	if (timed) {
 		uint64_t spent = comp_clock_ns(e) - t0;
 		if (e->threads > 0) { /* wall time: leave the waiting out */
 			uint64_t waited = wire_out_wait_ns(out) - wait0;
@@ -1112,7 +1117,8 @@ bool token_enc_literal(struct token_enc *e, struct wire_out *out, const uint8_t 
 		if (!compress_piece(e, out, p, k))
 			return false;
 		e->win_in += k;
-		e->win_bytes += k;
+		if (!e->za.incompressible)
+			e->win_bytes += k;
 		if (e->win_in >= target) {
 			e->first_done = true;
 			if (!window_end(e, out, true, true))
@@ -1353,15 +1359,17 @@ static int token_flag(struct token_dec *d, struct wire_in *in, uint8_t flag, int
 	return TOKEN_BLOCK;
 }
 
-/* Read one chunk's payload into cbuf. */
-static bool read_chunk(struct token_dec *d, struct wire_in *in, uint8_t flag, size_t *n)
+/* Read one chunk's payload: in place in the input buffer when it lies
+ * whole there (valid until the next read), else copied into cbuf. */
+static const uint8_t *read_chunk(struct token_dec *d, struct wire_in *in, uint8_t flag,
+				 size_t *n)
 {
 	uint8_t lo;
 
 	if (!wire_read_u8(in, &lo))
-		return false;
+		return NULL;
 	*n = ((size_t)(flag & 0x3F) << 8) | lo;
-	return wire_read(in, d->cbuf, *n);
+	return wire_read_view(in, d->cbuf, *n);
 }
 
 static int next_zlib(struct token_dec *d, struct wire_in *in, const uint8_t **data,
@@ -1394,9 +1402,10 @@ static int next_zlib(struct token_dec *d, struct wire_in *in, const uint8_t **da
 			return TOKEN_ERROR;
 		if ((flag & 0xC0) == DEFLATED_DATA) {
 			size_t n;
-			if (!read_chunk(d, in, flag, &n))
+			const uint8_t *chunk = read_chunk(d, in, flag, &n);
+			if (!chunk)
 				return TOKEN_ERROR;
-			d->z.next_in = d->cbuf;
+			d->z.next_in = (Bytef *)(uintptr_t)chunk;
 			d->z.avail_in = (uInt)n;
 			d->z_inflating = n > 0;
 			if (n)
@@ -1424,27 +1433,68 @@ static int next_zlib(struct token_dec *d, struct wire_in *in, const uint8_t **da
 	}
 }
 
+/* Take the chunk that follows when it is already buffered, so that one
+ * call fills the output buffer from several chunks (and the receiver
+ * writes it in one piece). */
+static bool zstd_next_chunk_buffered(struct token_dec *d, struct wire_in *in)
+{
+	uint8_t flag;
+
+	if (!wire_peek_buffered(in, &flag) || (flag & 0xC0) != DEFLATED_DATA)
+		return false;
+	if (!wire_read_u8(in, &flag))
+		return false;
+	size_t n;
+	const uint8_t *chunk = read_chunk(d, in, flag, &n);
+	if (!chunk)
+		return false;
+	d->zin = (ZSTD_inBuffer){chunk, n, 0};
+	d->zs_inflating = n > 0;
+	return true;
+}
+
+/* Decompress the chunks in hand into dbuf until it is full or the input
+ * runs out. Returns the bytes made, or -1 on error. */
+static ssize_t zstd_inflate(struct token_dec *d, struct wire_in *in)
+{
+	ZSTD_outBuffer ob = {d->dbuf, d->dcap, 0};
+
+	while (d->zs_inflating) {
+		size_t had_in = d->zin.pos, had_out = ob.pos;
+		size_t r = ZSTD_decompressStream(d->zd, &ob, &d->zin);
+		if (ZSTD_isError(r)) {
+			wire_fail(d->err, RERR_STREAMIO, "zstd decompression failed: %s",
+				  ZSTD_getErrorName(r));
+			return -1;
+		}
+		if (d->zin.pos == d->zin.size && ob.pos < ob.size) {
+			d->zs_inflating = false;
+			if (!zstd_next_chunk_buffered(d, in) && d->err->code)
+				return -1;
+			continue;
+		}
+		if (ob.pos == had_out && d->zin.pos == had_in) {
+			dec_fail(d, "zstd decompression made no progress (%ld)", 0);
+			return -1;
+		}
+		if (ob.pos == ob.size)
+			break;
+	}
+	return (ssize_t)ob.pos;
+}
+
 static int next_zstd(struct token_dec *d, struct wire_in *in, const uint8_t **data,
 		     size_t *len, int32_t *block)
 {
 	for (;;) {
 		if (d->zs_inflating) {
-			size_t had = d->zin.pos;
-			ZSTD_outBuffer ob = {d->dbuf, d->dcap, 0};
-			size_t r = ZSTD_decompressStream(d->zd, &ob, &d->zin);
-			if (ZSTD_isError(r)) {
-				wire_fail(d->err, RERR_STREAMIO, "zstd decompression failed: %s",
-					  ZSTD_getErrorName(r));
+			ssize_t n = zstd_inflate(d, in);
+			if (n < 0)
 				return TOKEN_ERROR;
-			}
-			if (d->zin.pos == d->zin.size && ob.pos < ob.size)
-				d->zs_inflating = false;
-			else if (ob.pos == 0 && d->zin.pos == had)
-				return dec_fail(d, "zstd decompression made no progress (%ld)", 0);
-			if (ob.pos == 0)
+			if (n == 0)
 				continue;
 			*data = d->dbuf;
-			*len = ob.pos;
+			*len = (size_t)n;
 			return TOKEN_DATA;
 		}
 		uint8_t flag;
@@ -1452,11 +1502,10 @@ static int next_zstd(struct token_dec *d, struct wire_in *in, const uint8_t **da
 			return TOKEN_ERROR;
 		if ((flag & 0xC0) == DEFLATED_DATA) {
 			size_t n;
-			if (!read_chunk(d, in, flag, &n))
+			const uint8_t *chunk = read_chunk(d, in, flag, &n);
+			if (!chunk)
 				return TOKEN_ERROR;
-			d->zin.src = d->cbuf;
-			d->zin.size = n;
-			d->zin.pos = 0;
+			d->zin = (ZSTD_inBuffer){chunk, n, 0};
 			d->zs_inflating = n > 0;
 			continue;
 		}
@@ -1475,11 +1524,12 @@ static int next_lz4(struct token_dec *d, struct wire_in *in, const uint8_t **dat
 			return TOKEN_ERROR;
 		if ((flag & 0xC0) == DEFLATED_DATA) {
 			size_t n;
-			if (!read_chunk(d, in, flag, &n))
+			const uint8_t *chunk = read_chunk(d, in, flag, &n);
+			if (!chunk)
 				return TOKEN_ERROR;
 			if (n == 0)
 				continue;
-			int r = LZ4_decompress_safe((const char *)d->cbuf, (char *)d->dbuf, (int)n,
+			int r = LZ4_decompress_safe((const char *)chunk, (char *)d->dbuf, (int)n,
 						    (int)d->dcap);
 			if (r < 0)
 				return dec_fail(d, "lz4 decompression failed (%ld)", r);

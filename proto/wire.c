@@ -456,6 +456,34 @@ bool wire_read(struct wire_in *in, void *dst, size_t n)
 	return true;
 }
 
+const uint8_t *wire_read_view(struct wire_in *in, uint8_t *scratch, size_t n)
+{
+	if (n == 0)
+		return scratch;
+	if (in->mux && !next_data_frame(in))
+		return NULL;
+	/* Bytes split by a frame header cannot be handed out in place. */
+	if ((in->mux && n > in->data_left) || n > in->cap)
+		return wire_read(in, scratch, n) ? scratch : NULL;
+	if (in->end - in->pos < n && !raw_fill(in, n))
+		return NULL;
+	const uint8_t *p = in->buf + in->pos;
+	if (in->tee && !batch_tee_data(in->tee, p, n))
+		return NULL;
+	in->pos += n;
+	if (in->mux)
+		in->data_left -= n;
+	return p;
+}
+
+bool wire_peek_buffered(const struct wire_in *in, uint8_t *v)
+{
+	if ((in->mux && in->data_left == 0) || in->pos == in->end)
+		return false;
+	*v = in->buf[in->pos];
+	return true;
+}
+
 bool wire_skip(struct wire_in *in, size_t n)
 {
 	uint8_t tmp[4096];

@@ -150,6 +150,13 @@ int64_t wire_now_ms(void);
 /* Raw input. */
 bool wire_read(struct wire_in *in, void *dst, size_t n);
 bool wire_skip(struct wire_in *in, size_t n);
+/* Read n bytes, in place when they lie whole in the input buffer, else
+ * copied into scratch (which holds n bytes). The bytes stay valid until
+ * the next read from `in`. NULL on error. */
+const uint8_t *wire_read_view(struct wire_in *in, uint8_t *scratch, size_t n);
+/* The next data byte, left unread, if it is already in the buffer (no
+ * read, no frame header to parse); false otherwise. */
+bool wire_peek_buffered(const struct wire_in *in, uint8_t *v);
 bool wire_read_u8(struct wire_in *in, uint8_t *v);
 bool wire_read_u16(struct wire_in *in, uint16_t *v);
 bool wire_read_i32(struct wire_in *in, int32_t *v);
