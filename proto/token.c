@@ -1318,11 +1318,13 @@ static int next_plain(struct token_dec *d, struct wire_in *in, const uint8_t **d
 		}
 		d->residue = t;
 	}
+	/* the literal bytes are handed out where they lie in the input */
 	size_t k = d->residue < (int64_t)d->dcap ? (size_t)d->residue : d->dcap;
-	if (!wire_read(in, d->dbuf, k))
+	const uint8_t *p = wire_read_some(in, k, &k);
+	if (!p)
 		return TOKEN_ERROR;
 	d->residue -= (int64_t)k;
-	*data = d->dbuf;
+	*data = p;
 	*len = k;
 	return TOKEN_DATA;
 }

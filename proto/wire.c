@@ -476,6 +476,27 @@ const uint8_t *wire_read_view(struct wire_in *in, uint8_t *scratch, size_t n)
 	return p;
 }
 
+const uint8_t *wire_read_some(struct wire_in *in, size_t max, size_t *got)
+{
+	if (in->mux && !next_data_frame(in))
+		return NULL;
+	if (in->pos == in->end && !raw_fill(in, 1))
+		return NULL;
+	size_t n = in->end - in->pos;
+	if (in->mux && n > in->data_left)
+		n = in->data_left;
+	if (n > max)
+		n = max;
+	const uint8_t *p = in->buf + in->pos;
+	if (in->tee && !batch_tee_data(in->tee, p, n))
+		return NULL;
+	in->pos += n;
+	if (in->mux)
+		in->data_left -= n;
+	*got = n;
+	return p;
+}
+
 bool wire_peek_buffered(const struct wire_in *in, uint8_t *v)
 {
 	if ((in->mux && in->data_left == 0) || in->pos == in->end)

@@ -154,6 +154,10 @@ bool wire_skip(struct wire_in *in, size_t n);
  * copied into scratch (which holds n bytes). The bytes stay valid until
  * the next read from `in`. NULL on error. */
 const uint8_t *wire_read_view(struct wire_in *in, uint8_t *scratch, size_t n);
+/* Read between 1 and max (> 0) bytes in place: what the input buffer
+ * holds of the current data frame, waiting for input only if it holds
+ * none. Valid until the next read from `in`. NULL on error. */
+const uint8_t *wire_read_some(struct wire_in *in, size_t max, size_t *got);
 /* The next data byte, left unread, if it is already in the buffer (no
  * read, no frame header to parse); false otherwise. */
 bool wire_peek_buffered(const struct wire_in *in, uint8_t *v);
