@@ -515,8 +515,9 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 	bool have_roll = false;
 	int32_t hint = 0;
 	struct inplace_state inplace = {0};
-	/* --inplace matching compares sums of other offsets: no table */
-	struct match_ahead *ahead = updating_basis ? NULL : mo->ahead;
+	/* the source's own aligned sums: valid whatever the receiver does
+	 * with its basis (--inplace too) */
+	struct match_ahead *ahead = mo->ahead;
 
 	if (updating_basis && !inplace_init(&inplace, m)) {
 		free(w.buf);
