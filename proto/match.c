@@ -440,6 +440,56 @@ check_hint:
 	return i;
 }
 
+/* ---- data changed in place: probing the next aligned blocks ---- */
+
+/* How many aligned blocks past a changed one are probed before sliding. */
+#define PROBE_BLOCKS 4
+
+/* The window at off was the place of the basis block `hint` and did not
+ * match: the data there changed in place (a rewritten database page), or
+ * something was inserted or deleted. Sliding byte by byte finds the next
+ * match either way, at a few nanoseconds a byte; when the data is where it
+ * was, the block one, two, ... lengths on matches the basis block at the
+ * same index, and one hash of it finds that. Returns how many blocks to
+ * pass as literal data (0: none of the next PROBE_BLOCKS matched, slide).
+ * A match found so always is a true match (weak and strong sums); at
+ * worst the bytes passed over held another, shifted match, and go out as
+ * literal data instead. -1: the read failed. */
+static int probe_in_place(const struct match_index *m, struct window *w, int64_t keep,
+			  int64_t off, int32_t hint, struct match_ahead *ahead, struct match_out *mo)
+{
+	const struct sum_head *h = &m->h;
+	int64_t blen = h->blength;
+
+	if (hint < 0 || off != (int64_t)hint * blen)
+		return 0;
+	for (int j = 1; j <= PROBE_BLOCKS; j++) {
+		int32_t b = hint + j;
+		int64_t at_off = off + j * blen;
+		/* whole blocks only: the short last one is left to sliding */
+		if (b >= h->count || block_len(h, b) != blen || at_off + blen > w->file_len)
+			return 0;
+		uint32_t weak;
+		const uint8_t *strong_ahead = NULL;
+		uint8_t strong[CSUM_MAX_DIGEST];
+		if (!match_ahead_sums(ahead, at_off, blen, &weak, &strong_ahead)) {
+			if (!window_need(w, keep, at_off + blen))
+				return -1;
+			weak = csum_rolling(at(w, at_off), (size_t)blen);
+		}
+		if (weak != m->sum1[b])
+			continue;
+		memset(strong, 0, sizeof strong);
+		if (strong_ahead)
+			memcpy(strong, strong_ahead, (size_t)h->s2length);
+		else
+			mo->strong(mo->ctx, at(w, at_off), (size_t)blen, strong);
+		if (block_is(m, b, weak, strong, (int32_t)blen))
+			return j;
+	}
+	return 0;
+}
+
 bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool updating_basis,
 		     struct match_out *mo)
 {
@@ -465,8 +515,9 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 	bool have_roll = false;
 	int32_t hint = 0;
 	struct inplace_state inplace = {0};
-	/* --inplace matching compares sums of other offsets: no table */
-	struct match_ahead *ahead = updating_basis ? NULL : mo->ahead;
+	/* the source's own aligned sums: valid whatever the receiver does
+	 * with its basis (--inplace too) */
+	struct match_ahead *ahead = mo->ahead;
 
 	if (updating_basis && !inplace_init(&inplace, m)) {
 		free(w.buf);
@@ -480,6 +531,7 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 		}
 		uint32_t ahead_weak;
 		const uint8_t *ahead_strong = NULL;
+		bool fresh = !have_roll;
 		if (!have_roll) {
 			/* a fresh window, after a match: hashed ahead if aligned */
 			if (ahead && match_ahead_sums(ahead, off, wlen, &ahead_weak, &ahead_strong)) {
@@ -511,6 +563,28 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 			if (b == -2) {
 				ok = false;
 				break;
+			}
+		}
+		if (b < 0 && fresh) {
+			int skip = probe_in_place(m, &w, lit_start, off, hint, ahead, mo);
+			if (skip < 0) {
+				ok = false;
+				break;
+			}
+			if (skip > 0) {
+				/* literal up to the block that matched; the next round
+				 * takes it as a fresh window */
+				off += skip * blen;
+				hint += skip;
+				have_roll = false;
+				if (off - lit_start >= CHUNK_SIZE) {
+					/* sums hashed ahead: the bytes may not be read yet */
+					ok = window_need(&w, lit_start, off) &&
+					     mo->feed(mo->ctx, at(&w, lit_start), (size_t)(off - lit_start)) &&
+					     send_literal(mo, at(&w, lit_start), off - lit_start);
+					lit_start = off;
+				}
+				continue;
 			}
 		}
 		if (b >= 0) {

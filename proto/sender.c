@@ -144,18 +144,18 @@ static bool echo_header(struct snd *d, int32_t ndx, int iflags, uint8_t type, co
 static void out_strong(void *ctx, const uint8_t *p, size_t n, uint8_t *out);
 
 /* Once the sum head is in, hash our own blocks on a second thread while
- * the sums arrive (match_ahead.c). Not for --inplace receivers, whose
- * matching follows other rules. */
-static void start_ahead(struct snd *d, int fd, const struct sum_head *h, bool in_place)
+ * the sums arrive (match_ahead.c). An --inplace receiver too: the table
+ * holds the source's sums, whichever basis blocks they are matched to. */
+static void start_ahead(struct snd *d, int fd, const struct sum_head *h)
 {
-	if (fd >= 0 && !in_place)
+	if (fd >= 0)
 		match_ahead_start(&d->ahead, fd, h, out_strong, d);
 }
 
 /* The receiver's sum head and block sums, bounded before any allocation
  * (io.c: read_sum_head; sender.c: receive_sums; CVE-2024-12084). */
 static bool read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, uint8_t **sum2,
-		      bool head_only, struct snd *d, int fd, bool in_place)
+		      bool head_only, struct snd *d, int fd)
 {
 	int32_t max_block = s->protocol < 30 ? (1 << 29) : (1 << 17);
 
@@ -179,7 +179,7 @@ static bool read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, ui
 		return wire_fail(&s->err, RERR_PROTOCOL, "too many block sums (%d)", h->count);
 	if (h->count == 0 || head_only)
 		return true;
-	start_ahead(d, fd, h, in_place);
+	start_ahead(d, fd, h);
 	*sum1 = malloc((size_t)h->count * sizeof **sum1);
 	*sum2 = calloc((size_t)h->count, (size_t)h->s2length + 1);
 	if (!*sum1 || !*sum2)
@@ -344,7 +344,7 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	/* opened before the sums are read, so that they can be hashed ahead */
 	int fd = open_source(d, ndx, f);
 	int open_errno = errno;
-	if (!read_sums(s, &h, &sum1, &sum2, d->append > 0, d, fd, updating_basis(s, type))) {
+	if (!read_sums(s, &h, &sum1, &sum2, d->append > 0, d, fd)) {
 		match_ahead_stop(&d->ahead);
 		if (fd >= 0)
 			close(fd);
