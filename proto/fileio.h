@@ -13,13 +13,20 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-/* A cache of the last directory opened, for runs of entries in one dir. */
+#define DIR_CURSOR_DEPTH 32
+
+/* A cache of the last directory opened, for runs of entries in one dir.
+ * It keeps the directories leading to it open, so that moving to a
+ * sibling or a child opens one component, not the whole path again. */
 struct dir_cursor {
 	int rootfd;
 	char path[4096];   /* relative dir path of fd ("" = root) */
 	int fd;            /* -1 when nothing is cached */
 	bool follow;       /* -K: directory symlinks are followed ... */
 	bool beneath;      /* ... but never out of rootfd (a daemon module) */
+	int depth;         /* components of path held open in held[]; 0: fd
+			    * (if not rootfd) was opened on its own */
+	int held[DIR_CURSOR_DEPTH];
 };
 
 void dir_cursor_init(struct dir_cursor *c, int rootfd);
