@@ -208,11 +208,21 @@ static mode_t entry_type(int dirfd, const struct dirent *de)
 }
 
 /* The name of a directory's entry as the file list spells it. */
+/* dirpath/name ("." as dirpath: name alone), joined by hand since it
+ * runs for every name in every directory checked. */
 static bool entry_path(char *buf, size_t size, const char *dirpath, const char *name)
 {
-	int n = strcmp(dirpath, ".") == 0 ? snprintf(buf, size, "%s", name)
-					  : snprintf(buf, size, "%s/%s", dirpath, name);
-	return n >= 0 && (size_t)n < size;
+	bool top = strcmp(dirpath, ".") == 0;
+	size_t dlen = top ? 0 : strlen(dirpath), nlen = strlen(name);
+
+	if ((top ? 0 : dlen + 1) + nlen >= size)
+		return false;
+	if (!top) {
+		memcpy(buf, dirpath, dlen);
+		buf[dlen++] = '/';
+	}
+	memcpy(buf + dlen, name, nlen + 1);
+	return true;
 }
 
 /* A directory's entries, sorted. With rc, names the file list holds are

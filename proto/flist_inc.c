@@ -67,7 +67,8 @@ static int cmp_by_dir(const void *a, const void *b)
 {
 	const struct file_entry *x = *(struct file_entry *const *)a;
 	const struct file_entry *y = *(struct file_entry *const *)b;
-	int c = strcmp(dir_key(x), dir_key(y));
+	/* the entries of one directory share one dirname string */
+	int c = x->dirname == y->dirname ? 0 : strcmp(dir_key(x), dir_key(y));
 
 	if (c)
 		return c;
@@ -89,7 +90,8 @@ static bool group_entries(struct session *s, struct send_list *sl, struct inc_pl
 	for (size_t i = 0; i < n;) {
 		size_t j = i + 1;
 		const char *key = dir_key(p->by_dir[i]);
-		while (j < n && strcmp(dir_key(p->by_dir[j]), key) == 0)
+		while (j < n && (p->by_dir[j]->dirname == p->by_dir[i]->dirname ||
+				 strcmp(dir_key(p->by_dir[j]), key) == 0))
 			j++;
 		p->groups[p->ngroups++] = (struct dir_group){.path = key, .first = i, .count = j - i};
 		if (!flist_sort_entries(s, p->by_dir + i, j - i))
