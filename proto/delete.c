@@ -233,22 +233,15 @@ static bool read_sorted(int dirfd, int protocol, const struct recv_ctx *rc,
 {
 	char path[MAXPATHLEN_WIRE * 2];
 	size_t cap = 0;
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dir_reader d;
 
 	out->v = NULL;
 	out->n = 0;
 	out->protocol = protocol;
-	if (fd < 0)
+	if (dir_reader_open(&d, dirfd) < 0)
 		return false;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return false;
-	}
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
+	const struct dirent *de;
+	while ((de = dir_reader_next(&d)) != NULL) {
 		if (rc && entry_path(path, sizeof path, dirpath, de->d_name) && listed(rc, path))
 			continue;
 		mode_t type = entry_type(dirfd, de);
@@ -267,7 +260,7 @@ static bool read_sorted(int dirfd, int protocol, const struct recv_ctx *rc,
 		out->v[out->n++] = (struct file_entry){.basename = name, .mode = type,
 						       .flags = FE_ACTIVE};
 	}
-	closedir(d);
+	dir_reader_close(&d);
 	if (out->n > 1)
 		qsort_r(out->v, out->n, sizeof *out->v, cmp_names, &out->protocol);
 	return true;

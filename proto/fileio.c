@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +194,58 @@ int dir_cursor_open(struct dir_cursor *c, const char *dir)
 	c->fd = fd;
 	snprintf(c->path, sizeof c->path, "%s", dir);
 	return fd;
+}
+
+#define DIR_READ_BUF (64 * 1024)
+
+/* The records getdents64 writes are glibc's struct dirent (64-bit). */
+_Static_assert(offsetof(struct dirent, d_name) == 19, "struct dirent is not getdents64's");
+
+int dir_reader_open(struct dir_reader *r, int dirfd)
+{
+	r->pos = r->len = 0;
+	r->fd = -1;
+	r->buf = malloc(DIR_READ_BUF);
+	if (!r->buf) {
+		errno = ENOMEM;
+		return -1;
+	}
+	r->fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (r->fd < 0) {
+		int e = errno;
+		free(r->buf);
+		r->buf = NULL;
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+const struct dirent *dir_reader_next(struct dir_reader *r)
+{
+	for (;;) {
+		if (r->pos >= r->len) {
+			ssize_t n = getdents64(r->fd, r->buf, DIR_READ_BUF);
+			if (n <= 0)
+				return NULL;
+			r->len = (size_t)n;
+			r->pos = 0;
+		}
+		const struct dirent *de = (const struct dirent *)(r->buf + r->pos);
+		r->pos += de->d_reclen;
+		const char *n = de->d_name;
+		if (!(n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0'))))
+			return de;
+	}
+}
+
+void dir_reader_close(struct dir_reader *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r->buf);
+	r->fd = -1;
+	r->buf = NULL;
 }
 
 int dir_cursor_parent(struct dir_cursor *c, const char *relpath, const char **leaf)

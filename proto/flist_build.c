@@ -373,15 +373,9 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 	const struct ferry_opts *o = k->s->opts;
 	struct flist *fl = &k->sl->fl;
 	char path[MAXPATHLEN_WIRE], fsdir[64];
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dir_reader d;
 
-	if (fd < 0) {
-		io_error(k, IOERR_GENERAL, "opendir", relpath);
-		return true;
-	}
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
+	if (dir_reader_open(&d, dirfd) < 0) {
 		io_error(k, IOERR_GENERAL, "opendir", relpath);
 		return true;
 	}
@@ -392,10 +386,8 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 					 sizeof k->err) == 0;
 	}
 	size_t first = fl->count;
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
+	const struct dirent *de;
+	while ((de = dir_reader_next(&d)) != NULL) {
 		struct stat st;
 		join(path, sizeof path, relpath, de->d_name);
 		if (strlen(path) >= MAXPATHLEN_WIRE - 1) {
@@ -405,7 +397,7 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 		}
 		if (k->defer_stat && de->d_type == DT_REG) {
 			if (!add_deferred(k, path, dirfd, de->d_name)) {
-				closedir(d);
+				dir_reader_close(&d);
 				return false;
 			}
 			continue;
@@ -428,11 +420,11 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 		    faccessat(dirfd, de->d_name, R_OK, AT_EACCESS) < 0)
 			continue;
 		if (!add_entry(k, path, &st, dirfd, de->d_name) && wire_error_code(&k->s->err)) {
-			closedir(d);
+			dir_reader_close(&d);
 			return false;
 		}
 	}
-	closedir(d);
+	dir_reader_close(&d);
 	size_t last = fl->count;
 	for (size_t i = first; o->recursive && i < last; i++) {
 		struct file_entry *f = &fl->files[i];
