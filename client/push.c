@@ -53,7 +53,8 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 {
 	const struct ferry_opts *o = s->opts;
 	struct send_list sl;
-	struct walk_opts w = {.filters = filters, .root_fd = AT_FDCWD, .confined = false};
+	struct walk_opts w = {.filters = filters, .root_fd = AT_FDCWD, .confined = false,
+			      .defer_stat = true};
 
 	char err[512];
 	if (o->cvs_exclude &&

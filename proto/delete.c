@@ -208,11 +208,21 @@ static mode_t entry_type(int dirfd, const struct dirent *de)
 }
 
 /* The name of a directory's entry as the file list spells it. */
+/* dirpath/name ("." as dirpath: name alone), joined by hand since it
+ * runs for every name in every directory checked. */
 static bool entry_path(char *buf, size_t size, const char *dirpath, const char *name)
 {
-	int n = strcmp(dirpath, ".") == 0 ? snprintf(buf, size, "%s", name)
-					  : snprintf(buf, size, "%s/%s", dirpath, name);
-	return n >= 0 && (size_t)n < size;
+	bool top = strcmp(dirpath, ".") == 0;
+	size_t dlen = top ? 0 : strlen(dirpath), nlen = strlen(name);
+
+	if ((top ? 0 : dlen + 1) + nlen >= size)
+		return false;
+	if (!top) {
+		memcpy(buf, dirpath, dlen);
+		buf[dlen++] = '/';
+	}
+	memcpy(buf + dlen, name, nlen + 1);
+	return true;
 }
 
 /* A directory's entries, sorted. With rc, names the file list holds are
@@ -223,22 +233,15 @@ static bool read_sorted(int dirfd, int protocol, const struct recv_ctx *rc,
 {
 	char path[MAXPATHLEN_WIRE * 2];
 	size_t cap = 0;
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dir_reader d;
 
 	out->v = NULL;
 	out->n = 0;
 	out->protocol = protocol;
-	if (fd < 0)
+	if (dir_reader_open(&d, dirfd) < 0)
 		return false;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return false;
-	}
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
+	const struct dirent *de;
+	while ((de = dir_reader_next(&d)) != NULL) {
 		if (rc && entry_path(path, sizeof path, dirpath, de->d_name) && listed(rc, path))
 			continue;
 		mode_t type = entry_type(dirfd, de);
@@ -257,7 +260,7 @@ static bool read_sorted(int dirfd, int protocol, const struct recv_ctx *rc,
 		out->v[out->n++] = (struct file_entry){.basename = name, .mode = type,
 						       .flags = FE_ACTIVE};
 	}
-	closedir(d);
+	dir_reader_close(&d);
 	if (out->n > 1)
 		qsort_r(out->v, out->n, sizeof *out->v, cmp_names, &out->protocol);
 	return true;

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,12 +26,16 @@ void dir_cursor_init(struct dir_cursor *c, int rootfd)
 	c->fd = -1;
 	c->follow = false;
 	c->beneath = false;
+	c->depth = 0;
 }
 
 void dir_cursor_reset(struct dir_cursor *c)
 {
-	if (c->fd >= 0 && c->fd != c->rootfd)
+	for (int i = 0; i < c->depth; i++)
+		close(c->held[i]);
+	if (c->depth == 0 && c->fd >= 0 && c->fd != c->rootfd)
 		close(c->fd);
+	c->depth = 0;
 	c->fd = -1;
 	c->path[0] = '\0';
 }
@@ -93,6 +98,74 @@ static int open_beneath(int rootfd, const char *dir, bool follow)
 	return fd;
 }
 
+/* Components of dir (count, or -1 if one is empty, ".", ".." or too long
+ * for a simple step-by-step open). */
+static int plain_components(const char *dir)
+{
+	int n = 0;
+
+	for (const char *p = dir; *p;) {
+		const char *e = strchrnul(p, '/');
+		size_t len = (size_t)(e - p);
+		if (len == 0 || len >= 256 || (len == 1 && p[0] == '.') ||
+		    (len == 2 && p[0] == '.' && p[1] == '.'))
+			return -1;
+		n++;
+		p = *e ? e + 1 : e;
+	}
+	return n;
+}
+
+/* How many leading components of dir are components of the held path. */
+static int shared_depth(const struct dir_cursor *c, const char *dir)
+{
+	int shared = 0;
+
+	for (size_t i = 0; shared < c->depth; i++) {
+		char a = c->path[i], b = dir[i];
+		bool a_end = a == '/' || a == '\0', b_end = b == '/' || b == '\0';
+		if (a_end && b_end)
+			shared++;
+		else if (a != b)
+			break;
+		if (!a || !b)
+			break;
+	}
+	return shared;
+}
+
+/* Move the held directories to dir (plain components only): close those
+ * not on its path, open the rest one at a time from the deepest kept. */
+static int cursor_step(struct dir_cursor *c, const char *dir, int ncomp)
+{
+	int keep = shared_depth(c, dir);
+	int flags = c->follow ? DIR_OPEN_FLAGS & ~O_NOFOLLOW : DIR_OPEN_FLAGS;
+	const char *p = dir;
+
+	while (c->depth > keep)
+		close(c->held[--c->depth]);
+	for (int i = 0; i < keep; i++)
+		p = strchrnul(p, '/') + 1;
+	for (int i = keep; i < ncomp; i++) {
+		const char *e = strchrnul(p, '/');
+		char comp[256];
+		memcpy(comp, p, (size_t)(e - p));
+		comp[e - p] = '\0';
+		int fd = openat(c->depth ? c->held[c->depth - 1] : c->rootfd, comp, flags);
+		if (fd < 0) {
+			int saved = errno;
+			dir_cursor_reset(c);
+			errno = saved;
+			return -1;
+		}
+		c->held[c->depth++] = fd;
+		p = *e ? e + 1 : e;
+	}
+	c->fd = c->held[c->depth - 1];
+	snprintf(c->path, sizeof c->path, "%s", dir);
+	return c->fd;
+}
+
 int dir_cursor_open(struct dir_cursor *c, const char *dir)
 {
 	if (!dir || strcmp(dir, ".") == 0)
@@ -102,6 +175,12 @@ int dir_cursor_open(struct dir_cursor *c, const char *dir)
 	if (strlen(dir) >= sizeof c->path) {
 		errno = ENAMETOOLONG;
 		return -1;
+	}
+	int ncomp = *dir && !(c->follow && c->beneath) ? plain_components(dir) : -1;
+	if (ncomp > 0 && ncomp <= DIR_CURSOR_DEPTH) {
+		if (c->depth == 0)
+			dir_cursor_reset(c); /* the root, or an fd opened on its own */
+		return cursor_step(c, dir, ncomp);
 	}
 	dir_cursor_reset(c);
 	if (*dir == '\0') {
@@ -115,6 +194,58 @@ int dir_cursor_open(struct dir_cursor *c, const char *dir)
 	c->fd = fd;
 	snprintf(c->path, sizeof c->path, "%s", dir);
 	return fd;
+}
+
+#define DIR_READ_BUF (64 * 1024)
+
+/* The records getdents64 writes are glibc's struct dirent (64-bit). */
+_Static_assert(offsetof(struct dirent, d_name) == 19, "struct dirent is not getdents64's");
+
+int dir_reader_open(struct dir_reader *r, int dirfd)
+{
+	r->pos = r->len = 0;
+	r->fd = -1;
+	r->buf = malloc(DIR_READ_BUF);
+	if (!r->buf) {
+		errno = ENOMEM;
+		return -1;
+	}
+	r->fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (r->fd < 0) {
+		int e = errno;
+		free(r->buf);
+		r->buf = NULL;
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+const struct dirent *dir_reader_next(struct dir_reader *r)
+{
+	for (;;) {
+		if (r->pos >= r->len) {
+			ssize_t n = getdents64(r->fd, r->buf, DIR_READ_BUF);
+			if (n <= 0)
+				return NULL;
+			r->len = (size_t)n;
+			r->pos = 0;
+		}
+		const struct dirent *de = (const struct dirent *)(r->buf + r->pos);
+		r->pos += de->d_reclen;
+		const char *n = de->d_name;
+		if (!(n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0'))))
+			return de;
+	}
+}
+
+void dir_reader_close(struct dir_reader *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r->buf);
+	r->fd = -1;
+	r->buf = NULL;
 }
 
 int dir_cursor_parent(struct dir_cursor *c, const char *relpath, const char **leaf)

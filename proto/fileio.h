@@ -13,13 +13,22 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-/* A cache of the last directory opened, for runs of entries in one dir. */
+struct dirent;
+
+#define DIR_CURSOR_DEPTH 32
+
+/* A cache of the last directory opened, for runs of entries in one dir.
+ * It keeps the directories leading to it open, so that moving to a
+ * sibling or a child opens one component, not the whole path again. */
 struct dir_cursor {
 	int rootfd;
 	char path[4096];   /* relative dir path of fd ("" = root) */
 	int fd;            /* -1 when nothing is cached */
 	bool follow;       /* -K: directory symlinks are followed ... */
 	bool beneath;      /* ... but never out of rootfd (a daemon module) */
+	int depth;         /* components of path held open in held[]; 0: fd
+			    * (if not rootfd) was opened on its own */
+	int held[DIR_CURSOR_DEPTH];
 };
 
 void dir_cursor_init(struct dir_cursor *c, int rootfd);
@@ -35,6 +44,21 @@ int dir_cursor_open(struct dir_cursor *c, const char *dir);
  * component. Returns a cursor-owned fd or -1 with errno. relpath must be
  * relative with no ".." component (EINVAL otherwise). */
 int dir_cursor_parent(struct dir_cursor *c, const char *relpath, const char **leaf);
+
+/* A directory read with getdents64 into one buffer of its own: unlike
+ * fdopendir, no fstat and fcntl calls (a syscall each) per directory. */
+struct dir_reader {
+	int fd;
+	char *buf;
+	size_t pos, len;
+};
+
+/* Open the directory dirfd for reading from its start (an fd of its own).
+ * 0, or -1 with errno. */
+int dir_reader_open(struct dir_reader *r, int dirfd);
+/* The next entry, "." and ".." left out; NULL at the end or on an error. */
+const struct dirent *dir_reader_next(struct dir_reader *r);
+void dir_reader_close(struct dir_reader *r);
 
 /* Is a relative path safe to resolve: not absolute, no "..", no empty
  * component? */

@@ -111,13 +111,24 @@ bool flist_clean_name(char *name)
 
 bool flist_path(const struct file_entry *f, char *buf, size_t size)
 {
-	int n;
+	size_t dlen = f->dirname ? strlen(f->dirname) : 0;
+	size_t blen = strlen(f->basename);
+	size_t need = (f->dirname ? dlen + 1 : 0) + blen;
 
-	if (f->dirname)
-		n = snprintf(buf, size, "%s/%s", f->dirname, f->basename);
-	else
-		n = snprintf(buf, size, "%s", f->basename);
-	return n >= 0 && (size_t)n < size;
+	if (need >= size) {
+		/* too long: truncated, as snprintf would, for the message */
+		if (size)
+			snprintf(buf, size, "%s%s%s", f->dirname ? f->dirname : "",
+				 f->dirname ? "/" : "", f->basename);
+		return false;
+	}
+	/* joined by hand: this runs for every entry on every side */
+	if (f->dirname) {
+		memcpy(buf, f->dirname, dlen);
+		buf[dlen++] = '/';
+	}
+	memcpy(buf + dlen, f->basename, blen + 1);
+	return true;
 }
 
 /* ---- sorting: mirrors rsync flist.c:f_name_cmp() ---- */

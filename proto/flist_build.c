@@ -36,6 +36,8 @@ struct walker {
 	size_t nroot_names;
 	char lastpath[MAXPATHLEN_WIRE]; /* the last implied dirs sent */
 	int implied_dot;       /* rsync's implied_dot_dir: 0, -1 due, 1 sent */
+	bool defer_stat;       /* regular files are stat'ed as their part is
+				* sent (flist_stat_deferred) */
 };
 
 static void io_error(struct walker *k, int bit, const char *what, const char *name)
@@ -93,6 +95,22 @@ static void device_as_file(int dirfd, const char *leaf, struct stat *st)
 	st->st_mtim.tv_nsec = 0;
 }
 
+/* The fields of an entry that come from its stat (--chmod applied). */
+static void set_stat_fields(struct session *s, struct file_entry *f, const struct stat *st)
+{
+	f->mode = st->st_mode;
+	if (s->chmod.n && !S_ISLNK(f->mode) && f->mode)
+		f->mode = chmod_apply(&s->chmod, f->mode);
+	f->size = S_ISREG(st->st_mode) ? st->st_size : S_ISDIR(st->st_mode) ? st->st_size : 0;
+	f->mtime = st->st_mtim.tv_sec;
+	f->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
+	f->atime = st->st_atim.tv_sec;
+	f->uid = st->st_uid;
+	f->gid = st->st_gid;
+	f->rdev_major = major(st->st_rdev);
+	f->rdev_minor = minor(st->st_rdev);
+}
+
 /* Append an entry for path (relative to the root) with the given stat. */
 static struct file_entry *add_entry(struct walker *k, const char *path, const struct stat *given,
 				    int dirfd, const char *leaf)
@@ -140,17 +158,7 @@ static struct file_entry *add_entry(struct walker *k, const char *path, const st
 		wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
 		return NULL;
 	}
-	f->mode = st->st_mode;
-	if (k->s->chmod.n && !S_ISLNK(f->mode) && f->mode)
-		f->mode = chmod_apply(&k->s->chmod, f->mode);
-	f->size = S_ISREG(st->st_mode) ? st->st_size : S_ISDIR(st->st_mode) ? st->st_size : 0;
-	f->mtime = st->st_mtim.tv_sec;
-	f->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
-	f->atime = st->st_atim.tv_sec;
-	f->uid = st->st_uid;
-	f->gid = st->st_gid;
-	f->rdev_major = major(st->st_rdev);
-	f->rdev_minor = minor(st->st_rdev);
+	set_stat_fields(k->s, f, st);
 	f->hlink_group = -1;
 	f->flags = FE_ACTIVE;
 	if (S_ISLNK(st->st_mode)) {
@@ -175,6 +183,7 @@ static struct file_entry *add_entry(struct walker *k, const char *path, const st
 	in->root = k->root;
 	in->dev = (int64_t)st->st_dev;
 	in->ino = (int64_t)st->st_ino;
+	in->unstated = false;
 	/* Before protocol 28 every regular file carries its dev and inode. */
 	if (k->s->opts->hard_links && (k->s->protocol < 28 ? S_ISREG(st->st_mode)
 						       : !S_ISDIR(st->st_mode) && st->st_nlink > 1))
@@ -190,6 +199,48 @@ static bool excluded(struct walker *k, const char *path, bool is_dir)
 	if (k->w->daemon_filters && filter_check(k->w->daemon_filters, path, is_dir, false) < 0)
 		return true;
 	return k->w->filters && filter_check(k->w->filters, path, is_dir, false) < 0;
+}
+
+/* A regular file (readdir's d_type says so) listed without its stat,
+ * which is taken when its part is sent (flist_stat_deferred): the
+ * name and the type are all that placing it in its part needs. False
+ * only when out of memory. */
+static bool add_deferred(struct walker *k, const char *path, int dirfd, const char *leaf)
+{
+	struct stat st = {.st_mode = S_IFREG};
+
+	if (excluded(k, path, false))
+		return true;
+	if (!add_entry(k, path, &st, dirfd, leaf))
+		return false;
+	k->sl->info[k->sl->fl.count - 1].unstated = true;
+	return true;
+}
+
+bool flist_stat_deferred(struct session *s, struct send_list *sl, size_t i, int dirfd)
+{
+	struct file_entry *f = &sl->fl.files[i];
+	struct send_info *in = &sl->info[i];
+	char path[MAXPATHLEN_WIRE];
+	struct stat st;
+
+	in->unstated = false;
+	if (dirfd >= 0 && fstatat(dirfd, f->basename, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (!S_ISREG(st.st_mode))
+			errno = ENOENT; /* replaced since it was listed: now gone */
+		else {
+			set_stat_fields(s, f, &st);
+			in->dev = (int64_t)st.st_dev;
+			in->ino = (int64_t)st.st_ino;
+			return true;
+		}
+	}
+	int e = errno;
+	if (!flist_path(f, path, sizeof path))
+		snprintf(path, sizeof path, "%s", f->basename);
+	session_err(s, "readlink_stat \"%s\" failed: %s (%d)", path, strerror(e), e);
+	s->io_error |= e == ENOENT ? IOERR_VANISHED : IOERR_GENERAL;
+	return false;
 }
 
 /* A path argument the module's rules exclude, named as inside the module. */
@@ -322,15 +373,9 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 	const struct ferry_opts *o = k->s->opts;
 	struct flist *fl = &k->sl->fl;
 	char path[MAXPATHLEN_WIRE], fsdir[64];
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dir_reader d;
 
-	if (fd < 0) {
-		io_error(k, IOERR_GENERAL, "opendir", relpath);
-		return true;
-	}
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
+	if (dir_reader_open(&d, dirfd) < 0) {
 		io_error(k, IOERR_GENERAL, "opendir", relpath);
 		return true;
 	}
@@ -341,15 +386,20 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 					 sizeof k->err) == 0;
 	}
 	size_t first = fl->count;
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
+	const struct dirent *de;
+	while ((de = dir_reader_next(&d)) != NULL) {
 		struct stat st;
 		join(path, sizeof path, relpath, de->d_name);
 		if (strlen(path) >= MAXPATHLEN_WIRE - 1) {
 			errno = ENAMETOOLONG;
 			io_error(k, IOERR_GENERAL, "readdir", path);
+			continue;
+		}
+		if (k->defer_stat && de->d_type == DT_REG) {
+			if (!add_deferred(k, path, dirfd, de->d_name)) {
+				dir_reader_close(&d);
+				return false;
+			}
 			continue;
 		}
 		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -370,11 +420,11 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 		    faccessat(dirfd, de->d_name, R_OK, AT_EACCESS) < 0)
 			continue;
 		if (!add_entry(k, path, &st, dirfd, de->d_name) && wire_error_code(&k->s->err)) {
-			closedir(d);
+			dir_reader_close(&d);
 			return false;
 		}
 	}
-	closedir(d);
+	dir_reader_close(&d);
 	size_t last = fl->count;
 	for (size_t i = first; o->recursive && i < last; i++) {
 		struct file_entry *f = &fl->files[i];
@@ -470,6 +520,20 @@ static bool add_roots(struct walker *k, int fd)
 	return true;
 }
 
+/* Can regular files be stat'ed later, as their part is sent? Only with
+ * incremental recursion, and only where nothing decided while walking
+ * needs their stat: no -H groups, --checksum sums, followed links,
+ * --fake-super modes, readability checks, -R or --files-from names. */
+static bool can_defer_stat(const struct walker *k)
+{
+	const struct session *s = k->s;
+	const struct ferry_opts *o = s->opts;
+
+	return k->w->defer_stat && s->inc_recurse && !k->w->names && !o->relative &&
+	       !o->checksum && !o->hard_links && !s->fake_super && !s->ignore_nonreadable &&
+	       !following_links(o);
+}
+
 static bool build_one(struct walker *k, const char *arg)
 {
 	const struct ferry_opts *o = k->s->opts;
@@ -538,6 +602,10 @@ static bool build_one(struct walker *k, const char *arg)
 		}
 		if (o->recursive || strcmp(name, ".") == 0) {
 			k->nabove = 0;
+			/* a top-level symlink the user named is followed by the
+			 * walk, but not by the deferred stat's directory cursor */
+			k->defer_stat = can_defer_stat(k) &&
+					(k->w->confined || strcmp(name, ".") == 0);
 			enter_dir(k, dfd);
 			bool ok = walk_dir(k, dfd, name);
 			close(dfd);

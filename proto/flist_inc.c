@@ -7,11 +7,13 @@
  * sends the parts only some thousand files ahead of the generator, so the
  * receiver starts work at once and can free the parts it has finished.
  */
+#include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "proto/fileio.h"
 #include "proto/sendside.h"
 
 /* rsync.h MIN/MAX_FILECNT_LOOKAHEAD: files listed ahead of the part the
@@ -50,6 +52,9 @@ struct inc_plan {
 	size_t freed;               /* parts the generator has finished */
 	size_t current;             /* part of the last requested index */
 	bool eof_sent;
+	struct dir_cursor cursor;   /* the directory of the deferred stats */
+	uint32_t cursor_root;       /* ... beneath this root */
+	bool cursor_set;
 };
 
 static const char *dir_key(const struct file_entry *f)
@@ -62,7 +67,8 @@ static int cmp_by_dir(const void *a, const void *b)
 {
 	const struct file_entry *x = *(struct file_entry *const *)a;
 	const struct file_entry *y = *(struct file_entry *const *)b;
-	int c = strcmp(dir_key(x), dir_key(y));
+	/* the entries of one directory share one dirname string */
+	int c = x->dirname == y->dirname ? 0 : strcmp(dir_key(x), dir_key(y));
 
 	if (c)
 		return c;
@@ -84,7 +90,8 @@ static bool group_entries(struct session *s, struct send_list *sl, struct inc_pl
 	for (size_t i = 0; i < n;) {
 		size_t j = i + 1;
 		const char *key = dir_key(p->by_dir[i]);
-		while (j < n && strcmp(dir_key(p->by_dir[j]), key) == 0)
+		while (j < n && (p->by_dir[j]->dirname == p->by_dir[i]->dirname ||
+				 strcmp(dir_key(p->by_dir[j]), key) == 0))
 			j++;
 		p->groups[p->ngroups++] = (struct dir_group){.path = key, .first = i, .count = j - i};
 		if (!flist_sort_entries(s, p->by_dir + i, j - i))
@@ -198,7 +205,9 @@ static bool plan_parts(struct session *s, struct inc_plan *p)
 	return ok;
 }
 
-static bool fill_slots(struct session *s, struct inc_plan *p)
+/* Room for every wire index the plan can use; the parts fill theirs as
+ * they are sent (fill_part_slots), since deferred stats may shrink them. */
+static bool alloc_slots(struct session *s, struct inc_plan *p)
 {
 	const struct inc_part *last = &p->parts[p->nparts - 1];
 
@@ -206,19 +215,68 @@ static bool fill_slots(struct session *s, struct inc_plan *p)
 	p->slots = calloc(p->nslots, sizeof *p->slots);
 	if (!p->slots)
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory planning the file lists");
-	for (size_t i = 0; i < p->nparts; i++) {
-		const struct inc_part *part = &p->parts[i];
-		if (part->dir_ndx >= 0)
-			p->slots[part->ndx_start - 1] = p->dirs[part->dir_ndx];
-		else if (part->count && is_top_dot(p->by_dir[part->first]) &&
-			 S_ISDIR(p->by_dir[part->first]->mode))
-			/* the receiver takes a first list led by "." as the
-			 * contents of "." and handles "." at index 0 */
-			p->slots[0] = p->by_dir[part->first];
-		for (size_t k = 0; k < part->count; k++)
-			p->slots[(size_t)part->ndx_start + k] = p->by_dir[part->first + k];
-	}
 	return true;
+}
+
+static void fill_part_slots(struct inc_plan *p, const struct inc_part *part)
+{
+	if (part->dir_ndx >= 0)
+		p->slots[part->ndx_start - 1] = p->dirs[part->dir_ndx];
+	else if (part->count && is_top_dot(p->by_dir[part->first]) &&
+		 S_ISDIR(p->by_dir[part->first]->mode))
+		/* the receiver takes a first list led by "." as the contents
+		 * of "." and handles "." at index 0 */
+		p->slots[0] = p->by_dir[part->first];
+	for (size_t k = 0; k < part->count; k++)
+		p->slots[(size_t)part->ndx_start + k] = p->by_dir[part->first + k];
+}
+
+/* Number part i after the parts sent before it, which may have come out
+ * shorter than planned. */
+static void number_part(struct inc_plan *p, size_t i)
+{
+	if (i == 0)
+		return;
+	const struct inc_part *prev = &p->parts[i - 1];
+	p->parts[i].ndx_start = prev->ndx_start + (int32_t)prev->count + 1;
+	p->parts[i].files_before = prev->files_before + prev->count;
+}
+
+/* The open directory holding entry f (of root `root`), for its deferred
+ * stat; -1 with errno when it cannot be opened. */
+static int deferred_dirfd(struct inc_plan *p, const struct send_list *sl, uint32_t root,
+			  const struct file_entry *f)
+{
+	if (root >= sl->roots.count) {
+		errno = EBADF;
+		return -1;
+	}
+	if (!p->cursor_set || p->cursor_root != root) {
+		if (p->cursor_set)
+			dir_cursor_close(&p->cursor);
+		dir_cursor_init(&p->cursor, sl->roots.fds[root]);
+		p->cursor_root = root;
+		p->cursor_set = true;
+	}
+	return dir_cursor_open(&p->cursor, f->dirname ? f->dirname : "");
+}
+
+/* Stat the part's entries that the walk listed from readdir alone and
+ * leave out those gone since: the stats of a directory's files are taken
+ * while the generator works on the parts before it, not all up front. */
+static void stat_part(struct session *s, struct send_list *sl, struct inc_part *part)
+{
+	struct inc_plan *p = sl->inc;
+	size_t kept = 0;
+
+	for (size_t k = 0; k < part->count; k++) {
+		struct file_entry *f = p->by_dir[part->first + k];
+		size_t i = (size_t)(f - sl->fl.files);
+		if (!sl->info[i].unstated ||
+		    flist_stat_deferred(s, sl, i, deferred_dirfd(p, sl, sl->info[i].root, f)))
+			p->by_dir[part->first + kept++] = f;
+	}
+	part->count = kept;
 }
 
 /* -H: the leader of each group is its first entry on the wire, which the
@@ -270,20 +328,26 @@ void flist_inc_free(struct inc_plan *p)
 	free(p->parts);
 	free(p->slots);
 	free(p->dirs);
+	if (p->cursor_set)
+		dir_cursor_close(&p->cursor);
 	free(p);
 }
 
 static bool send_next_part(struct session *s, struct send_list *sl)
 {
 	struct inc_plan *p = sl->inc;
-	const struct inc_part *part = &p->parts[p->sent];
-	int io_err = 0;
+	struct inc_part *part = &p->parts[p->sent];
+	int io_err = 0, io_before = s->io_error;
 
 	if (p->sent > 0 && !wire_write_ndx(&s->out, NDX_FLIST_OFFSET - part->dir_ndx))
 		return false;
+	stat_part(s, sl, part);
+	number_part(p, p->sent);
+	fill_part_slots(p, part);
 	/* The walk is over before the first part goes: its errors go with
-	 * that part (rsync reports each with the part it happened in). */
-	if (p->sent == 0 && !s->opts->ignore_errors)
+	 * that part; a deferred stat's with its own part, as rsync reports
+	 * each with the part it happened in (flist.c: send_extra_file_list). */
+	if ((p->sent == 0 || s->io_error != io_before) && !s->opts->ignore_errors)
 		io_err = s->io_error & IOERR_VALID_MASK;
 	bool in_marker = s->varint_flist_flags || s->safe_flist;
 	if (!flist_send_part(s, sl, p->by_dir + part->first, part->count, in_marker ? io_err : 0,
@@ -307,7 +371,7 @@ bool flist_inc_start(struct session *s, struct send_list *sl)
 	if (!p)
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory planning the file lists");
 	sl->inc = p;
-	if (!group_entries(s, sl, p) || !plan_parts(s, p) || !fill_slots(s, p))
+	if (!group_entries(s, sl, p) || !plan_parts(s, p) || !alloc_slots(s, p))
 		return false;
 	if (s->opts->hard_links && s->protocol >= 30 && !plan_hard_links(s, sl, p))
 		return false;

@@ -28,6 +28,8 @@ struct send_roots {
 struct send_info {
 	uint32_t root;        /* index into send_roots */
 	int64_t dev, ino;     /* for -H */
+	bool unstated;        /* listed from readdir alone: stat'ed when its
+			       * part is sent (flist_stat_deferred) */
 };
 
 struct send_list {
@@ -52,6 +54,8 @@ struct walk_opts {
 	bool confined;        /* refuse symlinks in source arg paths (daemon) */
 	struct names_source *names; /* --files-from: the names to send, relative
 				     * to the first argument; NULL otherwise */
+	bool defer_stat;      /* the list goes out in incremental parts: stat
+			       * regular files only as their part is sent */
 };
 
 /* Build the list for the source arguments (paths as the user or client
@@ -60,6 +64,12 @@ struct walk_opts {
 bool flist_build(struct session *s, const struct walk_opts *w, char **args, int nargs,
 		 struct send_list *out);
 void send_list_free(struct send_list *sl);
+
+/* Stat entry i, listed unstated (send_info.unstated), in its directory
+ * dirfd (-1: that could not be opened; errno says why). False: it is gone
+ * or no longer a regular file; the error is reported and recorded in
+ * s->io_error, and the caller leaves the entry out of its part. */
+bool flist_stat_deferred(struct session *s, struct send_list *sl, size_t i, int dirfd);
 
 /* The statistics' "File list generation time" since t0 (wire_now_ms);
  * never 0, so that it is always reported (flist.c: send_file_list). */

@@ -141,7 +141,8 @@ static int serve_sender(struct session *s, const struct server_ctx *ctx,
 {
 	struct send_list sl;
 	struct walk_opts w = {.filters = filters, .daemon_filters = ctx->daemon_filters,
-			      .root_fd = ctx->root_fd, .confined = ctx->confined};
+			      .root_fd = ctx->root_fd, .confined = ctx->confined,
+			      .defer_stat = true};
 	char *dot[] = {"."};
 	char **paths = ctx->npaths ? ctx->paths : dot;
 	int npaths = ctx->npaths ? ctx->npaths : 1;
