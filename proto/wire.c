@@ -456,6 +456,20 @@ bool wire_read(struct wire_in *in, void *dst, size_t n)
 	return true;
 }
 
+/* Consume the next n bytes, already buffered within the current data
+ * frame, and return where they lie. */
+static const uint8_t *take_in_place(struct wire_in *in, size_t n)
+{
+	const uint8_t *p = in->buf + in->pos;
+
+	if (in->tee && !batch_tee_data(in->tee, p, n))
+		return NULL;
+	in->pos += n;
+	if (in->mux)
+		in->data_left -= n;
+	return p;
+}
+
 const uint8_t *wire_read_view(struct wire_in *in, uint8_t *scratch, size_t n)
 {
 	if (n == 0)
@@ -467,13 +481,7 @@ const uint8_t *wire_read_view(struct wire_in *in, uint8_t *scratch, size_t n)
 		return wire_read(in, scratch, n) ? scratch : NULL;
 	if (in->end - in->pos < n && !raw_fill(in, n))
 		return NULL;
-	const uint8_t *p = in->buf + in->pos;
-	if (in->tee && !batch_tee_data(in->tee, p, n))
-		return NULL;
-	in->pos += n;
-	if (in->mux)
-		in->data_left -= n;
-	return p;
+	return take_in_place(in, n);
 }
 
 const uint8_t *wire_read_some(struct wire_in *in, size_t max, size_t *got)
@@ -487,14 +495,8 @@ const uint8_t *wire_read_some(struct wire_in *in, size_t max, size_t *got)
 		n = in->data_left;
 	if (n > max)
 		n = max;
-	const uint8_t *p = in->buf + in->pos;
-	if (in->tee && !batch_tee_data(in->tee, p, n))
-		return NULL;
-	in->pos += n;
-	if (in->mux)
-		in->data_left -= n;
 	*got = n;
-	return p;
+	return take_in_place(in, n);
 }
 
 bool wire_peek_buffered(const struct wire_in *in, uint8_t *v)
