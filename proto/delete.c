@@ -39,65 +39,93 @@ static bool entry_is(const struct file_entry *f, const char *path)
 	       strcmp(f->basename, path + dlen + 1) == 0;
 }
 
-/* The set of listed paths holds file-list indexes + 1 (0 = empty slot),
- * not copies of the paths: 4 bytes a slot and no string per entry. The
- * indexes stay valid if the list's array moves. */
-static void index_insert(uint32_t *names, size_t cap, const char *path, uint32_t i)
+/* The set of listed paths holds pointers to the entries, not copies of
+ * their paths: 8 bytes a slot and no string per entry. With released
+ * parts (flist.h) an entry of a part the generator has ended may be
+ * gone: it is skipped, and dropped when the set is rebuilt; directories
+ * are kept copies, outside files[], and stay. */
+static bool entry_stale(const struct recv_ctx *rc, const struct file_entry *f)
+{
+	const struct flist *fl = rc->fl;
+
+	if (!fl->release)
+		return false;
+	uintptr_t off = (uintptr_t)f - (uintptr_t)fl->files;
+	return off < rc->names_stale_below * sizeof *f;
+}
+
+static void index_insert(const struct file_entry **names, size_t cap, const char *path,
+			 const struct file_entry *f)
 {
 	size_t h = hash_str(path) & (cap - 1);
 
 	while (names[h])
 		h = (h + 1) & (cap - 1);
-	names[h] = i + 1;
+	names[h] = f;
 }
 
-/* Room for n entries at most half full, the ones in it moved over. */
-static bool index_grow(struct recv_ctx *rc, size_t n)
+/* Room for `more` entries, the set at most half full; a rebuild moves
+ * the live entries over and leaves the stale ones out. */
+static bool index_reserve(struct recv_ctx *rc, size_t more)
 {
 	char path[MAXPATHLEN_WIRE * 2];
-	size_t cap = rc->names_cap ? rc->names_cap : 16;
+	size_t live = 0;
 
-	if (n >= UINT32_MAX)
-		return false;
-	while (cap < n * 2 + 16)
-		cap *= 2;
-	if (cap == rc->names_cap)
+	if ((rc->names_used + more) * 2 + 16 <= rc->names_cap)
 		return true;
-	uint32_t *names = calloc(cap, sizeof *names);
+	for (size_t h = 0; h < rc->names_cap; h++)
+		live += rc->names[h] && !entry_stale(rc, rc->names[h]);
+	size_t cap = 16;
+	while (cap < (live + more) * 4 + 16) /* room to grow before the next rebuild */
+		cap *= 2;
+	const struct file_entry **names = calloc(cap, sizeof *names);
 	if (!names)
 		return false;
 	for (size_t h = 0; h < rc->names_cap; h++) {
-		uint32_t i = rc->names[h];
-		if (i && flist_path(&rc->fl->files[i - 1], path, sizeof path))
-			index_insert(names, cap, path, i - 1);
+		const struct file_entry *f = rc->names[h];
+		if (f && !entry_stale(rc, f) && flist_path(f, path, sizeof path))
+			index_insert(names, cap, path, f);
 	}
 	free(rc->names);
 	rc->names = names;
 	rc->names_cap = cap;
+	rc->names_used = live;
 	return true;
 }
 
-bool delete_index_add(struct recv_ctx *rc, size_t upto)
+static void index_add(struct recv_ctx *rc, const struct file_entry *f)
 {
-	struct flist *fl = rc->fl;
 	char path[MAXPATHLEN_WIRE * 2];
 
-	if (!index_grow(rc, upto))
-		return false;
-	for (size_t i = rc->names_indexed; i < upto; i++) {
-		struct file_entry *f = &fl->files[i];
-		if ((f->flags & FE_ACTIVE) && flist_path(f, path, sizeof path))
-			index_insert(rc->names, rc->names_cap, path, (uint32_t)i);
+	if ((f->flags & FE_ACTIVE) && flist_path(f, path, sizeof path)) {
+		index_insert(rc->names, rc->names_cap, path, f);
+		rc->names_used++;
 	}
-	if (upto > rc->names_indexed)
-		rc->names_indexed = upto;
+}
+
+bool delete_index_add_part(struct recv_ctx *rc, const struct flist_part *p)
+{
+	struct file_entry **v = rc->fl->sorted + p->ndx_start;
+
+	if (!index_reserve(rc, (size_t)p->count))
+		return false;
+	for (int32_t k = 0; k < p->count; k++)
+		index_add(rc, v[k]);
 	return true;
 }
 
 bool delete_index_build(struct recv_ctx *rc)
 {
-	rc->names_indexed = 0;
-	return delete_index_add(rc, rc->fl->count);
+	struct flist *fl = rc->fl;
+
+	/* incremental lists are added part by part, as they are generated */
+	if (fl->inc)
+		return index_reserve(rc, 0);
+	if (!index_reserve(rc, fl->count))
+		return false;
+	for (size_t i = 0; i < fl->count; i++)
+		index_add(rc, &fl->files[i]);
+	return true;
 }
 
 void delete_index_free(struct recv_ctx *rc)
@@ -111,8 +139,8 @@ static const struct file_entry *lookup(const struct recv_ctx *rc, const char *pa
 	size_t h = hash_str(path) & (rc->names_cap - 1);
 
 	while (rc->names[h]) {
-		const struct file_entry *f = &rc->fl->files[rc->names[h] - 1];
-		if (entry_is(f, path))
+		const struct file_entry *f = rc->names[h];
+		if (!entry_stale(rc, f) && entry_is(f, path))
 			return f;
 		h = (h + 1) & (rc->names_cap - 1);
 	}

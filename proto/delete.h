@@ -13,8 +13,8 @@
 
 /* Build the set of names the file list holds (call once, after sorting). */
 bool delete_index_build(struct recv_ctx *rc);
-/* Incremental recursion: add files[..upto) that arrived since. */
-bool delete_index_add(struct recv_ctx *rc, size_t upto);
+/* Incremental recursion: add a part's entries (as it is generated). */
+bool delete_index_add_part(struct recv_ctx *rc, const struct flist_part *p);
 void delete_index_free(struct recv_ctx *rc);
 /* Does the file list hold this directory? (Every parent of an entry must
  * be in the list: generator.c: recv_generator.) */

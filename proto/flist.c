@@ -27,11 +27,17 @@ void flist_init(struct flist *fl)
 	memset(fl, 0, sizeof *fl);
 }
 
+static void arena_free(struct flist_arena *a)
+{
+	for (size_t i = a->freed; i < a->nblocks; i++)
+		free(a->blocks[i]);
+	free(a->blocks);
+}
+
 void flist_free(struct flist *fl)
 {
-	for (size_t i = 0; i < fl->nblocks; i++)
-		free(fl->blocks[i]);
-	free(fl->blocks);
+	arena_free(&fl->names);
+	arena_free(&fl->kept);
 	if (fl->inc) {
 		flist_inc_release(fl);
 	} else {
@@ -41,40 +47,45 @@ void flist_free(struct flist *fl)
 	memset(fl, 0, sizeof *fl);
 }
 
-static void *arena_alloc(struct flist *fl, size_t len)
+void *flist_arena_alloc(struct flist_arena *a, size_t len)
 {
 	len = (len + 7) & ~(size_t)7;
-	if (fl->nblocks == 0 || fl->block_cap - fl->block_used < len) {
+	if (a->nblocks == 0 || a->cap - a->used < len) {
 		size_t cap = len > ARENA_BLOCK ? len : ARENA_BLOCK;
-		char **blocks = realloc(fl->blocks, (fl->nblocks + 1) * sizeof *blocks);
+		char **blocks = realloc(a->blocks, (a->nblocks + 1) * sizeof *blocks);
 		if (!blocks)
 			return NULL;
-		fl->blocks = blocks;
-		if (!(fl->blocks[fl->nblocks] = malloc(cap)))
+		a->blocks = blocks;
+		if (!(a->blocks[a->nblocks] = malloc(cap)))
 			return NULL;
-		fl->nblocks++;
-		fl->block_used = 0;
-		fl->block_cap = cap;
+		a->nblocks++;
+		a->used = 0;
+		a->cap = cap;
 	}
-	void *p = fl->blocks[fl->nblocks - 1] + fl->block_used;
-	fl->block_used += len;
+	void *p = a->blocks[a->nblocks - 1] + a->used;
+	a->used += len;
 	return p;
 }
 
-void *flist_alloc(struct flist *fl, size_t len)
+char *flist_arena_strdup(struct flist_arena *a, const char *s, size_t len)
 {
-	return arena_alloc(fl, len);
-}
-
-char *flist_strdup(struct flist *fl, const char *s, size_t len)
-{
-	char *p = arena_alloc(fl, len + 1);
+	char *p = flist_arena_alloc(a, len + 1);
 
 	if (p) {
 		memcpy(p, s, len);
 		p[len] = '\0';
 	}
 	return p;
+}
+
+void *flist_alloc(struct flist *fl, size_t len)
+{
+	return flist_arena_alloc(&fl->names, len);
+}
+
+char *flist_strdup(struct flist *fl, const char *s, size_t len)
+{
+	return flist_arena_strdup(&fl->names, s, len);
 }
 
 /* mirrors rsync util1.c:clean_fname(name, CFN_REFUSE_DOT_DOT_DIRS) */
@@ -810,7 +821,7 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 			return false;
 		if (v < 0 || v >= MAXPATHLEN_WIRE)
 			return wire_fail(&s->err, RERR_PROTOCOL, "overflow: symlink length %d", v);
-		char *t = arena_alloc(fl, (size_t)v + 1);
+		char *t = flist_alloc(fl, (size_t)v + 1);
 		if (!t)
 			return wire_fail(&s->err, RERR_MALLOC, "out of memory");
 		if (!wire_read(&s->in, t, (size_t)v))
@@ -887,7 +898,7 @@ static bool recv_entry(struct session *s, struct flist *fl, uint32_t xflags)
 	}
 	if (o->checksum && (S_ISREG(f->mode) || s->protocol < 28)) {
 		size_t n = csum_len(s->flist_csum);
-		uint8_t *sum = arena_alloc(fl, n);
+		uint8_t *sum = flist_alloc(fl, n);
 		if (!sum)
 			return wire_fail(&s->err, RERR_MALLOC, "out of memory");
 		if (lead && lead->sum)

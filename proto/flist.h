@@ -103,6 +103,15 @@ struct flist_part {
 	int32_t count;
 	int32_t dir_ndx;     /* its directory in the dir list, -1 for the first */
 	size_t first_file;   /* index into files of its first arrival */
+	size_t first_block;  /* the names arena block its names start in */
+};
+
+/* Strings (and kept entries) allocated in 256 KiB blocks. Blocks below
+ * `freed` have been given back (an incremental list's released parts). */
+struct flist_arena {
+	char **blocks;
+	size_t nblocks, freed;
+	size_t used, cap;    /* of the last block */
 };
 
 struct flist {
@@ -121,10 +130,20 @@ struct flist {
 	struct file_entry **dirs;  /* every directory received, in list order */
 	size_t ndirs, dirs_cap;
 	bool eof;                  /* NDX_FLIST_EOF read: no more parts */
-	/* string arena */
-	char **blocks;
-	size_t nblocks;
-	size_t block_used, block_cap;
+	/* Incremental recursion, parts released once both sides are done
+	 * with them (flist_release_parts), so memory follows the parts in
+	 * flight, not the whole tree. Directories are copied out of their
+	 * part when it is published (into kept), so dirs[], the gap
+	 * indexes and first_dir stay valid for the whole run. */
+	bool release;
+	size_t released;           /* parts released: a prefix of parts[] */
+	size_t released_files;     /* files[0..released_files) are gone */
+	size_t released_slots;     /* sorted[0..released_slots) are gone */
+	size_t files_given, sorted_given; /* bytes returned to the kernel */
+	struct file_entry *first_dir; /* what the first part's gap stands for */
+	size_t next_block;         /* names block the next part starts in */
+	struct flist_arena names;  /* entries' strings */
+	struct flist_arena kept;   /* copied directories and their strings */
 	/* id name maps from the sender (uid/gid -> name), see uidmap in session */
 	int io_error;
 };
@@ -185,6 +204,16 @@ int flist_name_cmp(const struct file_entry *a, const struct file_entry *b, int p
  * false if it does not fit. */
 bool flist_path(const struct file_entry *f, char *buf, size_t size);
 
+/* Incremental recursion: the sender is done with parts [0, upto) (it
+ * echoed their NDX_DONE, which the generator sends once it is done with
+ * them): give back their entries, names and indexes (receiver thread). */
+void flist_release_parts(struct session *s, struct flist *fl, size_t upto);
+/* The directory part k stands for (its gap index), valid after release. */
+struct file_entry *flist_part_dir(const struct flist *fl, size_t k);
+
+/* Allocate len bytes (8-aligned) in an arena; NULL: out of memory. */
+void *flist_arena_alloc(struct flist_arena *a, size_t len);
+char *flist_arena_strdup(struct flist_arena *a, const char *s, size_t len);
 /* Allocate len bytes in the list's arena (freed with the list). */
 void *flist_alloc(struct flist *fl, size_t len);
 /* Allocate a copy of a string in the list's arena. */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "proto/flist.h"
 #include "proto/session.h"
@@ -60,6 +61,19 @@ void flist_inc_state_free(uint8_t *state)
 		munmap(state, INC_MAX_SLOTS);
 }
 
+/* Can parts be released once done? Not where the receiving side goes
+ * back to entries of finished parts: hard links (a later member links to
+ * an earlier one), delayed updates and deletions (renamed or scanned at
+ * the end), batches (read in an order of their own), and -m. */
+static bool parts_releasable(const struct ferry_opts *o)
+{
+	bool late_delete = o->delete_mode == DELETE_BEFORE || o->delete_mode == DELETE_DELAY ||
+			   o->delete_mode == DELETE_AFTER;
+
+	return !o->hard_links && !o->delay_updates && !late_delete && !o->read_batch &&
+	       !o->write_batch && !o->prune_empty_dirs;
+}
+
 bool flist_inc_reserve(struct session *s, struct flist *fl)
 {
 	fl->files = reserve(INC_MAX_FILES * sizeof *fl->files, PROT_NONE);
@@ -73,6 +87,7 @@ bool flist_inc_reserve(struct session *s, struct flist *fl)
 				 "cannot reserve address space for incremental recursion");
 	}
 	fl->inc = true;
+	fl->release = parts_releasable(s->opts);
 	return flist_inc_grow(s, fl);
 }
 
@@ -132,6 +147,43 @@ static bool is_top_dot(const struct file_entry *f)
 	return !f->dirname && S_ISDIR(f->mode) && strcmp(f->basename, ".") == 0;
 }
 
+/* A directory of a part that will be released: a copy that lives as
+ * long as the list. Entries of one part mostly share their dirname:
+ * *shared caches its copy. */
+static struct file_entry *keep_dir(struct flist *fl, const struct file_entry *f,
+				   const char **from, const char **shared)
+{
+	struct file_entry *c = flist_arena_alloc(&fl->kept, sizeof *c);
+
+	if (!c)
+		return NULL;
+	*c = *f;
+	if (f->dirname && f->dirname != *from) {
+		*shared = flist_arena_strdup(&fl->kept, f->dirname, strlen(f->dirname));
+		*from = f->dirname;
+		if (!*shared)
+			return NULL;
+	}
+	c->dirname = f->dirname ? *shared : NULL;
+	c->basename = flist_arena_strdup(&fl->kept, f->basename, strlen(f->basename));
+	c->link = NULL;
+	c->sum = NULL;
+	return c->basename ? c : NULL;
+}
+
+static bool keep_part_dirs(struct session *s, struct flist *fl, struct file_entry **v, size_t n)
+{
+	const char *from = NULL, *shared = NULL;
+
+	for (size_t k = 0; k < n; k++) {
+		if (!S_ISDIR(v[k]->mode))
+			continue;
+		if (!(v[k] = keep_dir(fl, v[k], &from, &shared)))
+			return wire_fail(&s->err, RERR_MALLOC, "out of memory receiving the file list");
+	}
+	return true;
+}
+
 bool flist_part_finish(struct session *s, struct flist *fl, size_t first, size_t n,
 		       int32_t dir_ndx)
 {
@@ -151,6 +203,8 @@ bool flist_part_finish(struct session *s, struct flist *fl, size_t first, size_t
 		v[k] = &fl->files[first + k];
 	if (!flist_clean_part(s, v, n, &low, &high))
 		return false;
+	if (fl->release && !keep_part_dirs(s, fl, v, n))
+		return false;
 	/* The part's directories join the dir list in sorted order, cleared
 	 * duplicates too, as the sender counts them. */
 	for (size_t k = 0; k < n; k++) {
@@ -168,10 +222,15 @@ bool flist_part_finish(struct session *s, struct flist *fl, size_t first, size_t
 	else if (n && is_top_dot(v[low]))
 		dir = v[low];
 	fl->sorted[start - 1] = dir;
+	if (fl->nparts == 0)
+		fl->first_dir = dir;
 	fl->parts[fl->nparts++] = (struct flist_part){.ndx_start = (int32_t)start,
 						      .count = (int32_t)n,
 						      .dir_ndx = dir_ndx,
-						      .first_file = first};
+						      .first_file = first,
+						      .first_block = fl->next_block};
+	/* the next part's names start in the block this one's ended in */
+	fl->next_block = fl->names.nblocks ? fl->names.nblocks - 1 : 0;
 	fl->nslots = start + n;
 	if (fl->nparts == 1) {
 		fl->low = start + low;
@@ -299,4 +358,50 @@ int32_t flist_file_index(const struct flist *fl, int32_t ndx)
 		return ndx;
 	/* rsync's current_file_index: the index less one gap per part */
 	return ndx - (int32_t)(part_at(fl, ndx) + 1);
+}
+
+struct file_entry *flist_part_dir(const struct flist *fl, size_t k)
+{
+	return k == 0 ? fl->first_dir : fl->dirs[fl->parts[k].dir_ndx];
+}
+
+/* Return whole pages of area[given..bytes) to the kernel, and make them
+ * inaccessible: nothing may read a released entry. */
+static void give_back(void *area, size_t bytes, size_t *given)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t end = bytes / page * page;
+
+	if (end <= *given)
+		return;
+	char *from = (char *)area + *given;
+	if (madvise(from, end - *given, MADV_DONTNEED) == 0)
+		mprotect(from, end - *given, PROT_NONE);
+	*given = end;
+}
+
+void flist_release_parts(struct session *s, struct flist *fl, size_t upto)
+{
+	if (!fl->release || upto <= fl->released || upto > fl->nparts)
+		return;
+	size_t files_end = fl->count, slots_end = fl->nslots, block_end = fl->next_block;
+	if (upto < fl->nparts) {
+		const struct flist_part *p = &fl->parts[upto];
+		files_end = p->first_file;
+		slots_end = (size_t)p->ndx_start - 1; /* its gap index stays */
+		block_end = p->first_block;
+	}
+	fl->released = upto;
+	fl->released_files = files_end;
+	fl->released_slots = slots_end;
+	give_back(fl->files, files_end * sizeof *fl->files, &fl->files_given);
+	give_back(fl->sorted, slots_end * sizeof *fl->sorted, &fl->sorted_given);
+	if (block_end <= fl->names.freed)
+		return;
+	for (size_t b = fl->names.freed; b < block_end; b++)
+		free(fl->names.blocks[b]);
+	fl->names.freed = block_end;
+	/* the decoder's last directory name may have been in them */
+	s->fl.lastdir = NULL;
+	s->fl.lastdir_len = 0;
 }

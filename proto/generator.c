@@ -1379,7 +1379,7 @@ static void touch_up_dirs(struct gen *g)
 		 * where its full handling (and any failure) was recorded */
 		for (size_t k = 0; k < fl->nparts; k++) {
 			size_t gap = (size_t)fl->parts[k].ndx_start - 1;
-			touch_up_dir(g, fl->sorted[gap], g->rc->state[gap]);
+			touch_up_dir(g, flist_part_dir(fl, k), g->rc->state[gap]);
 		}
 		return;
 	}
@@ -1470,6 +1470,12 @@ static bool sync_parts(struct gen *g, size_t next, size_t upto, bool all, size_t
 			memcpy(todo, rc->redo, n_redo * sizeof *todo);
 		rc->nredo = 0;
 		g->done_parts += n_done;
+		if (n_done) {
+			/* before the NDX_DONEs go: the receiver may free these
+			 * parts once the sender has echoed them */
+			const struct flist_part *last = &rc->fl->parts[g->done_parts - 1];
+			rc->names_stale_below = last->first_file + (size_t)last->count;
+		}
 		pthread_mutex_unlock(&rc->lock);
 		link_arrived_targets(g);
 		for (size_t i = 0; todo && i < n_redo; i++)
@@ -1491,8 +1497,9 @@ static bool generate_part(struct gen *g, const struct flist_part *p)
 {
 	struct recv_ctx *rc = g->rc;
 
-	if (!delete_index_add(rc, p->first_file + (size_t)p->count))
+	if (!delete_index_add_part(rc, p))
 		return wire_fail(&g->s->err, RERR_MALLOC, "out of memory");
+	g->last_dir = NULL; /* names of released parts may come back at its address */
 	if (rc->fl->sorted[p->ndx_start - 1]->flags & FE_ACTIVE)
 		gen_entry(g, p->ndx_start - 1);
 	g->dir_early = true;

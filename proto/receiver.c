@@ -442,7 +442,8 @@ static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, int *bas
 	}
 	if (*ndx == NDX_DONE)
 		return true;
-	if ((size_t)*ndx >= flist_slots(r->rc->fl) ||
+	/* an index of a released part: the sender said it was done with it */
+	if ((size_t)*ndx >= flist_slots(r->rc->fl) || (size_t)*ndx < r->rc->fl->released_slots ||
 	    !(r->rc->fl->sorted[*ndx]->flags & FE_ACTIVE))
 		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid file index: %d (count %zu)", *ndx,
 				 flist_slots(r->rc->fl));
@@ -843,8 +844,11 @@ static bool receive_replies(struct rcv *r)
 		if (!read_reply_header(r, &ndx, &iflags, &basis_type, xname, sizeof xname))
 			return false;
 		if (ndx == NDX_DONE && r->parts_freed < r->rc->fl->nparts &&
-		    ++r->parts_freed < r->rc->fl->nparts)
-			continue; /* the sender is done with one part: no phase */
+		    ++r->parts_freed < r->rc->fl->nparts) {
+			/* the sender is done with one part: no phase */
+			flist_release_parts(s, r->rc->fl, r->parts_freed);
+			continue;
+		}
 		if (ndx == NDX_DONE) {
 			r->phase_dones++;
 			r->append = 0; /* a redo rewrites whole files */

@@ -57,9 +57,13 @@ struct recv_ctx {
 	struct filter_list *filters; /* the rules we sent, for --delete */
 	const struct filter_list *daemon_filters; /* the module's rules, or NULL */
 	char daemon_dest[4096];   /* the destination inside the module ("" = root) */
-	uint32_t *names;          /* hash set of listed paths (file-list index + 1) */
+	const struct file_entry **names; /* hash set of listed paths (delete.c) */
 	size_t names_cap;
-	size_t names_indexed;     /* files[0..names_indexed) are in it */
+	size_t names_used;        /* slots taken, stale ones included */
+	size_t names_stale_below; /* released parts: files[] below this belong
+				   * to parts the generator has ended (set by
+				   * the generator thread, which alone looks
+				   * names up) */
 	/* Incremental recursion: the parts the receiver thread has read
 	 * (under lock), and whether the sender said there are no more. */
 	size_t parts_ready;
