@@ -205,8 +205,11 @@ static void run_match_with(const uint8_t *basis, size_t blen, const uint8_t *src
 							o->file_sum ? &k.sum : NULL);
 	if (o->ahead)
 		assert_true(have_ahead);
-	if (have_ahead && !o->no_wait) /* let the helper get well ahead of the matcher */
-		usleep(50000);
+	/* let the helper finish before the matcher starts (and before the
+	 * file changes under it) */
+	for (int ms = 0; have_ahead && !o->no_wait && ms < 20000 &&
+			 !atomic_load(&a.ready[a.nblocks - 1]); ms++)
+		usleep(1000);
 	size_t file_len = change_file(fd, src, slen, o);
 	struct match_out mo = {.ctx = &k, .emit_literal = on_literal, .emit_block = on_block,
 			       .feed = on_feed, .strong = strong_sum,
