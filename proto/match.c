@@ -227,48 +227,55 @@ struct window {
 	int64_t buf_off;     /* file offset of buf[0] */
 	size_t len;          /* valid bytes in buf */
 	int64_t file_len;
-	bool eof;
+	int64_t bytes_read;  /* by pread, all told */
 };
 
-/* Make [from, to) available; data before `keep` may be dropped. */
+/* Make [keep, to) available; data before `keep` may be dropped. A read
+ * that carries on where the last one ended reads ahead; one that jumps
+ * (over blocks matched with sums hashed ahead, never read here) reads
+ * just what is asked. */
 static bool window_need(struct window *w, int64_t keep, int64_t to)
 {
 	if (to > w->file_len)
 		to = w->file_len;
-	if (to <= w->buf_off + (int64_t)w->len)
+	int64_t end = w->buf_off + (int64_t)w->len;
+	if (keep >= to || (keep >= w->buf_off && to <= end))
 		return true;
-	if (keep > w->buf_off) {
+	bool sequential = keep >= w->buf_off && keep <= end;
+	if (!sequential) {
+		w->buf_off = keep;
+		w->len = 0;
+	} else if (keep > w->buf_off) {
 		size_t drop = (size_t)(keep - w->buf_off);
-		if (drop > w->len)
-			drop = w->len;
 		memmove(w->buf, w->buf + drop, w->len - drop);
 		w->len -= drop;
-		w->buf_off += (int64_t)drop;
+		w->buf_off = keep;
 	}
 	size_t need = (size_t)(to - w->buf_off);
-	if (need + READ_AHEAD > w->cap) {
-		size_t cap = need + READ_AHEAD;
-		uint8_t *b = realloc(w->buf, cap);
+	size_t want = need;
+	if (sequential) {
+		int64_t rest = w->file_len - w->buf_off;
+		want = need + READ_AHEAD < (size_t)rest ? need + READ_AHEAD : (size_t)rest;
+	}
+	if (want > w->cap) {
+		uint8_t *b = realloc(w->buf, want);
 		if (!b)
 			return false;
 		w->buf = b;
-		w->cap = cap;
+		w->cap = want;
 	}
-	while (w->len < need || (w->len < w->cap && !w->eof && w->len < need + READ_AHEAD / 2)) {
-		ssize_t r = pread(w->fd, w->buf + w->len, w->cap - w->len, w->buf_off + (int64_t)w->len);
+	while (w->len < need) {
+		ssize_t r = pread(w->fd, w->buf + w->len, want - w->len, w->buf_off + (int64_t)w->len);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
-			w->eof = true;
-			if (w->len < need) {
-				/* The file shrank: what is missing reads as zeros, and
-				 * the whole-file sum the receiver checks will differ. */
-				memset(w->buf + w->len, 0, need - w->len);
-				w->len = need;
-				return r == 0 || errno != EIO ? true : false;
-			}
-			break;
+			/* The file shrank: what is missing reads as zeros, and
+			 * the whole-file sum the receiver checks will differ. */
+			memset(w->buf + w->len, 0, need - w->len);
+			w->len = need;
+			return r == 0 || errno != EIO ? true : false;
 		}
+		w->bytes_read += r;
 		w->len += (size_t)r;
 	}
 	return true;
@@ -291,6 +298,59 @@ static bool send_literal(struct match_out *mo, const uint8_t *p, int64_t n)
 		n -= k;
 	}
 	return true;
+}
+
+/* ---- the whole-file sum, shared with the read-ahead hasher ---- */
+
+/* The matcher's side of the file sum: while the helper's sum reaches past
+ * a range, the range is counted only; at the first byte it does not, the
+ * matcher takes the sum over and feeds every byte from there on. */
+struct fsum_share {
+	struct match_ahead *ahead;   /* NULL: the matcher sums every byte */
+	bool taken;                  /* the matcher has the sum now */
+	int64_t covered;             /* [0, covered) is in the sum already */
+};
+
+/* Feed the file sum [from, to), reading what the helper did not sum.
+ * Data before `from` may leave the window. */
+static bool feed_range(struct match_out *mo, struct fsum_share *fs, struct window *w,
+		       int64_t from, int64_t to)
+{
+	if (from >= to)
+		return true;
+	if (fs->ahead && !fs->taken) {
+		fs->covered = match_ahead_fsum_at(fs->ahead);
+		if (to > fs->covered) {
+			fs->covered = match_ahead_fsum_take(fs->ahead, mo->file_sum);
+			fs->taken = true;
+		}
+	}
+	if (fs->covered > from) {
+		int64_t n = (fs->covered < to ? fs->covered : to) - from;
+		if (!mo->feed(mo->ctx, NULL, (size_t)n))
+			return false;
+		from += n;
+	}
+	return from >= to ||
+	       (window_need(w, from, to) && mo->feed(mo->ctx, at(w, from), (size_t)(to - from)));
+}
+
+/* Send [from, to) as literal data, and sum it. */
+static bool flush_literal(struct match_out *mo, struct fsum_share *fs, struct window *w,
+			  int64_t from, int64_t to)
+{
+	return from >= to || (window_need(w, from, to) && send_literal(mo, at(w, from), to - from) &&
+			      feed_range(mo, fs, w, from, to));
+}
+
+/* After the last byte: the helper's sum, if it still has it, is the
+ * file's (the ranges fed by count only all lie inside it). */
+static void fsum_finish(struct match_out *mo, struct fsum_share *fs)
+{
+	if (fs->ahead && !fs->taken) {
+		match_ahead_fsum_take(fs->ahead, mo->file_sum);
+		fs->taken = true;
+	}
 }
 
 /* ---- --inplace: the receiver overwrites its basis as it writes ---- */
@@ -498,6 +558,7 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 	int64_t lit_start = 0, off = 0;
 	bool ok = true;
 
+	mo->bytes_read = 0;
 	if (!h || h->count == 0 || h->blength == 0) {
 		/* No basis: everything is literal. */
 		while (ok && off < file_len) {
@@ -506,6 +567,7 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 			     send_literal(mo, at(&w, off), to - off);
 			off = to;
 		}
+		mo->bytes_read = w.bytes_read;
 		free(w.buf);
 		return ok;
 	}
@@ -518,22 +580,22 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 	/* the source's own aligned sums: valid whatever the receiver does
 	 * with its basis (--inplace too) */
 	struct match_ahead *ahead = mo->ahead;
+	struct fsum_share fs = {.ahead = mo->file_sum ? ahead : NULL};
 
+	if (fs.ahead && !match_ahead_fsum_limit(fs.ahead, file_len))
+		fs.taken = true; /* it summed more than we send: sum it all here */
 	if (updating_basis && !inplace_init(&inplace, m)) {
 		free(w.buf);
 		return false;
 	}
 	while (ok && off < file_len) {
 		int64_t wlen = file_len - off < blen ? file_len - off : blen;
-		if (!window_need(&w, lit_start, off + wlen + 1)) {
-			ok = false;
-			break;
-		}
 		uint32_t ahead_weak;
 		const uint8_t *ahead_strong = NULL;
 		bool fresh = !have_roll;
 		if (!have_roll) {
-			/* a fresh window, after a match: hashed ahead if aligned */
+			/* a fresh window, after a match: hashed ahead if aligned,
+			 * and then not read here at all unless sent as literal */
 			if (ahead && match_ahead_sums(ahead, off, wlen, &ahead_weak, &ahead_strong)) {
 				/* the low 16 bits of each sum are all the value keeps,
 				 * and all that rolling on needs */
@@ -541,6 +603,10 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 				r.s2 = ahead_weak >> 16;
 				r.n = (size_t)wlen;
 			} else {
+				if (!window_need(&w, lit_start, off + wlen)) {
+					ok = false;
+					break;
+				}
 				rolling_init(&r, at(&w, off), (size_t)wlen);
 			}
 			match_ahead_at(ahead, off);
@@ -551,10 +617,15 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 		if (weak_present(m, weak)) {
 			memset(strong, 0, sizeof strong);
 			if (ahead_strong || (ahead && match_ahead_sums(ahead, off, wlen, &ahead_weak,
-								       &ahead_strong)))
+								       &ahead_strong))) {
 				memcpy(strong, ahead_strong, (size_t)h->s2length);
-			else
+			} else {
+				if (!window_need(&w, lit_start, off + wlen)) {
+					ok = false;
+					break;
+				}
 				mo->strong(mo->ctx, at(&w, off), (size_t)wlen, strong);
+			}
 			if (updating_basis)
 				b = inplace_choose(m, &inplace, &w, lit_start, &off, weak, strong,
 						   (int32_t)wlen, hint, mo);
@@ -578,19 +649,20 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 				hint += skip;
 				have_roll = false;
 				if (off - lit_start >= CHUNK_SIZE) {
-					/* sums hashed ahead: the bytes may not be read yet */
-					ok = window_need(&w, lit_start, off) &&
-					     mo->feed(mo->ctx, at(&w, lit_start), (size_t)(off - lit_start)) &&
-					     send_literal(mo, at(&w, lit_start), off - lit_start);
+					ok = flush_literal(mo, &fs, &w, lit_start, off);
 					lit_start = off;
 				}
 				continue;
 			}
 		}
 		if (b >= 0) {
-			ok = send_literal(mo, at(&w, lit_start), off - lit_start) &&
-			     mo->feed(mo->ctx, at(&w, lit_start), (size_t)(off + wlen - lit_start)) &&
-			     mo->emit_block(mo->ctx, b, at(&w, off), (size_t)wlen);
+			/* the block's own bytes only if the token coder wants them */
+			int64_t upto = mo->no_block_data ? off : off + wlen;
+			ok = window_need(&w, lit_start, upto) &&
+			     (off == lit_start || send_literal(mo, at(&w, lit_start), off - lit_start)) &&
+			     mo->emit_block(mo->ctx, b, mo->no_block_data ? NULL : at(&w, off),
+					    (size_t)wlen) &&
+			     feed_range(mo, &fs, &w, lit_start, off + wlen);
 			off += wlen;
 			lit_start = off;
 			hint = b + 1;
@@ -599,41 +671,42 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 		}
 		/* Slide on to the next position worth a look; near the end the
 		 * window shrinks, one byte at a time. */
-		uint8_t out = *at(&w, off);
 		if (off + wlen < file_len) {
 			int64_t max = lit_start + CHUNK_SIZE - off;
 			if (max > file_len - wlen - off)
 				max = file_len - wlen - off;
-			if (max > 1 && !window_need(&w, lit_start, off + wlen + max)) {
+			if (!window_need(&w, lit_start, off + wlen + max)) {
 				ok = false;
 				break;
 			}
 			off += (int64_t)slide_to_candidate(m, at(&w, off), (size_t)max, &r);
 			if (off - lit_start >= CHUNK_SIZE) {
-				ok = mo->feed(mo->ctx, at(&w, lit_start), (size_t)(off - lit_start)) &&
-				     send_literal(mo, at(&w, lit_start), off - lit_start);
+				ok = flush_literal(mo, &fs, &w, lit_start, off);
 				lit_start = off;
 			}
 			continue;
-		} else {
-			r.s1 -= (uint32_t)(int8_t)out;
-			r.s2 -= (uint32_t)r.n * (uint32_t)(int8_t)out;
-			r.n--;
 		}
+		if (!window_need(&w, lit_start, off + 1)) {
+			ok = false;
+			break;
+		}
+		uint8_t out = *at(&w, off);
+		r.s1 -= (uint32_t)(int8_t)out;
+		r.s2 -= (uint32_t)r.n * (uint32_t)(int8_t)out;
+		r.n--;
 		off++;
 		if (off - lit_start >= CHUNK_SIZE) {
-			ok = mo->feed(mo->ctx, at(&w, lit_start), (size_t)(off - lit_start)) &&
-			     send_literal(mo, at(&w, lit_start), off - lit_start);
+			ok = flush_literal(mo, &fs, &w, lit_start, off);
 			lit_start = off;
 		}
 	}
-	if (ok && lit_start < file_len) {
-		ok = window_need(&w, lit_start, file_len) &&
-		     mo->feed(mo->ctx, at(&w, lit_start), (size_t)(file_len - lit_start)) &&
-		     send_literal(mo, at(&w, lit_start), file_len - lit_start);
-	}
+	if (ok && lit_start < file_len)
+		ok = flush_literal(mo, &fs, &w, lit_start, file_len);
+	if (ok)
+		fsum_finish(mo, &fs);
 	if (updating_basis)
 		inplace_free(&inplace);
+	mo->bytes_read = w.bytes_read;
 	free(w.buf);
 	return ok;
 }

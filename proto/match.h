@@ -35,7 +35,9 @@ void match_index_free(struct match_index *m);
 
 /* The source's block-aligned windows hashed ahead by a second thread
  * (match_ahead.c): the weak sum and the strong-sum prefix of block k of
- * the file, valid once ready[k] is set. */
+ * the file, valid once ready[k] is set; and, while the helper reads the
+ * file from its start without a gap, the whole-file sum of what it read,
+ * so that the matcher need not read those bytes again. */
 struct match_ahead {
 	pthread_t thread;
 	bool running;
@@ -49,34 +51,60 @@ struct match_ahead {
 	atomic_bool stop;
 	void (*strong_fn)(void *ctx, const uint8_t *p, size_t n, uint8_t *out);
 	void *ctx;
+	/* lock guards the fields below it and pairs with window_done */
+	pthread_mutex_t lock;
+	pthread_cond_t window_done;   /* the helper published a window or quit */
+	bool done;                    /* the helper quit */
+	int32_t next_block;           /* the helper's next block to read */
+	bool fsum_on;                 /* the helper still sums the file */
+	bool fsum_claimed;            /* the matcher took the file sum over */
+	int64_t fsum_limit;           /* never sum past the matcher's file length */
+	struct csum_ctx fsum;         /* the file sum of [0, fsum_at) */
+	_Atomic int64_t fsum_at;      /* grows only, under lock */
 };
 
 /* Start hashing fd's blocks of h->blength bytes ahead of the matcher, with
  * strong_fn(ctx, ...) as the strong sum (called from the helper thread).
- * false, and nothing to stop, when the file is too small to be worth it
- * or a resource is short. */
+ * file_sum: a freshly initialised whole-file sum for the helper to carry
+ * on (copied), or NULL. false, and nothing to stop, when the file is too
+ * small to be worth it or a resource is short. */
 bool match_ahead_start(struct match_ahead *a, int fd, const struct sum_head *h,
 		       void (*strong_fn)(void *ctx, const uint8_t *p, size_t n, uint8_t *out),
-		       void *ctx);
-/* Stop the helper (it quits between blocks) and free the table. */
+		       void *ctx, const struct csum_ctx *file_sum);
+/* Stop the helper (it quits between windows) and free the table. */
 void match_ahead_stop(struct match_ahead *a);
 /* The sums of the len bytes at off, if that is a whole aligned block the
- * helper has done. */
+ * helper has done or is going to do (then this waits for it). */
 bool match_ahead_sums(struct match_ahead *a, int64_t off, int64_t len, uint32_t *weak,
 		      const uint8_t **strong);
 /* Tell the helper where the matcher is. */
 void match_ahead_at(struct match_ahead *a, int64_t off);
+/* The matcher's file is file_len bytes: the helper sums no further. false
+ * when it already has (the file shrank): its sum is then of no use. */
+bool match_ahead_fsum_limit(struct match_ahead *a, int64_t file_len);
+/* How far the helper's file sum reaches now (0 without a helper). */
+int64_t match_ahead_fsum_at(struct match_ahead *a);
+/* Take the file sum over: the helper stops summing, *out becomes its sum
+ * (unless it is empty), and the return is how far that sum reaches. */
+int64_t match_ahead_fsum_take(struct match_ahead *a, struct csum_ctx *out);
 
 /* Where the tokens go. */
 struct match_out {
 	void *ctx;
 	bool (*emit_literal)(void *ctx, const uint8_t *p, size_t n);  /* n <= 32 KiB */
+	/* data is NULL when no_block_data is set */
 	bool (*emit_block)(void *ctx, int32_t block, const uint8_t *data, size_t n);
-	bool (*feed)(void *ctx, const uint8_t *p, size_t n);   /* every byte, once, in order */
+	/* every byte, once, in order, into *file_sum; p is NULL for bytes that
+	 * are in it already (summed ahead): count them only */
+	bool (*feed)(void *ctx, const uint8_t *p, size_t n);
 	void (*strong)(void *ctx, const uint8_t *p, size_t n, uint8_t *out);
 	struct match_ahead *ahead;   /* optional: sums hashed ahead, or NULL */
+	struct csum_ctx *file_sum;   /* the state feed() updates; NULL: the
+				      * helper's file sum is not used */
+	bool no_block_data;          /* emit_block needs no data (no compression):
+				      * matched blocks summed ahead are not read */
+	int64_t bytes_read;          /* out: what the matcher read itself */
 };
-
 /* Send file fd (file_len bytes) as tokens against the index (NULL or an
  * empty head: all literal). updating_basis: the receiver writes into its
  * basis file in place, so no block may be used after it was overwritten

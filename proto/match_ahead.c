@@ -9,10 +9,23 @@
  * sender does this work after the last sum arrived; here it overlaps the
  * generator, and whatever is not done by then goes on beside the matcher.
  *
+ * While it reads the file from the start without a gap, the helper also
+ * carries the whole-file sum over the bytes it read. The matcher then
+ * reads nothing for a block it matches with the helper's sums (a token
+ * has no bytes to send, and without compression nothing else needs them);
+ * it reads the changed data it sends as literal bytes, and takes the file
+ * sum over (match_ahead_fsum_take) at the first byte the helper's sum does
+ * not reach. Every byte is so summed once, as one of the two threads read
+ * it: a byte the matcher sends as literal data or hashes itself may have
+ * been summed as the helper read it, and a block token may stand for the
+ * helper's sums of bytes the matcher never read.
+ *
  * The table describes the file as the helper read it. Should the file
- * change meanwhile, a block token may stand for bytes the sender no longer
- * has; the whole-file sum, taken from the bytes the matcher reads, then
- * differs from the receiver's and the file is sent again (the redo pass).
+ * change meanwhile, the receiver's rebuilt file (blocks matched to the
+ * helper's sums, literal data as the matcher read it) differs from the
+ * bytes summed, the whole-file sums differ and the file is sent again (the
+ * redo pass). The whole-file sum is thus always of the bytes the tokens
+ * stand for, never of a second read that the tokens did not come from.
  */
 #include "proto/match.h"
 
@@ -28,6 +41,29 @@
 #define AHEAD_MIN_FILE (8 * 1024 * 1024)
 #define AHEAD_READ (1024 * 1024)
 
+/* Blocks k .. k + n - 1 (the len bytes at off, in buf) are hashed: carry
+ * the file sum on over them if they follow on, and let the matcher see
+ * them. The sum goes first, so that a block the matcher finds ready is
+ * (while the helper still sums) summed too. */
+static void ahead_publish(struct match_ahead *a, const uint8_t *buf, int64_t off, size_t len,
+			  int32_t k, size_t n)
+{
+	pthread_mutex_lock(&a->lock);
+	if (a->fsum_on && !a->fsum_claimed &&
+	    off == atomic_load_explicit(&a->fsum_at, memory_order_relaxed) &&
+	    off + (int64_t)len <= a->fsum_limit) {
+		csum_file_update(&a->fsum, buf, len);
+		atomic_store_explicit(&a->fsum_at, off + (int64_t)len, memory_order_release);
+	} else {
+		a->fsum_on = false; /* a gap, or the matcher's: never again */
+	}
+	for (size_t j = 0; j < n; j++)
+		atomic_store_explicit(&a->ready[(size_t)k + j], 1, memory_order_release);
+	a->next_block = k + (int32_t)n;
+	pthread_cond_broadcast(&a->window_done);
+	pthread_mutex_unlock(&a->lock);
+}
+
 static void *ahead_main(void *arg)
 {
 	struct match_ahead *a = arg;
@@ -36,43 +72,60 @@ static void *ahead_main(void *arg)
 	int32_t k = 0;
 
 	while (buf && k < a->nblocks && !atomic_load_explicit(&a->stop, memory_order_relaxed)) {
-		/* the block the matcher is at it hashes itself: skip past it */
+		/* blocks behind the matcher it has hashed itself: skip them */
 		int64_t at = atomic_load_explicit(&a->matcher_off, memory_order_relaxed);
-		if (at / a->blength + 1 > k)
-			k = (int32_t)(at / a->blength + 1);
+		if (at / a->blength > k)
+			k = (int32_t)(at / a->blength);
 		if (k >= a->nblocks)
 			break;
 		size_t n = per / (size_t)a->blength;
 		if (n > (size_t)(a->nblocks - k))
 			n = (size_t)(a->nblocks - k);
 		size_t want = n * (size_t)a->blength;
-		ssize_t got = fs_pread_full(a->fd, buf, want, (off_t)k * a->blength);
+		int64_t off = (int64_t)k * a->blength;
+		ssize_t got = fs_pread_full(a->fd, buf, want, (off_t)off);
 		if (got < (ssize_t)want)
-			break; /* shrank or failed: the matcher hashes the rest */
-		for (size_t j = 0; j < n; j++, k++) {
+			break; /* shrank or failed: the matcher reads the rest */
+		for (size_t j = 0; j < n; j++) {
 			const uint8_t *p = buf + j * (size_t)a->blength;
+			size_t b = (size_t)k + j;
 			uint8_t digest[CSUM_MAX_DIGEST];
-			a->weak[k] = csum_rolling(p, (size_t)a->blength);
+			a->weak[b] = csum_rolling(p, (size_t)a->blength);
 			memset(digest, 0, sizeof digest);
 			a->strong_fn(a->ctx, p, (size_t)a->blength, digest);
-			memcpy(a->strong + (size_t)k * (size_t)a->s2length, digest,
-			       (size_t)a->s2length);
-			atomic_store_explicit(&a->ready[k], 1, memory_order_release);
+			memcpy(a->strong + b * (size_t)a->s2length, digest, (size_t)a->s2length);
 		}
+		ahead_publish(a, buf, off, want, k, n);
+		k += (int32_t)n;
 	}
+	pthread_mutex_lock(&a->lock);
+	a->done = true;
+	a->fsum_on = false;
+	pthread_cond_broadcast(&a->window_done);
+	pthread_mutex_unlock(&a->lock);
 	free(buf);
 	return NULL;
 }
 
+static void ahead_free(struct match_ahead *a)
+{
+	free(a->weak);
+	free(a->strong);
+	free((void *)a->ready);
+	memset(a, 0, sizeof *a);
+}
+
 bool match_ahead_start(struct match_ahead *a, int fd, const struct sum_head *h,
 		       void (*strong_fn)(void *ctx, const uint8_t *p, size_t n, uint8_t *out),
-		       void *ctx)
+		       void *ctx, const struct csum_ctx *file_sum)
 {
 	struct stat st;
 
 	memset(a, 0, sizeof *a);
-	if (h->count <= 0 || h->blength <= 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size < AHEAD_MIN_FILE)
+	/* a block longer than a read (protocol < 30 allows 512 MiB) would
+	 * make windows of no blocks */
+	if (h->count <= 0 || h->blength <= 0 || h->blength > AHEAD_READ || fstat(fd, &st) < 0 ||
+	    !S_ISREG(st.st_mode) || st.st_size < AHEAD_MIN_FILE)
 		return false;
 	int64_t nblocks = st.st_size / h->blength;
 	if (nblocks > INT32_MAX)
@@ -88,12 +141,29 @@ bool match_ahead_start(struct match_ahead *a, int fd, const struct sum_head *h,
 	a->ready = calloc((size_t)nblocks, sizeof *a->ready);
 	atomic_init(&a->stop, false);
 	atomic_init(&a->matcher_off, 0);
-	if (!a->weak || !a->strong || !a->ready ||
-	    pthread_create(&a->thread, NULL, ahead_main, a) != 0) {
-		free(a->weak);
-		free(a->strong);
-		free((void *)a->ready);
-		memset(a, 0, sizeof *a);
+	atomic_init(&a->fsum_at, 0);
+	a->fsum_limit = INT64_MAX;
+	if (file_sum) {
+		a->fsum = *file_sum;
+		a->fsum_on = true;
+	}
+	if (!a->weak || !a->strong || !a->ready) {
+		ahead_free(a);
+		return false;
+	}
+	if (pthread_mutex_init(&a->lock, NULL) != 0) {
+		ahead_free(a);
+		return false;
+	}
+	if (pthread_cond_init(&a->window_done, NULL) != 0) {
+		pthread_mutex_destroy(&a->lock);
+		ahead_free(a);
+		return false;
+	}
+	if (pthread_create(&a->thread, NULL, ahead_main, a) != 0) {
+		pthread_cond_destroy(&a->window_done);
+		pthread_mutex_destroy(&a->lock);
+		ahead_free(a);
 		return false;
 	}
 	a->running = true;
@@ -106,10 +176,21 @@ void match_ahead_stop(struct match_ahead *a)
 		return;
 	atomic_store(&a->stop, true);
 	pthread_join(a->thread, NULL);
-	free(a->weak);
-	free(a->strong);
-	free((void *)a->ready);
-	memset(a, 0, sizeof *a);
+	pthread_cond_destroy(&a->window_done);
+	pthread_mutex_destroy(&a->lock);
+	ahead_free(a);
+}
+
+/* Wait until block k is ready, or the helper will not do it (it quit, or
+ * went past it: the block was behind the matcher then). */
+static bool ahead_wait(struct match_ahead *a, int64_t k)
+{
+	pthread_mutex_lock(&a->lock);
+	while (!atomic_load_explicit(&a->ready[k], memory_order_acquire) && !a->done &&
+	       a->next_block <= k)
+		pthread_cond_wait(&a->window_done, &a->lock);
+	pthread_mutex_unlock(&a->lock);
+	return atomic_load_explicit(&a->ready[k], memory_order_acquire);
 }
 
 bool match_ahead_sums(struct match_ahead *a, int64_t off, int64_t len, uint32_t *weak,
@@ -118,7 +199,10 @@ bool match_ahead_sums(struct match_ahead *a, int64_t off, int64_t len, uint32_t 
 	if (!a || !a->running || len != a->blength || off % a->blength != 0)
 		return false;
 	int64_t k = off / a->blength;
-	if (k >= a->nblocks || !atomic_load_explicit(&a->ready[k], memory_order_acquire))
+	/* Waiting costs less than hashing the block here: the helper has it
+	 * in memory, or will soon, and sums the file as it goes. */
+	if (k >= a->nblocks || (!atomic_load_explicit(&a->ready[k], memory_order_acquire) &&
+				!ahead_wait(a, k)))
 		return false;
 	*weak = a->weak[k];
 	*strong = a->strong + (size_t)k * (size_t)a->s2length;
@@ -129,4 +213,43 @@ void match_ahead_at(struct match_ahead *a, int64_t off)
 {
 	if (a && a->running)
 		atomic_store_explicit(&a->matcher_off, off, memory_order_relaxed);
+}
+
+bool match_ahead_fsum_limit(struct match_ahead *a, int64_t file_len)
+{
+	if (!a || !a->running)
+		return true;
+	pthread_mutex_lock(&a->lock);
+	bool ok = atomic_load_explicit(&a->fsum_at, memory_order_relaxed) <= file_len;
+	a->fsum_limit = file_len;
+	if (!ok) {
+		a->fsum_on = false;
+		a->fsum_claimed = true;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return ok;
+}
+
+int64_t match_ahead_fsum_at(struct match_ahead *a)
+{
+	if (!a || !a->running)
+		return 0;
+	return atomic_load_explicit(&a->fsum_at, memory_order_acquire);
+}
+
+int64_t match_ahead_fsum_take(struct match_ahead *a, struct csum_ctx *out)
+{
+	if (!a || !a->running)
+		return 0;
+	pthread_mutex_lock(&a->lock);
+	int64_t at = 0;
+	if (!a->fsum_claimed) {
+		at = atomic_load_explicit(&a->fsum_at, memory_order_relaxed);
+		if (at > 0)
+			*out = a->fsum;
+	}
+	a->fsum_claimed = true;
+	a->fsum_on = false;
+	pthread_mutex_unlock(&a->lock);
+	return at;
 }

@@ -148,8 +148,11 @@ static void out_strong(void *ctx, const uint8_t *p, size_t n, uint8_t *out);
  * holds the source's sums, whichever basis blocks they are matched to. */
 static void start_ahead(struct snd *d, int fd, const struct sum_head *h)
 {
+	struct csum_ctx file_sum;
+
+	csum_file_init(&file_sum, d->s->xfer_csum, d->s->seed);
 	if (fd >= 0)
-		match_ahead_start(&d->ahead, fd, h, out_strong, d);
+		match_ahead_start(&d->ahead, fd, h, out_strong, d, &file_sum);
 }
 
 /* The receiver's sum head and block sums, bounded before any allocation
@@ -232,7 +235,8 @@ static bool out_feed(void *ctx, const uint8_t *p, size_t n)
 {
 	struct snd *d = ctx;
 
-	csum_file_update(&d->sum, p, n);
+	if (p) /* NULL: summed ahead (match_ahead.c) */
+		csum_file_update(&d->sum, p, n);
 	d->sent_ofs += (int64_t)n;
 	progress_update(d->s, &d->prog, d->sent_ofs, d->file_size);
 	return true;
@@ -393,7 +397,8 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	}
 	struct match_out mo = {.ctx = d, .emit_literal = out_literal, .emit_block = out_block,
 			       .feed = out_feed, .strong = out_strong,
-			       .ahead = d->ahead.running ? &d->ahead : NULL};
+			       .ahead = d->ahead.running ? &d->ahead : NULL,
+			       .file_sum = &d->sum, .no_block_data = !s->compress};
 	csum_file_init(&d->sum, s->xfer_csum, s->seed);
 	d->sent_ofs = 0;
 	d->file_size = st.st_size;

@@ -7,6 +7,12 @@
  * how much went as literal data. The sender's own file sum is taken from
  * the bytes it sends, so a wrong token stream can pass the receiver's
  * check: only a test like this catches it.
+ *
+ * With the read-ahead hasher (match_ahead.c) carrying the whole-file sum,
+ * the matcher reads only the data it sends as literal bytes; every case
+ * then also checks that the sum the sender ends with is the sum of the
+ * file the receiver rebuilt (the rule that makes a file changed during the
+ * transfer be sent again), and how much the matcher read itself.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +29,7 @@
 
 #define PAGE 8192
 #define STRONG_LEN 8
+#define FILE_SUM CSUM_XXH3
 
 struct sink {
 	const uint8_t *basis;
@@ -33,6 +40,9 @@ struct sink {
 	size_t fed_len;
 	size_t literal;
 	bool in_place;       /* out started as the basis, overwritten */
+	bool no_block_data;  /* emit_block gets no bytes */
+	struct csum_ctx sum; /* the sender's whole-file sum */
+	bool summed_ahead;   /* some bytes were fed as already summed */
 };
 
 static void strong_sum(void *ctx, const uint8_t *p, size_t n, uint8_t *out)
@@ -70,7 +80,10 @@ static bool on_block(void *ctx, int32_t b, const uint8_t *data, size_t n)
 	const uint8_t *from = k->in_place ? k->out + off : k->basis + off;
 
 	assert_true(off + n <= k->basis_len);
-	assert_memory_equal(from, data, n);
+	if (k->no_block_data)
+		assert_null(data);
+	else
+		assert_memory_equal(from, data, n);
 	put(k, from, n);
 	return true;
 }
@@ -79,64 +92,165 @@ static bool on_feed(void *ctx, const uint8_t *p, size_t n)
 {
 	struct sink *k = ctx;
 
-	memcpy(k->fed + k->fed_len, p, n);
+	if (p) {
+		memcpy(k->fed + k->fed_len, p, n);
+		csum_file_update(&k->sum, p, n);
+	} else {
+		k->summed_ahead = true;
+	}
 	k->fed_len += n;
 	return true;
 }
 
-/* Run the matcher for src against basis; returns the literal bytes. */
-static size_t run_match(const uint8_t *basis, size_t blen, const uint8_t *src, size_t slen,
-			bool in_place, bool ahead)
+static void file_digest(const uint8_t *p, size_t n, uint8_t *out)
+{
+	struct csum_ctx c;
+
+	csum_file_init(&c, FILE_SUM, 0);
+	csum_file_update(&c, p, n);
+	csum_file_final(&c, out);
+}
+
+/* Rewrite pages first .. first + n - 1 with new bytes. */
+static void change_pages(uint8_t *p, size_t first, size_t n, uint8_t salt)
+{
+	for (size_t i = first * PAGE; i < (first + n) * PAGE; i++)
+		p[i] = (uint8_t)(p[i] * 7 + salt);
+}
+
+/* How run_match runs the matcher, and what happens to the file under it. */
+struct run {
+	bool in_place;        /* the receiver overwrites its basis */
+	bool ahead;           /* hash ahead on a second thread */
+	bool file_sum;        /* ... and let it carry the whole-file sum */
+	bool block_data;      /* emit_block gets the block's bytes (compression) */
+	bool no_wait;         /* start matching at once, the helper just begun */
+	/* The helper sees the first first_len bytes of src (0: all); then
+	 * the rest is appended, the file is cut to cut_len bytes (0: not),
+	 * page touch_page (-1: none) is rewritten; the matcher is told the
+	 * file has announce_len bytes (0: what it has then). */
+	size_t first_len, cut_len, announce_len;
+	long touch_page;
+	/* results */
+	size_t literal;
+	int64_t bytes_read;
+	bool sum_ok;          /* the sender's sum is the rebuilt file's */
+	bool rebuilt_src;     /* the rebuilt file is src (its first file_len bytes) */
+};
+
+static void build_sums(const uint8_t *basis, size_t blen, struct sum_head *h, uint32_t **sum1,
+		       uint8_t **sum2)
+{
+	*h = (struct sum_head){.blength = PAGE, .s2length = STRONG_LEN,
+			       .remainder = (int32_t)(blen % PAGE),
+			       .count = (int32_t)((blen + PAGE - 1) / PAGE)};
+	*sum1 = malloc((size_t)h->count * sizeof **sum1);
+	*sum2 = malloc((size_t)h->count * STRONG_LEN);
+	for (int32_t b = 0; b < h->count; b++) {
+		size_t n = blen - (size_t)b * PAGE < PAGE ? blen - (size_t)b * PAGE : PAGE;
+		(*sum1)[b] = csum_rolling(basis + (size_t)b * PAGE, n);
+		strong_sum(NULL, basis + (size_t)b * PAGE, n, *sum2 + (size_t)b * STRONG_LEN);
+	}
+}
+
+/* Change the file under the helper as o says; returns the length the
+ * matcher is told. */
+static size_t change_file(int fd, const uint8_t *src, size_t slen, const struct run *o)
+{
+	size_t first = o->first_len ? o->first_len : slen, len = slen;
+
+	if (first < slen)
+		assert_int_equal(pwrite(fd, src + first, slen - first, (off_t)first),
+				 (ssize_t)(slen - first));
+	if (o->cut_len) {
+		assert_int_equal(ftruncate(fd, (off_t)o->cut_len), 0);
+		len = o->cut_len;
+	}
+	if (o->touch_page >= 0) {
+		uint8_t page[PAGE];
+		memcpy(page, src + (size_t)o->touch_page * PAGE, PAGE);
+		change_pages(page, 0, 1, 0x5a);
+		assert_int_equal(pwrite(fd, page, PAGE, (off_t)o->touch_page * PAGE), PAGE);
+	}
+	return o->announce_len ? o->announce_len : len;
+}
+
+/* Run the matcher for src against basis, the receiver simulated. */
+static void run_match_with(const uint8_t *basis, size_t blen, const uint8_t *src, size_t slen,
+			   struct run *o)
 {
 	char path[] = "/tmp/test_match.XXXXXX";
 	int fd = mkstemp(path);
 	assert_true(fd >= 0);
 	unlink(path);
-	assert_int_equal(write(fd, src, slen), (ssize_t)slen);
+	size_t first = o->first_len ? o->first_len : slen;
+	assert_int_equal(write(fd, src, first), (ssize_t)first);
 
-	struct sum_head h = {.blength = PAGE, .s2length = STRONG_LEN,
-			     .remainder = (int32_t)(blen % PAGE),
-			     .count = (int32_t)((blen + PAGE - 1) / PAGE)};
-	uint32_t *sum1 = malloc((size_t)h.count * sizeof *sum1);
-	uint8_t *sum2 = malloc((size_t)h.count * STRONG_LEN);
-	for (int32_t b = 0; b < h.count; b++) {
-		size_t n = blen - (size_t)b * PAGE < PAGE ? blen - (size_t)b * PAGE : PAGE;
-		sum1[b] = csum_rolling(basis + (size_t)b * PAGE, n);
-		strong_sum(NULL, basis + (size_t)b * PAGE, n, sum2 + (size_t)b * STRONG_LEN);
-	}
+	struct sum_head h;
+	uint32_t *sum1;
+	uint8_t *sum2;
+	build_sums(basis, blen, &h, &sum1, &sum2);
 	struct match_index m;
 	assert_true(match_index_build(&m, &h, sum1, sum2));
 
-	size_t cap = slen > blen ? slen : blen;
+	size_t cap = (slen > blen ? slen : blen) + (o->announce_len ? o->announce_len : 0);
 	struct sink k = {.basis = basis, .basis_len = blen, .out = malloc(cap), .out_cap = cap,
-			 .fed = malloc(slen + 1), .in_place = in_place};
-	if (in_place)
+			 .fed = malloc(cap), .in_place = o->in_place,
+			 .no_block_data = !o->block_data};
+	if (o->in_place)
 		memcpy(k.out, basis, blen);
+	csum_file_init(&k.sum, FILE_SUM, 0);
 	struct match_ahead a;
-	bool have_ahead = ahead && match_ahead_start(&a, fd, &h, strong_sum, NULL);
-	if (ahead)
+	bool have_ahead = o->ahead && match_ahead_start(&a, fd, &h, strong_sum, NULL,
+							o->file_sum ? &k.sum : NULL);
+	if (o->ahead)
 		assert_true(have_ahead);
-	if (have_ahead) /* let the helper get well ahead of the matcher */
-		usleep(50000);
+	/* let the helper finish before the matcher starts (and before the
+	 * file changes under it) */
+	for (int ms = 0; have_ahead && !o->no_wait && ms < 20000 &&
+			 !atomic_load(&a.ready[a.nblocks - 1]); ms++)
+		usleep(1000);
+	size_t file_len = change_file(fd, src, slen, o);
 	struct match_out mo = {.ctx = &k, .emit_literal = on_literal, .emit_block = on_block,
 			       .feed = on_feed, .strong = strong_sum,
-			       .ahead = have_ahead ? &a : NULL};
-	assert_true(match_send_file(&m, fd, (int64_t)slen, in_place, &mo));
+			       .ahead = have_ahead ? &a : NULL,
+			       .file_sum = o->file_sum ? &k.sum : NULL,
+			       .no_block_data = !o->block_data};
+	assert_true(match_send_file(&m, fd, (int64_t)file_len, o->in_place, &mo));
 	if (have_ahead)
 		match_ahead_stop(&a);
 
-	assert_int_equal(k.out_len, slen);
-	assert_memory_equal(k.out, src, slen);
-	assert_int_equal(k.fed_len, slen);
-	assert_memory_equal(k.fed, src, slen);
-	size_t literal = k.literal;
+	assert_int_equal(k.out_len, file_len);
+	assert_int_equal(k.fed_len, file_len);
+	if (!o->file_sum)
+		assert_false(k.summed_ahead);
+	uint8_t want[CSUM_MAX_DIGEST], got[CSUM_MAX_DIGEST];
+	csum_file_final(&k.sum, got);
+	file_digest(k.out, k.out_len, want);
+	o->sum_ok = memcmp(want, got, csum_len(FILE_SUM)) == 0;
+	o->rebuilt_src = file_len <= slen && memcmp(k.out, src, file_len) == 0;
+	if (!k.summed_ahead && o->rebuilt_src && o->touch_page < 0)
+		assert_memory_equal(k.fed, src, file_len);
+	o->literal = k.literal;
+	o->bytes_read = mo.bytes_read;
 	match_index_free(&m);
 	free(k.out);
 	free(k.fed);
 	free(sum1);
 	free(sum2);
 	close(fd);
-	return literal;
+}
+
+/* Returns the literal bytes; the file must be rebuilt as it is. */
+static size_t run_match(const uint8_t *basis, size_t blen, const uint8_t *src, size_t slen,
+			bool in_place, bool ahead)
+{
+	struct run o = {.in_place = in_place, .ahead = ahead, .block_data = true, .touch_page = -1};
+
+	run_match_with(basis, blen, src, slen, &o);
+	assert_true(o.rebuilt_src);
+	assert_true(o.sum_ok);
+	return o.literal;
 }
 
 /* xorshift64: no period shorter than the files (an LCG's byte repeats
@@ -155,12 +269,6 @@ static uint8_t *random_bytes(size_t n, uint64_t seed)
 	return p;
 }
 
-/* Rewrite pages first .. first + n - 1 with new bytes. */
-static void change_pages(uint8_t *p, size_t first, size_t n, uint8_t salt)
-{
-	for (size_t i = first * PAGE; i < (first + n) * PAGE; i++)
-		p[i] = (uint8_t)(p[i] * 7 + salt);
-}
 
 #define FILE_PAGES 2048 /* 16 MiB: big enough for the read-ahead hasher */
 
@@ -245,12 +353,175 @@ static void test_edges(void **state)
 	free(grown);
 }
 
+/* The pages of test_pages_changed_in_place: src has `*changed` pages
+ * rewritten, in runs of one to six. */
+static uint8_t *pages_changed(const uint8_t *basis, size_t len, size_t *changed)
+{
+	uint8_t *src = malloc(len);
+
+	memcpy(src, basis, len);
+	*changed = 0;
+	for (size_t pg = 0, run = 1; pg + run < FILE_PAGES; pg += 37 + run, run = run % 6 + 1) {
+		change_pages(src, pg, run, (uint8_t)pg);
+		*changed += run;
+	}
+	return src;
+}
+
+/* The helper carries the file sum: the matcher reads nothing but the
+ * changed pages (without compression), whether it starts with the helper
+ * far ahead or just begun, and the sum is the rebuilt file's. */
+static void test_summed_ahead_in_place(void **state)
+{
+	size_t len = (size_t)FILE_PAGES * PAGE, changed;
+	uint8_t *basis = random_bytes(len, 1);
+	uint8_t *src = pages_changed(basis, len, &changed);
+
+	(void)state;
+	for (int mode = 0; mode < 8; mode++) {
+		struct run o = {.in_place = mode & 1, .ahead = true, .file_sum = true,
+				.block_data = mode & 2, .no_wait = mode & 4, .touch_page = -1};
+		run_match_with(basis, len, src, len, &o);
+		assert_true(o.rebuilt_src);
+		assert_true(o.sum_ok);
+		assert_int_equal(o.literal, changed * PAGE);
+		/* runs of five or six pages are slid over, reading ahead */
+		if (!o.block_data)
+			assert_true(o.bytes_read < (int64_t)len / 2);
+		else
+			assert_true(o.bytes_read >= (int64_t)len);
+	}
+	free(src);
+	/* single pages: the probe finds the next block each time, and
+	 * exactly the changed pages are read */
+	src = malloc(len);
+	memcpy(src, basis, len);
+	changed = 0;
+	for (size_t pg = 3; pg < FILE_PAGES; pg += 29, changed++)
+		change_pages(src, pg, 1, 3);
+	for (int mode = 0; mode < 4; mode++) {
+		struct run o = {.in_place = mode & 1, .ahead = true, .file_sum = true,
+				.no_wait = mode & 2, .touch_page = -1};
+		run_match_with(basis, len, src, len, &o);
+		assert_true(o.rebuilt_src);
+		assert_true(o.sum_ok);
+		assert_int_equal(o.literal, changed * PAGE);
+		assert_int_equal(o.bytes_read, (int64_t)(changed * PAGE));
+	}
+	free(basis);
+	free(src);
+}
+
+/* Shifted data, the helper's blocks then lying across the basis blocks:
+ * matched as before, summed right. */
+static void test_summed_ahead_shifted(void **state)
+{
+	size_t len = (size_t)FILE_PAGES * PAGE, ins = 3 * PAGE + 5;
+	uint8_t *basis = random_bytes(len, 2);
+	uint8_t *src = random_bytes(len + ins, 3);
+
+	(void)state;
+	memcpy(src + ins, basis, len / 2);          /* shifted, first half */
+	memcpy(src + ins + len / 2, basis + len / 2 + 100, len / 2 - 100); /* 100 out */
+	for (int mode = 0; mode < 4; mode++) {
+		struct run o = {.in_place = mode & 1, .ahead = true, .file_sum = true,
+				.no_wait = mode & 2, .touch_page = -1};
+		run_match_with(basis, len, src, len + ins - 100, &o);
+		assert_true(o.rebuilt_src);
+		assert_true(o.sum_ok);
+		/* (in place, the data moved forward is overwritten first) */
+		if (!o.in_place)
+			assert_true(o.literal <= ins + 2 * PAGE);
+	}
+	free(basis);
+	free(src);
+}
+
+/* The file grows after the helper's look at it (it hashed fewer blocks
+ * than the matcher sends), or is cut: to a length the matcher is told
+ * (the helper summed more than is sent: its sum is dropped), or to one
+ * it is not (it sends what the helper read, or finds the sums differ). */
+static void test_summed_ahead_length_changes(void **state)
+{
+	size_t len = (size_t)FILE_PAGES * PAGE, changed;
+	uint8_t *basis = random_bytes(len, 4);
+	uint8_t *src = pages_changed(basis, len, &changed);
+	uint8_t *grown = random_bytes(len + 50 * PAGE + 333, 6);
+
+	(void)state;
+	memcpy(grown, src, len);
+	for (int mode = 0; mode < 4; mode++) {
+		bool in_place = mode & 1, no_wait = mode & 2;
+		struct run g = {.in_place = in_place, .ahead = true, .file_sum = true,
+				.no_wait = no_wait, .first_len = len, .touch_page = -1};
+		run_match_with(basis, len, grown, len + 50 * PAGE + 333, &g);
+		assert_true(g.rebuilt_src);
+		assert_true(g.sum_ok);
+
+		struct run c = {.in_place = in_place, .ahead = true, .file_sum = true,
+				.no_wait = no_wait, .cut_len = 1500 * PAGE + 77, .touch_page = -1};
+		run_match_with(basis, len, src, len, &c);
+		assert_true(c.rebuilt_src);
+		assert_true(c.sum_ok);
+
+		/* announced longer than it is now: the missing bytes read as
+		 * zeros; if what is sent is the file the helper read, the sums
+		 * agree */
+		struct run s = {.in_place = in_place, .ahead = true, .file_sum = true,
+				.no_wait = no_wait, .cut_len = 1500 * PAGE,
+				.announce_len = len, .touch_page = -1};
+		run_match_with(basis, len, src, len, &s);
+		assert_true(s.sum_ok || !s.rebuilt_src);
+	}
+	free(basis);
+	free(src);
+	free(grown);
+}
+
+/* A page rewritten after the helper read it: a changed page (sent as
+ * literal data, read again) makes the sums differ, so the file is sent
+ * again; an unchanged one is sent as the helper read it, and summed so.
+ * Without the helper's file sum the matcher's own read of the page is
+ * summed, and the sums differ either way. */
+static void test_summed_ahead_page_rewritten(void **state)
+{
+	size_t len = (size_t)FILE_PAGES * PAGE, changed;
+	uint8_t *basis = random_bytes(len, 7);
+	uint8_t *src = pages_changed(basis, len, &changed);
+
+	(void)state;
+	for (int in_place = 0; in_place < 2; in_place++) {
+		struct run lit = {.in_place = in_place, .ahead = true, .file_sum = true,
+				  .touch_page = 37 + 1 + 1}; /* the second run's first page */
+		run_match_with(basis, len, src, len, &lit);
+		assert_false(lit.sum_ok);
+		assert_false(lit.rebuilt_src);
+
+		struct run same = {.in_place = in_place, .ahead = true, .file_sum = true,
+				   .touch_page = 1000};
+		run_match_with(basis, len, src, len, &same);
+		assert_true(same.sum_ok);
+		assert_true(same.rebuilt_src);
+
+		struct run own = {.in_place = in_place, .ahead = true, .touch_page = 1000};
+		run_match_with(basis, len, src, len, &own);
+		assert_false(own.sum_ok);
+		assert_true(own.rebuilt_src);
+	}
+	free(basis);
+	free(src);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pages_changed_in_place),
 		cmocka_unit_test(test_shifted_data),
 		cmocka_unit_test(test_edges),
+		cmocka_unit_test(test_summed_ahead_in_place),
+		cmocka_unit_test(test_summed_ahead_shifted),
+		cmocka_unit_test(test_summed_ahead_length_changes),
+		cmocka_unit_test(test_summed_ahead_page_rewritten),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
