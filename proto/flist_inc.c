@@ -486,6 +486,9 @@ static bool send_store(struct session *s, struct send_list *sl, const struct inc
 	bool ok = flist_send_part(s, &view, part->store->v, part->count, io_err, NULL,
 				  part->ndx_start);
 	sl->enc = view.enc; /* the encoder made for the first part sent */
+	/* what follows needs only the entries (flist_send_root: one root) */
+	free(part->store->list.info);
+	part->store->list.info = NULL;
 	return ok;
 }
 

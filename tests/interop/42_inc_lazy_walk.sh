@@ -256,4 +256,5 @@ vanish_check() {
 }
 t_check vanished_dir vanish_check
 
+t_check no_sanitizer_reports t_no_sanitizer_reports "$T"/*.out "$T"/*.err
 t_done
