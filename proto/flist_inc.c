@@ -396,8 +396,9 @@ static int open_part_dir(struct inc_plan *p, const struct send_list *sl, const c
 }
 
 /* A directory of a lazy part, copied to the list's long-lived arena: the
- * dir list and the part of its own name it after its part is freed.
- * *dirname: the part's path there, made by the first call. */
+ * dir list, and the index before the directory's own part, still name it
+ * after the part that listed it is freed. *dirname: the listing part's
+ * path in that arena, made by the first call. */
 static struct file_entry *keep_dir(struct session *s, struct send_list *sl,
 				   const struct file_entry *f, const char *path,
 				   const char **dirname)
