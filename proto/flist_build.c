@@ -38,6 +38,9 @@ struct walker {
 	int implied_dot;       /* rsync's implied_dot_dir: 0, -1 due, 1 sent */
 	bool defer_stat;       /* regular files are stat'ed as their part is
 				* sent (flist_stat_deferred) */
+	bool lazy_ok;          /* the lazy walk may be used (can_walk_lazily) */
+	bool lazy;             /* list one level: subdirectories are read when
+				* their own part is sent (flist_read_dir) */
 };
 
 static void io_error(struct walker *k, int bit, const char *what, const char *name)
@@ -111,6 +114,58 @@ static void set_stat_fields(struct session *s, struct file_entry *f, const struc
 	f->rdev_minor = minor(st->st_rdev);
 }
 
+/* A lazy part's names: small blocks, growing with the directory, since
+ * the list arena's first block (sized for a whole tree) would be held
+ * by each of the many parts in flight. */
+struct part_names {
+	struct part_names *next;
+	size_t used, cap;
+	char data[];
+};
+
+static char *part_strdup(struct part_names **head, const char *s, size_t len)
+{
+	struct part_names *b = *head;
+
+	if (!b || b->cap - b->used < len + 1) {
+		size_t cap = b ? b->cap * 2 : 1024;
+		while (cap < len + 1)
+			cap *= 2;
+		if (cap > 64 * 1024 && len + 1 <= 64 * 1024)
+			cap = 64 * 1024;
+		struct part_names *nb = malloc(sizeof *nb + cap);
+		if (!nb)
+			return NULL;
+		nb->next = b;
+		nb->used = 0;
+		nb->cap = cap;
+		*head = b = nb;
+	}
+	char *p = b->data + b->used;
+	memcpy(p, s, len);
+	p[len] = '\0';
+	b->used += len + 1;
+	return p;
+}
+
+static void part_names_free(struct part_names *b)
+{
+	while (b) {
+		struct part_names *next = b->next;
+		free(b);
+		b = next;
+	}
+}
+
+/* A name of an entry: in the part's own blocks for the lazy walk's
+ * parts, else in the list's arena. */
+static char *entry_strdup(struct send_list *sl, const char *s, size_t len)
+{
+	if (sl->part_names_on)
+		return part_strdup(&sl->part_names, s, len);
+	return flist_strdup(&sl->fl, s, len);
+}
+
 /* Append an entry for path (relative to the root) with the given stat. */
 static struct file_entry *add_entry(struct walker *k, const char *path, const struct stat *given,
 				    int dirfd, const char *leaf)
@@ -146,13 +201,13 @@ static struct file_entry *add_entry(struct walker *k, const char *path, const st
 	if (slash) {
 		size_t dlen = (size_t)(slash - path);
 		if (!c->lastdir || c->lastdir_len != dlen || memcmp(c->lastdir, path, dlen) != 0) {
-			c->lastdir = flist_strdup(fl, path, dlen);
+			c->lastdir = entry_strdup(k->sl, path, dlen);
 			c->lastdir_len = dlen;
 		}
 		f->dirname = c->lastdir;
-		f->basename = flist_strdup(fl, slash + 1, strlen(slash + 1));
+		f->basename = entry_strdup(k->sl, slash + 1, strlen(slash + 1));
 	} else {
-		f->basename = flist_strdup(fl, path, strlen(path));
+		f->basename = entry_strdup(k->sl, path, strlen(path));
 	}
 	if (!f->basename || (slash && !f->dirname)) {
 		wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
@@ -174,7 +229,7 @@ static struct file_entry *add_entry(struct walker *k, const char *path, const st
 		size_t plen = strlen(SYMLINK_MUNGE_PREFIX);
 		if (k->s->munge_symlinks && strncmp(target, SYMLINK_MUNGE_PREFIX, plen) == 0)
 			t = target + plen; /* what the client stored, unmunged */
-		f->link = flist_strdup(fl, t, strlen(t));
+		f->link = entry_strdup(k->sl, t, strlen(t));
 		f->size = (int64_t)strlen(t);
 	}
 	if (k->s->opts->checksum && S_ISREG(st->st_mode) && !file_sum(k, f, dirfd, leaf, path))
@@ -426,7 +481,7 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 	}
 	dir_reader_close(&d);
 	size_t last = fl->count;
-	for (size_t i = first; o->recursive && i < last; i++) {
+	for (size_t i = first; o->recursive && !k->lazy && i < last; i++) {
 		struct file_entry *f = &fl->files[i];
 		if (!S_ISDIR(f->mode))
 			continue;
@@ -534,6 +589,57 @@ static bool can_defer_stat(const struct walker *k)
 	       !following_links(o);
 }
 
+static bool has_dir_merge(const struct filter_list *fl)
+{
+	return fl && fl->ndms > 0;
+}
+
+/* Can each directory be read only when its part is sent (the lazy walk,
+ * flist_read_dir), not all up front? The whole-tree walk stays wherever
+ * listing a directory depends on more than its path, the filters and
+ * its own contents:
+ *  - no incremental recursion (or no -r): one list, complete before it
+ *    goes; walk_opts.defer_stat unset: the caller sends no parts;
+ *  - -R and --files-from: implied dirs and "/./" roots are sent in the
+ *    order of the names, across directories;
+ *  - more than one source argument: two arguments may hold the same
+ *    directory path, whose contents go in one part from two roots;
+ *  - -H: hard-link leaders are chosen over the whole list
+ *    (plan_hard_links);
+ *  - -c: every file's sum is read while listing, kept out of the loop
+ *    that answers the generator;
+ *  - -L, --copy-unsafe-links, --copy-dirlinks, -k: a followed link may
+ *    lead back up the tree; the loop check needs the walk's stack;
+ *  - -x: the argument's device and the mount points on the way;
+ *  - --fake-super and "ignore nonreadable": decided from data beyond
+ *    the name and type (xattrs, access checks), as can_defer_stat;
+ *  - per-directory merge files (dir-merge, -F, -C's .cvsignore): their
+ *    rules are a stack of every directory above (filter_push_dir).
+ * --delete and --delete-excluded change nothing here: the sender only
+ * lists. */
+static bool can_walk_lazily(const struct walker *k, int nargs)
+{
+	const struct session *s = k->s;
+	const struct ferry_opts *o = s->opts;
+
+	return k->w->defer_stat && s->inc_recurse && o->recursive && nargs == 1 && !k->w->names &&
+	       !o->relative && !o->hard_links && !o->checksum && !following_links(o) &&
+	       !o->one_file_system && !s->fake_super && !s->ignore_nonreadable &&
+	       !has_dir_merge(k->w->filters) && !has_dir_merge(k->w->daemon_filters);
+}
+
+/* The top directory named by the argument: is it reached without a
+ * symlink (a link the user named is followed by the whole-tree walk,
+ * but the lazy walk opens each part one component at a time)? */
+static bool top_is_plain_dir(const struct walker *k, int bfd, const char *name)
+{
+	struct stat st;
+
+	if (k->w->confined || strcmp(name, ".") == 0)
+		return true;
+	return fstatat(bfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
 static bool build_one(struct walker *k, const char *arg)
 {
 	const struct ferry_opts *o = k->s->opts;
@@ -606,6 +712,13 @@ static bool build_one(struct walker *k, const char *arg)
 			 * walk, but not by the deferred stat's directory cursor */
 			k->defer_stat = can_defer_stat(k) &&
 					(k->w->confined || strcmp(name, ".") == 0);
+			k->lazy = k->lazy_ok && top_is_plain_dir(k, bfd, name);
+			if (k->lazy)
+				k->sl->lazy_walk = k->w;
+			if (k->lazy && strcmp(name, ".") != 0) {
+				close(dfd); /* its contents are its own part */
+				return true;
+			}
 			enter_dir(k, dfd);
 			bool ok = walk_dir(k, dfd, name);
 			close(dfd);
@@ -978,6 +1091,7 @@ bool flist_build(struct session *s, const struct walk_opts *w, char **args, int 
 	/* -R outside a module: the sender opens files by their path, through
 	 * implied dirs that may be symlinks, as rsync does. */
 	out->open_plain = s->opts->relative && !w->confined;
+	k.lazy_ok = can_walk_lazily(&k, nargs);
 	if (w->names)
 		ok = build_listed(&k, nargs ? args[0] : ".");
 	for (int i = 0; ok && !w->names && i < nargs; i++)
@@ -988,12 +1102,77 @@ bool flist_build(struct session *s, const struct walk_opts *w, char **args, int 
 	return ok;
 }
 
+/* Room for a few entries: add_entry's first growth (1024) is sized for
+ * a whole tree, too much for each of many small parts held at once. */
+static bool reserve_part(struct session *s, struct send_list *part)
+{
+	enum { FIRST_CAP = 16 };
+
+	part->fl.files = malloc(FIRST_CAP * sizeof *part->fl.files);
+	part->info = malloc(FIRST_CAP * sizeof *part->info);
+	if (!part->fl.files || !part->info)
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory reading a directory");
+	part->fl.cap = FIRST_CAP;
+	part->part_names_on = true;
+	return true;
+}
+
+/* Give back what the arrays have beyond the entries read. */
+static void trim_part(struct send_list *part)
+{
+	size_t n = part->fl.count ? part->fl.count : 1;
+
+	if (n >= part->fl.cap)
+		return;
+	struct file_entry *f = realloc(part->fl.files, n * sizeof *f);
+	struct send_info *in = realloc(part->info, n * sizeof *in);
+	if (f)
+		part->fl.files = f;
+	if (in)
+		part->info = in;
+	if (f && in)
+		part->fl.cap = n;
+}
+
+bool flist_read_dir(struct session *s, const struct send_list *sl, const char *dirpath,
+		    int dirfd, struct send_list *part)
+{
+	struct walker k = {.s = s, .w = sl->lazy_walk, .sl = part, .base_fd = -1, .lazy = true};
+
+	memset(part, 0, sizeof *part);
+	flist_init(&part->fl);
+	if (!k.w)
+		return wire_fail(&s->err, RERR_PROTOCOL, "no lazy walk to read \"%s\"", dirpath);
+	if (dirfd < 0) {
+		/* mirrors rsync flist.c:send_directory's opendir failure */
+		int e = errno;
+		if (e == ENOENT) {
+			session_err(s, "directory has vanished: \"%s\"", dirpath);
+			s->io_error |= IOERR_VANISHED;
+		} else {
+			session_err(s, "opendir \"%s\" failed: %s (%d)", dirpath, strerror(e), e);
+			s->io_error |= IOERR_GENERAL;
+		}
+		return true;
+	}
+	if (!reserve_part(s, part))
+		return false;
+	/* add_entry shares a dirname with the entry before it: never with
+	 * one in another part's storage, which may be freed by now */
+	s->fl.lastdir = NULL;
+	bool ok = walk_dir(&k, dirfd, dirpath);
+	s->fl.lastdir = NULL;
+	trim_part(part);
+	return ok;
+}
+
 void send_list_free(struct send_list *sl)
 {
 	for (size_t i = 0; i < sl->roots.count; i++)
 		close(sl->roots.fds[i]);
 	free(sl->roots.fds);
 	free(sl->info);
+	part_names_free(sl->part_names);
 	flist_enc_free(sl->enc);
 	flist_inc_free(sl->inc);
 	flist_free(&sl->fl);

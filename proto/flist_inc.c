@@ -1,11 +1,18 @@
 /*
  * Incremental recursion on the sending side (rsync flist.c:
- * send_extra_file_list). ferry walks the whole tree first, as it does
- * without it; this file cuts that list into rsync's parts - the top-level
+ * send_extra_file_list). The list goes in rsync's parts - the top-level
  * names, then the contents of each directory as a list of its own,
- * directories taken depth first in the order the receiver sorts them - and
- * sends the parts only some thousand files ahead of the generator, so the
- * receiver starts work at once and can free the parts it has finished.
+ * directories taken depth first in the order the receiver sorts them -
+ * only some thousand files ahead of the generator, so the receiver starts
+ * work at once and can free the parts it has finished.
+ *
+ * Two ways to get there. The lazy walk (sl->lazy_walk, the common case)
+ * has listed only the top level: each directory is read when its part is
+ * due, into storage of its own that is freed when the generator has
+ * finished the part (NDX_DONE), so the sender holds the parts in flight,
+ * not the tree. Where that would be wrong (flist_build.c: can_walk_lazily)
+ * the whole tree was walked first, and this file cuts that list into the
+ * same parts.
  */
 #include <errno.h>
 #include <poll.h>
@@ -20,13 +27,27 @@
  * generator works on - at least before each request, at most when idle. */
 #define LOOKAHEAD_MIN 1000
 #define LOOKAHEAD_MAX 10000
+/* The lazy walk holds the parts in flight as file_entry structs, about
+ * twice the size of rsync's file_struct: a lower ceiling keeps their
+ * memory at what rsync's sender spends on its lookahead. */
+#define LOOKAHEAD_MAX_LAZY 4000
+
+/* A part the lazy walk read: its entries, their send_info and names in
+ * a send_list of its own. */
+struct lazy_store {
+	struct send_list list;
+	struct file_entry **v; /* list.fl.files in the receiver's order */
+};
 
 struct inc_part {
-	size_t first;        /* into inc_plan.by_dir */
+	size_t first;        /* into inc_plan.by_dir (the top level, or the
+			      * whole tree without the lazy walk) */
 	size_t count;
 	int32_t ndx_start;   /* wire index of its first entry */
 	int32_t dir_ndx;     /* its directory in the dir list; -1: the top */
 	size_t files_before; /* entries in the parts before it */
+	struct lazy_store *store; /* lazy walk, below the top: its entries,
+				   * NULL once the generator is done with it */
 };
 
 /* The entries of one directory, found by the directory's path. */
@@ -45,7 +66,11 @@ struct inc_plan {
 				     * part holds the part's directory */
 	size_t nslots;
 	struct file_entry **dirs;   /* the receiver's dir list (dir_flist) */
-	size_t ndirs;
+	size_t ndirs, dirs_cap;
+	int32_t *stack;             /* dirs whose parts are still to come,
+				     * the next on top (depth first) */
+	size_t sp, stack_cap;
+	bool lazy;                  /* sl->lazy_walk: parts read when due */
 	int32_t *lead_wire;         /* -H: by index into files, the wire
 				     * number of its group's first entry */
 	size_t sent;                /* parts sent */
@@ -118,34 +143,70 @@ static const struct dir_group *find_group(const struct inc_plan *p, const char *
 	return NULL;
 }
 
+static bool no_memory(struct session *s)
+{
+	return wire_fail(&s->err, RERR_MALLOC, "out of memory planning the file lists");
+}
+
+/* Make room for one more of an array of `size`-byte items. */
+static bool grow(struct session *s, void **v, size_t *cap, size_t used, size_t size)
+{
+	if (used < *cap)
+		return true;
+	size_t n = *cap ? *cap * 2 : 64;
+	void *t = realloc(*v, n * size);
+	if (!t)
+		return no_memory(s);
+	*v = t;
+	*cap = n;
+	return true;
+}
+
+static bool add_dir(struct session *s, struct inc_plan *p, struct file_entry *f)
+{
+	if (!grow(s, (void **)&p->dirs, &p->dirs_cap, p->ndirs, sizeof *p->dirs))
+		return false;
+	p->dirs[p->ndirs++] = f;
+	return true;
+}
+
+/* Append a part of count entries, numbered after the part before it
+ * (whose count is final), for the directory dir_ndx. */
+static struct inc_part *new_part(struct session *s, struct inc_plan *p, size_t count,
+				 int32_t dir_ndx)
+{
+	if (!grow(s, (void **)&p->parts, &p->parts_cap, p->nparts, sizeof *p->parts))
+		return NULL;
+	const struct inc_part *prev = p->nparts ? &p->parts[p->nparts - 1] : NULL;
+	struct inc_part *part = &p->parts[p->nparts];
+	memset(part, 0, sizeof *part);
+	part->count = count;
+	part->dir_ndx = dir_ndx;
+	part->files_before = prev ? prev->files_before + prev->count : 0;
+	int64_t start = prev ? (int64_t)prev->ndx_start + (int64_t)prev->count + 1 : 1;
+	if (start + (int64_t)part->count >= INT32_MAX) {
+		wire_fail(&s->err, RERR_MALLOC, "file list too long");
+		return NULL;
+	}
+	part->ndx_start = (int32_t)start;
+	p->nparts++;
+	return part;
+}
+
 /* Append a part (a directory's group, or an empty one) and put its
  * directories on the dir list, as the receiver will. */
 static bool add_part(struct session *s, struct inc_plan *p, const struct dir_group *g,
 		     int32_t dir_ndx)
 {
-	if (p->nparts == p->parts_cap) {
-		size_t cap = p->parts_cap ? p->parts_cap * 2 : 64;
-		struct inc_part *t = realloc(p->parts, cap * sizeof *t);
-		if (!t)
-			return wire_fail(&s->err, RERR_MALLOC, "out of memory planning the file lists");
-		p->parts = t;
-		p->parts_cap = cap;
-	}
-	const struct inc_part *prev = p->nparts ? &p->parts[p->nparts - 1] : NULL;
-	struct inc_part *part = &p->parts[p->nparts];
+	struct inc_part *part = new_part(s, p, g ? g->count : 0, dir_ndx);
+
+	if (!part)
+		return false;
 	part->first = g ? g->first : 0;
-	part->count = g ? g->count : 0;
-	part->dir_ndx = dir_ndx;
-	part->files_before = prev ? prev->files_before + prev->count : 0;
-	int64_t start = prev ? (int64_t)prev->ndx_start + (int64_t)prev->count + 1 : 1;
-	if (start + (int64_t)part->count >= INT32_MAX)
-		return wire_fail(&s->err, RERR_MALLOC, "file list too long");
-	part->ndx_start = (int32_t)start;
-	p->nparts++;
 	for (size_t k = 0; k < part->count; k++) {
 		struct file_entry *f = p->by_dir[part->first + k];
-		if (S_ISDIR(f->mode))
-			p->dirs[p->ndirs++] = f;
+		if (S_ISDIR(f->mode) && !add_dir(s, p, f))
+			return false;
 	}
 	return true;
 }
@@ -156,10 +217,11 @@ static bool is_top_dot(const struct file_entry *f)
 }
 
 /* Push the directories dirs[from..to) that get a list of their own, last
- * first so they come off the stack in order. A directory listed twice
- * (the same path given twice) has one list, the first's. */
-static void push_subdirs(const struct inc_plan *p, int32_t *stack, size_t *sp, size_t from,
-			 size_t to)
+ * first so they come off the stack in order: the next part is the first
+ * child's, else the next sibling's, else the next up (flist.c:
+ * send_extra_file_list). A directory listed twice (the same path given
+ * twice) has one list, the first's. */
+static bool push_subdirs(struct session *s, struct inc_plan *p, size_t from, size_t to)
 {
 	char path[MAXPATHLEN_WIRE], prev[MAXPATHLEN_WIRE];
 
@@ -169,39 +231,27 @@ static void push_subdirs(const struct inc_plan *p, int32_t *stack, size_t *sp, s
 		if (d > from && flist_path(p->dirs[d], path, sizeof path) &&
 		    flist_path(p->dirs[d - 1], prev, sizeof prev) && strcmp(path, prev) == 0)
 			continue;
-		stack[(*sp)++] = (int32_t)d;
+		if (d > INT32_MAX || !grow(s, (void **)&p->stack, &p->stack_cap, p->sp, sizeof *p->stack))
+			return no_memory(s);
+		p->stack[p->sp++] = (int32_t)d;
 	}
+	return true;
 }
 
-/* The parts in rsync's order: the top level, then depth first. */
+/* The parts of the whole tree in rsync's order: the top level, then
+ * depth first. */
 static bool plan_parts(struct session *s, struct inc_plan *p)
 {
-	size_t n = p->ngroups ? p->groups[p->ngroups - 1].first + p->groups[p->ngroups - 1].count : 0;
-	int32_t *stack = malloc((n ? n : 1) * sizeof *stack);
 	char path[MAXPATHLEN_WIRE];
-	size_t sp = 0;
-	bool ok = stack != NULL;
+	bool ok = add_part(s, p, find_group(p, ""), -1) && push_subdirs(s, p, 0, p->ndirs);
 
-	p->dirs = malloc((n ? n : 1) * sizeof *p->dirs);
-	if (!stack || !p->dirs) {
-		free(stack);
-		return wire_fail(&s->err, RERR_MALLOC, "out of memory planning the file lists");
-	}
-	ok = add_part(s, p, find_group(p, ""), -1);
-	if (ok)
-		push_subdirs(p, stack, &sp, 0, p->ndirs);
-	while (ok && sp > 0) {
-		int32_t d = stack[--sp];
+	while (ok && p->sp > 0) {
+		int32_t d = p->stack[--p->sp];
 		size_t from = p->ndirs;
-		if (!flist_path(p->dirs[d], path, sizeof path)) {
-			ok = wire_fail(&s->err, RERR_PROTOCOL, "file name too long");
-			break;
-		}
-		ok = add_part(s, p, find_group(p, path), d);
-		if (ok)
-			push_subdirs(p, stack, &sp, from, p->ndirs);
+		if (!flist_path(p->dirs[d], path, sizeof path))
+			return wire_fail(&s->err, RERR_PROTOCOL, "file name too long");
+		ok = add_part(s, p, find_group(p, path), d) && push_subdirs(s, p, from, p->ndirs);
 	}
-	free(stack);
 	return ok;
 }
 
@@ -318,10 +368,138 @@ static bool plan_hard_links(struct session *s, const struct send_list *sl, struc
 	return ok || wire_fail(&s->err, RERR_MALLOC, "out of memory planning the file lists");
 }
 
+static void store_free(struct lazy_store *st)
+{
+	if (st) {
+		free(st->v);
+		send_list_free(&st->list);
+		free(st);
+	}
+}
+
+/* The directory of a lazy part, open beneath the (only) root; -1 with
+ * errno when it cannot be opened. */
+static int open_part_dir(struct inc_plan *p, const struct send_list *sl, const char *path)
+{
+	if (sl->roots.count == 0) {
+		errno = EBADF;
+		return -1;
+	}
+	if (!p->cursor_set || p->cursor_root != 0) {
+		if (p->cursor_set)
+			dir_cursor_close(&p->cursor);
+		dir_cursor_init(&p->cursor, sl->roots.fds[0]);
+		p->cursor_root = 0;
+		p->cursor_set = true;
+	}
+	return dir_cursor_open(&p->cursor, path);
+}
+
+/* A directory of a lazy part, copied to the list's long-lived arena: the
+ * dir list, and the index before the directory's own part, still name it
+ * after the part that listed it is freed. *dirname: the listing part's
+ * path in that arena, made by the first call. */
+static struct file_entry *keep_dir(struct session *s, struct send_list *sl,
+				   const struct file_entry *f, const char *path,
+				   const char **dirname)
+{
+	struct file_entry *keep = flist_alloc(&sl->fl, sizeof *keep);
+
+	if (!keep)
+		return NULL;
+	if (!*dirname && !(*dirname = flist_strdup(&sl->fl, path, strlen(path))))
+		return NULL;
+	*keep = *f;
+	keep->dirname = *dirname;
+	keep->basename = flist_strdup(&sl->fl, f->basename, strlen(f->basename));
+	keep->link = NULL;
+	keep->sum = NULL;
+	return keep->basename ? keep : NULL;
+}
+
+/* The entries of a lazy part in the receiver's order; its directories go
+ * on the dir list, and those with a part of their own on the stack. */
+static bool order_store(struct session *s, struct send_list *sl, struct lazy_store *st,
+			const char *path)
+{
+	struct inc_plan *p = sl->inc;
+	size_t n = st->list.fl.count;
+	const char *dirname = NULL;
+
+	st->v = malloc((n ? n : 1) * sizeof *st->v);
+	if (!st->v)
+		return no_memory(s);
+	for (size_t i = 0; i < n; i++)
+		st->v[i] = &st->list.fl.files[i];
+	if (!flist_sort_entries(s, st->v, n))
+		return false;
+	size_t from = p->ndirs;
+	for (size_t k = 0; k < n; k++) {
+		if (!S_ISDIR(st->v[k]->mode))
+			continue;
+		struct file_entry *keep = keep_dir(s, sl, st->v[k], path, &dirname);
+		if (!keep || !add_dir(s, p, keep))
+			return no_memory(s);
+	}
+	return push_subdirs(s, p, from, p->ndirs);
+}
+
+/* Read the directory whose part is next (the top of the stack) into a
+ * part of its own. */
+static bool read_lazy_part(struct session *s, struct send_list *sl)
+{
+	struct inc_plan *p = sl->inc;
+	int32_t d = p->stack[--p->sp];
+	char path[MAXPATHLEN_WIRE];
+	struct lazy_store *st = calloc(1, sizeof *st);
+
+	if (!st)
+		return no_memory(s);
+	if (!flist_path(p->dirs[d], path, sizeof path)) {
+		free(st);
+		return wire_fail(&s->err, RERR_PROTOCOL, "file name too long");
+	}
+	if (!flist_read_dir(s, sl, path, open_part_dir(p, sl, path), &st->list) ||
+	    !order_store(s, sl, st, path)) {
+		store_free(st);
+		return false;
+	}
+	struct inc_part *part = new_part(s, p, st->list.fl.count, d);
+	if (!part) {
+		store_free(st);
+		return false;
+	}
+	part->store = st;
+	return true;
+}
+
+/* Send a lazy part: flist_send_part finds an entry's send_info by its
+ * place in sl->fl.files, so it is given a view of the list whose arrays
+ * are the part's own. */
+static bool send_store(struct session *s, struct send_list *sl, const struct inc_part *part,
+		       int io_err)
+{
+	struct send_list view = *sl;
+
+	view.fl.files = part->store->list.fl.files;
+	view.fl.count = part->store->list.fl.count;
+	view.info = part->store->list.info;
+	bool ok = flist_send_part(s, &view, part->store->v, part->count, io_err, NULL,
+				  part->ndx_start);
+	sl->enc = view.enc; /* the encoder made for the first part sent */
+	/* what follows needs only the entries (flist_send_root: one root) */
+	free(part->store->list.info);
+	part->store->list.info = NULL;
+	return ok;
+}
+
 void flist_inc_free(struct inc_plan *p)
 {
 	if (!p)
 		return;
+	for (size_t i = 0; i < p->nparts; i++)
+		store_free(p->parts[i].store);
+	free(p->stack);
 	free(p->lead_wire);
 	free(p->by_dir);
 	free(p->groups);
@@ -336,28 +514,34 @@ void flist_inc_free(struct inc_plan *p)
 static bool send_next_part(struct session *s, struct send_list *sl)
 {
 	struct inc_plan *p = sl->inc;
-	struct inc_part *part = &p->parts[p->sent];
 	int io_err = 0, io_before = s->io_error;
 
+	if (p->lazy && p->sent > 0 && !read_lazy_part(s, sl))
+		return false;
+	struct inc_part *part = &p->parts[p->sent];
 	if (p->sent > 0 && !wire_write_ndx(&s->out, NDX_FLIST_OFFSET - part->dir_ndx))
 		return false;
-	stat_part(s, sl, part);
-	number_part(p, p->sent);
-	fill_part_slots(p, part);
+	if (!part->store) {
+		stat_part(s, sl, part);
+		number_part(p, p->sent);
+	}
+	if (!p->lazy)
+		fill_part_slots(p, part);
 	/* The walk is over before the first part goes: its errors go with
 	 * that part; a deferred stat's with its own part, as rsync reports
 	 * each with the part it happened in (flist.c: send_extra_file_list). */
 	if ((p->sent == 0 || s->io_error != io_before) && !s->opts->ignore_errors)
 		io_err = s->io_error & IOERR_VALID_MASK;
 	bool in_marker = s->varint_flist_flags || s->safe_flist;
-	if (!flist_send_part(s, sl, p->by_dir + part->first, part->count, in_marker ? io_err : 0,
-			     p->lead_wire, part->ndx_start))
+	if (part->store ? !send_store(s, sl, part, in_marker ? io_err : 0)
+			: !flist_send_part(s, sl, p->by_dir + part->first, part->count,
+					   in_marker ? io_err : 0, p->lead_wire, part->ndx_start))
 		return false;
 	if (io_err && !in_marker &&
 	    !wire_send_msg(&s->out, MSG_IO_ERROR, (uint8_t[]){(uint8_t)io_err, 0, 0, 0}, 4))
 		return false;
 	p->sent++;
-	if (p->sent == p->nparts) {
+	if (p->lazy ? p->sp == 0 : p->sent == p->nparts) {
 		p->eof_sent = true;
 		return wire_write_ndx(&s->out, NDX_FLIST_EOF);
 	}
@@ -371,8 +555,17 @@ bool flist_inc_start(struct session *s, struct send_list *sl)
 	if (!p)
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory planning the file lists");
 	sl->inc = p;
-	if (!group_entries(s, sl, p) || !plan_parts(s, p) || !alloc_slots(s, p))
+	p->lazy = sl->lazy_walk != NULL;
+	if (!group_entries(s, sl, p))
 		return false;
+	if (p->lazy) {
+		/* only the top level is listed: its part now, the others as
+		 * they are due (read_lazy_part) */
+		if (!add_part(s, p, find_group(p, ""), -1) || !push_subdirs(s, p, 0, p->ndirs))
+			return false;
+	} else if (!plan_parts(s, p) || !alloc_slots(s, p)) {
+		return false;
+	}
 	if (s->opts->hard_links && s->protocol >= 30 && !plan_hard_links(s, sl, p))
 		return false;
 	if (!send_next_part(s, sl))
@@ -418,7 +611,8 @@ bool flist_inc_send_ahead(struct session *s, struct send_list *sl)
 	}
 	/* While the generator is quiet it may be waiting for the next list
 	 * (io.c: extra_flist_sending_enabled). */
-	while (!p->eof_sent && lookahead(p) < LOOKAHEAD_MAX && !input_waiting(s)) {
+	size_t most = p->lazy ? LOOKAHEAD_MAX_LAZY : LOOKAHEAD_MAX;
+	while (!p->eof_sent && lookahead(p) < most && !input_waiting(s)) {
 		if (!send_next_part(s, sl))
 			return false;
 		wrote = true;
@@ -436,6 +630,10 @@ bool flist_inc_list_done(struct send_list *sl)
 
 	if (!p || p->freed >= p->sent)
 		return false;
+	/* the generator asks for nothing more in it (rsync's sender frees
+	 * the list here: sender.c, send_files) */
+	store_free(p->parts[p->freed].store);
+	p->parts[p->freed].store = NULL;
 	p->freed++;
 	return p->freed < p->sent;
 }
@@ -475,11 +673,41 @@ size_t flist_send_slots(const struct send_list *sl)
 	return (size_t)last->ndx_start + last->count;
 }
 
+/* The entry of a sent index under the lazy walk: in the top level's
+ * part, a lazy part not yet freed, or the directory before a part. */
+static struct file_entry *lazy_entry(const struct inc_plan *p, int32_t ndx)
+{
+	size_t i = part_of(p, ndx);
+	const struct inc_part *part = &p->parts[i];
+	int32_t k = ndx - part->ndx_start;
+
+	if (k < 0 && part->dir_ndx >= 0)
+		return p->dirs[part->dir_ndx];
+	if (k < 0)
+		/* index 0: "." when it leads the first list (fill_part_slots) */
+		return part->count && is_top_dot(p->by_dir[part->first]) &&
+		       S_ISDIR(p->by_dir[part->first]->mode) ? p->by_dir[part->first] : NULL;
+	if (i == 0)
+		return p->by_dir[part->first + (size_t)k];
+	return part->store ? part->store->v[k] : NULL;
+}
+
 struct file_entry *flist_send_entry(const struct send_list *sl, int32_t ndx)
 {
 	if (ndx < 0 || (size_t)ndx >= flist_send_slots(sl))
 		return NULL;
+	if (sl->inc && sl->inc->lazy)
+		return lazy_entry(sl->inc, ndx);
 	return sl->inc ? sl->inc->slots[ndx] : sl->fl.sorted[ndx];
+}
+
+uint32_t flist_send_root(const struct send_list *sl, int32_t ndx)
+{
+	const struct file_entry *f = flist_send_entry(sl, ndx);
+
+	if (!f || (sl->inc && sl->inc->lazy))
+		return 0; /* the lazy walk has one source argument */
+	return sl->info[f - sl->fl.files].root;
 }
 
 int32_t flist_send_file_index(const struct send_list *sl, int32_t ndx)

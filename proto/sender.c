@@ -117,7 +117,7 @@ static bool read_request(struct snd *d, int32_t *ndx, int *iflags, uint8_t *type
 static bool send_xattr_values(struct snd *d, int32_t ndx)
 {
 	struct file_entry *f = flist_send_entry(d->sl, ndx);
-	uint32_t root = d->sl->info[f - d->sl->fl.files].root;
+	uint32_t root = flist_send_root(d->sl, ndx);
 	char path[MAXPATHLEN_WIRE * 2];
 
 	if (!flist_path(f, path, sizeof path))
@@ -253,10 +253,8 @@ static int open_source(struct snd *d, int32_t ndx, const struct file_entry *f)
 {
 	char path[MAXPATHLEN_WIRE * 2];
 	const char *leaf;
-	size_t arrival = (size_t)(f - d->sl->fl.files);
-	uint32_t root = d->sl->info[arrival].root;
+	uint32_t root = flist_send_root(d->sl, ndx);
 
-	(void)ndx;
 	if (!flist_path(f, path, sizeof path) || root >= d->sl->roots.count) {
 		errno = ENAMETOOLONG;
 		return -1;
@@ -442,7 +440,6 @@ static void remove_at(struct snd *d, const struct file_entry *f, int dirfd, cons
 static void remove_sent_file(void *ctx, int32_t ndx, int64_t dev, int64_t ino)
 {
 	struct snd *d = ctx;
-	const struct flist *fl = &d->sl->fl;
 	char path[MAXPATHLEN_WIRE * 2];
 	const char *leaf;
 
@@ -451,7 +448,7 @@ static void remove_sent_file(void *ctx, int32_t ndx, int64_t dev, int64_t ino)
 		wire_fail(&d->s->err, RERR_PROTOCOL, "Invalid file index %d in MSG_SUCCESS", ndx);
 		return;
 	}
-	uint32_t root = d->sl->info[f - fl->files].root;
+	uint32_t root = flist_send_root(d->sl, ndx);
 	if (S_ISDIR(f->mode) || root >= d->sl->roots.count || !flist_path(f, path, sizeof path))
 		return;
 	int plainfd = -1;
@@ -506,6 +503,26 @@ static void remove_at(struct snd *d, const struct file_entry *f, int dirfd, cons
 		session_info(d->s, "sender removed %s\n", path);
 }
 
+/* Mark ndx sent; false if it was already (a redo). The bits grow with
+ * the indexes: the lazy walk's lists are not all known at the start. */
+static bool first_send(uint8_t **bits, size_t *nbytes, int32_t ndx)
+{
+	size_t byte = (size_t)ndx / 8;
+
+	if (byte >= *nbytes) {
+		size_t n = byte * 2 + 64;
+		uint8_t *t = realloc(*bits, n);
+		if (!t)
+			return true; /* no memory: taken as a first send */
+		memset(t + *nbytes, 0, n - *nbytes);
+		*bits = t;
+		*nbytes = n;
+	}
+	bool was = (*bits)[byte] & (1u << (ndx % 8));
+	(*bits)[byte] |= (uint8_t)(1u << (ndx % 8));
+	return !was;
+}
+
 bool sender_run(struct session *s, struct send_list *sl)
 {
 	struct snd d = {.s = s, .sl = sl};
@@ -518,8 +535,8 @@ bool sender_run(struct session *s, struct send_list *sl)
 	d.dirs = calloc(sl->roots.count ? sl->roots.count : 1, sizeof *d.dirs);
 	/* with incremental recursion the indexes run past the entry count:
 	 * one gap before each list */
-	size_t nslots = sl->inc ? sl->fl.count * 2 + 2 : sl->fl.count;
-	uint8_t *sent = calloc(nslots / 8 + 1, 1);
+	size_t nsent = (sl->inc ? sl->fl.count * 2 + 2 : sl->fl.count) / 8 + 1;
+	uint8_t *sent = calloc(nsent, 1);
 	if (!d.dirs || !sent) {
 		free(d.dirs);
 		free(sent);
@@ -596,12 +613,9 @@ bool sender_run(struct session *s, struct send_list *sl)
 		/* a file asked for again is a redo: whole, not appended
 		 * (sender.c: FLAG_FILE_SENT); with incremental lists redos
 		 * come before the phase ends */
-		bool redo = sent[ndx / 8] & (1u << (ndx % 8));
-		if (!redo) {
-			sent[ndx / 8] |= (uint8_t)(1u << (ndx % 8));
-			if (iflags & ITEM_IS_NEW)
-				s->stats.created_files++;
-		}
+		bool redo = !first_send(&sent, &nsent, ndx);
+		if (!redo && (iflags & ITEM_IS_NEW))
+			s->stats.created_files++;
 		int append = d.append;
 		if (redo)
 			d.append = 0;

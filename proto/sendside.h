@@ -16,6 +16,7 @@ struct filter_list;
 struct names_source;
 struct flist_enc;
 struct inc_plan;
+struct part_names;
 
 /* Where the sent entries come from: one directory fd per source argument
  * (the directory the names are relative to). */
@@ -45,6 +46,12 @@ struct send_list {
 	struct flist_enc *enc; /* the list encoder's session state */
 	struct inc_plan *inc; /* incremental recursion: the parts and how far
 			       * they have been sent (flist_inc.c), or NULL */
+	struct part_names *part_names; /* a lazy part's names (flist_read_dir) */
+	bool part_names_on;
+	const struct walk_opts *lazy_walk; /* the lazy walk: fl holds the top
+			       * level only, each directory is read when its
+			       * part is due (flist_read_dir); NULL: the whole
+			       * tree is in fl */
 };
 
 struct walk_opts {
@@ -55,7 +62,10 @@ struct walk_opts {
 	struct names_source *names; /* --files-from: the names to send, relative
 				     * to the first argument; NULL otherwise */
 	bool defer_stat;      /* the list goes out in incremental parts: stat
-			       * regular files only as their part is sent */
+			       * regular files only as their part is sent, and
+			       * read directories only then where that is safe
+			       * (the lazy walk); these options (and the filters)
+			       * must then stay valid until send_list_free */
 };
 
 /* Build the list for the source arguments (paths as the user or client
@@ -70,6 +80,14 @@ void send_list_free(struct send_list *sl);
  * or no longer a regular file; the error is reported and recorded in
  * s->io_error, and the caller leaves the entry out of its part. */
 bool flist_stat_deferred(struct session *s, struct send_list *sl, size_t i, int dirfd);
+
+/* The lazy walk: list the directory dirpath (relative to the root, open
+ * on dirfd; -1: it could not be opened, errno says why) into *part, a
+ * send_list of its own, applying the filters as the whole-tree walk
+ * does, without descending. Errors on the directory or its entries are
+ * reported and recorded in s->io_error; false only for a fatal error. */
+bool flist_read_dir(struct session *s, const struct send_list *sl, const char *dirpath,
+		    int dirfd, struct send_list *part);
 
 /* The statistics' "File list generation time" since t0 (wire_now_ms);
  * never 0, so that it is always reported (flist.c: send_file_list). */
@@ -104,6 +122,9 @@ void flist_inc_note_request(struct send_list *sl, int32_t ndx);
 void flist_inc_free(struct inc_plan *inc);
 struct file_entry *flist_send_entry(const struct send_list *sl, int32_t ndx);
 size_t flist_send_slots(const struct send_list *sl);
+/* The root (index into sl->roots) of the entry sent as ndx, which
+ * flist_send_entry found. */
+uint32_t flist_send_root(const struct send_list *sl, int32_t ndx);
 /* For --progress: the entry's position among all entries (the wire index
  * less its gaps), and whether every list has been sent. */
 int32_t flist_send_file_index(const struct send_list *sl, int32_t ndx);
