@@ -8,6 +8,7 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -27,10 +28,39 @@ void flist_init(struct flist *fl)
 	memset(fl, 0, sizeof *fl);
 }
 
+/* Arena blocks are mapped, not malloc'ed: a released block goes back to
+ * the kernel at once, where malloc could keep it in the middle of its
+ * heap. The block's size is in its first word. */
+#define BLOCK_HEAD 16
+
+static char *block_new(size_t cap)
+{
+	size_t bytes = cap + BLOCK_HEAD;
+	char *b = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (b == MAP_FAILED)
+		return NULL;
+	memcpy(b, &bytes, sizeof bytes);
+	return b + BLOCK_HEAD;
+}
+
+static void block_free(char *block)
+{
+	size_t bytes;
+
+	memcpy(&bytes, block - BLOCK_HEAD, sizeof bytes);
+	munmap(block - BLOCK_HEAD, bytes);
+}
+
+void flist_arena_free_below(struct flist_arena *a, size_t upto)
+{
+	for (; a->freed < upto && a->freed < a->nblocks; a->freed++)
+		block_free(a->blocks[a->freed]);
+}
+
 static void arena_free(struct flist_arena *a)
 {
-	for (size_t i = a->freed; i < a->nblocks; i++)
-		free(a->blocks[i]);
+	flist_arena_free_below(a, a->nblocks);
 	free(a->blocks);
 }
 
@@ -56,7 +86,7 @@ void *flist_arena_alloc(struct flist_arena *a, size_t len)
 		if (!blocks)
 			return NULL;
 		a->blocks = blocks;
-		if (!(a->blocks[a->nblocks] = malloc(cap)))
+		if (!(a->blocks[a->nblocks] = block_new(cap)))
 			return NULL;
 		a->nblocks++;
 		a->used = 0;

@@ -214,6 +214,8 @@ struct file_entry *flist_part_dir(const struct flist *fl, size_t k);
 /* Allocate len bytes (8-aligned) in an arena; NULL: out of memory. */
 void *flist_arena_alloc(struct flist_arena *a, size_t len);
 char *flist_arena_strdup(struct flist_arena *a, const char *s, size_t len);
+/* Give back the blocks below `upto` (nothing may point into them). */
+void flist_arena_free_below(struct flist_arena *a, size_t upto);
 /* Allocate len bytes in the list's arena (freed with the list). */
 void *flist_alloc(struct flist *fl, size_t len);
 /* Allocate a copy of a string in the list's arena. */

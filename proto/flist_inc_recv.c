@@ -366,7 +366,7 @@ struct file_entry *flist_part_dir(const struct flist *fl, size_t k)
 
 /* Released memory goes back in steps this big: each madvise costs a TLB
  * flush on every CPU the threads run on, too dear per part. */
-#define GIVE_BACK_STEP ((size_t)256 << 10)
+#define GIVE_BACK_STEP ((size_t)128 << 10)
 
 /* Return area[given..bytes), in whole steps, to the kernel. */
 static void give_back(void *area, size_t bytes, size_t *given)
@@ -397,9 +397,7 @@ void flist_release_parts(struct session *s, struct flist *fl, size_t upto)
 	give_back(fl->sorted, slots_end * sizeof *fl->sorted, &fl->sorted_given);
 	if (block_end <= fl->names.freed)
 		return;
-	for (size_t b = fl->names.freed; b < block_end; b++)
-		free(fl->names.blocks[b]);
-	fl->names.freed = block_end;
+	flist_arena_free_below(&fl->names, block_end);
 	/* the decoder's last directory name may have been in them */
 	s->fl.lastdir = NULL;
 	s->fl.lastdir_len = 0;
