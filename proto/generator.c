@@ -36,7 +36,7 @@ struct gen {
 	uint8_t *buf;            /* basis read buffer */
 	const char *last_dir;    /* the dirname last checked against the list */
 	mode_t dflt_perms;
-	struct dir_cursor alt[ALT_DEST_MAX]; /* one per --*-dest dir */
+	struct dir_cursor *alt;  /* one per --*-dest dir (allocated: 4 KiB each) */
 	struct fuzzy_cache fuzzy;  /* -y: candidates of the dir below */
 	char fuzzy_dir[MAXPATHLEN_WIRE];
 	/* incremental recursion */
@@ -1653,10 +1653,11 @@ void *generator_main(void *arg)
 	dir_cursor_init(&g.dirs, rc->rootfd);
 	g.dirs.follow = g.o->keep_dirlinks;
 	g.dirs.beneath = rc->confined;
-	for (int i = 0; i < rc->nalt; i++)
+	g.alt = rc->nalt ? calloc((size_t)rc->nalt, sizeof *g.alt) : NULL;
+	for (int i = 0; g.alt && i < rc->nalt; i++)
 		dir_cursor_init(&g.alt[i], rc->alt_fd[i]);
 	g.buf = malloc(SUMS_READ_BUF);
-	if (!g.buf) {
+	if (!g.buf || (rc->nalt && !g.alt)) {
 		wire_fail(&rc->s->err, RERR_MALLOC, "out of memory");
 	} else if (g.o->fuzzy && rc->s->protocol < 29) {
 		/* the basis is named in the item flags (compat.c: setup_protocol) */
@@ -1679,7 +1680,8 @@ void *generator_main(void *arg)
 	free(g.buf);
 	fuzzy_reset(&g.fuzzy);
 	dir_cursor_close(&g.dirs);
-	for (int i = 0; i < rc->nalt; i++)
+	for (int i = 0; g.alt && i < rc->nalt; i++)
 		dir_cursor_close(&g.alt[i]);
+	free(g.alt);
 	return NULL;
 }
