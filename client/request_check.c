@@ -190,14 +190,6 @@ static bool add_implied(struct request_check *rq, const struct ferry_opts *o, co
 
 /* rsync's trust_sender_filter: a dir-merge rule means the sender's own
  * per-directory files filter the list, which we cannot judge. */
-static bool has_dir_merge(const struct filter_list *fl)
-{
-	for (size_t i = 0; i < fl->rules.n; i++)
-		if (fl->rules.v[i]->flags & FR_PERDIR_MERGE)
-			return true;
-	return false;
-}
-
 bool request_check_init(struct request_check *rq, const struct ferry_opts *o,
 			const struct remote_spec *srcs, int nsrc, const struct filter_list *filters,
 			char *err, size_t errsz)
@@ -208,7 +200,7 @@ bool request_check_init(struct request_check *rq, const struct ferry_opts *o,
 	if (o->trust_sender)
 		return true;
 	rq->filters = filters;
-	rq->check_filters = filters && filter_list_count(filters) > 0 && !has_dir_merge(filters) &&
+	rq->check_filters = filters && filter_list_count(filters) > 0 && !filter_list_has_dir_merge(filters) &&
 			    !o->cvs_exclude;
 	/* options.c: old-style args and --files-from names are the sender's
 	 * to expand (io.c adds a local list's names one by one; ferry trusts

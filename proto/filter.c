@@ -132,6 +132,11 @@ static void rules_truncate(struct filter_list *fl, struct filter_rules *rs, size
 		rule_free(fl, rs->v[--rs->n]);
 }
 
+bool filter_list_has_dir_merge(const struct filter_list *fl)
+{
+	return fl && fl->ndms > 0;
+}
+
 static void dm_unregister(struct filter_list *fl, struct filter_dm *dm)
 {
 	for (size_t i = 0; i < fl->ndms; i++) {

@@ -91,6 +91,9 @@ void filter_list_init(struct filter_list *fl);
 void filter_list_free(struct filter_list *fl);
 /* Number of rules at the top level (a dir-merge rule counts as one). */
 size_t filter_list_count(const struct filter_list *fl);
+/* Does the list read per-directory merge files (dir-merge, -F, -C)? What
+ * it excludes then depends on files met along the way. NULL: no. */
+bool filter_list_has_dir_merge(const struct filter_list *fl);
 
 /* Parse one rule as --filter does (exclude.c: parse_filter_str): short or
  * long rule names, modifiers, the comma form. A merge ('.') rule reads its

@@ -108,6 +108,21 @@ char *flist_arena_strdup(struct flist_arena *a, const char *s, size_t len)
 	return p;
 }
 
+struct file_entry *flist_keep_dir(struct flist_arena *a, const struct file_entry *f,
+				  const char *dirname)
+{
+	struct file_entry *c = flist_arena_alloc(a, sizeof *c);
+
+	if (!c)
+		return NULL;
+	*c = *f;
+	c->dirname = dirname;
+	c->basename = flist_arena_strdup(a, f->basename, strlen(f->basename));
+	c->link = NULL;
+	c->sum = NULL;
+	return c->basename ? c : NULL;
+}
+
 void *flist_alloc(struct flist *fl, size_t len)
 {
 	return flist_arena_alloc(&fl->names, len);

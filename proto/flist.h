@@ -214,6 +214,11 @@ struct file_entry *flist_part_dir(const struct flist *fl, size_t k);
 /* Allocate len bytes (8-aligned) in an arena; NULL: out of memory. */
 void *flist_arena_alloc(struct flist_arena *a, size_t len);
 char *flist_arena_strdup(struct flist_arena *a, const char *s, size_t len);
+/* A copy of directory entry f, its base name in arena a and its dirname
+ * the given string (already in a, or NULL), that outlives the part f came
+ * in; a kept directory needs neither link nor sum. NULL: out of memory. */
+struct file_entry *flist_keep_dir(struct flist_arena *a, const struct file_entry *f,
+				  const char *dirname);
 /* Give back the blocks below `upto` (nothing may point into them). */
 void flist_arena_free_below(struct flist_arena *a, size_t upto);
 /* Allocate len bytes in the list's arena (freed with the list). */

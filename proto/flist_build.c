@@ -589,11 +589,6 @@ static bool can_defer_stat(const struct walker *k)
 	       !following_links(o);
 }
 
-static bool has_dir_merge(const struct filter_list *fl)
-{
-	return fl && fl->ndms > 0;
-}
-
 /* Can each directory be read only when its part is sent (the lazy walk,
  * flist_read_dir), not all up front? The whole-tree walk stays wherever
  * listing a directory depends on more than its path, the filters and
@@ -625,7 +620,8 @@ static bool can_walk_lazily(const struct walker *k, int nargs)
 	return k->w->defer_stat && s->inc_recurse && o->recursive && nargs == 1 && !k->w->names &&
 	       !o->relative && !o->hard_links && !o->checksum && !following_links(o) &&
 	       !o->one_file_system && !s->fake_super && !s->ignore_nonreadable &&
-	       !has_dir_merge(k->w->filters) && !has_dir_merge(k->w->daemon_filters);
+	       !filter_list_has_dir_merge(k->w->filters) &&
+	       !filter_list_has_dir_merge(k->w->daemon_filters);
 }
 
 /* The top directory named by the argument: is it reached without a

@@ -403,18 +403,9 @@ static struct file_entry *keep_dir(struct session *s, struct send_list *sl,
 				   const struct file_entry *f, const char *path,
 				   const char **dirname)
 {
-	struct file_entry *keep = flist_alloc(&sl->fl, sizeof *keep);
-
-	if (!keep)
-		return NULL;
 	if (!*dirname && !(*dirname = flist_strdup(&sl->fl, path, strlen(path))))
 		return NULL;
-	*keep = *f;
-	keep->dirname = *dirname;
-	keep->basename = flist_strdup(&sl->fl, f->basename, strlen(f->basename));
-	keep->link = NULL;
-	keep->sum = NULL;
-	return keep->basename ? keep : NULL;
+	return flist_keep_dir(&sl->fl.names, f, *dirname);
 }
 
 /* The entries of a lazy part in the receiver's order; its directories go

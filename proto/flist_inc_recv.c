@@ -152,22 +152,13 @@ static bool is_top_dot(const struct file_entry *f)
 static struct file_entry *keep_dir(struct flist *fl, const struct file_entry *f,
 				   const char **from, const char **shared)
 {
-	struct file_entry *c = flist_arena_alloc(&fl->kept, sizeof *c);
-
-	if (!c)
-		return NULL;
-	*c = *f;
 	if (f->dirname && f->dirname != *from) {
 		*shared = flist_arena_strdup(&fl->kept, f->dirname, strlen(f->dirname));
 		*from = f->dirname;
 		if (!*shared)
 			return NULL;
 	}
-	c->dirname = f->dirname ? *shared : NULL;
-	c->basename = flist_arena_strdup(&fl->kept, f->basename, strlen(f->basename));
-	c->link = NULL;
-	c->sum = NULL;
-	return c->basename ? c : NULL;
+	return flist_keep_dir(&fl->kept, f, f->dirname ? *shared : NULL);
 }
 
 static bool keep_part_dirs(struct session *s, struct flist *fl, struct file_entry **v, size_t n)
