@@ -92,6 +92,9 @@ install: all
 	install -m 755 ferry $(DESTDIR)$(PREFIX)/bin/ferry
 	install -m 644 man/ferry.1 $(DESTDIR)$(PREFIX)/share/man/man1/ferry.1
 	install -m 644 man/ferryd.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/ferryd.conf.5
+	install -d $(DESTDIR)$(PREFIX)/lib/ferry
+	install -m 644 contrib/ferry_pg_mirror.py $(DESTDIR)$(PREFIX)/lib/ferry/ferry_pg_mirror.py
+	-python3 -m compileall -q $(DESTDIR)$(PREFIX)/lib/ferry
 	install -m 755 contrib/ferry-pg-mirror $(DESTDIR)$(PREFIX)/bin/ferry-pg-mirror
 	install -m 644 man/ferry-pg-mirror.1 $(DESTDIR)$(PREFIX)/share/man/man1/ferry-pg-mirror.1
 

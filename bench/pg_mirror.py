@@ -24,6 +24,7 @@ extra variant starts from a copy of the first ferry mirror.
 
 import argparse
 import os
+import py_compile
 import re
 import shutil
 import socket
@@ -246,6 +247,10 @@ class Bench:
         self.pg_owned(self.root)
         self.pg_owned(self.sock)
         self.make_pristine()
+        # As `make install` does: the tool's module compiled once, so no
+        # run pays for compiling it (PYTHONDONTWRITEBYTECODE would keep
+        # Python from saving it itself).
+        py_compile.compile(os.path.join(REPO, "contrib", "ferry_pg_mirror.py"), doraise=True)
         self.start_primary()
         self.start_daemons()
         try:
