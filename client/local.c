@@ -19,6 +19,7 @@
 
 #include "client/options.h"
 #include "client/pull.h"
+#include "proto/logfmt.h"
 #include "client/push.h"
 #include "proto/filesfrom.h"
 #include "proto/filter.h"
@@ -145,7 +146,7 @@ int client_local_list(const struct ferry_opts *o, char **srcs, int nsrc)
 	}
 	bool ok = flist_build(&s, &w, srcs, nsrc, &sl) && flist_sort_and_clean(&s, &sl.fl);
 	for (size_t i = sl.fl.low; ok && i <= sl.fl.high && i < sl.fl.count; i++)
-		if (listed_entry(o, sl.fl.sorted[i]))
+		if (list_wanted(o, sl.fl.sorted[i]))
 			list_entry(o, sl.fl.sorted[i]);
 	fflush(stdout);
 	int code = ok ? session_exit_code(&s) : session_exit_code(&s);

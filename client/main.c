@@ -97,10 +97,11 @@ static int run_client(const struct ferry_opts *o)
 					return RERR_SYNTAX;
 				}
 			}
-			if (dst.kind == REMOTE_DAEMON && !dst.module[0]) {
-				fprintf(stderr, "ferry: a module name is needed to push to a daemon\n");
-				return RERR_SYNTAX;
-			}
+			/* rsync answers a push to no module with the module
+			 * list, as it does a pull (clientserver.c:
+			 * start_inband_exchange) */
+			if (dst.kind == REMOTE_DAEMON && !dst.module[0])
+				return client_pull(o, &dst, 1, NULL);
 			int bad = check_files_from_host(o, &dst);
 			if (bad)
 				return bad;

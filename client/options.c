@@ -639,7 +639,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_COPY_AS: return set_str(ps, &o->copy_as, arg);
 	case OPT_D: o->devices = o->specials = v; break;
 	case OPT_TIMES: o->times = v; break;
-	case OPT_OMIT_DIR_TIMES: o->omit_dir_times = v; break;
+	case OPT_OMIT_DIR_TIMES: o->omit_dir_times = o->omit_dir_times_opt = v; break;
 	case OPT_OMIT_LINK_TIMES: o->omit_link_times = v; break;
 	case OPT_DRY_RUN: o->dry_run = true; break;
 	case OPT_WHOLE_FILE: o->whole_file = v; break;
@@ -1314,6 +1314,13 @@ static int finish(struct pstate *ps)
 	/* --inplace keeps partial data by nature; rsync clears keep_partial. */
 	if (o->inplace)
 		o->partial = false;
+	/* Backups beside their files change their directory's time after it
+	 * was set: rsync then leaves directory times alone (options.c:
+	 * omit_dir_times = -1, "implied, so avoid -O to sender"). */
+	if (o->backup && !o->backup_dir) {
+		o->omit_dir_times = true;
+		o->omit_dir_times_opt = false;
+	}
 	/* Backups beside their files must survive --delete (options.c). */
 	if (o->backup && !o->backup_dir && o->delete_mode != DELETE_NONE && !o->delete_excluded &&
 	    !o->server) {

@@ -261,7 +261,7 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 			flags[x++] = 'K';
 		if (o->prune_empty_dirs)
 			flags[x++] = 'm';
-		if (o->omit_dir_times)
+		if (o->omit_dir_times_opt)
 			flags[x++] = 'O';
 		if (o->omit_link_times)
 			flags[x++] = 'J';

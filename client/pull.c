@@ -62,40 +62,10 @@ static void free_paths(char **v, int n)
 /* rsync generator.c: list_file_entry(), for --list-only. */
 void list_entry(const struct ferry_opts *o, const struct file_entry *f)
 {
-	char perms[11], size[32], when[32], name[MAXPATHLEN_WIRE * 2];
-	static const char kinds[] = "?pc?d?b?-?l?s???";
-	struct tm tm;
-	time_t t = (time_t)f->mtime;
-
-	perms[0] = kinds[(f->mode >> 12) & 15];
-	for (int i = 0; i < 9; i++)
-		perms[1 + i] = (f->mode & (1u << (8 - i))) ? "rwxrwxrwx"[i] : '-';
-	if (f->mode & S_ISUID)
-		perms[3] = perms[3] == 'x' ? 's' : 'S';
-	if (f->mode & S_ISGID)
-		perms[6] = perms[6] == 'x' ? 's' : 'S';
-	if (f->mode & S_ISVTX)
-		perms[9] = perms[9] == 'x' ? 't' : 'T';
-	perms[10] = '\0';
-	localtime_r(&t, &tm);
-	strftime(when, sizeof when, "%Y/%m/%d %H:%M:%S", &tm);
-	flist_path(f, name, sizeof name);
 	char line[MAXPATHLEN_WIRE * 3];
-	snprintf(line, sizeof line, "%s %*s %s %s%s%s", perms, o->human ? 14 : 11,
-		 fmt_num(f->size, o->human, size, sizeof size), when, name,
-		 S_ISLNK(f->mode) && o->links ? " -> " : "",
-		 S_ISLNK(f->mode) && o->links ? f->link : "");
-	out_filtered(stdout, line, o->eight_bit_output, '\n');
-}
 
-/* Is the entry listed by --list-only? Not an implied dir the user asked
- * to leave out (generator.c: recv_generator under list_only). */
-bool listed_entry(const struct ferry_opts *o, const struct file_entry *f)
-{
-	if (!(f->flags & FE_ACTIVE))
-		return false;
-	return !(S_ISDIR(f->mode) && (f->flags & FE_IMPLIED_DIR) && o->relative &&
-		 o->no_implied_dirs);
+	list_format(o, f, line, sizeof line);
+	out_filtered(stdout, line, o->eight_bit_output, '\n');
 }
 
 /* Where the entries go (main.c: get_local_name): a directory (rootfd), or
@@ -256,7 +226,7 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	rc.rootfd = -1;
 	if (o->list_only || !dest) {
 		for (size_t i = fl.low; i <= fl.high && i < fl.count; i++)
-			if (listed_entry(o, fl.sorted[i]))
+			if (list_wanted(o, fl.sorted[i]))
 				list_entry(o, fl.sorted[i]);
 		fflush(stdout);
 		rc.list_only = true;

@@ -26,8 +26,5 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 struct file_entry;
 /* One --list-only line (generator.c: list_file_entry). */
 void list_entry(const struct ferry_opts *o, const struct file_entry *f);
-/* Is the entry shown by --list-only (active, and not an implied dir left
- * out by --no-implied-dirs)? */
-bool listed_entry(const struct ferry_opts *o, const struct file_entry *f);
 
 #endif

@@ -466,7 +466,7 @@ bool flist_send_part(struct session *s, struct send_list *sl, struct file_entry 
 		     size_t n, int io_err, const int32_t *lead_wire, int32_t ndx_start)
 {
 	struct flist_enc *e = encoder_of(s, sl);
-	uint64_t start = s->out.total_written + s->out.len;
+	uint64_t start = s->out.total_written;
 	bool ok = e != NULL;
 
 	/* as rsync's sender, the counts grow list by list (--progress) */
@@ -478,14 +478,18 @@ bool flist_send_part(struct session *s, struct send_list *sl, struct file_entry 
 		flist_count_entry(&s->stats, v[k]);
 	}
 	ok = ok && write_end_of_list(s, io_err);
-	s->stats.flist_size += (int64_t)(s->out.total_written + s->out.len - start);
+	s->stats.flist_size += (int64_t)(s->out.total_written - start);
 	return ok;
 }
 
 bool flist_send(struct session *s, struct send_list *sl)
 {
 	const struct ferry_opts *o = s->opts;
-	uint64_t start = s->out.total_written + s->out.len;
+	/* rsync's sender counts the bytes that reached the socket while the
+	 * list went out (flist.c: stats.total_written grows as its buffer is
+	 * flushed): what still sits in the buffer at the end is not counted,
+	 * so a small list shows "File list size: 0". */
+	uint64_t start = s->out.total_written;
 	bool ok = meta_check_protocol(s);
 
 	if (ok && s->inc_recurse)
@@ -513,6 +517,6 @@ bool flist_send(struct session *s, struct send_list *sl)
 	else if (ok && io_err && !s->varint_flist_flags && !s->safe_flist)
 		ok = wire_send_msg(&s->out, MSG_IO_ERROR, (uint8_t[]){(uint8_t)io_err, 0, 0, 0}, 4);
 	free(leaders);
-	s->stats.flist_size = (int64_t)(s->out.total_written + s->out.len - start);
+	s->stats.flist_size = (int64_t)(s->out.total_written - start);
 	return ok && wire_flush(&s->out);
 }

@@ -230,7 +230,10 @@ static int meta_item_bits_at_dest(struct gen *g, const struct file_entry *f, int
 }
 
 /* A report-only record: sent to the sender for protocol >= 29 (which
- * echoes it to our receiver, who prints it in order), printed here before. */
+ * echoes it to our receiver, who prints it in order), printed here before.
+ * From 29 on it goes whether or not anyone shows it: the sender counts
+ * the created directories, links and specials of --stats from these
+ * records (generator.c: itemizing is set for every run then). */
 static bool report_item(struct gen *g, int32_t ndx, int iflags, const char *xname)
 {
 	struct session *s = g->s;
@@ -243,10 +246,11 @@ static bool report_item(struct gen *g, int32_t ndx, int iflags, const char *xnam
 	bool xattr_req = xattr_request_follows(s, iflags);
 
 	bool shown = o->itemize || o->verbose || o->out_format || o->progress || s->log_fp;
-	if (!xattr_req && (!want || !shown))
+	if (!xattr_req && !want)
 		return true;
 	if (s->protocol < 29) {
-		recv_log_item(g->rc, g->rc->fl->sorted[ndx], iflags, xname);
+		if (shown)
+			recv_log_item(g->rc, g->rc->fl->sorted[ndx], iflags, xname);
 		return true;
 	}
 	if (xname)
@@ -475,11 +479,14 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 						     : readlinkat(dirfd, leaf, cur, sizeof cur - 1);
 			if (n >= 0) {
 				cur[n] = '\0';
+				/* munged, the right link is the munged one: rsync
+				 * compares with the target it munged on receipt */
 				const char *have = cur;
 				size_t plen = strlen(SYMLINK_MUNGE_PREFIX);
-				if (g->s->munge_symlinks && strncmp(cur, SYMLINK_MUNGE_PREFIX, plen) == 0)
-					have = cur + plen;
-				if (strcmp(have, f->link) == 0) {
+				if (g->s->munge_symlinks)
+					have = strncmp(cur, SYMLINK_MUNGE_PREFIX, plen) == 0 ? cur + plen
+											: NULL;
+				if (have && strcmp(have, f->link) == 0) {
 					/* the link points to the right place */
 					report_item(g, ndx, attr_change_bits(g, f, &st), NULL);
 					if (!g->o->dry_run)
@@ -1623,6 +1630,13 @@ static bool generate_files(struct gen *g)
 		return false;
 	if (late_delete && !rc->list_only)
 		delete_pass(rc, &g->dirs);
+	/* before the last deletion stats, so that a sending client still
+	 * reads it (generator.c: generate_files) */
+	if (rc->skipped_deletes && g->o->max_delete >= 0) {
+		session_warn(s, "Deletions stopped due to --max-delete limit (%ld skipped)\n",
+			     rc->skipped_deletes);
+		s->io_error |= IOERR_DEL_LIMIT;
+	}
 	if (s->protocol >= 31 && late_delete && (!delete_stats(g) || !send_done(g)))
 		return false;
 	if (!wire_flush(&s->out))

@@ -83,6 +83,41 @@ static const char *big_num(int64_t n, int human, const char *tail, char *buf,
 	return buf;
 }
 
+void list_format(const struct ferry_opts *o, const struct file_entry *f, char *out,
+		 size_t outsz)
+{
+	char perms[11], size[32], when[32], name[MAXPATHLEN_WIRE * 2];
+	static const char kinds[] = "?pc?d?b?-?l?s???";
+	struct tm tm;
+	time_t t = (time_t)f->mtime;
+
+	perms[0] = kinds[(f->mode >> 12) & 15];
+	for (int i = 0; i < 9; i++)
+		perms[1 + i] = (f->mode & (1u << (8 - i))) ? "rwxrwxrwx"[i] : '-';
+	if (f->mode & S_ISUID)
+		perms[3] = perms[3] == 'x' ? 's' : 'S';
+	if (f->mode & S_ISGID)
+		perms[6] = perms[6] == 'x' ? 's' : 'S';
+	if (f->mode & S_ISVTX)
+		perms[9] = perms[9] == 'x' ? 't' : 'T';
+	perms[10] = '\0';
+	localtime_r(&t, &tm);
+	strftime(when, sizeof when, "%Y/%m/%d %H:%M:%S", &tm);
+	flist_path(f, name, sizeof name);
+	snprintf(out, outsz, "%s %*s %s %s%s%s", perms, o->human ? 14 : 11,
+		 fmt_num(f->size, o->human, size, sizeof size), when, name,
+		 S_ISLNK(f->mode) && o->links ? " -> " : "",
+		 S_ISLNK(f->mode) && o->links ? f->link : "");
+}
+
+bool list_wanted(const struct ferry_opts *o, const struct file_entry *f)
+{
+	if (!(f->flags & FE_ACTIVE))
+		return false;
+	return !(S_ISDIR(f->mode) && (f->flags & FE_IMPLIED_DIR) && o->relative &&
+		 o->no_implied_dirs);
+}
+
 const char *fmt_num(int64_t n, int human, char *buf, size_t bufsz)
 {
 	return big_num(n, human, NULL, buf, bufsz);

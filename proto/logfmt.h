@@ -52,6 +52,14 @@ void itemize_string(const struct log_item *it, char out[12]);
  * verbatim, as rsync does outside a daemon; %m with no module is "". */
 void log_format(const char *fmt, const struct log_item *it, char *out, size_t outsz);
 
+/* One --list-only line as rsync's list_file_entry() (generator.c) makes
+ * it, without the newline: mode, size, time, name (and " -> target"). */
+void list_format(const struct ferry_opts *o, const struct file_entry *f, char *out,
+		 size_t outsz);
+/* Is the entry shown by --list-only (active, and not an implied dir left
+ * out by --no-implied-dirs)? */
+bool list_wanted(const struct ferry_opts *o, const struct file_entry *f);
+
 /* Numbers as rsync prints them: big_num() with thousands separators when
  * human == 1... and human_num() (K/M/G with decimals) when human >= 2.
  * `human` is rsync's human_readable: 0 = --no-h (plain digits), 1 = the

@@ -73,7 +73,8 @@ struct ferry_opts {
 	int xattrs;        /* -X count: 2 also copies user.rsync.%* */
 	bool executability; /* -E */
 	bool times;        /* -t */
-	bool omit_dir_times;  /* -O */
+	bool omit_dir_times;  /* -O, or implied by --backup without --backup-dir */
+	bool omit_dir_times_opt; /* -O as given: what a receiving server is told */
 	bool omit_link_times; /* -J */
 	bool group;        /* -g */
 	bool owner;        /* -o */

@@ -54,15 +54,6 @@ void recv_report_success(struct recv_ctx *rc, int32_t ndx, const char *path, boo
 	wire_send_msg(&rc->s->out, MSG_SUCCESS, msg, 20);
 }
 
-static void end_of_run_notes(struct recv_ctx *rc)
-{
-	if (rc->skipped_deletes) {
-		session_err(rc->s, "Deletions stopped due to --max-delete limit (%ld skipped)",
-			    rc->skipped_deletes);
-		rc->s->io_error |= IOERR_DEL_LIMIT;
-	}
-}
-
 /* MSG_NO_SEND (receiver thread): the file will not come; the generator
  * may end its part (generator.c: got_flist_entry_status FES_NO_SEND). */
 static void recv_no_send(void *ctx, int32_t ndx)
@@ -123,7 +114,6 @@ int recv_run(struct recv_ctx *rc)
 	}
 	pthread_join(gen, NULL);
 	s->on_no_send = NULL;
-	end_of_run_notes(rc);
 	recv_close_side_dirs(rc);
 	delete_index_free(rc);
 	for (size_t i = 0; i < rc->nfailed_dirs; i++)

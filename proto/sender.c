@@ -76,8 +76,18 @@ static bool read_request(struct snd *d, int32_t *ndx, int *iflags, uint8_t *type
 			return wire_fail(&s->err, RERR_PROTOCOL, "Invalid file index: %d", *ndx);
 		int32_t st[5];
 		for (int i = 0; i < 5; i++)
-			if (!wire_read_varint(&s->in, &st[i]))
-				return false;
+			if (!wire_read_varint(&s->in, &st[i]) || st[i] < 0)
+				return st[i] < 0 ? wire_fail(&s->err, RERR_PROTOCOL,
+							     "negative deletion count") : false;
+		/* the receiver's deletions, for our --stats (rsync.c:
+		 * read_del_stats): regular files first, then the others */
+		int64_t all = (int64_t)st[0] + st[1] + st[2] + st[3] + st[4];
+		s->stats.deleted_reg = st[0];
+		s->stats.deleted_dirs = st[1];
+		s->stats.deleted_symlinks = st[2];
+		s->stats.deleted_devices = st[3];
+		s->stats.deleted_specials = st[4];
+		s->stats.deleted_files = all > INT32_MAX ? INT32_MAX : (int)all;
 		if (s->am_server) {
 			/* pass the receiver's deletion counts on to the client */
 			if (!wire_write_ndx(&s->out, NDX_DEL_STATS))

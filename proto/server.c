@@ -398,13 +398,26 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 		flist_free(&fl);
 		return error_exit(s, RERR_FILESELECT);
 	}
-	if (fl.count > 0) {
+	if (s->opts->list_only) {
+		/* a push with --list-only: rsync's receiver lists what it got
+		 * to the client and writes nothing (generator.c: recv_generator
+		 * under list_only) */
+		for (size_t i = fl.low; i <= fl.high && i < fl.count; i++) {
+			char line[MAXPATHLEN_WIRE * 3];
+			if (!list_wanted(s->opts, fl.sorted[i]))
+				continue;
+			list_format(s->opts, fl.sorted[i], line, sizeof line);
+			session_info(s, "%s\n", line);
+		}
+		rc.list_only = true;
+	} else if (fl.count > 0) {
 		rc.rootfd = open_push_dest(s, ctx, &rc, solo, sizeof solo);
 		destination_dir(ctx, rc.solo_name != NULL, dest_rel, sizeof dest_rel);
 		if (rc.rootfd < 0) {
+			/* the sender hears why, rather than a reset connection
+			 * (main.c: get_local_name ends in exit_cleanup) */
 			flist_free(&fl);
-			wire_flush(&s->out);
-			return -rc.rootfd;
+			return error_exit(s, -rc.rootfd);
 		}
 	} else {
 		rc.list_only = true;

@@ -238,6 +238,28 @@ void session_xfer_err(struct session *s, const char *fmt, ...)
 	fprintf(stderr, "ferry: %s\n", msg);
 }
 
+void session_warn(struct session *s, const char *fmt, ...)
+{
+	char msg[1100];
+	va_list ap;
+
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof msg)
+		n = (int)sizeof msg - 1;
+	if (s->am_server && !server_msgs_to_stderr(s)) {
+		if (s->out.mux)
+			wire_send_msg(&s->out, MSG_WARNING, msg, (size_t)n);
+		return;
+	}
+	fflush(stdout);
+	fwrite(msg, 1, (size_t)n, stderr);
+	logfile_write(s, "%.*s", (int)(n && msg[n - 1] == '\n' ? n - 1 : n), msg);
+}
+
 void session_info(struct session *s, const char *fmt, ...)
 {
 	char msg[1100];

@@ -551,6 +551,35 @@ t_check conf_no_path bad_conf bad_nopath 2 'path' "# a module without a path
 [m]
     comment = nothing here"
 
+# ----------------------------------------- a destination that cannot be made
+
+# rsync makes only the last component of a destination path: a push whose
+# parent is missing fails in the receiver with "error in file IO" (11),
+# which the sender must hear (MSG_ERROR_EXIT) rather than a reset
+# connection (10). The same from each client and daemon, and locally.
+push_unmakeable() {
+    local client=$1 url=$2 tag=$3 rc
+    "$client" -a "$SRC/" "$url/up/missing_$tag/deeper/" >"$T/unmk_$tag.out" 2>&1
+    rc=$?
+    echo "exit $rc:"
+    cat "$T/unmk_$tag.out"
+    [ "$rc" = 11 ] && grep -q 'mkdir ".*missing_'"$tag"'/deeper" .*failed: No such file' "$T/unmk_$tag.out" &&
+        ! grep -q 'Connection reset\|unexpectedly closed' "$T/unmk_$tag.out"
+}
+t_check unmakeable_dest_rsync_to_ferryd push_unmakeable "$RSYNC" "$FURL" rf
+t_check unmakeable_dest_ferry_to_ferryd push_unmakeable "$FERRY" "$FURL" ff
+t_check unmakeable_dest_ferry_to_rsyncd push_unmakeable "$FERRY" "$RURL" fr
+t_check unmakeable_dest_rsync_to_rsyncd push_unmakeable "$RSYNC" "$RURL" rr
+local_unmakeable() {
+    local rc
+    "$FERRY" -a "$SRC/" "$T/missing_local/deeper/" >"$T/unmk_local.out" 2>&1
+    rc=$?
+    echo "exit $rc:"
+    cat "$T/unmk_local.out"
+    [ "$rc" = 11 ] && ! grep -q 'Connection reset\|unexpectedly closed' "$T/unmk_local.out"
+}
+t_check unmakeable_dest_local local_unmakeable
+
 # ----------------------------------------------------------- sanitizers
 
 # The per-connection children print sanitizer reports to the daemon's

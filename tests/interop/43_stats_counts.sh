@@ -1,0 +1,233 @@
+#!/bin/bash
+# What a sending client reports, against real rsync. --stats: the created
+# directories, links and specials it counts from the generator's records
+# (sent from protocol 29 on even when nobody itemizes), the deletions the
+# receiver reports at the end (NDX_DEL_STATS), the --max-delete warning,
+# and the "File list
+# size" of a sender, which counts only what reached the socket while the
+# list went out (0 for a small list). Each pair of runs starts from the same
+# destination state; ferry and rsync are each the client, against each
+# daemon, and in local mode. Also: a push that names no module lists them,
+# a munging daemon's itemized line for a link it must remake, a push with
+# --list-only, which a daemon answers with a listing, and the directory
+# times --backup leaves alone.
+# Check functions are called through t_check, which shellcheck cannot see.
+# shellcheck disable=SC2317
+
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+t_require "$RSYNC" "$PYTHON" "$FERRY"
+t_setup
+
+SRC=$T/src
+UP=$T/up
+
+make_src() {
+    mkdir -p "$SRC/d1/d2" "$UP" && echo a >"$SRC/f1" && echo bb >"$SRC/d1/f2" &&
+        echo ccc >"$SRC/d1/d2/f3" && ln -s f1 "$SRC/l1" && mkfifo "$SRC/fifo"
+}
+t_check make_src make_src || t_done
+
+MODULES="
+[up]
+    path = $UP
+    read only = no
+[munged]
+    path = $UP/ml
+    read only = no
+    munge symlinks = yes
+"
+if ! t_ferryd_start fd43 "$MODULES" || ! t_rsyncd_start rd43 "$MODULES"; then
+    t_fail daemons_start "a daemon did not start"
+    t_done
+fi
+FURL=rsync://127.0.0.1:$FERRYD_PORT
+RURL=rsync://127.0.0.1:$RSYNCD_PORT
+
+# The --stats lines that count entries, and a sender's list size.
+count_lines() {
+    grep -E '^(Number of (files|created files|deleted files|regular files transferred)|File list size):' "$1"
+}
+
+# push_pair TAG URL [PREPARE [OPTION...]] -- ferry, then rsync, push with
+# -a --stats OPTION... into URL/up/TAG (made from the source, then changed
+# by PREPARE, when PREPARE is given); their counts must agree.
+push_pair() {
+    local tag=$1 url=$2 prep=${3:-} rc c
+    shift 3 2>/dev/null || shift $#
+    for c in ferry rsync; do
+        local bin=$FERRY
+        [ "$c" = rsync ] && bin=$RSYNC
+        rm -rf "$UP/$tag"
+        if [ -n "$prep" ]; then
+            "$RSYNC" -a "$SRC/" "$UP/$tag/" && eval "$prep" || return 1
+        fi
+        "$bin" -a --stats "$@" "$SRC/" "$url/up/$tag/" >"$T/$tag.$c.out" 2>&1
+        rc=$?
+        [ "$rc" = 0 ] || { echo "$c exit $rc"; cat "$T/$tag.$c.out"; return 1; }
+        count_lines "$T/$tag.$c.out" >"$T/$tag.$c.counts"
+    done
+    diff "$T/$tag.rsync.counts" "$T/$tag.ferry.counts" && cat "$T/$tag.ferry.counts"
+}
+t_check push_new_ferry_to_ferryd push_pair nff "$FURL"
+t_check push_new_ferry_to_rsyncd push_pair nfr "$RURL"
+t_check push_part_ferry_to_ferryd push_pair pff "$FURL" 'rm -rf "$UP/$tag/d1" "$UP/$tag/l1"'
+# The deletions the receiver counts come back in NDX_DEL_STATS.
+EXTRA='mkdir -p "$UP/$tag/xd/xe" && echo x >"$UP/$tag/xf" && ln -s nowhere "$UP/$tag/d1/xl"'
+t_check push_delete_ferry_to_ferryd push_pair dff "$FURL" "$EXTRA" --delete
+t_check push_delete_ferry_to_rsyncd push_pair dfr "$RURL" "$EXTRA" --delete
+
+# rsync as the client both times: rsync's numbers against a ferry daemon
+# are those it gets against an rsync daemon.
+rsync_client_pair() {
+    local tag=$1 prep=${2:-} where
+    for where in ferryd rsyncd; do
+        local url=$FURL
+        [ "$where" = rsyncd ] && url=$RURL
+        rm -rf "$UP/$tag"
+        if [ -n "$prep" ]; then
+            "$RSYNC" -a "$SRC/" "$UP/$tag/" && eval "$prep" || return 1
+        fi
+        "$RSYNC" -a --stats "$SRC/" "$url/up/$tag/" >"$T/$tag.$where.out" 2>&1 || return 1
+        count_lines "$T/$tag.$where.out" >"$T/$tag.$where.counts"
+    done
+    diff "$T/$tag.rsyncd.counts" "$T/$tag.ferryd.counts" && cat "$T/$tag.ferryd.counts"
+}
+t_check push_new_rsync_to_ferryd rsync_client_pair rn
+t_check push_part_rsync_to_ferryd rsync_client_pair rp 'rm -rf "$UP/$tag/d1/d2" "$UP/$tag/fifo"'
+
+local_pair() {
+    local tag=$1 prep=${2:-} c
+    shift 2 2>/dev/null || shift $#
+    for c in ferry rsync; do
+        local bin=$FERRY
+        [ "$c" = rsync ] && bin=$RSYNC
+        rm -rf "$T/$tag"
+        if [ -n "$prep" ]; then
+            "$RSYNC" -a "$SRC/" "$T/$tag/" && eval "$prep" || return 1
+        fi
+        "$bin" -a --stats "$@" "$SRC/" "$T/$tag/" >"$T/$tag.$c.out" 2>&1 || return 1
+        count_lines "$T/$tag.$c.out" >"$T/$tag.$c.counts"
+    done
+    diff "$T/$tag.rsync.counts" "$T/$tag.ferry.counts" && cat "$T/$tag.ferry.counts"
+}
+t_check local_new local_pair ln
+t_check local_part local_pair lp 'rm -rf "$T/$tag/d1" "$T/$tag/fifo"'
+t_check local_delete local_pair ld 'mkdir -p "$T/$tag/xd/xe" && echo x >"$T/$tag/xf"' --delete
+
+# A pull counts on the receiving side: the same either way.
+pull_pair() {
+    local tag=$1 c
+    for c in ferry rsync; do
+        local bin=$FERRY
+        [ "$c" = rsync ] && bin=$RSYNC
+        rm -rf "$T/$tag"
+        "$bin" -a --stats "$RURL/up/nfr/" "$T/$tag/" >"$T/$tag.$c.out" 2>&1 || return 1
+        count_lines "$T/$tag.$c.out" | grep -v '^File list size' >"$T/$tag.$c.counts"
+    done
+    diff "$T/$tag.rsync.counts" "$T/$tag.ferry.counts" && cat "$T/$tag.ferry.counts"
+}
+t_check pull_new pull_pair pn
+
+# --max-delete reached: the receiver's generator warns before its last
+# deletion stats, so a sending client prints it too (no "ferry:" prefix,
+# as rsync's FWARNING); a push exits 0 as rsync's does, a local copy 25.
+max_delete_pair() {
+    local tag=$1 dest=$2 want=$3 c rc out
+    for c in ferry rsync; do
+        local bin=$FERRY
+        [ "$c" = rsync ] && bin=$RSYNC
+        rm -rf "$UP/$tag" "$T/$tag"
+        "$RSYNC" -a "$SRC/" "$UP/$tag/" && "$RSYNC" -a "$SRC/" "$T/$tag/" || return 1
+        touch "$UP/$tag/x1" "$UP/$tag/x2" "$UP/$tag/x3" "$T/$tag/x1" "$T/$tag/x2" "$T/$tag/x3"
+        out=$T/$tag.$c.out
+        "$bin" -a --delete --max-delete=1 "$SRC/" "${dest//TAG/$tag}" >"$out" 2>&1
+        rc=$?
+        echo "$c: exit $rc"
+        cat "$out"
+        [ "$rc" = "$want" ] && grep -qx 'Deletions stopped due to --max-delete limit (2 skipped)' "$out" ||
+            return 1
+    done
+}
+t_check max_delete_push_ferryd max_delete_pair mpf "$FURL/up/TAG/" 0
+t_check max_delete_push_rsyncd max_delete_pair mpr "$RURL/up/TAG/" 0
+t_check max_delete_local max_delete_pair mpl "$T/TAG/" 25
+
+# A daemon that munges symlinks (use chroot = no) keeps only a munged link
+# as "the right link": an unmunged one with the right target is made again
+# (cLc), as rsync compares with the target it munged on receipt.
+munged_link_pair() {
+    local where url out
+    for where in ferryd rsyncd; do
+        url=$FURL
+        [ "$where" = rsyncd ] && url=$RURL
+        rm -rf "$UP/ml" && "$RSYNC" -a "$SRC/" "$UP/ml/" && touch -h -d @1600000000 "$UP/ml/l1" ||
+            return 1
+        out=$T/ml.$where.out
+        "$RSYNC" -ai "$SRC/" "$url/munged/" >"$out" 2>&1 || return 1
+        grep 'l1 ->' "$out" >"$out.l1"
+        [ "$(readlink "$UP/ml/l1")" = /rsyncd-munged/f1 ] || { echo "$where left $(readlink "$UP/ml/l1")"; return 1; }
+    done
+    cat "$T/ml.ferryd.out.l1"
+    diff "$T/ml.rsyncd.out.l1" "$T/ml.ferryd.out.l1" && grep -q '^cLc' "$T/ml.ferryd.out.l1"
+}
+t_check munged_link_remade munged_link_pair
+
+# rsync -a --list-only SRC/ rsync://host/module/: the daemon's receiver
+# lists what it was sent and writes nothing.
+push_list_only() {
+    local where url
+    for where in ferryd rsyncd; do
+        url=$FURL
+        [ "$where" = rsyncd ] && url=$RURL
+        rm -rf "$UP/lo" && mkdir "$UP/lo" || return 1
+        "$RSYNC" -a --list-only "$SRC/" "$url/up/lo/" >"$T/lo.$where.out" 2>&1 || return 1
+        [ -z "$(ls -A "$UP/lo")" ] || { echo "$where wrote:"; ls -la "$UP/lo"; return 1; }
+    done
+    cat "$T/lo.ferryd.out"
+    diff "$T/lo.rsyncd.out" "$T/lo.ferryd.out" && grep -q ' d1/f2$' "$T/lo.ferryd.out"
+}
+t_check push_list_only_writes_nothing push_list_only
+
+# --backup without --backup-dir implies --omit-dir-times on the receiver
+# (the backups change their directory after its time was set): no
+# ".d..t...... ./" line, the directory keeps the time the backups gave it.
+backup_pair() {
+    local where url out
+    for where in ferryd rsyncd ferry_local rsync_local; do
+        rm -rf "$UP/bk" && "$RSYNC" -a "$SRC/" "$UP/bk/" || return 1
+        echo changed >>"$UP/bk/f1"
+        touch -d @1500000000 "$UP/bk/f1" "$UP/bk/d1" "$UP/bk"
+        out=$T/bk.$where.out
+        case $where in
+        ferryd) "$RSYNC" -ai -b "$SRC/" "$FURL/up/bk/" ;;
+        rsyncd) "$RSYNC" -ai -b "$SRC/" "$RURL/up/bk/" ;;
+        ferry_local) "$FERRY" -ai -b "$SRC/" "$UP/bk/" ;;
+        rsync_local) "$RSYNC" -ai -b "$SRC/" "$UP/bk/" ;;
+        esac >"$out" 2>&1 || return 1
+        [ -f "$UP/bk/f1~" ] && [ "$(stat -c %Y "$UP/bk")" != 1500000000 ] ||
+            { echo "$where: no backup, or the directory time was set"; return 1; }
+    done
+    cat "$T/bk.ferryd.out"
+    diff "$T/bk.rsyncd.out" "$T/bk.ferryd.out" && diff "$T/bk.rsync_local.out" "$T/bk.ferry_local.out" &&
+        ! grep -q '^\.d.*\./$' "$T/bk.ferryd.out"
+}
+t_check backup_implies_omit_dir_times backup_pair
+
+# rsync -a SRC/ rsync://host/ (no module) answers with the module list and
+# exits 0, as a pull of rsync://host/ does.
+push_no_module() {
+    local c rc
+    for c in "$FERRY" "$RSYNC"; do
+        "$c" -a "$SRC/" "$FURL/" >"$T/nomod.out" 2>&1
+        rc=$?
+        echo "$c: exit $rc"
+        cat "$T/nomod.out"
+        [ "$rc" = 0 ] && grep -q '^up\b' "$T/nomod.out" || return 1
+    done
+}
+t_check push_no_module_lists push_no_module
+
+t_check no_sanitizer_reports t_no_sanitizer_reports "$T/fd43.out"
+
+t_done
