@@ -223,6 +223,7 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	rc.check_part = check_part;
 	rc.check_ctx = rq;
 	rc.filters = filters;
+	rc.root_path = dest;
 	rc.rootfd = -1;
 	if (o->list_only || !dest) {
 		for (size_t i = fl.low; i <= fl.high && i < fl.count; i++)

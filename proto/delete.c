@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,79 @@ void delete_index_free(struct recv_ctx *rc)
 {
 	free(rc->names);
 	rc->names = NULL;
+	while (rc->nmerge > 0) {
+		filter_pop_dir(rc->filters);
+		free(rc->merge_dirs[--rc->nmerge]);
+	}
+	free(rc->merge_dirs);
+	rc->merge_dirs = NULL;
+}
+
+/* The destination directory `rel` (relative to the root, "" the root
+ * itself) as a path for messages and the files its merge files name. */
+static void merge_dir_name(const struct recv_ctx *rc, const char *rel, char *buf, size_t size)
+{
+	const char *root = rc->root_path ? rc->root_path : ".";
+
+	snprintf(buf, size, "%s%s%s", root, *rel ? "/" : "", rel);
+}
+
+/* Per-directory merge files (-F, -C, dir-merge) count on the receiving
+ * side too: before deleting in a directory, rsync reads them in it and in
+ * each directory above it, in the destination (generator.c:
+ * delete_in_dir, change_local_filter_dir), so what they exclude is kept.
+ * The stack follows the directories as they come, popping what is no
+ * longer above. False: a merge file could not be read (nothing is
+ * deleted there then). */
+static bool merge_dirs_enter(struct recv_ctx *rc, struct dir_cursor *dirs, const char *dirpath)
+{
+	char rel[MAXPATHLEN_WIRE * 2], fsdir[PATH_MAX + MAXPATHLEN_WIRE * 2], err[512];
+
+	if (!filter_list_has_dir_merge(rc->filters))
+		return true;
+	snprintf(rel, sizeof rel, "%s", strcmp(dirpath, ".") == 0 ? "" : dirpath);
+	/* level k of the stack is the directory of rel's first k components */
+	size_t want = 1;
+	for (const char *p = rel; *p; p++)
+		if (*p != '/' && (p == rel || p[-1] == '/'))
+			want++;
+	size_t keep = 0;
+	while (keep < rc->nmerge && keep < want) {
+		const char *have = rc->merge_dirs[keep];
+		size_t n = strlen(have);
+		if (strncmp(have, rel, n) != 0 || (rel[n] != '\0' && rel[n] != '/' && n > 0))
+			break;
+		keep++;
+	}
+	while (rc->nmerge > keep) {
+		filter_pop_dir(rc->filters);
+		free(rc->merge_dirs[--rc->nmerge]);
+	}
+	if (!rc->merge_dirs && !(rc->merge_dirs = calloc(MAXPATHLEN_WIRE, sizeof *rc->merge_dirs)))
+		return false;
+	while (rc->nmerge < want && rc->nmerge < MAXPATHLEN_WIRE) {
+		/* the prefix of rel with as many components as the level */
+		size_t len = 0, comps = 0;
+		while (comps < rc->nmerge && rel[len]) {
+			len += strcspn(rel + len, "/");
+			comps++;
+			if (comps < rc->nmerge)
+				len += strspn(rel + len, "/");
+		}
+		char *level = strndup(rel, len);
+		if (!level)
+			return false;
+		int fd = dir_cursor_open(dirs, level);
+		merge_dir_name(rc, level, fsdir, sizeof fsdir);
+		if (fd < 0 || filter_push_dir_at(rc->filters, fd, fsdir, level, err, sizeof err) < 0) {
+			if (fd >= 0)
+				session_err(rc->s, "%s", err);
+			free(level);
+			return false;
+		}
+		rc->merge_dirs[rc->nmerge++] = level;
+	}
+	return true;
 }
 
 static const struct file_entry *lookup(const struct recv_ctx *rc, const char *path)
@@ -419,7 +493,7 @@ void delete_in_dir(struct recv_ctx *rc, struct dir_cursor *dirs, const char *dir
 	char path[MAXPATHLEN_WIRE * 2];
 	(void)ndx;
 
-	if (!deletions_allowed(rc) || rc->solo_name)
+	if (!deletions_allowed(rc) || rc->solo_name || !merge_dirs_enter(rc, dirs, dirpath))
 		return;
 	int dfd = dir_cursor_open(dirs, strcmp(dirpath, ".") == 0 ? "" : dirpath);
 	if (dfd < 0)

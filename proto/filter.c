@@ -74,6 +74,9 @@ struct pctx {
 	const char *anchor;     /* X_PERDIR: prefix for "/..." patterns */
 	bool anchor_abs;        /* ... which then become FR_ABS_PATH (parent scan) */
 	const char *dir_fs;     /* X_PERDIR: the directory on disk */
+	int dir_fd;             /* a directory the caller opened, or -1 */
+	const char *dir_fs_of_fd; /* ... and its name: files there go by dir_fd */
+	bool open_in_dir;       /* the next parse_file opens its name in dir_fd */
 	const char *src_file;   /* reading this file's contents */
 	int src_line;           /* its line (-1: word split) */
 	char *err;
@@ -525,8 +528,16 @@ static int parse_file(struct pctx *pc, const char *path, uint32_t tflags, bool f
 	if (fl->merge_depth >= MAX_MERGE_DEPTH)
 		return fatal ? rule_err(pc, "merge-file include depth limit (32) exceeded at",
 					path) : 0;
+	bool in_dir = pc->open_in_dir; /* only this file, not the ones it merges */
+	pc->open_in_dir = false;
 	if (use_stdin) {
 		fp = stdin;
+	} else if (in_dir) {
+		/* a receiver's merge file, in a directory the transfer may
+		 * have written: never through a symlink */
+		int fd = openat(pc->dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd >= 0 && !(fp = fdopen(fd, "rb")))
+			close(fd);
 	} else {
 		/* On a server the file names come from the peer's rules: do
 		 * not let a planted symlink point them elsewhere. */
@@ -908,6 +919,10 @@ static int dm_read(struct pctx *pc, struct filter_dm *dm, const char *dir_fs)
 	pc->dst = &dm->rules;
 	pc->dm = dm;
 	pc->dir_fs = dir_fs;
+	if (pc->dir_fd >= 0 && pc->dir_fs_of_fd && strcmp(dir_fs, pc->dir_fs_of_fd) == 0) {
+		pc->open_in_dir = true;
+		return parse_file(pc, dm->fname, dm->owner->flags, false);
+	}
 	return parse_file(pc, path, dm->owner->flags, false);
 }
 
@@ -996,8 +1011,15 @@ int filter_set_abs_root(struct filter_list *fl, const char *abs_dir)
 int filter_push_dir(struct filter_list *fl, const char *fsdir, const char *relpath,
 		    char *err, size_t errsz)
 {
+	return filter_push_dir_at(fl, -1, fsdir, relpath, err, errsz);
+}
+
+int filter_push_dir_at(struct filter_list *fl, int dirfd, const char *fsdir, const char *relpath,
+		       char *err, size_t errsz)
+{
 	char rel[MAXPATHLEN_WIRE + 2], anchor[MAXPATHLEN_WIRE + 4];
-	struct pctx pc = { .fl = fl, .err = err, .errsz = errsz };
+	struct pctx pc = { .fl = fl, .err = err, .errsz = errsz, .dir_fd = dirfd,
+			   .dir_fs_of_fd = fsdir };
 	size_t n;
 
 	while (relpath[0] == '.' && relpath[1] == '/')

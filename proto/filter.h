@@ -130,6 +130,12 @@ int filter_check_flags(const struct filter_list *fl, const char *path, int cflag
  * is no error). Returns 0, or -1 with err set (the push is undone). */
 int filter_push_dir(struct filter_list *fl, const char *fsdir, const char *relpath,
 		    char *err, size_t errsz);
+/* As filter_push_dir(), reading the directory's own merge files through
+ * dirfd (opened by the caller, without following symlinks) and never
+ * through a symlink: the receiver's way into the destination. fsdir still
+ * names the directory (parent scan, files the merge files name). */
+int filter_push_dir_at(struct filter_list *fl, int dirfd, const char *fsdir, const char *relpath,
+		       char *err, size_t errsz);
 void filter_pop_dir(struct filter_list *fl);
 /* The absolute path of the transfer root, which rules with the '/'
  * modifier match against. Without this, a depth-1 filter_push_dir()

@@ -55,6 +55,9 @@ struct recv_ctx {
 	size_t nfailed_dirs;
 
 	struct filter_list *filters; /* the rules we sent, for --delete */
+	const char *root_path;    /* the destination as named, or NULL (a server) */
+	char **merge_dirs;        /* directories whose merge files are read, */
+	size_t nmerge;            /* ... outermost first (delete.c) */
 	const struct filter_list *daemon_filters; /* the module's rules, or NULL */
 	char daemon_dest[4096];   /* the destination inside the module ("" = root) */
 	const struct file_entry **names; /* hash set of listed paths (delete.c) */

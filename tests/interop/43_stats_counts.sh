@@ -9,8 +9,9 @@
 # destination state; ferry and rsync are each the client, against each
 # daemon, and in local mode. Also: a push that names no module lists them,
 # a munging daemon's itemized line for a link it must remake, a push with
-# --list-only, which a daemon answers with a listing, and the directory
-# times --backup leaves alone.
+# --list-only, which a daemon answers with a listing, the directory times
+# --backup leaves alone, and the receiver's own per-directory merge files,
+# which keep what they exclude from --delete.
 # Check functions are called through t_check, which shellcheck cannot see.
 # shellcheck disable=SC2317
 
@@ -213,6 +214,52 @@ backup_pair() {
         ! grep -q '^\.d.*\./$' "$T/bk.ferryd.out"
 }
 t_check backup_implies_omit_dir_times backup_pair
+
+# -F (dir-merge .rsync-filter) with --delete: the receiver reads the merge
+# files of the destination's directories, so what they exclude or protect
+# is not deleted -- as ferry receiving locally, pulling, and as a daemon.
+MS=$T/msrc
+make_merge_tree() {
+    local d
+    rm -rf "$MS" && mkdir -p "$MS/a/b" "$MS/c" && echo 1 >"$MS/a/f" && echo 2 >"$MS/a/b/g" &&
+        echo "- *.tmp" >"$MS/a/.rsync-filter" && echo "P keep*" >"$MS/c/.rsync-filter" &&
+        echo "- /c/old" >"$MS/.rsync-filter" || return 1
+    rm -rf "$T/mbase" && "$RSYNC" -a "$MS/" "$T/mbase/" || return 1
+    for d in "$T/mbase" "$T/mbase/a" "$T/mbase/a/b" "$T/mbase/c"; do
+        echo x >"$d/x.tmp" && echo y >"$d/keepme" && echo z >"$d/old" || return 1
+    done
+}
+merge_delete_pair() {
+    local how=$1 c out
+    shift
+    for c in ferry rsync; do
+        local bin=$FERRY
+        [ "$c" = rsync ] && bin=$RSYNC
+        out=$T/md.$how.$c
+        rm -rf "$UP/md" && cp -a "$T/mbase" "$UP/md" || return 1
+        case $how in
+        local) "$bin" -ai "$@" "$MS/" "$UP/md/" ;;
+        pull) "$bin" -ai "$@" "$RURL/up/msrc/" "$UP/md/" ;;
+        push) "$RSYNC" -ai "$@" "$MS/" "$([ "$c" = ferry ] && echo "$FURL" || echo "$RURL")/up/md/" ;;
+        esac >"$out.out" 2>&1 || { cat "$out.out"; return 1; }
+        (cd "$UP/md" && find . | sort) >"$out.tree"
+    done
+    grep deleting "$T/md.$how.ferry.out"
+    diff <(sort "$T/md.$how.rsync.out") <(sort "$T/md.$how.ferry.out") &&
+        diff "$T/md.$how.rsync.tree" "$T/md.$how.ferry.tree" || return 1
+    # what the -F files say: kept by "P keep*" and "- *.tmp", gone elsewhere
+    [ "$*" = "-C --delete" ] ||
+        { [ -f "$UP/md/c/keepme" ] && [ -f "$UP/md/a/b/x.tmp" ] && [ ! -e "$UP/md/keepme" ]; }
+}
+if make_merge_tree && rm -rf "$UP/msrc" && cp -a "$MS" "$UP/msrc"; then
+    t_check merge_files_protect_local merge_delete_pair local -F --delete
+    t_check merge_files_protect_local_after merge_delete_pair local -F --delete-after
+    t_check merge_files_protect_pull merge_delete_pair pull -F --delete
+    t_check merge_files_protect_daemon merge_delete_pair push -F --delete
+    t_check merge_files_cvs_local merge_delete_pair local -C --delete
+else
+    t_fail merge_tree "could not make the tree"
+fi
 
 # rsync -a SRC/ rsync://host/ (no module) answers with the module list and
 # exits 0, as a pull of rsync://host/ does.
