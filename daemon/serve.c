@@ -826,15 +826,19 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 		snprintf(refusal, sizeof refusal, "the client did not ask for --server");
 		ctx.refusal_code = RERR_PROTOCOL;
 	} else if (!o.sender && read_only) {
-		snprintf(refusal, sizeof refusal, "ERROR: module is read only");
+		/* rsync writes these "ERROR:" lines without its name */
+		snprintf(refusal, sizeof refusal, "ERROR: module is read only\n");
+		ctx.refusal_verbatim = true;
 		ctx.refusal_code = RERR_SYNTAX;
 	} else if (o.sender && m->write_only) {
-		snprintf(refusal, sizeof refusal, "ERROR: module is write only");
+		snprintf(refusal, sizeof refusal, "ERROR: module is write only\n");
+		ctx.refusal_verbatim = true;
 		ctx.refusal_code = RERR_SYNTAX;
 	} else if (o.sender && read_only && o.remove_source_files) {
 		snprintf(refusal, sizeof refusal,
-			 "ERROR: --remove-%s-files cannot be used with a read-only module",
+			 "ERROR: --remove-%s-files cannot be used with a read-only module\n",
 			 o.remove_source_files == 1 ? "source" : "sent");
+		ctx.refusal_verbatim = true;
 		ctx.refusal_code = RERR_SYNTAX;
 	}
 	if (!refusal[0] && !apply_module_policy(c, m, o.sender, root_fd)) {
