@@ -403,6 +403,19 @@ static bool delete_dir_contents(struct recv_ctx *rc, int dirfd, const char *leaf
 		close(fd);
 		return false;
 	}
+	/* its own merge files count for what is inside (delete.c:
+	 * delete_dir_contents pushes them too) */
+	bool pushed = filter_list_has_dir_merge(rc->filters);
+	if (pushed) {
+		char fsdir[PATH_MAX + MAXPATHLEN_WIRE * 2], err[512];
+		merge_dir_name(rc, path, fsdir, sizeof fsdir);
+		if (filter_push_dir_at(rc->filters, fd, fsdir, path, err, sizeof err) < 0) {
+			session_err(rc->s, "%s", err);
+			free_names(&dn);
+			close(fd);
+			return false;
+		}
+	}
 	for (size_t i = dn.n; i-- > 0;) {
 		const struct file_entry *e = &dn.v[i];
 		snprintf(child, sizeof child, "%s/%s", path, e->basename);
@@ -413,6 +426,8 @@ static bool delete_dir_contents(struct recv_ctx *rc, int dirfd, const char *leaf
 		if (!delete_item(rc, fd, e->basename, child))
 			all = false;
 	}
+	if (pushed)
+		filter_pop_dir(rc->filters);
 	free_names(&dn);
 	close(fd);
 	return all;
@@ -427,7 +442,7 @@ static bool delete_item(struct recv_ctx *rc, int dirfd, const char *leaf, const 
 	if (!may_delete_more(rc))
 		return false;
 	if (S_ISDIR(st.st_mode) && !delete_dir_contents(rc, dirfd, leaf, path)) {
-		session_err(rc->s, "cannot delete non-empty directory: %s", path);
+		session_info(rc->s, "cannot delete non-empty directory: %s\n", path);
 		return false;
 	}
 	if (!rc->s->opts->dry_run && !S_ISDIR(st.st_mode) && rc->s->opts->backup) {

@@ -287,8 +287,22 @@ static void file_error(struct gen *g, const char *what, const char *name)
 }
 
 /* Remove what stands where an entry of another type must go. */
+/* rsync's names for what a way is made for (delete.c: delete_item) */
+static const char *kind_name(uint32_t mode)
+{
+	if (S_ISREG(mode))
+		return "regular file";
+	if (S_ISDIR(mode))
+		return "directory";
+	if (S_ISLNK(mode))
+		return "symlink";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "device file";
+	return "special file";
+}
+
 static bool clear_way(struct gen *g, int dirfd, const char *leaf, const char *path,
-		      const struct stat *st)
+		      const struct stat *st, uint32_t new_mode)
 {
 	bool recursive = g->o->delete_mode != DELETE_NONE || g->o->force;
 
@@ -297,8 +311,9 @@ static bool clear_way(struct gen *g, int dirfd, const char *leaf, const char *pa
 	if (S_ISDIR(st->st_mode) && !recursive) {
 		if (unlinkat(dirfd, leaf, AT_REMOVEDIR) == 0)
 			return true;
-		session_err(g->s, "cannot delete non-empty directory: %s", path);
-		g->s->got_xfer_error = true;
+		session_info(g->s, "cannot delete non-empty directory: %s\n", path);
+		session_xfer_err_plain(g->s, "could not make way for new %s: %s",
+				       kind_name(new_mode), path);
 		return false;
 	}
 	if (fs_remove_any(dirfd, leaf, true) < 0) {
@@ -386,7 +401,7 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 		return;
 	}
 	if (statret == 0 && !S_ISDIR(st.st_mode)) {
-		if (!clear_way(g, dirfd, leaf, path, &st)) {
+		if (!clear_way(g, dirfd, leaf, path, &st, f->mode)) {
 			g->rc->state[ndx] |= FS_FAILED;
 			recv_mark_dir_failed(g->rc, path);
 			return;
@@ -497,7 +512,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 			}
 			iflags |= attr_change_bits_for(g, f, &st, ITEM_LOCAL_CHANGE);
 		} else {
-			if (!clear_way(g, dirfd, leaf, path, &st))
+			if (!clear_way(g, dirfd, leaf, path, &st, f->mode))
 				return;
 			iflags |= ITEM_IS_NEW;
 		}
@@ -558,28 +573,36 @@ static void gen_device(struct gen *g, int32_t ndx, struct file_entry *f, const c
 		file_error(g, "recv_generator: open parent of", path);
 		return;
 	}
+	int iflags = ITEM_LOCAL_CHANGE | ITEM_IS_NEW;
 	if (dest_lstat(g, dirfd, leaf, path, &st) == 0) {
-		if ((st.st_mode & S_IFMT) == (f->mode & S_IFMT) &&
-		    (!(S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) || st.st_rdev == rdev)) {
+		bool same_kind = (st.st_mode & S_IFMT) == (f->mode & S_IFMT);
+		if (same_kind && (!(S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) || st.st_rdev == rdev)) {
 			report_item(g, ndx, attr_change_bits(g, f, &st), NULL);
 			if (!g->o->dry_run)
 				apply_attrs(g->rc, dirfd, leaf, f, &st, true);
 			return;
 		}
-		if (!clear_way(g, dirfd, leaf, path, &st))
+		if (!clear_way(g, dirfd, leaf, path, &st, f->mode))
 			return;
-		report_item(g, ndx,
-			    ITEM_LOCAL_CHANGE | attr_change_bits_for(g, f, &st, ITEM_LOCAL_CHANGE), NULL);
-	} else {
-		if (g->o->existing)
-			return;
-		report_item(g, ndx, ITEM_LOCAL_CHANGE | ITEM_IS_NEW, NULL);
+		/* a device whose numbers changed is "cDc"; what replaces
+		 * another kind of entry is new (generator.c: itemize after
+		 * do_mknod) */
+		if (same_kind)
+			iflags = ITEM_LOCAL_CHANGE | ITEM_REPORT_CHANGE |
+				 attr_change_bits_for(g, f, &st, ITEM_LOCAL_CHANGE);
+	} else if (g->o->existing) {
+		return;
 	}
+	report_item(g, ndx, iflags, NULL);
 	if (g->o->dry_run)
 		return;
 	if (g->s->fake_super ? fake_placeholder(dirfd, leaf, NULL) < 0
 			     : mknodat(dirfd, leaf, (f->mode & S_IFMT) | 0600, rdev) < 0) {
 		file_error(g, "mknod", path);
+		return;
+	}
+	if (!(iflags & ITEM_IS_NEW)) {
+		apply_attrs(g->rc, dirfd, leaf, f, NULL, true);
 		return;
 	}
 	if (S_ISCHR(f->mode) || S_ISBLK(f->mode))
@@ -1038,7 +1061,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 	if (writable_device(o, &st)) {
 		device_size(dirfd, leaf, &st);
 	} else if (!S_ISREG(st.st_mode)) {
-		if (!clear_way(g, dirfd, leaf, path, &st))
+		if (!clear_way(g, dirfd, leaf, path, &st, f->mode))
 			return REG_SKIPPED;
 		if (!o->perms)
 			f->mode = dest_mode(g, f->mode, 0, false);

@@ -215,6 +215,21 @@ void session_err(struct session *s, const char *fmt, ...)
 	logfile_write(s, "ferry: %s", msg);
 }
 
+static void xfer_err(struct session *s, const char *prefix, const char *msg)
+{
+	s->got_xfer_error = true;
+	if (s->am_server && s->out.mux && !server_msgs_to_stderr(s)) {
+		/* MSG_ERROR_XFER: the client counts it for its exit code 23
+		 * (log.c: rwrite). */
+		char line[1200];
+		int m = snprintf(line, sizeof line, "%s%s\n", prefix, msg);
+		wire_send_msg(&s->out, MSG_ERROR_XFER, line, (size_t)m);
+		return;
+	}
+	fflush(stdout);
+	fprintf(stderr, "%s%s\n", prefix, msg);
+}
+
 void session_xfer_err(struct session *s, const char *fmt, ...)
 {
 	char msg[1100];
@@ -223,19 +238,20 @@ void session_xfer_err(struct session *s, const char *fmt, ...)
 	va_start(ap, fmt);
 	int n = vsnprintf(msg, sizeof msg - 1, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return;
-	s->got_xfer_error = true;
-	if (s->am_server && s->out.mux && !server_msgs_to_stderr(s)) {
-		/* MSG_ERROR_XFER: the client counts it for its exit code 23
-		 * (log.c: rwrite). */
-		char line[1200];
-		int m = snprintf(line, sizeof line, "ferry: %s\n", msg);
-		wire_send_msg(&s->out, MSG_ERROR_XFER, line, (size_t)m);
-		return;
-	}
-	fflush(stdout);
-	fprintf(stderr, "ferry: %s\n", msg);
+	if (n >= 0)
+		xfer_err(s, "ferry: ", msg);
+}
+
+void session_xfer_err_plain(struct session *s, const char *fmt, ...)
+{
+	char msg[1100];
+	va_list ap;
+
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, sizeof msg - 1, fmt, ap);
+	va_end(ap);
+	if (n >= 0)
+		xfer_err(s, "", msg);
 }
 
 void session_warn(struct session *s, const char *fmt, ...)

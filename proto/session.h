@@ -211,6 +211,10 @@ void session_err(struct session *s, const char *fmt, ...)
  * server sends it as MSG_ERROR_XFER, and the run exits 23. */
 void session_xfer_err(struct session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* As session_xfer_err, without the prefix: rsync's rprintf(FERROR_XFER)
+ * of its own text (rsyserr's messages carry the name, these do not). */
+void session_xfer_err_plain(struct session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* A warning as rsync's rprintf(FWARNING) prints it: the text as given, no
  * "ferry:" prefix, on stderr (a server sends it as MSG_WARNING). */
 void session_warn(struct session *s, const char *fmt, ...)

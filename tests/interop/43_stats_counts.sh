@@ -261,6 +261,33 @@ else
     t_fail merge_tree "could not make the tree"
 fi
 
+# A special file or device that replaces another kind of entry is new
+# ("cS+++++++++"), one whose device numbers changed is "cDc........";
+# the same lines as rsync's, locally, with the "could not make way"
+# error (exit 23) for a non-empty directory in the way.
+kinds_pair() {
+    local c d=$T/kinds
+    rm -rf "$d" && mkdir -p "$d/s" "$d/base/dir_in_way" || return 1
+    mkfifo "$d/s/p1" && echo x >"$d/base/p1" && echo in >"$d/base/dir_in_way/f" &&
+        echo f >"$d/s/dir_in_way" || return 1
+    if [ "$(id -u)" = 0 ]; then
+        mknod "$d/s/c1" c 1 3 && mknod "$d/base/c1" c 1 5 && mknod "$d/s/c2" c 1 3 &&
+            echo y >"$d/base/c2" || return 1
+    fi
+    find "$d" -exec touch -h -d @1600000000 {} +
+    for c in ferry rsync; do
+        local bin=$FERRY
+        [ "$c" = rsync ] && bin=$RSYNC
+        rm -rf "$d/$c" && cp -a "$d/base" "$d/$c" || return 1
+        "$bin" -ai "$d/s/" "$d/$c/" >"$d/$c.out" 2>"$d/$c.err"
+        echo "rc $?" >>"$d/$c.out"
+        grep -v '^rsync error:' "$d/$c.err" >>"$d/$c.out"
+    done
+    cat "$d/ferry.out"
+    diff <(sort "$d/rsync.out") <(sort "$d/ferry.out") && grep -q '^cS+++++++++ p1$' "$d/ferry.out"
+}
+t_check replaced_kinds_itemized kinds_pair
+
 # rsync -a SRC/ rsync://host/ (no module) answers with the module list and
 # exits 0, as a pull of rsync://host/ does.
 push_no_module() {
