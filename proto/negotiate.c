@@ -207,6 +207,19 @@ static void set_protocol(struct session *s, int protocol)
 	s->out.protocol = protocol;
 }
 
+/* rsync's --stats count the transfer's bytes only: its I/O layer starts
+ * counting once the protocol is set up (io.c: perform_io after
+ * setup_protocol), so the daemon greeting, the arguments and this
+ * negotiation are left out. Bytes already read past it still count. */
+static bool start_counting(struct session *s)
+{
+	if (!wire_flush(&s->out))
+		return false;
+	s->out.total_written = 0;
+	s->in.total_read = s->in.end - s->in.pos;
+	return true;
+}
+
 bool negotiate_client(struct session *s, int remote_protocol)
 {
 	int ours = s->opts->protocol ? s->opts->protocol : PROTOCOL_NEWEST;
@@ -242,7 +255,7 @@ bool negotiate_client(struct session *s, int remote_protocol)
 		return false;
 	if (!wire_read_i32(&s->in, &s->seed))
 		return false;
-	return true;
+	return start_counting(s);
 }
 
 bool negotiate_server(struct session *s, int remote_protocol, const char *client_caps)
@@ -297,7 +310,7 @@ bool negotiate_server(struct session *s, int remote_protocol, const char *client
 	} else {
 		s->seed = (int32_t)s->opts->checksum_seed;
 	}
-	return wire_write_i32(&s->out, s->seed) && wire_flush(&s->out);
+	return wire_write_i32(&s->out, s->seed) && start_counting(s);
 }
 
 bool negotiate_from_batch(struct session *s)
