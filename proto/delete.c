@@ -464,6 +464,37 @@ static bool delete_item(struct recv_ctx *rc, int dirfd, const char *leaf, const 
 	return true;
 }
 
+/* Is directory leaf empty (or gone)? */
+static bool dir_is_empty(int dirfd, const char *leaf)
+{
+	struct dir_names dn;
+	int fd = openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno == ENOENT;
+	bool ok = read_sorted(fd, 0, NULL, NULL, &dn);
+	close(fd);
+	if (!ok)
+		return false;
+	bool empty = dn.n == 0;
+	free_names(&dn);
+	return empty;
+}
+
+bool delete_make_room(struct recv_ctx *rc, int dirfd, const char *leaf, const char *path,
+		      bool recurse)
+{
+	bool emptied = recurse ? delete_dir_contents(rc, dirfd, leaf, path)
+			       : dir_is_empty(dirfd, leaf);
+
+	if (emptied && !rc->s->opts->dry_run && unlinkat(dirfd, leaf, AT_REMOVEDIR) < 0 &&
+	    errno != ENOENT)
+		emptied = false;
+	if (!emptied)
+		session_info(rc->s, "cannot delete non-empty directory: %s\n", path);
+	return emptied;
+}
+
 static bool deletions_allowed(struct recv_ctx *rc)
 {
 	if ((rc->s->io_error & IOERR_GENERAL) && !rc->s->opts->ignore_errors) {

@@ -27,6 +27,13 @@ void delete_in_dir(struct recv_ctx *rc, struct dir_cursor *dirs, const char *dir
 
 /* --delete-before / --delete-after: one pass over every content directory. */
 void delete_pass(struct recv_ctx *rc, struct dir_cursor *dirs);
+/* Make way for a new entry where directory leaf (path) stands, as rsync's
+ * delete_item(DEL_MAKE_ROOM) does: with recurse (--delete, --force) its
+ * contents go first, each logged and counted, then the directory itself,
+ * unlogged; without, only an empty one goes. A dry run only tells. False,
+ * after "cannot delete non-empty directory", when something stays. */
+bool delete_make_room(struct recv_ctx *rc, int dirfd, const char *leaf, const char *path,
+		      bool recurse);
 
 /* --delete-missing-args: the sender had no such argument, so ours goes
  * (generator.c: recv_generator with a mode-0 entry). */

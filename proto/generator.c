@@ -306,22 +306,25 @@ static bool clear_way(struct gen *g, int dirfd, const char *leaf, const char *pa
 {
 	bool recursive = g->o->delete_mode != DELETE_NONE || g->o->force;
 
+	if (S_ISDIR(st->st_mode)) {
+		if (!delete_make_room(g->rc, dirfd, leaf, path, recursive)) {
+			session_xfer_err_plain(g->s, "could not make way for new %s: %s",
+					       kind_name(new_mode), path);
+			return false;
+		}
+		dir_cursor_reset(&g->dirs);
+		return true;
+	}
 	if (g->o->dry_run)
 		return true;
-	if (S_ISDIR(st->st_mode) && !recursive) {
-		if (unlinkat(dirfd, leaf, AT_REMOVEDIR) == 0)
-			return true;
-		session_info(g->s, "cannot delete non-empty directory: %s\n", path);
-		session_xfer_err_plain(g->s, "could not make way for new %s: %s",
-				       kind_name(new_mode), path);
-		return false;
-	}
+	/* -b: what another kind of entry replaces is kept as its backup
+	 * (generator.c: make_backup before atomic_create) */
+	if (g->o->backup)
+		return backup_make(g->rc, dirfd, leaf, path);
 	if (fs_remove_any(dirfd, leaf, true) < 0) {
 		file_error(g, "delete", path);
 		return false;
 	}
-	if (S_ISDIR(st->st_mode))
-		dir_cursor_reset(&g->dirs);
 	return true;
 }
 

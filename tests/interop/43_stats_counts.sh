@@ -261,32 +261,48 @@ else
     t_fail merge_tree "could not make the tree"
 fi
 
-# A special file or device that replaces another kind of entry is new
-# ("cS+++++++++"), one whose device numbers changed is "cDc........";
-# the same lines as rsync's, locally, with the "could not make way"
-# error (exit 23) for a non-empty directory in the way.
-kinds_pair() {
-    local c d=$T/kinds
-    rm -rf "$d" && mkdir -p "$d/s" "$d/base/dir_in_way" || return 1
-    mkfifo "$d/s/p1" && echo x >"$d/base/p1" && echo in >"$d/base/dir_in_way/f" &&
-        echo f >"$d/s/dir_in_way" || return 1
+# Entries that replace another kind of entry: a special file or device is
+# new ("cS+++++++++"), one whose device numbers changed is "cDc........";
+# a non-empty directory in the way stays without --delete/--force ("cannot
+# delete non-empty directory", "could not make way", exit 23), goes with
+# its contents logged one by one with them, and with -b what is replaced
+# is kept as a backup. The same lines and the same tree as rsync's.
+make_kinds() {
+    local d=$T/kinds
+    rm -rf "$d" && mkdir -p "$d/s/b" "$d/base/a" "$d/base/c" || return 1
+    echo f >"$d/s/a" && echo in >"$d/s/b/x" && ln -s a "$d/s/c" && mkfifo "$d/s/d" &&
+        echo e >"$d/s/e" && echo in >"$d/base/a/y" && echo b >"$d/base/b" &&
+        echo z >"$d/base/c/z" && echo d >"$d/base/d" && ln -s nowhere "$d/base/e" || return 1
     if [ "$(id -u)" = 0 ]; then
         mknod "$d/s/c1" c 1 3 && mknod "$d/base/c1" c 1 5 && mknod "$d/s/c2" c 1 3 &&
             echo y >"$d/base/c2" || return 1
     fi
     find "$d" -exec touch -h -d @1600000000 {} +
+}
+kinds_pair() {
+    local c d=$T/kinds
     for c in ferry rsync; do
         local bin=$FERRY
         [ "$c" = rsync ] && bin=$RSYNC
         rm -rf "$d/$c" && cp -a "$d/base" "$d/$c" || return 1
-        "$bin" -ai "$d/s/" "$d/$c/" >"$d/$c.out" 2>"$d/$c.err"
+        "$bin" -ai "$@" "$d/s/" "$d/$c/" >"$d/$c.out" 2>"$d/$c.err"
         echo "rc $?" >>"$d/$c.out"
         grep -v '^rsync error:' "$d/$c.err" >>"$d/$c.out"
+        (cd "$d/$c" && find . -printf '%p %y\n' | sort) >"$d/$c.tree"
     done
     cat "$d/ferry.out"
-    diff <(sort "$d/rsync.out") <(sort "$d/ferry.out") && grep -q '^cS+++++++++ p1$' "$d/ferry.out"
+    diff <(sort "$d/rsync.out") <(sort "$d/ferry.out") && diff "$d/rsync.tree" "$d/ferry.tree" &&
+        grep -q '^cS+++++++++ d$' "$d/ferry.out"
 }
-t_check replaced_kinds_itemized kinds_pair
+if make_kinds; then
+    t_check replaced_kinds_itemized kinds_pair
+    t_check replaced_kinds_force kinds_pair --force
+    t_check replaced_kinds_delete_dry_run kinds_pair --delete -n
+    t_check replaced_kinds_backup kinds_pair -b
+    t_check replaced_kinds_backup_delete kinds_pair -b --delete
+else
+    t_fail make_kinds "could not make the tree"
+fi
 
 # "Total bytes sent/received" count the transfer from the end of the
 # protocol negotiation, as rsync's do: not the daemon greeting or the
