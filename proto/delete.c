@@ -499,7 +499,7 @@ static bool deletions_allowed(struct recv_ctx *rc)
 {
 	if ((rc->s->io_error & IOERR_GENERAL) && !rc->s->opts->ignore_errors) {
 		if (!rc->warned_io_error)
-			session_err(rc->s, "IO error encountered -- skipping file deletion");
+			session_info(rc->s, "IO error encountered -- skipping file deletion\n");
 		rc->warned_io_error = true;
 		return false;
 	}
