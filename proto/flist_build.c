@@ -380,7 +380,8 @@ static bool resolve_link(struct walker *k, int dirfd, const char *leaf, const ch
 	if (stat_target(k, dirfd, leaf, path, &target) < 0) {
 		if (!follow)
 			return true; /* -k: a dangling link stays a link */
-		session_err(k->s, "symlink has no referent: \"%s\"", path);
+		/* rsync's own text, unprefixed (flist.c: FERROR_XFER) */
+		session_xfer_err_plain(k->s, "symlink has no referent: \"%s\"", path);
 		k->s->io_error |= IOERR_GENERAL;
 		return false;
 	}
@@ -1143,7 +1144,7 @@ bool flist_read_dir(struct session *s, const struct send_list *sl, const char *d
 		/* mirrors rsync flist.c:send_directory's opendir failure */
 		int e = errno;
 		if (e == ENOENT) {
-			session_err(s, "directory has vanished: \"%s\"", dirpath);
+			session_warn(s, "directory has vanished: \"%s\"\n", dirpath);
 			s->io_error |= IOERR_VANISHED;
 		} else {
 			session_err(s, "opendir \"%s\" failed: %s (%d)", dirpath, strerror(e), e);
