@@ -125,6 +125,34 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 }
 
 /* The format of our item lines, as rsync picks it (options.c). */
+/* Does the format use one of the escapes in `which` (with any flags or
+ * width)? (log.c: log_format_has) */
+static bool format_has(const char *fmt, const char *which)
+{
+	for (const char *p = strchr(fmt, '%'); p; p = strchr(p + 1, '%')) {
+		const char *q = p + 1;
+		while (*q == '-' || *q == '\'' || (*q >= '0' && *q <= '9'))
+			q++;
+		if (*q && strchr(which, *q))
+			return true;
+		if (*q == '%')
+			p = q;
+	}
+	return false;
+}
+
+static bool format_has_io(const char *fmt)
+{
+	return format_has(fmt, "io");
+}
+
+/* With %b, %c or %C in the output format a transferred file's line waits
+ * for the end of its transfer (options.c: log_before_transfer off). */
+static bool logs_after_transfer(const struct ferry_opts *o)
+{
+	return o->out_format && format_has(o->out_format, "bcC");
+}
+
 static const char *item_format(const struct ferry_opts *o)
 {
 	if (o->out_format)
@@ -151,8 +179,9 @@ static bool item_visible(const struct ferry_opts *o, const struct file_entry *f,
 	return see || local_change || (xname && *xname) || (S_ISDIR(f->mode) && significant);
 }
 
-void session_log_item(struct session *s, const struct file_entry *f, int iflags,
-		      const char *xname, const char *name_override)
+static void log_item_with(struct session *s, const struct file_entry *f, int iflags,
+			  const char *xname, const char *name_override,
+			  const struct xfer_facts *x)
 {
 	const struct ferry_opts *o = s->opts;
 	const char *fmt = item_format(o);
@@ -161,10 +190,11 @@ void session_log_item(struct session *s, const struct file_entry *f, int iflags,
 
 	if (s->am_server)
 		return;
-	bool to_json = o->json && item_visible(o, f, iflags, xname, true, 1);
-	bool to_stdout = !o->json && fmt &&
+	bool after = (iflags & ITEM_TRANSFER) && logs_after_transfer(o);
+	bool to_json = !x && o->json && item_visible(o, f, iflags, xname, true, 1);
+	bool to_stdout = !o->json && fmt && after == (x != NULL) &&
 			 item_visible(o, f, iflags, xname, strstr(fmt, "%i") != NULL, o->itemize);
-	bool to_log = s->log_fp && item_visible(o, f, iflags, xname, true, 1);
+	bool to_log = !x && s->log_fp && item_visible(o, f, iflags, xname, true, 1);
 	if (!to_stdout && !to_log && !to_json)
 		return;
 	if (name_override)
@@ -180,7 +210,24 @@ void session_log_item(struct session *s, const struct file_entry *f, int iflags,
 		.local = s->local_copy,
 		.human = o->human,
 		.preserve_times = o->times,
+		.preserve_uid = o->owner,
+		.preserve_gid = o->group,
+		.sum_type = s->xfer_csum,
+		.sum_len = (int)csum_len(s->xfer_csum),
 	};
+	/* %C: with -c every file's listed sum, else the sum of a transfer
+	 * (log.c: log_formatted) */
+	if (o->checksum && S_ISREG(f->mode) && f->sum) {
+		it.sum = f->sum;
+		it.sum_type = s->flist_csum;
+		it.sum_len = (int)csum_len(s->flist_csum);
+	} else if (x && x->sum) {
+		it.sum = x->sum;
+	}
+	if (x) {
+		it.bytes_xferred = x->bytes;
+		it.checksum_bytes = x->checksum_bytes;
+	}
 	if (to_log) {
 		log_format(log_fmt, &it, line, sizeof line);
 		logfile_write(s, "%s", line);
@@ -200,26 +247,24 @@ void session_log_item(struct session *s, const struct file_entry *f, int iflags,
 	pthread_mutex_unlock(&print_lock);
 }
 
+void session_log_item(struct session *s, const struct file_entry *f, int iflags,
+		      const char *xname, const char *name_override)
+{
+	log_item_with(s, f, iflags, xname, name_override, NULL);
+}
+
+void session_log_transferred(struct session *s, const struct file_entry *f, int iflags,
+			     const char *name_override, const struct xfer_facts *x)
+{
+	log_item_with(s, f, iflags, NULL, name_override, x);
+}
+
 void recv_log_item(struct recv_ctx *rc, const struct file_entry *f, int iflags, const char *xname)
 {
 	session_log_item(rc->s, f, iflags, xname,
 			 rc->solo_name && S_ISREG(f->mode) ? f->basename : NULL);
 }
 
-/* Does the format use %i or %o (with any flags or width)? */
-static bool format_has_io(const char *fmt)
-{
-	for (const char *p = strchr(fmt, '%'); p; p = strchr(p + 1, '%')) {
-		const char *q = p + 1;
-		while (*q == '-' || *q == '\'' || (*q >= '0' && *q <= '9'))
-			q++;
-		if (*q == 'i' || *q == 'o')
-			return true;
-		if (*q == '%')
-			p = q;
-	}
-	return false;
-}
 
 void session_log_delete(struct session *s, const char *path, mode_t mode)
 {

@@ -737,6 +737,7 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 		return discard_file(r, f, path, basis_type, xname);
 	if (r->o->dry_run)
 		return true;
+	uint64_t taken = wire_in_taken(&s->in);
 	if (!read_sum_head(r, &h))
 		return false;
 	int basis_fd = h.count > 0 ? open_basis(r, f, path, basis_type, xname) : -1;
@@ -772,6 +773,11 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 		return false;
 	}
 	csum_file_final(&sum, ours);
+	/* %c stays 0: rsync's receiver process writes nothing (the block
+	 * sums are its generator's) */
+	struct xfer_facts facts = {.bytes = (int64_t)(wire_in_taken(&s->in) - taken), .sum = ours};
+	session_log_transferred(s, f, iflags,
+				rc->solo_name && S_ISREG(f->mode) ? f->basename : NULL, &facts);
 	if (!write_ok) {
 		temp_discard(&tf);
 		rc->state[ndx] |= FS_FAILED;

@@ -35,6 +35,7 @@ struct snd {
 	struct token_enc *enc;     /* the token stream writer, one per session */
 	struct token_skip *skip;   /* suffixes sent with no compression effort */
 	struct match_ahead ahead;  /* the current file's blocks hashed ahead */
+	uint8_t digest[CSUM_MAX_DIGEST]; /* the last file's whole-file sum (%C) */
 };
 
 /* An error about one file: to the client as MSG_ERROR_XFER when we are
@@ -421,9 +422,8 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 		       : match_send_file(have_idx ? &idx : NULL, fd, st.st_size,
 					 updating_basis(s, type), &mo)) &&
 	    token_enc_end(d->enc, &s->out)) {
-		uint8_t digest[CSUM_MAX_DIGEST];
-		csum_file_final(&d->sum, digest);
-		ok = wire_write(&s->out, digest, csum_len(s->xfer_csum));
+		csum_file_final(&d->sum, d->digest);
+		ok = wire_write(&s->out, d->digest, csum_len(s->xfer_csum));
 	}
 	wire_out_unlock(&s->out);
 	s->stats.total_transferred_size += st.st_size;
@@ -633,9 +633,17 @@ bool sender_run(struct session *s, struct send_list *sl)
 		/* --only-write-batch: the file goes to the batch alone
 		 * (sender.c: f_xfer = batch_fd). */
 		s->out.divert = s->out.tee && s->opts->write_batch < 0;
+		uint64_t given = wire_out_given(&s->out), taken = wire_in_taken(&s->in);
 		ok = send_one(&d, ndx, iflags, type, xname);
 		d.append = append;
 		s->out.divert = false;
+		if (ok) {
+			struct xfer_facts facts = {
+				.bytes = (int64_t)(wire_out_given(&s->out) - given),
+				.checksum_bytes = (int64_t)(wire_in_taken(&s->in) - taken),
+				.sum = d.digest};
+			session_log_transferred(s, f, iflags, NULL, &facts);
+		}
 		if (ok && s->xfer_log)
 			s->xfer_log(s->xfer_log_ctx, f, iflags);
 	}

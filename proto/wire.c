@@ -271,6 +271,16 @@ void wire_in_free(struct wire_in *in)
 	in->buf = NULL;
 }
 
+uint64_t wire_in_taken(const struct wire_in *in)
+{
+	return in->total_read - (in->end - in->pos);
+}
+
+uint64_t wire_out_given(const struct wire_out *out)
+{
+	return out->total_written + out->len;
+}
+
 size_t wire_buffered(const struct wire_in *in)
 {
 	size_t raw = in->end - in->pos;

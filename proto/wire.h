@@ -180,6 +180,10 @@ bool wire_read_ndx(struct wire_in *in, int32_t *ndx);
 bool wire_read_line(struct wire_in *in, char *dst, size_t max);
 /* Number of bytes that can be read without blocking (buffered data). */
 size_t wire_buffered(const struct wire_in *in);
+/* Raw bytes taken from the stream so far (read, less what is buffered),
+ * and raw bytes put on it (written or waiting): per-file %b and %c. */
+uint64_t wire_in_taken(const struct wire_in *in);
+uint64_t wire_out_given(const struct wire_out *out);
 
 /* Output. All writes are buffered; wire_flush sends them. */
 bool wire_write(struct wire_out *out, const void *src, size_t n);

@@ -333,6 +333,30 @@ totals_pair() {
 t_check total_bytes_push totals_pair push
 t_check total_bytes_pull totals_pair pull
 
+# --out-format with what only the end of a transfer knows: %b (bytes of
+# the file on the wire), %c (block sums), %C (the whole-file sum, blanks
+# for a directory), and %U/%G; a line with them waits for the transfer.
+out_format_pair() {
+    local how=$1 fmt=$2 c
+    for c in ferry rsync; do
+        local bin=$FERRY
+        [ "$c" = rsync ] && bin=$RSYNC
+        rm -rf "$UP/of" "$T/of"
+        case $how in
+        pull) "$bin" -a --out-format="$fmt" "$RURL/up/nfr/" "$T/of/" ;;
+        push) "$bin" -a --out-format="$fmt" "$SRC/" "$RURL/up/of/" ;;
+        local) "$bin" -a --out-format="$fmt" "$SRC/" "$T/of/" ;;
+        local_c) "$bin" -ac --out-format="$fmt" "$SRC/" "$T/of/" ;;
+        esac >"$T/of.$how.$c" 2>&1 || return 1
+    done
+    cat "$T/of.$how.ferry"
+    diff <(sort "$T/of.$how.rsync") <(sort "$T/of.$how.ferry")
+}
+t_check out_format_pull_bcC out_format_pair pull '%n %l %b %c %C %U %G'
+t_check out_format_push_bcC out_format_pair push '%i %n %b %c %C'
+t_check out_format_local_bcC out_format_pair local '%n %b %c %C'
+t_check out_format_checksum_C out_format_pair local_c '%n %C'
+
 # rsync -a SRC/ rsync://host/ (no module) answers with the module list and
 # exits 0, as a pull of rsync://host/ does.
 push_no_module() {
