@@ -163,6 +163,20 @@ static int run_server(const struct ferry_opts *o)
 	return code;
 }
 
+/* -q: rsync drops every informational line (log.c: rwrite returns on
+ * FINFO when quiet), whatever -v, -i, --stats, --progress or a listing
+ * asked for; errors and warnings still reach stderr. */
+static void drop_info_output(void)
+{
+	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	fflush(stdout);
+	dup2(fd, STDOUT_FILENO);
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	struct ferry_opts o;
@@ -199,6 +213,8 @@ int main(int argc, char **argv)
 						      : o.outbuf == 'L' ? _IOLBF : _IOFBF, 0);
 			if (o.msgs2stderr)
 				route_stdout_to_stderr();
+			if (o.quiet)
+				drop_info_output();
 			o.raw_argv = argv; /* for a batch's FILE.sh */
 			o.raw_argc = argc;
 			rc = run_client(&o);

@@ -357,6 +357,25 @@ t_check out_format_push_bcC out_format_pair push '%i %n %b %c %C'
 t_check out_format_local_bcC out_format_pair local '%n %b %c %C'
 t_check out_format_checksum_C out_format_pair local_c '%n %C'
 
+# -q drops every informational line, whatever else asked for one: names
+# (-v, -i, --out-format), deletions, --stats, --progress, listings. Errors
+# still reach stderr.
+quiet_pair() {
+    local c out
+    for c in "$FERRY" "$RSYNC"; do
+        rm -rf "$T/q" && mkdir "$T/q" && echo x >"$T/q/extra" || return 1
+        out=$("$c" -aq "$@" "$SRC/" "$T/q/" 2>/dev/null) || return 1
+        [ -z "$out" ] || { echo "$c printed:"; echo "$out"; return 1; }
+    done
+}
+t_check quiet_beats_verbose quiet_pair -vv -i --delete --stats --progress
+t_check quiet_listing_silent quiet_pair --list-only
+quiet_error_shown() {
+    "$FERRY" -aq "$T/no_such_dir/" "$T/q2/" 2>"$T/q2.err"
+    [ $? = 23 ] && grep -q 'no_such_dir' "$T/q2.err"
+}
+t_check quiet_keeps_errors quiet_error_shown
+
 # rsync -a SRC/ rsync://host/ (no module) answers with the module list and
 # exits 0, as a pull of rsync://host/ does.
 push_no_module() {
