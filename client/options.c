@@ -53,6 +53,8 @@ struct pstate {
 	int old_args;       /* rsync's old_style_args: -1 unset, 0, 1, 2... */
 	size_t args_cap, filters_cap;
 	const bool *refused; /* a daemon module's "refuse options", or NULL */
+	short info_user[INFO_COUNT]; /* --info levels given, over -v's */
+	bool info_user_set[INFO_COUNT];
 };
 
 /* Where --help, --version and --info=help print: stdout, or stderr with
@@ -497,6 +499,12 @@ static int handle_words(struct pstate *ps, bool debug, const char *arg)
 	}
 	if (r < 0)
 		return usage_err(ps, "Unknown --%s item: \"%s\"", debug ? "debug" : "info", bad);
+	for (int i = 0; !debug && i < INFO_COUNT && words[i].name; i++) {
+		if (set[i]) {
+			ps->info_user[i] = levels[i];
+			ps->info_user_set[i] = true;
+		}
+	}
 	for (int i = 0; !debug && words[i].name; i++) {
 		if (strcmp(words[i].name, "PROGRESS") != 0 || !set[i])
 			continue;
@@ -1064,6 +1072,60 @@ static int run_getopt(struct pstate *ps)
  * directory is cleaned, "." means none, RSYNC_PARTIAL_DIR stands in for a
  * plain --partial, and a relative one is excluded (perishably) so it is
  * neither sent nor deleted (compat.c). */
+/* What each -v level adds to the info levels (options.c: info_verbosity):
+ * "NONREG" / "COPY,DEL,FLIST,MISC,NAME,STATS,SYMSAFE" /
+ * "BACKUP,MISC2,MOUNT,NAME2,REMOVE,SKIP". */
+static void verbosity_levels(int verbose, short *levels)
+{
+	static const struct {
+		enum info_word w;
+		short level;
+	} by_verbosity[3][8] = {
+		{{INFO_NONREG, 1}, {INFO_COUNT, 0}},
+		{{INFO_COPY, 1}, {INFO_DEL, 1}, {INFO_FLIST, 1}, {INFO_MISC, 1}, {INFO_NAME, 1},
+		 {INFO_STATS, 1}, {INFO_SYMSAFE, 1}, {INFO_COUNT, 0}},
+		{{INFO_BACKUP, 1}, {INFO_MISC, 2}, {INFO_MOUNT, 1}, {INFO_NAME, 2}, {INFO_REMOVE, 1},
+		 {INFO_SKIP, 1}, {INFO_COUNT, 0}},
+	};
+
+	memset(levels, 0, INFO_COUNT * sizeof *levels);
+	for (int v = 0; v <= verbose && v < 3; v++)
+		for (int j = 0; by_verbosity[v][j].w != INFO_COUNT; j++)
+			levels[by_verbosity[v][j].w] = by_verbosity[v][j].level;
+}
+
+/* rsync's info levels: -v's, then --stats and --progress, then the --info
+ * words given, which win. */
+static void settle_info_levels(struct pstate *ps)
+{
+	struct ferry_opts *o = ps->o;
+
+	verbosity_levels(o->verbose, o->info_level);
+	if (o->stats)
+		o->info_level[INFO_STATS] = o->verbose > 1 ? 3 : 2;
+	if (o->progress || o->progress2)
+		o->info_level[INFO_PROGRESS] = o->progress2 ? 2 : 1;
+	for (int i = 0; i < INFO_COUNT; i++)
+		if (ps->info_user_set[i])
+			o->info_level[i] = ps->info_user[i];
+}
+
+void options_limit_verbosity(struct ferry_opts *o, int max)
+{
+	short limit[INFO_COUNT];
+
+	if (max < 0)
+		max = 0;
+	if (o->verbose > max)
+		o->verbose = max;
+	if (max >= 2)
+		return; /* rsync's MAX_VERBOSITY: nothing to limit */
+	verbosity_levels(max, limit);
+	for (int i = 0; i < INFO_COUNT; i++)
+		if (o->info_level[i] > limit[i])
+			o->info_level[i] = limit[i];
+}
+
 static int settle_partial_dir(struct pstate *ps)
 {
 	struct ferry_opts *o = ps->o;
@@ -1311,6 +1373,7 @@ static int finish(struct pstate *ps)
 	}
 	if ((rc = settle_partial_dir(ps)) != 0)
 		return rc;
+	settle_info_levels(ps);
 	/* --inplace keeps partial data by nature; rsync clears keep_partial. */
 	if (o->inplace)
 		o->partial = false;

@@ -60,6 +60,9 @@ int options_parse_flags(struct ferry_opts *o, int argc, char **argv,
  * without the "ferry: " prefix or newline; "" when none. */
 const char *options_last_error(void);
 void options_free(struct ferry_opts *o);
+/* A daemon module's "max verbosity": -v and every info level no higher
+ * than that many -v give (options.c: limit_output_verbosity). */
+void options_limit_verbosity(struct ferry_opts *o, int max);
 
 /* A daemon module's "refuse options": a flag per options_table row
  * (malloc'd, free() it). options_parse_refusing() then fails on a refused

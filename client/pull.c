@@ -109,7 +109,8 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 		if (o->dry_run) {
 			/* nothing exists there yet, and nothing will be written */
 			rc->dry_run_missing_root = true;
-			if (o->verbose || o->itemize || log_format_has(o->out_format, 'i')) {
+			if (info_ge(o, INFO_NAME, 1) || o->itemize ||
+			    log_format_has(o->out_format, 'i')) {
 				int n = (int)dlen;
 				while (n > 1 && dest[n - 1] == '/')
 					n--;
@@ -123,7 +124,8 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 			fprintf(stderr, "ferry: mkdir \"%s\" failed: %s\n", dest, strerror(errno));
 			return -RERR_FILEIO;
 		}
-		if (o->verbose || o->itemize || o->progress || log_format_has(o->out_format, 'i')) {
+		if (info_ge(o, INFO_NAME, 1) || o->itemize || o->progress ||
+		    log_format_has(o->out_format, 'i')) {
 			/* rsync names it without the trailing slash */
 			int n = (int)dlen;
 			while (n > 1 && dest[n - 1] == '/')
@@ -155,9 +157,9 @@ static void print_summary(const struct ferry_opts *o, struct session *s, double 
 	if (o->json) {
 		progress_json_stats(s, session_exit_code(s), elapsed);
 	} else {
-		if (o->stats)
+		if (info_ge(o, INFO_STATS, 2))
 			stats_print(stdout, &s->stats, s->protocol, o->human, false);
-		if (o->verbose || o->stats)
+		if (info_ge(o, INFO_STATS, 1))
 			summary_print(stdout, &s->stats, elapsed, o->human, o->dry_run);
 	}
 	fflush(stdout);
@@ -187,7 +189,8 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 		return session_exit_code(s);
 	flist_init(&fl);
 	/* rsync's "receiving file list ... done" (without incremental recursion) */
-	bool show = (o->verbose || o->progress) && !o->quiet && !o->json && !o->list_only && dest;
+	bool show = (info_ge(o, INFO_FLIST, 1) || o->progress) && !o->quiet && !o->json &&
+		    !o->list_only && dest;
 	logfile_write(s, "receiving file list");
 	if (show && s->inc_recurse) {
 		printf("receiving incremental file list\n");

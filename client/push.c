@@ -39,9 +39,9 @@ static void print_summary(const struct ferry_opts *o, struct session *s, time_t 
 	if (o->json) {
 		progress_json_stats(s, session_exit_code(s), (double)(time(NULL) - start));
 	} else {
-		if (o->stats)
+		if (info_ge(o, INFO_STATS, 2))
 			stats_print(stdout, &s->stats, s->protocol, o->human, true);
-		if (o->verbose || o->stats)
+		if (info_ge(o, INFO_STATS, 1))
 			summary_print(stdout, &s->stats, (double)(time(NULL) - start), o->human,
 				      o->dry_run);
 	}
@@ -67,7 +67,7 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 	/* main.c: client_run, before send_file_list */
 	if (!copy_as_become(s, o->copy_as))
 		return false;
-	bool show = (o->verbose || o->progress) && !o->quiet && !o->json;
+	bool show = (info_ge(o, INFO_FLIST, 1) || o->progress) && !o->quiet && !o->json;
 	logfile_write(s, "building file list");
 	if (show && s->inc_recurse)
 		printf("sending incremental file list\n");

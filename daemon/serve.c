@@ -702,8 +702,7 @@ static void apply_module_privilege(const struct daemon_module *m, struct ferry_o
 	} else if (o->super_mode == SUPER_FAKE) {
 		o->super_mode = SUPER_ON;
 	}
-	if (o->verbose > m->max_verbosity)
-		o->verbose = m->max_verbosity < 0 ? 0 : m->max_verbosity;
+	options_limit_verbosity(o, m->max_verbosity);
 }
 
 static bool conn_getc(void *ctx, char *ch)

@@ -54,7 +54,7 @@ static int open_side_dir(struct recv_ctx *rc, const char *dir, bool create)
 {
 	if (!rc->confined) {
 		int at = *dir == '/' ? AT_FDCWD : rc->rootfd;
-		if (create && mkdirat(at, dir, 0777) == 0 && rc->s->opts->verbose)
+		if (create && mkdirat(at, dir, 0777) == 0 && info_ge(rc->s->opts, INFO_BACKUP, 1))
 			session_info(rc->s, "(new) backup_dir is %s\n", dir);
 		return openat(at, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}

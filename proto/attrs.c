@@ -160,7 +160,7 @@ static const char *item_format(const struct ferry_opts *o)
 	if (o->itemize)
 		return "%i %n%L";
 	/* --progress names each file even without -v (options.c) */
-	if (o->verbose || o->progress)
+	if (info_ge(o, INFO_NAME, 1) || o->progress)
 		return "%n%L";
 	return NULL;
 }
@@ -174,7 +174,7 @@ static bool item_visible(const struct ferry_opts *o, const struct file_entry *f,
 	if (iflags & ITEM_TRANSFER)
 		return true;
 	bool see = has_i && (significant || (xname && *xname) || itemize > 1 ||
-			     (o->verbose > 1 && has_i));
+			     (info_ge(o, INFO_NAME, 2) && has_i));
 	bool local_change = (iflags & ITEM_LOCAL_CHANGE) && significant;
 	return see || local_change || (xname && *xname) || (S_ISDIR(f->mode) && significant);
 }
@@ -292,10 +292,11 @@ void session_log_delete(struct session *s, const char *path, mode_t mode)
 		pthread_mutex_unlock(&print_lock);
 		return;
 	}
-	/* log.c: log_delete: at -v, or whenever an output format is set */
-	if (!fmt || s->am_server)
+	/* log.c: log_delete: at --info=del (-v), or whenever an output
+	 * format is set */
+	if (s->am_server || (!fmt && !info_ge(o, INFO_DEL, 1)))
 		return;
-	if (!format_has_io(fmt))
+	if (!fmt || !format_has_io(fmt))
 		fmt = "deleting %n";
 	log_format(fmt, &it, line, sizeof line);
 	pthread_mutex_lock(&print_lock);

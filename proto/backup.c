@@ -68,7 +68,7 @@ static void backup_note(struct recv_ctx *rc, const char *path)
 {
 	const struct ferry_opts *o = rc->s->opts;
 
-	if (o->verbose > 1)
+	if (info_ge(o, INFO_BACKUP, 1))
 		session_info(rc->s, "backed up %s to %s%s%s%s\n", path,
 			     o->backup_dir ? o->backup_dir : "", o->backup_dir ? "/" : "",
 			     path, backup_suffix(o));

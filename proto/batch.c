@@ -244,7 +244,7 @@ static void match_flag(const struct ferry_opts *o, bool *field, bool set, const 
 {
 	if (*field == set)
 		return;
-	if (o->verbose)
+	if (info_ge(o, INFO_MISC, 1))
 		printf("%sing the %s option to match the batchfile.\n", set ? "Sett" : "Clear",
 		       name);
 	*field = set;

@@ -370,7 +370,7 @@ static bool resolve_link(struct walker *k, int dirfd, const char *leaf, const ch
 		if (n >= 0) {
 			link[n] = '\0';
 			follow = fs_symlink_unsafe(link, path);
-			if (follow && o->verbose)
+			if (follow && info_ge(o, INFO_SYMSAFE, 1))
 				session_info(k->s, "copying unsafe symlink \"%s\" -> \"%s\"\n", path,
 					     link);
 		}

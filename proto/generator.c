@@ -241,11 +241,12 @@ static bool report_item(struct gen *g, int32_t ndx, int iflags, const char *xnam
 	const struct file_entry *f = g->rc->fl->sorted[ndx];
 	iflags |= meta_item_bits_at_dest(g, f, iflags);
 	bool want = (iflags & SIGNIFICANT_ITEM_FLAGS & 0xffff) || o->itemize > 1 ||
-		    o->verbose > 1 || (xname && *xname);
+		    info_ge(o, INFO_NAME, 2) || (xname && *xname);
 	/* An xattr request rides on the record, so it goes out regardless. */
 	bool xattr_req = xattr_request_follows(s, iflags);
 
-	bool shown = o->itemize || o->verbose || o->out_format || o->progress || s->log_fp;
+	bool shown = o->itemize || info_ge(o, INFO_NAME, 1) || o->out_format || o->progress ||
+		     s->log_fp;
 	if (!xattr_req && !want)
 		return true;
 	if (s->protocol < 29) {
@@ -478,7 +479,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	int iflags = ITEM_LOCAL_CHANGE | ITEM_REPORT_CHANGE;
 
 	if (g->o->safe_links && fs_symlink_unsafe(f->link, path)) {
-		if (g->o->verbose)
+		if (info_ge(g->o, INFO_SYMSAFE, 1))
 			session_info(g->s, "ignoring unsafe symlink \"%s\" -> \"%s\"\n", path,
 				     f->link);
 		return;
@@ -819,7 +820,7 @@ static bool try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f, cons
 			continue;
 		if (o->alt_dest_mode != ALT_DEST_COMPARE)
 			g->s->stats.created_files++, g->s->stats.created_reg++;
-		if (o->itemize > 1 || o->verbose > 1)
+		if (o->itemize > 1 || info_ge(o, INFO_NAME, 2))
 			report_item(g, ndx, o->alt_dest_mode == ALT_DEST_COMPARE ? 0 : ITEM_LOCAL_CHANGE,
 				    NULL);
 		g->rc->state[ndx] |= FS_DONE;
@@ -1036,7 +1037,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 	int statret = dest_lstat(g, dirfd, leaf, path, &st);
 	if (statret < 0) {
 		if (o->existing) {
-			if (o->verbose > 1)
+			if (info_ge(o, INFO_SKIP, 1))
 				session_info(g->s, "not creating new file \"%s\"\n", path);
 			return REG_SKIPPED;
 		}
@@ -1059,8 +1060,11 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 		request_from(g, ndx, &b, ITEM_IS_NEW, false);
 		return REG_REQUESTED;
 	}
-	if (o->ignore_existing)
+	if (o->ignore_existing) {
+		if (info_ge(o, INFO_SKIP, 1))
+			session_info(g->s, "%s exists\n", path);
 		return REG_IN_PLACE;
+	}
 	if (writable_device(o, &st)) {
 		device_size(dirfd, leaf, &st);
 	} else if (!S_ISREG(st.st_mode)) {
@@ -1074,7 +1078,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 	if (o->update && (st.st_mtim.tv_sec > f->mtime ||
 			  (st.st_mtim.tv_sec == f->mtime &&
 			   (uint32_t)st.st_mtim.tv_nsec > f->mtime_nsec))) {
-		if (o->verbose > 1)
+		if (info_ge(o, INFO_SKIP, 1))
 			session_info(g->s, "%s is newer\n", path);
 		return REG_IN_PLACE;
 	}
@@ -1123,7 +1127,7 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 
 	if ((o->max_size >= 0 && f->size > o->max_size) ||
 	    (o->min_size >= 0 && f->size < o->min_size)) {
-		if (o->verbose > 1)
+		if (info_ge(o, INFO_SKIP, 1))
 			session_info(g->s, "%s is %s\n", path,
 				     f->size > o->max_size && o->max_size >= 0 ? "over max-size"
 									: "under min-size");

@@ -35,6 +35,13 @@ enum { ALT_DEST_COMPARE = 1, ALT_DEST_COPY = 2, ALT_DEST_LINK = 3 };
  * --no-super, -1 --fake-super); SUPER_DEFAULT: root when euid is 0. */
 enum super_mode { SUPER_DEFAULT = 0, SUPER_ON, SUPER_OFF, SUPER_FAKE };
 
+/* rsync's --info words, in its order (options.c: info_words). */
+enum info_word {
+	INFO_BACKUP, INFO_COPY, INFO_DEL, INFO_FLIST, INFO_MISC, INFO_MOUNT, INFO_NAME,
+	INFO_NONREG, INFO_PROGRESS, INFO_REMOVE, INFO_SKIP, INFO_STATS, INFO_SYMSAFE,
+	INFO_COUNT
+};
+
 struct ferry_opts {
 	/* mode of operation */
 	bool server;       /* --server */
@@ -60,6 +67,8 @@ struct ferry_opts {
 	bool json;         /* --json: progress, items and stats as JSON lines */
 	bool list_only;    /* --list-only, or implied by a lone source */
 	char *info;        /* --info=FLAGS, as given (comma-joined if repeated) */
+	short info_level[INFO_COUNT]; /* from -v, --stats, --progress and --info
+				       * (options.c: info_levels); see info_ge() */
 	char *debug;       /* --debug=FLAGS, as given */
 	bool msgs2stderr;  /* --msgs2stderr */
 
@@ -229,5 +238,12 @@ struct ferry_opts {
 	char **args;
 	int nargs;
 };
+
+/* Is informational output `w` at `level` or above wanted (rsync's
+ * INFO_GTE)? */
+static inline bool info_ge(const struct ferry_opts *o, enum info_word w, int level)
+{
+	return o->info_level[w] >= level;
+}
 
 #endif

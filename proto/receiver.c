@@ -578,7 +578,7 @@ static void discard_failed(struct rcv *r, int32_t ndx, const char *path, bool re
 
 	if (redo_allowed && !(rc->state[ndx] & FS_REDO)) {
 		rc->state[ndx] |= FS_REDO;
-		if (r->o->verbose)
+		if (info_ge(r->o, INFO_NAME, 1))
 			session_info(r->s,
 				     "WARNING: %s failed verification -- update discarded (will try again).\n",
 				     path);

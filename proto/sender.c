@@ -509,7 +509,7 @@ static void remove_at(struct snd *d, const struct file_entry *f, int dirfd, cons
 			   errno);
 		return;
 	}
-	if (d->s->opts->verbose > 1)
+	if (info_ge(d->s->opts, INFO_REMOVE, 1))
 		session_info(d->s, "sender removed %s\n", path);
 }
 

@@ -276,7 +276,8 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 		/* rsync says it, but a dry run writes nothing (main.c:
 		 * get_local_name); every entry is then missing */
 		rc->dry_run_missing_root = true;
-		if (s->opts->verbose || s->opts->itemize || log_format_has(s->opts->out_format, 'i'))
+		if (info_ge(s->opts, INFO_NAME, 1) || s->opts->itemize ||
+		    log_format_has(s->opts->out_format, 'i'))
 			session_info(s, "created directory %s\n", clean);
 		fd = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	} else if (active > 1 || slash || (only && S_ISDIR(only->mode))) {
@@ -286,7 +287,8 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 			return -RERR_FILEIO;
 		}
 		rc->root_created = true;
-		if (s->opts->verbose || s->opts->itemize || log_format_has(s->opts->out_format, 'i'))
+		if (info_ge(s->opts, INFO_NAME, 1) || s->opts->itemize ||
+		    log_format_has(s->opts->out_format, 'i'))
 			session_info(s, "created directory %s\n", clean);
 		fd = openat(parent, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	} else {

@@ -376,6 +376,32 @@ quiet_error_shown() {
 }
 t_check quiet_keeps_errors quiet_error_shown
 
+# --info words choose the informational lines one by one, over what -v
+# gives (rsync's info levels): names, deletions, skips, backups, the
+# summary and --stats. Compared sorted (two threads print them), without
+# the timing lines and what ferry does not print yet ("is uptodate", the
+# -vv match totals).
+info_pair() {
+    local c
+    for c in ferry rsync; do
+        local bin=$FERRY
+        [ "$c" = rsync ] && bin=$RSYNC
+        rm -rf "$T/inf" && "$RSYNC" -a "$MS/" "$T/inf/" && cp -a "$T/mbase/." "$T/inf/" &&
+            echo newer >"$T/inf/a/f" || return 1
+        "$bin" -a --delete "$@" "$MS/" "$T/inf/" 2>&1 |
+            grep -Ev '^(sent|total size|File list|Total bytes|total:)|bytes/sec|is uptodate|delta-trans' |
+            sort >"$T/inf.$c" || return 1
+    done
+    cat "$T/inf.ferry"
+    diff "$T/inf.rsync" "$T/inf.ferry"
+}
+t_check info_name info_pair --info=name
+t_check info_del_stats info_pair --info=del,stats2
+t_check info_v_name0 info_pair -v --info=name0
+t_check info_skip info_pair --info=skip --ignore-existing
+t_check info_backup info_pair --info=backup -b
+t_check info_vv info_pair -vv -u
+
 # rsync -a SRC/ rsync://host/ (no module) answers with the module list and
 # exits 0, as a pull of rsync://host/ does.
 push_no_module() {
