@@ -373,6 +373,33 @@ static bool stat_dirlink(struct gen *g, int dirfd, const char *leaf, const char 
 	return ok;
 }
 
+/* A new directory that a --compare/copy/link-dest dir holds: rsync
+ * itemizes it against that one, not as new (generator.c: try_dests_non,
+ * then statret 1) -- the first with the same attributes, else the first. */
+static bool alt_dir_stat(struct gen *g, const struct file_entry *f, const char *path,
+			 struct stat *ast)
+{
+	bool found = false;
+
+	for (int i = 0; i < g->rc->nalt; i++) {
+		const char *aleaf = ".";
+		struct stat cand;
+		if (g->rc->alt_fd[i] < 0)
+			continue;
+		int adir = strcmp(path, ".") == 0 ? g->rc->alt_fd[i]
+						  : dir_cursor_parent(&g->alt[i], path, &aleaf);
+		if (adir < 0 || fstatat(adir, aleaf, &cand, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(cand.st_mode))
+			continue;
+		if (!found || attr_change_bits(g, f, &cand) == 0)
+			*ast = cand;
+		found = true;
+		if (attr_change_bits(g, f, &cand) == 0)
+			break;
+	}
+	return found;
+}
+
 static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
 {
 	const char *leaf;
@@ -419,10 +446,12 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 		f->mode = dest_mode(g, f->mode, exists ? st.st_mode : 0, exists);
 	/* The transfer root we created counts as new (FLAG_DIR_CREATED). */
 	bool created_root = (strcmp(path, ".") == 0 && g->rc->root_created) || made_early;
+	struct stat ast;
 	int iflags = statret == 0 && !created_root ? attr_change_bits(g, f, &st)
-						    : ITEM_LOCAL_CHANGE | ITEM_IS_NEW;
+		     : alt_dir_stat(g, f, path, &ast) ? ITEM_LOCAL_CHANGE | attr_change_bits(g, f, &ast)
+						      : ITEM_LOCAL_CHANGE | ITEM_IS_NEW;
 	report_item(g, ndx, iflags, NULL);
-	if (created_root) {
+	if (created_root && (iflags & ITEM_IS_NEW)) {
 		g->s->stats.created_dirs++;
 		g->s->stats.created_files++;
 	}
@@ -438,8 +467,10 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 			file_error(g, "stat", path);
 			return;
 		}
-		g->s->stats.created_dirs++;
-		g->s->stats.created_files++;
+		if (iflags & ITEM_IS_NEW) {
+			g->s->stats.created_dirs++;
+			g->s->stats.created_files++;
+		}
 	}
 	if (!g->o->dry_run)
 		apply_attrs(g->rc, dirfd, leaf, f, &st, false);
@@ -820,9 +851,53 @@ static bool try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f, cons
 			continue;
 		if (o->alt_dest_mode != ALT_DEST_COMPARE)
 			g->s->stats.created_files++, g->s->stats.created_reg++;
+		/* a link shows as 'h' (generator.c: itemize with
+		 * ITEM_XNAME_FOLLOWS and an empty name) */
+		bool linked = o->alt_dest_mode == ALT_DEST_LINK && alt_attrs_match(g, f, &ast);
 		if (o->itemize > 1 || info_ge(o, INFO_NAME, 2))
 			report_item(g, ndx, o->alt_dest_mode == ALT_DEST_COMPARE ? 0 : ITEM_LOCAL_CHANGE,
-				    NULL);
+				    linked ? "" : NULL);
+		g->rc->state[ndx] |= FS_DONE;
+		recv_report_success(g->rc, ndx, path, false);
+		return true;
+	}
+	return false;
+}
+
+/* An existing destination file that a --compare-dest or --link-dest dir
+ * holds identically (the quick check and the attributes): rsync removes it,
+ * or replaces it by a link to that one, so that the destination holds only
+ * what differs (generator.c: try_dests_reg with find_exact_for_existing).
+ * True when that settled the file. */
+static bool replace_by_alt(struct gen *g, int32_t ndx, struct file_entry *f, const char *path,
+			   int dirfd, const char *leaf, const struct stat *st)
+{
+	const struct ferry_opts *o = g->o;
+
+	if (!g->rc->nalt || o->alt_dest_mode == ALT_DEST_COPY)
+		return false;
+	for (int i = 0; i < g->rc->nalt; i++) {
+		const char *aleaf;
+		struct stat ast;
+		if (g->rc->alt_fd[i] < 0)
+			continue;
+		int adir = dir_cursor_parent(&g->alt[i], path, &aleaf);
+		if (adir < 0 || fstatat(adir, aleaf, &ast, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(ast.st_mode) || !regular_up_to_date(g, f, adir, aleaf, &ast) ||
+		    !alt_attrs_match(g, f, &ast))
+			continue;
+		bool link = o->alt_dest_mode == ALT_DEST_LINK;
+		if (link && ast.st_dev == st->st_dev && ast.st_ino == st->st_ino)
+			return false; /* already that very file */
+		if (!o->dry_run) {
+			if (unlinkat(dirfd, leaf, 0) < 0 && errno != ENOENT)
+				return false;
+			if (link && linkat(adir, aleaf, dirfd, leaf, 0) < 0 &&
+			    !copy_from_alt(g, f, adir, aleaf, dirfd, leaf))
+				return false;
+		}
+		if (o->itemize > 1 || info_ge(o, INFO_NAME, 2))
+			report_item(g, ndx, link ? ITEM_LOCAL_CHANGE : 0, link ? "" : NULL);
 		g->rc->state[ndx] |= FS_DONE;
 		recv_report_success(g->rc, ndx, path, false);
 		return true;
@@ -1082,6 +1157,8 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 			session_info(g->s, "%s is newer\n", path);
 		return REG_IN_PLACE;
 	}
+	if (replace_by_alt(g, ndx, f, path, dirfd, leaf, &st))
+		return REG_IN_PLACE;
 	if (!o->perms)
 		f->mode = dest_mode(g, f->mode, st.st_mode, true);
 	int iflags = attr_change_bits(g, f, &st);

@@ -402,6 +402,38 @@ t_check info_skip info_pair --info=skip --ignore-existing
 t_check info_backup info_pair --info=backup -b
 t_check info_vv info_pair -vv -u
 
+# --link-dest, --compare-dest, --copy-dest: a new directory that the
+# other dir holds is itemized against it (not as new), a link is 'h' at
+# -ii, and an existing destination file identical to the other dir's is
+# removed (compare) or made a link to it (link). Lines, tree and which
+# files are links as rsync's, into a new destination and an existing one.
+alt_pair() { # MODE FRESH(1/0) ITEMIZE
+    local mode=$1 fresh=$2 ii=$3 c
+    for c in ferry rsync; do
+        local bin=$FERRY
+        [ "$c" = rsync ] && bin=$RSYNC
+        # the same destination name for both ("created directory d")
+        rm -rf "$T/alt_$c" && mkdir "$T/alt_$c" &&
+            { [ "$fresh" = 1 ] || cp -a "$T/altbase" "$T/alt_$c/d"; } || return 1
+        (cd "$T/alt_$c" && "$bin" -a"$ii" --"$mode"-dest="$T/altbase" "$MS/" d/ 2>&1) |
+            sort >"$T/alt.$c.out"
+        (cd "$T/alt_$c/d" && find . | sort | while read -r p; do
+            if [ "$p" -ef "$T/altbase/$p" ]; then echo "$p linked"; else echo "$p"; fi
+        done) >>"$T/alt.$c.out"
+    done
+    diff "$T/alt.rsync.out" "$T/alt.ferry.out" && cat "$T/alt.ferry.out"
+}
+if rm -rf "$T/altbase" && "$RSYNC" -a "$MS/" "$T/altbase/" && touch -d @1500000000 "$T/altbase"; then
+    t_check alt_link_new_dir alt_pair link 1 i
+    t_check alt_link_new_ii alt_pair link 1 ii
+    t_check alt_compare_new alt_pair compare 1 i
+    t_check alt_copy_new alt_pair copy 1 ii
+    t_check alt_link_existing alt_pair link 0 ii
+    t_check alt_compare_existing alt_pair compare 0 i
+else
+    t_fail altbase "could not make the alternate dir"
+fi
+
 # rsync -a SRC/ rsync://host/ (no module) answers with the module list and
 # exits 0, as a pull of rsync://host/ does.
 push_no_module() {
