@@ -19,6 +19,7 @@
 #include "proto/fakesuper.h"
 #include "proto/xattrs.h"
 #include "proto/delete.h"
+#include "proto/logfmt.h"
 #include "proto/fileio.h"
 #include "proto/filter.h"
 #include "proto/fuzzy.h"
@@ -261,6 +262,21 @@ static bool report_item(struct gen *g, int32_t ndx, int iflags, const char *xnam
 		  (!xname || wire_write_vstring(&s->out, xname)) && xattr_gen_request(s, f, iflags);
 	wire_out_unlock(&s->out);
 	return ok;
+}
+
+/* An entry kept where it is: its attributes brought up to date, and at
+ * -vv (NAME2) without an itemized format its name, or "X is uptodate"
+ * when nothing needed touching (rsync.c: set_file_attrs, ATTRS_REPORT). */
+static void settle_in_place(struct gen *g, int dirfd, const char *leaf, const char *path,
+			    const struct file_entry *f, const struct stat *st, int iflags)
+{
+	const struct ferry_opts *o = g->o;
+	int changed = iflags;
+
+	if (!o->dry_run)
+		changed = apply_attrs(g->rc, dirfd, leaf, f, st, true);
+	if (info_ge(o, INFO_NAME, 2) && !o->itemize && !log_format_has(o->out_format, 'i'))
+		session_info(g->s, changed ? "%s\n" : "%s is uptodate\n", path);
 }
 
 /* mirrors rsync generator.c:dest_mode() for when -p is off */
@@ -538,9 +554,9 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 											: NULL;
 				if (have && strcmp(have, f->link) == 0) {
 					/* the link points to the right place */
-					report_item(g, ndx, attr_change_bits(g, f, &st), NULL);
-					if (!g->o->dry_run)
-						apply_attrs(g->rc, dirfd, leaf, f, &st, true);
+					int bits = attr_change_bits(g, f, &st);
+					report_item(g, ndx, bits, NULL);
+					settle_in_place(g, dirfd, leaf, path, f, &st, bits);
 					recv_report_success(g->rc, ndx, path, false);
 					return;
 				}
@@ -612,9 +628,9 @@ static void gen_device(struct gen *g, int32_t ndx, struct file_entry *f, const c
 	if (dest_lstat(g, dirfd, leaf, path, &st) == 0) {
 		bool same_kind = (st.st_mode & S_IFMT) == (f->mode & S_IFMT);
 		if (same_kind && (!(S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) || st.st_rdev == rdev)) {
-			report_item(g, ndx, attr_change_bits(g, f, &st), NULL);
-			if (!g->o->dry_run)
-				apply_attrs(g->rc, dirfd, leaf, f, &st, true);
+			int bits = attr_change_bits(g, f, &st);
+			report_item(g, ndx, bits, NULL);
+			settle_in_place(g, dirfd, leaf, path, f, &st, bits);
 			return;
 		}
 		if (!clear_way(g, dirfd, leaf, path, &st, f->mode))
@@ -1164,8 +1180,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 	int iflags = attr_change_bits(g, f, &st);
 	if (regular_up_to_date(g, f, dirfd, leaf, &st)) {
 		report_item(g, ndx, iflags, NULL);
-		if (!o->dry_run)
-			apply_attrs(g->rc, dirfd, leaf, f, &st, true);
+		settle_in_place(g, dirfd, leaf, path, f, &st, iflags);
 		g->rc->state[ndx] |= FS_DONE;
 		recv_report_success(g->rc, ndx, path, false);
 		if (o->partial_dir && !o->dry_run)

@@ -378,9 +378,9 @@ t_check quiet_keeps_errors quiet_error_shown
 
 # --info words choose the informational lines one by one, over what -v
 # gives (rsync's info levels): names, deletions, skips, backups, the
-# summary and --stats. Compared sorted (two threads print them), without
-# the timing lines and what ferry does not print yet ("is uptodate", the
-# -vv match totals).
+# summary and --stats, NAME2's "X is uptodate". Compared sorted (two
+# threads print them), without the timing lines and what ferry does not
+# print (the -vv match totals and debug lines).
 info_pair() {
     local c
     for c in ferry rsync; do
@@ -389,7 +389,7 @@ info_pair() {
         rm -rf "$T/inf" && "$RSYNC" -a "$MS/" "$T/inf/" && cp -a "$T/mbase/." "$T/inf/" &&
             echo newer >"$T/inf/a/f" || return 1
         "$bin" -a --delete "$@" "$MS/" "$T/inf/" 2>&1 |
-            grep -Ev '^(sent|total size|File list|Total bytes|total:)|bytes/sec|is uptodate|delta-trans' |
+            grep -Ev '^(sent|total size|File list|Total bytes|total:)|bytes/sec|delta-trans' |
             sort >"$T/inf.$c" || return 1
     done
     cat "$T/inf.ferry"
