@@ -17,6 +17,7 @@
 
 #include "client/connect.h"
 #include "client/options.h"
+#include "proto/logfmt.h"
 #include "proto/batch.h"
 #include "proto/token.h"
 #include "proto/checksum.h"
@@ -1105,6 +1106,13 @@ static void settle_info_levels(struct pstate *ps)
 		o->info_level[INFO_STATS] = o->verbose > 1 ? 3 : 2;
 	if (o->progress || o->progress2)
 		o->info_level[INFO_PROGRESS] = o->progress2 ? 2 : 1;
+	/* --progress names the files when nothing else does (options.c:
+	 * "name" when !log_before_transfer && INFO_EQ(NAME, 0)) */
+	bool logs_before = o->itemize ||
+			   (o->out_format && !log_format_has(o->out_format, 'b') &&
+			    !log_format_has(o->out_format, 'c') && !log_format_has(o->out_format, 'C'));
+	if (o->progress && !o->server && !o->info_level[INFO_NAME] && !logs_before)
+		o->info_level[INFO_NAME] = 1;
 	for (int i = 0; i < INFO_COUNT; i++)
 		if (ps->info_user_set[i])
 			o->info_level[i] = ps->info_user[i];

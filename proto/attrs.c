@@ -195,7 +195,12 @@ static void log_item_with(struct session *s, const struct file_entry *f, int ifl
 	bool to_stdout = !o->json && fmt && after == (x != NULL) &&
 			 item_visible(o, f, iflags, xname, strstr(fmt, "%i") != NULL, o->itemize);
 	bool to_log = !x && s->log_fp && item_visible(o, f, iflags, xname, true, 1);
-	if (!to_stdout && !to_log && !to_json)
+	/* a line that waits for the transfer: --progress shows the name
+	 * above its meter meanwhile (receiver.c: "%s\n" when
+	 * !log_before_transfer and INFO_EQ(PROGRESS, 1)) */
+	bool bare_name = after && !x && !o->json && info_ge(o, INFO_NAME, 1) &&
+			 o->info_level[INFO_PROGRESS] == 1;
+	if (!to_stdout && !to_log && !to_json && !bare_name)
 		return;
 	if (name_override)
 		snprintf(name, sizeof name, "%s", name_override);
@@ -238,8 +243,15 @@ static void log_item_with(struct session *s, const struct file_entry *f, int ifl
 		progress_json_item(s, name, line, f->size);
 		pthread_mutex_unlock(&print_lock);
 	}
-	if (!to_stdout)
+	if (!to_stdout) {
+		if (bare_name) {
+			pthread_mutex_lock(&print_lock);
+			out_filtered(s->info, name, o->eight_bit_output, '\n');
+			fflush(s->info);
+			pthread_mutex_unlock(&print_lock);
+		}
 		return;
+	}
 	log_format(fmt, &it, line, sizeof line);
 	pthread_mutex_lock(&print_lock);
 	out_filtered(s->info, line, o->eight_bit_output, '\n');

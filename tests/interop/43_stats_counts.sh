@@ -434,6 +434,24 @@ else
     t_fail altbase "could not make the alternate dir"
 fi
 
+# --progress names the files when nothing else does, and above its meter
+# when the line waits for the transfer (%b); the meter lines themselves
+# (rates, times) are left out of the comparison.
+progress_pair() {
+    local c
+    for c in ferry rsync; do
+        local bin=$FERRY
+        [ "$c" = rsync ] && bin=$RSYNC
+        rm -rf "$T/pg_$c" && mkdir "$T/pg_$c" || return 1
+        (cd "$T/pg_$c" && "$bin" -a --progress "$@" "$SRC/" d/ 2>&1) | tr '\r' '\n' |
+            grep -Ev '%|bytes/sec|total size' >"$T/pg.$c"
+    done
+    cat "$T/pg.ferry"
+    diff "$T/pg.rsync" "$T/pg.ferry"
+}
+t_check progress_names progress_pair
+t_check progress_names_after_transfer progress_pair --out-format=%n%b
+
 # rsync -a SRC/ rsync://host/ (no module) answers with the module list and
 # exits 0, as a pull of rsync://host/ does.
 push_no_module() {
