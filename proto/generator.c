@@ -830,6 +830,20 @@ static bool copy_from_alt(struct gen *g, const struct file_entry *f, int adir, c
 	return ok;
 }
 
+/* The regular file at path in --*-dest dir i: its directory fd (from
+ * that dir's cursor), name and stat; -1 when it has none. */
+static int alt_regular(struct gen *g, int i, const char *path, const char **aleaf,
+		       struct stat *ast)
+{
+	if (g->rc->alt_fd[i] < 0)
+		return -1;
+	int adir = dir_cursor_parent(&g->alt[i], path, aleaf);
+	if (adir < 0 || fstatat(adir, *aleaf, ast, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISREG(ast->st_mode))
+		return -1;
+	return adir;
+}
+
 /* A missing destination file: look for it in the --compare-dest,
  * --copy-dest or --link-dest dirs (generator.c: try_dests_reg). Returns
  * true when that settled it; otherwise b names the best basis found. */
@@ -841,11 +855,8 @@ static bool try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f, cons
 	for (int i = 0; i < g->rc->nalt; i++) {
 		const char *aleaf;
 		struct stat ast;
-		if (g->rc->alt_fd[i] < 0)
-			continue;
-		int adir = dir_cursor_parent(&g->alt[i], path, &aleaf);
-		if (adir < 0 || fstatat(adir, aleaf, &ast, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISREG(ast.st_mode))
+		int adir = alt_regular(g, i, path, &aleaf, &ast);
+		if (adir < 0)
 			continue;
 		if (!b->st) {
 			*bst = ast;
@@ -895,11 +906,8 @@ static bool replace_by_alt(struct gen *g, int32_t ndx, struct file_entry *f, con
 	for (int i = 0; i < g->rc->nalt; i++) {
 		const char *aleaf;
 		struct stat ast;
-		if (g->rc->alt_fd[i] < 0)
-			continue;
-		int adir = dir_cursor_parent(&g->alt[i], path, &aleaf);
-		if (adir < 0 || fstatat(adir, aleaf, &ast, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISREG(ast.st_mode) || !regular_up_to_date(g, f, adir, aleaf, &ast) ||
+		int adir = alt_regular(g, i, path, &aleaf, &ast);
+		if (adir < 0 || !regular_up_to_date(g, f, adir, aleaf, &ast) ||
 		    !alt_attrs_match(g, f, &ast))
 			continue;
 		bool link = o->alt_dest_mode == ALT_DEST_LINK;

@@ -230,28 +230,30 @@ static void xfer_err(struct session *s, const char *prefix, const char *msg)
 	fprintf(stderr, "%s%s\n", prefix, msg);
 }
 
-void session_xfer_err(struct session *s, const char *fmt, ...)
+static void xfer_err_fmt(struct session *s, const char *prefix, const char *fmt, va_list ap)
 {
 	char msg[1100];
+
+	if (vsnprintf(msg, sizeof msg - 1, fmt, ap) >= 0)
+		xfer_err(s, prefix, msg);
+}
+
+void session_xfer_err(struct session *s, const char *fmt, ...)
+{
 	va_list ap;
 
 	va_start(ap, fmt);
-	int n = vsnprintf(msg, sizeof msg - 1, fmt, ap);
+	xfer_err_fmt(s, "ferry: ", fmt, ap);
 	va_end(ap);
-	if (n >= 0)
-		xfer_err(s, "ferry: ", msg);
 }
 
 void session_xfer_err_plain(struct session *s, const char *fmt, ...)
 {
-	char msg[1100];
 	va_list ap;
 
 	va_start(ap, fmt);
-	int n = vsnprintf(msg, sizeof msg - 1, fmt, ap);
+	xfer_err_fmt(s, "", fmt, ap);
 	va_end(ap);
-	if (n >= 0)
-		xfer_err(s, "", msg);
 }
 
 void session_warn(struct session *s, const char *fmt, ...)
