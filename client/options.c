@@ -947,6 +947,13 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 		o->checksum_seed = (uint32_t)(int32_t)n;
 		o->checksum_seed_set = true;
 		break;
+	case OPT_SUMS_CACHE:
+		/* one plain name in the destination directory: nothing to
+		 * follow or climb out of */
+		if (!*arg || strchr(arg, '/') || !strcmp(arg, ".") || !strcmp(arg, "..") ||
+		    strlen(arg) > 200)
+			return usage_err(ps, "--sums-cache=%s: expected a plain file name", arg);
+		return set_str(ps, &o->sums_cache, arg);
 	case OPT_IPV4: case OPT_IPV6: o->ip_family = v; break;
 	case OPT_SERVER: o->server = true; break;
 	case OPT_SENDER:
@@ -1488,6 +1495,7 @@ void options_free(struct ferry_opts *o)
 	free(o->debug);
 	free(o->chmod);
 	free(o->checksum_choice);
+	free(o->sums_cache);
 	for (j = 0; j < o->nfilters; j++)
 		free(o->filters[j].text);
 	free(o->filters);

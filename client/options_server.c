@@ -426,6 +426,8 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		pushf(&a, o->modify_window < 0 ? "-@%ld" : "--modify-window=%ld", o->modify_window);
 	if (o->checksum_seed)
 		pushf(&a, "--checksum-seed=%ld", (long)(int32_t)o->checksum_seed);
+	if (o->sums_cache && am_sender) /* only a ferry receiver knows it */
+		push(&a, options_safe_arg("--sums-cache", o->sums_cache, false));
 	if (o->partial_dir && am_sender) {
 		if (!o->partial_dir_implied) {
 			pushs(&a, "--partial-dir");

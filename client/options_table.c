@@ -293,6 +293,7 @@ const struct opt_spec options_table[] = {
 	AR("iconv", 0, N, OPT_ICONV, "CONVERT_SPEC", "request charset conversion of filenames"),
 	NO("no-iconv", Y, OPT_ICONV),
 	AR("checksum-seed", 0, Y, OPT_CHECKSUM_SEED, "NUM", "set block/file checksum seed (advanced)"),
+	AR("sums-cache", 0, Y, OPT_SUMS_CACHE, "NAME", "keep block sums in dest file NAME for next time (ferry only)"),
 	{ "ipv4", '4', OA_NONE, OM_BOTH, Y, OPT_IPV4, 4, NULL, "prefer IPv4", NULL,
 	  "prefer IPv4" },
 	{ "ipv6", '6', OA_NONE, OM_BOTH, Y, OPT_IPV6, 6, NULL, "prefer IPv6", NULL,

@@ -130,6 +130,7 @@ struct ferry_opts {
 	char *checksum_choice; /* --checksum-choice / --cc */
 	uint32_t checksum_seed; /* --checksum-seed */
 	bool checksum_seed_set;
+	char *sums_cache;  /* --sums-cache: a file in the destination dir */
 
 	/* deletion */
 	enum delete_mode delete_mode;

@@ -19,6 +19,7 @@
 #include "proto/filter.h"
 #include "proto/recvside.h"
 #include "proto/progress.h"
+#include "proto/sumcache.h"
 #include "proto/tempfile.h"
 #include "proto/token.h"
 
@@ -54,6 +55,8 @@ struct rcv {
 	int64_t skip;      /* --inplace: unchanged bytes to seek past before
 			    * the next write */
 	bool over_basis;   /* --inplace: writing into the basis itself */
+	struct sums_builder *sb; /* --sums-cache: this file's new sums, or NULL */
+	struct sums_builder sb_store;
 	/* Early writeback of a temporary file: bytes that reached the file,
 	 * and how many of them we asked the kernel to start writing. */
 	bool writeback_early;
@@ -281,7 +284,7 @@ static bool flush_run(struct rcv *r, int basis_fd, int fd, const char *path)
  * as part of a run the kernel copies later (cloning), or not at all when
  * it already lies there in the file being updated in place. */
 static bool take_block(struct rcv *r, int basis_fd, int fd, const char *path, off_t off,
-		       size_t len, struct csum_ctx *sum, bool *write_ok)
+		       size_t len, struct csum_ctx *sum, bool *write_ok, bool feed_sums)
 {
 	bool clone = *write_ok && r->clone_ok && fd >= 0 && basis_fd >= 0;
 	bool in_place = !clone && r->over_basis && (int64_t)off == r->written;
@@ -307,6 +310,8 @@ static bool take_block(struct rcv *r, int basis_fd, int fd, const char *path, of
 		size_t k = len - done < OUT_BUF ? len - done : OUT_BUF;
 		const uint8_t *p = basis_bytes(r, basis_fd, (int64_t)off + (int64_t)done, k);
 		csum_file_update(sum, p, k);
+		if (feed_sums)
+			sums_builder_bytes(r->sb, p, k);
 		if (!clone && *write_ok &&
 		    !(in_place ? skip_in_place(r, fd, path, k) : emit(r, fd, path, p, k)))
 			*write_ok = false;
@@ -347,6 +352,8 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 		if (kind == TOKEN_DATA) {
 			s->stats.literal_data += (int64_t)n;
 			csum_file_update(sum, p, n);
+			if (r->sb)
+				sums_builder_bytes(r->sb, p, n);
 			if (*write_ok && r->run_len && !flush_run(r, basis_fd, fd, path))
 				*write_ok = false;
 			if (*write_ok && !emit(r, fd, path, p, n))
@@ -365,7 +372,9 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 					 "sender referenced a block but no basis exists for \"%s\"", path);
 		size_t len = (block == h->count - 1 && h->remainder) ? (size_t)h->remainder
 								      : (size_t)h->blength;
-		if (!take_block(r, basis_fd, fd, path, (off_t)block * h->blength, len, sum, write_ok))
+		bool feed = r->sb && !sums_builder_basis_block(r->sb, h->blength, block, len);
+		if (!take_block(r, basis_fd, fd, path, (off_t)block * h->blength, len, sum, write_ok,
+				feed))
 			return false;
 		s->stats.matched_data += (int64_t)len;
 	}
@@ -694,6 +703,29 @@ static bool skip_appended_prefix(struct rcv *r, const struct sum_head *h, int ba
 	return lseek(fd, (off_t)have, SEEK_SET) == (off_t)have;
 }
 
+/* --sums-cache: start the new sums of file ndx, in blocks as long as the
+ * generator will ask for when the file is the basis. Not for an appended
+ * file (its start is not read) or a delayed one (its place is not known
+ * here). */
+static struct sums_builder *sums_start(struct rcv *r, int32_t ndx, const struct file_entry *f,
+				       struct temp_file *tf)
+{
+	struct session *s = r->s;
+	struct sum_head nh;
+
+	sums_builder_end(&r->sb_store);
+	if (!r->rc->sums)
+		return NULL;
+	sum_sizes_sqroot(&nh, f->size, s->protocol, r->o->block_size, csum_len(s->xfer_csum),
+			 false);
+	/* begun even when unused: it takes the generator's hand-over */
+	sums_builder_begin(&r->sb_store, r->rc->sums, ndx, f->size, nh.blength);
+	if (r->append || (r->o->delay_updates && !r->o->inplace) || r->sb_store.failed)
+		return NULL;
+	tf->want_placed = true;
+	return &r->sb_store;
+}
+
 /* Receive one file's data into place. Returns false on a stream error. */
 static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type,
 			  const char *xname)
@@ -708,6 +740,7 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	struct temp_file tf;
 	bool write_ok = true;
 
+	r->sb = NULL;
 	if (!flist_path(f, path, sizeof path))
 		return wire_fail(&s->err, RERR_PROTOCOL, "file name too long");
 	if (!S_ISREG(f->mode))
@@ -752,6 +785,7 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	if (!temp_open(&tf, rc, &r->dirs, path, f))
 		write_ok = false;
 	csum_file_init(&sum, s->xfer_csum, s->seed);
+	r->sb = sums_start(r, ndx, f, &tf);
 	s->stats.total_transferred_size += f->size;
 	r->written = 0;
 	r->file_size = f->size;
@@ -804,6 +838,8 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 		if (basis_type == FNAMECMP_PARTIAL_DIR)
 			partial_remove(rc, path); /* it served as the basis */
 		recv_report_success(rc, ndx, path, true);
+		if (r->sb && tf.placed_ok)
+			sums_builder_commit(r->sb, path, &tf.placed);
 	}
 	/* only now: with incremental lists FS_DONE lets the generator end
 	 * the part, and the sender frees it; MSG_SUCCESS must come first */
@@ -918,6 +954,7 @@ bool receiver_run(struct recv_ctx *rc)
 		ok = batch_wait_listed(rc);
 	ok = ok && receive_replies(&r);
 	token_dec_free(r.dec);
+	sums_builder_end(&r.sb_store);
 	free(r.data);
 	free(r.delayed);
 	free(r.out);

@@ -12,6 +12,7 @@
 #include "proto/delete.h"
 #include "proto/hlink.h"
 #include "proto/recvside.h"
+#include "proto/sumcache.h"
 #include "proto/tempfile.h"
 
 void recv_mark_dir_failed(struct recv_ctx *rc, const char *path)
@@ -68,6 +69,34 @@ static void recv_no_send(void *ctx, int32_t ndx)
 	pthread_mutex_unlock(&rc->lock);
 }
 
+/* --sums-cache: read before the generator needs it, written back when
+ * both threads are done. A single-file destination has no directory of
+ * its own to keep it in. */
+static void sums_cache_open(struct recv_ctx *rc, struct sumcache *sc)
+{
+	struct session *s = rc->s;
+	const struct ferry_opts *o = s->opts;
+
+	rc->sums = NULL;
+	if (!o->sums_cache || o->dry_run || rc->solo_name || rc->list_only || o->read_batch ||
+	    s->xfer_csum == CSUM_NONE || o->whole_file == 1)
+		return;
+	sumcache_open(sc, rc->rootfd, o->sums_cache, s->xfer_csum, s->seed, s->proper_seed_order);
+	rc->sums = sc;
+}
+
+static void sums_cache_close(struct recv_ctx *rc)
+{
+	char err[512];
+
+	if (!rc->sums)
+		return;
+	if (!sumcache_save(rc->sums, rc->rootfd, err, sizeof err))
+		session_warn(rc->s, "ferry: --sums-cache: %s\n", err);
+	sumcache_close(rc->sums);
+	rc->sums = NULL;
+}
+
 int recv_run(struct recv_ctx *rc)
 {
 	struct session *s = rc->s;
@@ -95,6 +124,8 @@ int recv_run(struct recv_ctx *rc)
 	s->on_no_send = recv_no_send;
 	s->on_no_send_ctx = rc;
 	temp_install_signal_cleanup();
+	struct sumcache sums;
+	sums_cache_open(rc, &sums);
 	if (pthread_create(&gen, NULL, generator_main, rc) != 0) {
 		s->on_no_send = NULL;
 		wire_fail(&s->err, RERR_IPC, "cannot start the generator thread: %s",
@@ -114,6 +145,7 @@ int recv_run(struct recv_ctx *rc)
 	}
 	pthread_join(gen, NULL);
 	s->on_no_send = NULL;
+	sums_cache_close(rc);
 	recv_close_side_dirs(rc);
 	delete_index_free(rc);
 	for (size_t i = 0; i < rc->nfailed_dirs; i++)

@@ -90,6 +90,7 @@ struct recv_ctx {
 	int backup_fd;            /* --backup-dir, or -1 */
 	bool backup_dir_pending;  /* ... to be made at the first backup */
 	int temp_fd;              /* --temp-dir, or -1 */
+	struct sumcache *sums;    /* --sums-cache, or NULL */
 };
 
 /* --compare-dest/--copy-dest/--link-dest and --backup-dir directories,

@@ -194,6 +194,8 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 		unlinkat(t->tmpdirfd, t->tmpname, 0);
 		ok = false;
 	}
+	t->placed_ok = ok && t->want_placed &&
+		       fstatat(t->dirfd, t->leaf, &t->placed, AT_SYMLINK_NOFOLLOW) == 0;
 	temp_close(t);
 	return ok;
 }

@@ -7,6 +7,7 @@
 #define FERRY_TEMPFILE_H
 
 #include <stdbool.h>
+#include <sys/stat.h>
 
 #include "proto/fileio.h"
 #include "proto/recvside.h"
@@ -25,6 +26,9 @@ struct temp_file {
 	char partial_name[600]; /* --partial-dir: "DIR/leaf" from dirfd, for the
 				 * signal handler ("" when not usable there) */
 	char partial_dir[300];  /* ... and "DIR" to create */
+	bool want_placed;       /* stat the file once in place (--sums-cache) */
+	bool placed_ok;
+	struct stat placed;
 };
 
 /* Create the temporary file (or open the destination with --inplace). */

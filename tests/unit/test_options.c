@@ -378,6 +378,14 @@ static void test_bad_values(void **state)
 	options_free(&o);
 	assert_int_equal(PARSE(&o, "--protocol=32", "a", "b"), 0);
 	options_free(&o);
+	assert_int_equal(PARSE(&o, "--sums-cache=.s", "a", "b"), 0);
+	assert_string_equal(o.sums_cache, ".s");
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "--sums-cache=d/x", "a", "b"), RERR_SYNTAX);
+	assert_non_null(strstr(errbuf, "plain file name"));
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "--sums-cache=..", "a", "b"), RERR_SYNTAX);
+	options_free(&o);
 
 	assert_int_equal(PARSE(&o, "--timeout=abc", "a", "b"), RERR_SYNTAX);
 	assert_non_null(strstr(errbuf, "--timeout=abc: invalid numeric value"));
@@ -548,6 +556,7 @@ static void test_server_argv_pull(void **state)
 	PULL("--server --sender -e.LsfxCIvu -B2048 --timeout=30 --checksum-seed=5 --inplace .",
 	     "--timeout=30", "-B", "2048", "--modify-window=2", "--checksum-seed=5",
 	     "--partial", "--inplace", "h::m/", "d/");
+	PULL("--server --sender -e.LsfxCIvu .", "--sums-cache=.s", "h::m/", "d/");
 	PULL("--server --sender -e.LsfxCIvu --info=NAME2,STATS .",
 	     "--info=name2,stats,progress2,flist", "h::m/", "d/");
 	PULL("--server --sender -e.LsfxCIvu --info=ALL2 .", "--info=ALL2", "h::m/", "d/");
@@ -658,6 +667,9 @@ static void test_server_argv_push(void **state)
 	     "--timeout=30", "-B", "2048", "--modify-window=2", "--checksum-seed=5",
 	     "--partial", "--inplace", "s/", "h::m/");
 	PUSH("--server -e.LsfxCIvu --partial .", "--partial", "s/", "h::m/");
+	/* --sums-cache goes to a receiving server only */
+	PUSH("--server -e.LsfxCIvu --checksum-seed=9 --sums-cache=.s .", "--checksum-seed=9",
+	     "--sums-cache=.s", "s/", "h::m/");
 	PUSH("--server -e.LsfxCIvu -@-1 .", "--modify-window=-1", "s/", "h::m/");
 	/* what the server needs of our log format */
 	PUSH("--server -e.LsfxCIvu --log-format=%i .", "-i", "s/", "h::m/");
