@@ -661,6 +661,7 @@ static bool apply_module_policy(struct conn *c, const struct daemon_module *m, b
 	struct session *s = &c->s;
 
 	s->munge_symlinks = m->munge_symlinks < 0 ? !c->chrooted : m->munge_symlinks == 1;
+	s->sanitize_links = !c->chrooted;
 	if (s->munge_symlinks) {
 		/* Munged links would be followable again through such a dir. */
 		struct stat st;

@@ -122,7 +122,14 @@ int names_next(struct names_source *ns, char *out, size_t size)
  * them. mirrors rsync util1.c:sanitize_path(..., SP_KEEP_DOT_DIRS) */
 void names_sanitize(char *p, bool keep_dots)
 {
-	char *start = p, *sanp = p;
+	path_sanitize(p, 0, keep_dots);
+}
+
+/* rsync util1.c:sanitize_path() in place, with its depth: up to depth
+ * leading ".." stay (a name that many levels down may climb that far). */
+void path_sanitize(char *p, int depth, bool keep_dots)
+{
+	char *start = p, *sanp = p, *dest = p;
 
 	if (!keep_dots)
 		while (p[0] == '.' && p[1] == '/')
@@ -137,18 +144,23 @@ void names_sanitize(char *p, bool keep_dots)
 			continue;
 		}
 		if (p[0] == '.' && p[1] == '.' && (p[2] == '/' || p[2] == '\0')) {
-			p += 2;
-			if (sanp != start) {
-				--sanp;
-				while (sanp > start && sanp[-1] != '/')
-					sanp--;
+			if (depth <= 0 || sanp != start) {
+				p += 2;
+				if (sanp != start) {
+					--sanp;
+					while (sanp > start && sanp[-1] != '/')
+						sanp--;
+				}
+				continue;
 			}
-			continue;
+			/* a leading ".." it may keep: the climb starts past it */
+			depth--;
+			start = sanp + 3;
 		}
 		while (*p && (*sanp++ = *p++) != '/')
 			;
 	}
-	if (sanp == start)
+	if (sanp == dest)
 		*sanp++ = '.';
 	*sanp = '\0';
 }

@@ -43,6 +43,7 @@ int names_next(struct names_source *ns, char *out, size_t size);
  * are dropped, "." dirs too unless keep_dots (-R keeps them).
  * mirrors rsync util1.c:sanitize_path() */
 void names_sanitize(char *p, bool keep_dots);
+void path_sanitize(char *p, int depth, bool keep_dots);
 
 /* Open the --files-from FILE a server was told to read, or "-" for stdin
  * on a client. Returns the fd or -1 with errno. */

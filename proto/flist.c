@@ -3,6 +3,7 @@
  * before using it: a hostile sender can at worst end the session.
  */
 #include "proto/flist.h"
+#include "proto/filesfrom.h"
 
 #include <grp.h>
 #include <pwd.h>
@@ -874,6 +875,10 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 		t[v] = '\0';
 		if (memchr(t, '\0', (size_t)v))
 			return wire_fail(&s->err, RERR_PROTOCOL, "NUL byte in a symlink target");
+		/* munged links are harmless as they are (flist.c:
+		 * recv_file_entry) */
+		if (s->sanitize_links && !s->munge_symlinks && *t)
+			path_sanitize(t, f->depth - 1, false);
 		f->link = t;
 	} else if (S_ISLNK(f->mode)) {
 		f->link = "";

@@ -142,6 +142,9 @@ struct session {
 
 	/* Daemon module policy (set by daemon/serve.c; off elsewhere). */
 	bool munge_symlinks;        /* "munge symlinks": /rsyncd-munged/ prefix */
+	bool sanitize_links;        /* a daemon without chroot: received link
+				     * targets climb no higher than their own
+				     * depth (rsync: sanitize_paths) */
 	bool ids_by_number;         /* "numeric ids": no name mapping, no names sent */
 	bool ignore_nonreadable;    /* "ignore nonreadable": leave them out */
 	/* Called for every file sent or received (daemon transfer logging). */
