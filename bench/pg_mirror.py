@@ -18,13 +18,19 @@ writes out the load's dirty buffers for the tools after it. One round each (a re
 after the other; the load average is printed.
 
 Variants of the re-mirror (--variants, comma separated): ferry (defaults),
-ferry-p2 (--parallel 2), ferry-b0 (-B 0: ferry's default block size); each
-extra variant starts from a copy of the first ferry mirror.
+ferry-nosync (--no-sync, to compare with pg_basebackup --no-sync and rsync,
+which do not sync either; it makes its own first mirror too), ferry-p2
+(--parallel 2), ferry-b0 (-B 0: ferry's default block size), ferry-W (-W);
+each extra variant starts from a copy of the first ferry mirror, made by a
+local ferry that also keeps the copy's block sums (a plain copy has new
+inodes, for which the first mirror's sums cache is not valid).
+
+The tool runs under /usr/bin/python3 when there is one: the interpreter its
+"#!/usr/bin/env python3" finds on Debian.
 """
 
 import argparse
 import os
-import py_compile
 import re
 import shutil
 import socket
@@ -38,7 +44,11 @@ sys.path.insert(0, HERE)
 
 import datasets  # noqa: E402
 
+sys.path.insert(0, os.path.join(REPO, "contrib"))
+import ferry_pg_mirror  # noqa: E402
+
 TOOL = os.path.join(REPO, "contrib", "ferry-pg-mirror")
+TOOL_PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
 # pg_basebackup's exclusions as rsync rules (as contrib/ferry-pg-mirror has them).
 RSYNC_EXCLUDES = ["/postmaster.pid", "/postmaster.opts", "/pg_replslot/*", "/pg_dynshmem/*",
                   "/pg_notify/*", "/pg_serial/*", "/pg_snapshots/*", "/pg_stat_tmp/*",
@@ -178,7 +188,7 @@ class Bench:
     def ferry_mirror(self, name, extra):
         dest = name
         os.makedirs(os.path.join(self.dests, dest), exist_ok=True)
-        argv = [sys.executable, TOOL, "--ferry", self.ferry,
+        argv = [TOOL_PYTHON, TOOL, "--ferry", self.ferry,
                 "--psql", os.path.join(self.bindir, "psql"), "--source-conn", self.conn,
                 "--pgdata", self.primary, "--dest", dest, "--via", "127.0.0.1::dests",
                 f"--ferry-option=--port={self.fd.port}", "--timing", *extra]
@@ -211,6 +221,13 @@ class Bench:
         wall, out = self.timed(argv)
         return wall, du_bytes(dest), out
 
+    def copy_mirror(self, src, dst):
+        """A copy of a mirror with its own valid block-sum cache."""
+        sh([self.ferry, "-a", "--no-whole-file", "-B", str(ferry_pg_mirror.DEFAULT_BLOCK_SIZE),
+            f"--checksum-seed={ferry_pg_mirror.SUMS_SEED}",
+            f"--sums-cache={ferry_pg_mirror.SUMS_FILE}",
+            f"--exclude=/{ferry_pg_mirror.SUMS_FILE}", src + "/", dst + "/"])
+
     # ---------------------------------------------------------------- run
 
     def record(self, phase, tool, wall, moved):
@@ -221,14 +238,14 @@ class Bench:
     def phase(self, name, first):
         variants = self.args.variants.split(",")
         os.sync()
-        w, b, _ = self.ferry_mirror("ferry", ["--no-slot"] if False else [])
+        w, b, _ = self.ferry_mirror("ferry", [])
         self.record(name, "ferry-pg-mirror", w, b)
         for v in variants:
             if v == "ferry":
                 continue
             extra = {"ferry-p2": ["--parallel", "2"], "ferry-b0": ["-B", "0"],
-                     "ferry-W": ["-W"]}[v]
-            if first:
+                     "ferry-W": ["-W"], "ferry-nosync": ["--no-sync"]}[v]
+            if first and v != "ferry-nosync":
                 continue  # the variants start from a copy of the first mirror
             os.sync()
             w, b, _ = self.ferry_mirror(v, extra)
@@ -250,16 +267,18 @@ class Bench:
         # As `make install` does: the tool's module compiled once, so no
         # run pays for compiling it (PYTHONDONTWRITEBYTECODE would keep
         # Python from saving it itself).
-        py_compile.compile(os.path.join(REPO, "contrib", "ferry_pg_mirror.py"), doraise=True)
+        subprocess.run([TOOL_PYTHON, "-c", "import py_compile, sys; "
+                        "py_compile.compile(sys.argv[1], doraise=True)",
+                        os.path.join(REPO, "contrib", "ferry_pg_mirror.py")], check=True)
         self.start_primary()
         self.start_daemons()
         try:
             log(f"first mirror (scale {self.args.scale}, {du_bytes(self.primary):,} B PGDATA)")
             self.phase("first", True)
             for v in self.args.variants.split(","):
-                if v != "ferry":
-                    sh(["cp", "-a", os.path.join(self.dests, "ferry"),
-                        os.path.join(self.dests, v)])
+                if v not in ("ferry", "ferry-nosync"):  # those two made their own
+                    self.copy_mirror(os.path.join(self.dests, "ferry"),
+                                     os.path.join(self.dests, v))
             log(f"pgbench -t {self.args.tx}")
             t = time.monotonic()
             self.srv.pgbench("-t", str(self.args.tx))
@@ -287,6 +306,17 @@ class Bench:
         print("|---|---|---:|---:|---:|")
         for phase, tool, wall, moved, load in self.rows:
             print(f"| {phase} | {tool} | {wall:.2f} | {moved or 0:,} | {load:.2f} |")
+        walls = {(p, t): w for p, t, w, _, _ in self.rows}
+        pairs = [("ferry-pg-mirror", "pg_basebackup"),
+                 ("ferry-pg-mirror --no-sync", "pg_basebackup --no-sync"),
+                 ("ferry-pg-mirror", "rsync -a --delete"),
+                 ("ferry-pg-mirror --no-sync", "rsync -a --delete")]
+        print()
+        for phase in ("first", "re-mirror"):
+            for ours, theirs in pairs:
+                if (phase, ours) in walls and (phase, theirs) in walls:
+                    print(f"- {phase}: {ours} is {walls[(phase, theirs)] / walls[(phase, ours)]:.1f}x "
+                          f"as fast as {theirs}")
 
 
 def main():
@@ -295,7 +325,7 @@ def main():
     ap.add_argument("--tx", type=int, default=5000)
     ap.add_argument("--bench-dir", default=os.path.join(
         os.environ.get("BENCH_DIR", "/var/tmp/ferry-bench"), "pgmirror"))
-    ap.add_argument("--variants", default="ferry,ferry-p2")
+    ap.add_argument("--variants", default="ferry,ferry-nosync")
     Bench(ap.parse_args()).run()
 
 

@@ -32,6 +32,10 @@ PROG = "ferry-pg-mirror"
 STATE_FILE = "ferry-pg-mirror.state"
 TBLSPC_MAP_COPY = "ferry-pg-mirror.tablespace_map"
 TBLSPC_DIR = "ferry-pg-mirror.tablespaces"
+# The mirror's block sums, kept by ferry's receiver for the next run (ferry
+# --sums-cache); they are only valid for the same checksum seed.
+SUMS_FILE = "ferry-pg-mirror.sums"
+SUMS_SEED = 20260
 PAGE_SIZE = 8192
 MAX_BLOCK_SIZE = 131072          # rsync's MAX_BLOCK_SIZE for protocol >= 30
 DEFAULT_BLOCK_SIZE = 8192        # one PostgreSQL page; see the man page
@@ -517,11 +521,18 @@ class Mirror:
         algorithm too (rsync and ferry default to whole files locally)."""
         opts = ["-a", "--inplace",
                 "--whole-file" if self.args.whole_file else "--no-whole-file"]
+        opts += self.sync_opts()
         if self.args.block_size:
             opts.append(f"--block-size={self.args.block_size}")
         if self.args.checksum if checksum is None else checksum:
             opts.append("--checksum")
         return opts
+
+    def sync_opts(self):
+        """As pg_basebackup: what a run writes is on disk before the next
+        step, so pg_control, written last, never reaches the disk ahead of
+        the data it vouches for (--no-sync: leave it to the kernel)."""
+        return [] if self.args.no_sync else ["--fsync"]
 
     def block_opts(self):
         return self.transfer_opts() + ["--delete"]
@@ -706,7 +717,11 @@ class Mirror:
         if self.stale_pidfile:
             rules.append("--include=/postmaster.pid")
         rules.append("--exclude=*")
-        self.ferry.run("mark mirror incomplete", ["-r", "--delete", "--ignore-times"] + rules,
+        # The deletions come first and the state file's fsync then commits
+        # them with it (a journalling file system's log is written in
+        # order), before any data file changes.
+        self.ferry.run("mark mirror incomplete",
+                       ["-r", "--delete-before", "--ignore-times"] + self.sync_opts() + rules,
                        [inv + "/"], self.dest.target())
 
     def sync_data(self):
@@ -723,8 +738,19 @@ class Mirror:
             opts.append("-v")
         if self.args.parallel > 1:
             self.parallel_prefill(excludes)
-        self.ferry.run("sync data directory", opts, [self.src + "/"],
-                       self.dest.target(), passthrough=True)
+        cache = [] if self.args.no_sums_cache else [f"--checksum-seed={SUMS_SEED}",
+                                                    f"--sums-cache={SUMS_FILE}"]
+        try:
+            self.ferry.run("sync data directory", opts + cache, [self.src + "/"],
+                           self.dest.target(), passthrough=True)
+        except MirrorError as e:
+            # An rsync receiver (a daemon, or over ssh) refuses the option
+            # before it changes anything: sync again without it.
+            if not cache or "--sums-cache" not in str(e):
+                raise
+            self.log.info("the mirror's receiver is not ferry: no block-sum cache")
+            self.ferry.run("sync data directory", opts, [self.src + "/"],
+                           self.dest.target(), passthrough=True)
 
     def tablespaces(self):
         """{oid: directory} of pg_tblspc, following the links."""
@@ -751,10 +777,15 @@ class Mirror:
         if not spaces and not self.dest_has_tblspc:
             self.log.info("no tablespaces in the source or the mirror")
             return spaces
-        links = os.path.join(self.work, "tblspc-links")
+        # The links go from the mirror's root, as pg_tblspc/<oid>: a daemon
+        # module without chroot (rsync's and ferry's) keeps a received
+        # link's ".." only as far as the link lies below the transfer's root.
+        links_root = os.path.join(self.work, "tblspc-links")
+        links = os.path.join(links_root, "pg_tblspc")
         dirs = os.path.join(self.work, "tblspc-dirs")
         os.makedirs(links)
         os.makedirs(dirs)
+        self.copy_attrs(self.src, links_root)
         self.copy_attrs(os.path.join(self.src, "pg_tblspc"), links)
         self.copy_attrs(os.path.join(self.src, "pg_tblspc"), dirs)
         for oid, path in spaces.items():
@@ -766,8 +797,10 @@ class Mirror:
         attrs = "-pgot" if os.geteuid() == 0 else "-pt"
         self.ferry.run("tablespace directories", ["-d", "--delete", attrs],
                        [dirs + "/"], self.dest.target(TBLSPC_DIR))
-        self.ferry.run("tablespace links", ["-dl", "--delete", attrs],
-                       [links + "/"], self.dest.target("pg_tblspc"))
+        self.ferry.run("tablespace links",
+                       ["-rl", "--delete", attrs, "--include=/pg_tblspc/",
+                        "--include=/pg_tblspc/*", "--exclude=*"],
+                       [links_root + "/"], self.dest.target())
         opts = self.block_opts() + [f"--exclude={p}" for p in TBLSPC_EXCLUDES]
         for oid, path in spaces.items():
             self.ferry.run(f"sync tablespace {oid} ({path})", opts, [path + "/"],
@@ -929,7 +962,8 @@ class Mirror:
             "verify_since": f"{run_start:.3f}",
             "verify_until": f"{sync_end:.3f}",
         }))
-        self.ferry.run("commit backup_label and pg_control", ["-a", "--ignore-times"],
+        self.ferry.run("commit backup_label and pg_control",
+                       ["-a", "--ignore-times"] + self.sync_opts(),
                        [fin + "/"], self.dest.target())
 
     # --------------------------------------------------------------- run
@@ -1137,6 +1171,11 @@ def parse_args(argv):
                    help="extra option for every ferry run (e.g. --password-file=F)")
     p.add_argument("--before-stop-command", metavar="CMD",
                    help="shell command run right before pg_backup_stop")
+    p.add_argument("--no-sync", action="store_true",
+                   help="do not wait for the mirror's data to reach the disk (faster, "
+                        "but an OS crash may leave a broken mirror that looks complete)")
+    p.add_argument("--no-sums-cache", action="store_true",
+                   help="do not keep the mirror's block sums for the next run")
     p.add_argument("--no-slot", action="store_true",
                    help="do not reserve WAL with a temporary replication slot")
     p.add_argument("--progress", action="store_true", help="show ferry's progress")

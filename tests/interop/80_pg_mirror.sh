@@ -230,6 +230,9 @@ t_check first_mirror rc_is "$R" 0
 t_check first_summary grep -qE 'files changed: [0-9]+ transferred.*bytes moved: [0-9]+' "$R.out"
 t_check first_excluded_absent excluded_absent "$M"
 t_check first_tablespace_inline tablespace_inline "$M"
+# durable by default, and the block sums kept for the next run
+t_check first_fsync grep -q -- "--fsync" "$R.err"
+t_check first_sums_cache python3 "$(dirname "$0")/sumcache_tool.py" "$M/ferry-pg-mirror.sums" list
 FIRST_BYTES=$(sed -n 's/.*bytes moved: \([0-9]*\).*/\1/p' "$R.out")
 
 if t_check first_server_start pg_start "$M" "$P2"; then
@@ -361,6 +364,33 @@ else
     t_fail daemon_start "ferry daemon did not start"
 fi
 
+# An rsync daemon as the receiver: it refuses --sums-cache, and the data
+# sync runs again without it. Without chroot, rsync keeps a received link's
+# ".." only as deep as the link lies: the tablespace links must survive.
+RMOD=$PG/rmodule
+mkdir -p "$RMOD" && chown --reference="$PG" "$RMOD"
+if t_rsyncd_start rd80 "
+[pgr]
+    path = $RMOD
+    read only = no
+    use chroot = no
+"; then
+    R=$T/rsyncd
+    mirror "$R" --source-conn "$CONN" --pgdata "$SRC" --dest mirror --via 127.0.0.1::pgr \
+        --ferry-option=--port="$RSYNCD_PORT" -v --before-stop-command "$(marker_cmd rsyncd)"
+    t_check rsyncd_mirror rc_is "$R" 0
+    t_check rsyncd_no_cache err_says "$R" "receiver is not ferry"
+    t_check rsyncd_excluded_absent excluded_absent "$RMOD/mirror"
+    t_check rsyncd_tablespace_inline tablespace_inline "$RMOD/mirror"
+    if t_check rsyncd_server_start pg_start "$RMOD/mirror" "$P2"; then
+        t_check rsyncd_server_consistent server_checks "$RMOD/mirror" "$P2" rsyncd
+        t_check rsyncd_server_stop pg_stop "$RMOD/mirror"
+    fi
+    t_rsyncd_stop
+else
+    t_fail rsyncd_start "rsync daemon did not start"
+fi
+
 t_sshd_start
 case $? in
 0)
@@ -384,8 +414,9 @@ esac
 # --timing prints each step; the steps that overlap (probe and session,
 # mark-incomplete and pg_backup_start) are all there.
 R=$T/timing
-mirror "$R" --source-conn "$CONN" --pgdata "$SRC" --dest "$M" --timing
+mirror "$R" --source-conn "$CONN" --pgdata "$SRC" --dest "$M" --timing --no-sync -v
 t_check timing_mirror rc_is "$R" 0
+t_check no_sync_no_fsync bash -c '! grep -q -- "--fsync" "$1"' _ "$R.err"
 timing_lines() {
     local s
     for s in "ferry: probe destination|start psql" "SQL pg_backup_start" \
