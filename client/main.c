@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "client/batch_client.h"
+#include "client/exit_line.h"
 #include "client/local.h"
 #include "client/options.h"
 #include "client/pull.h"
@@ -65,8 +66,23 @@ static int open_files_from(struct ferry_opts *o)
 	return 0;
 }
 
-static int run_client(const struct ferry_opts *o)
+/* The pull's part that failed, in rsync's words: before the transfer the
+ * receiving client is "Receiver", during it the generator. */
+static const char *pull_role(int rc)
 {
+	switch (rc) {
+	case RERR_SYNTAX: case RERR_PROTOCOL: case RERR_UNSUPPORTED: case RERR_STARTCLIENT:
+	case RERR_SOCKETIO: case RERR_CONTIMEOUT:
+		return "Receiver";
+	default:
+		return "generator";
+	}
+}
+
+/* *role: who_am_i()'s word for the part that ran last (exit_line.h). */
+static int run_client(const struct ferry_opts *o, const char **role)
+{
+	*role = "client";
 	if (o->chmod) {
 		struct chmod_rules r = {0};
 		bool ok = chmod_parse(&r, o->chmod, 022);
@@ -76,8 +92,10 @@ static int run_client(const struct ferry_opts *o)
 			return RERR_SYNTAX;
 		}
 	}
-	if (o->read_batch)
+	if (o->read_batch) {
+		*role = "generator";
 		return client_read_batch(o);
+	}
 	struct remote_spec srcs[MAX_SOURCES], dst;
 	int nsrc = o->nargs > 1 ? o->nargs - 1 : o->nargs;
 	const char *dest = o->nargs > 1 ? o->args[o->nargs - 1] : NULL;
@@ -100,11 +118,15 @@ static int run_client(const struct ferry_opts *o)
 			/* rsync answers a push to no module with the module
 			 * list, as it does a pull (clientserver.c:
 			 * start_inband_exchange) */
-			if (dst.kind == REMOTE_DAEMON && !dst.module[0])
-				return client_pull(o, &dst, 1, NULL);
+			if (dst.kind == REMOTE_DAEMON && !dst.module[0]) {
+				int rc = client_pull(o, &dst, 1, NULL);
+				*role = pull_role(rc);
+				return rc;
+			}
 			int bad = check_files_from_host(o, &dst);
 			if (bad)
 				return bad;
+			*role = "sender";
 			return client_push(o, o->args, nsrc, &dst);
 		}
 	}
@@ -125,12 +147,15 @@ static int run_client(const struct ferry_opts *o)
 	int bad = check_files_from_host(o, srcs[0].kind == REMOTE_LOCAL ? NULL : &srcs[0]);
 	if (bad)
 		return bad;
+	*role = "sender";
 	if (srcs[0].kind == REMOTE_LOCAL) {
 		if (!dest || o->list_only)
 			return client_local_list(o, o->args, nsrc);
 		return client_local(o, o->args, nsrc, dest);
 	}
-	return client_pull(o, srcs, nsrc, o->list_only ? NULL : dest);
+	int rc = client_pull(o, srcs, nsrc, o->list_only ? NULL : dest);
+	*role = pull_role(rc);
+	return rc;
 }
 
 /* --stderr=all: rsync writes every message, file names and statistics
@@ -197,6 +222,10 @@ int main(int argc, char **argv)
 		rc = merged ? options_parse(&o, margc, merged) : RERR_PROTOCOL;
 	}
 
+	/* where a client's failure is reported from (rsync: log_exit) */
+	const char *role = "client";
+	bool client = rc != 0 && rc != FERRY_OPTS_EXIT_OK;
+
 	if (rc == FERRY_OPTS_EXIT_OK) {
 		rc = 0;
 	} else if (rc == 0) {
@@ -207,7 +236,11 @@ int main(int argc, char **argv)
 		} else if (!o.nargs) {
 			usage_print_help(stderr);
 			rc = RERR_SYNTAX;
-		} else if ((rc = open_files_from(&o)) == 0) {
+			client = true;
+		} else if ((rc = open_files_from(&o)) != 0) {
+			client = true;
+		} else {
+			client = true;
 			if (o.outbuf)
 				setvbuf(stdout, NULL, o.outbuf == 'N' ? _IONBF
 						      : o.outbuf == 'L' ? _IOLBF : _IOFBF, 0);
@@ -217,11 +250,13 @@ int main(int argc, char **argv)
 				drop_info_output();
 			o.raw_argv = argv; /* for a batch's FILE.sh */
 			o.raw_argc = argc;
-			rc = run_client(&o);
+			rc = run_client(&o, &role);
 		}
 		if (o.files_from_fd >= 0)
 			close(o.files_from_fd);
 	}
+	if (client)
+		exit_line_print(rc, role, "main.c", __LINE__);
 	options_free(&o);
 	free(merged);
 	secluded_free(secluded);

@@ -287,7 +287,9 @@ kinds_pair() {
         rm -rf "$d/$c" && cp -a "$d/base" "$d/$c" || return 1
         "$bin" -ai "$@" "$d/s/" "$d/$c/" >"$d/$c.out" 2>"$d/$c.err"
         echo "rc $?" >>"$d/$c.out"
-        grep -v '^rsync error:' "$d/$c.err" >>"$d/$c.out"
+        # the closing lines must agree but for the program and where in it
+        sed -E 's/^(rsync|ferry) (error|warning): (.*) at [^ ]+\([0-9]+\) \[([A-Za-z]+)=[^]]*\]$/\2: \3 [\4]/' \
+            "$d/$c.err" >>"$d/$c.out"
         (cd "$d/$c" && find . -printf '%p %y\n' | sort) >"$d/$c.tree"
     done
     cat "$d/ferry.out"

@@ -1,0 +1,60 @@
+/*
+ * The closing line of a failed run (see exit_line.h).
+ */
+#include "client/exit_line.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "client/options.h"
+#include "proto/wire.h"
+
+static const struct {
+	int code;
+	const char *name;
+} exit_names[] = {
+	{ RERR_SYNTAX, "syntax or usage error" },
+	{ RERR_PROTOCOL, "protocol incompatibility" },
+	{ RERR_FILESELECT, "errors selecting input/output files, dirs" },
+	{ RERR_UNSUPPORTED, "requested action not supported" },
+	{ RERR_STARTCLIENT, "error starting client-server protocol" },
+	{ 6, "daemon unable to append to log-file" },
+	{ RERR_SOCKETIO, "error in socket IO" },
+	{ RERR_FILEIO, "error in file IO" },
+	{ RERR_STREAMIO, "error in rsync protocol data stream" },
+	{ RERR_MESSAGEIO, "errors with program diagnostics" },
+	{ RERR_IPC, "error in IPC code" },
+	{ RERR_CRASHED, "sibling process crashed" },
+	{ RERR_TERMINATED, "sibling process terminated abnormally" },
+	{ RERR_SIGNAL1, "received SIGUSR1" },
+	{ RERR_SIGNAL, "received SIGINT, SIGTERM, or SIGHUP" },
+	{ RERR_WAITCHILD, "waitpid() failed" },
+	{ RERR_MALLOC, "error allocating core memory buffers" },
+	{ RERR_PARTIAL, "some files/attrs were not transferred (see previous errors)" },
+	{ RERR_VANISHED, "some files vanished before they could be transferred" },
+	{ RERR_DEL_LIMIT, "the --max-delete limit stopped deletions" },
+	{ RERR_TIMEOUT, "timeout in data send/receive" },
+	{ RERR_CONTIMEOUT, "timeout waiting for daemon connection" },
+};
+
+const char *exit_code_name(int code)
+{
+	for (size_t i = 0; i < sizeof exit_names / sizeof exit_names[0]; i++)
+		if (exit_names[i].code == code)
+			return exit_names[i].name;
+	return NULL;
+}
+
+void exit_line_print(int code, const char *role, const char *file, int line)
+{
+	const char *name = exit_code_name(code);
+	const char *base = strrchr(file, '/');
+
+	if (code == 0)
+		return;
+	fflush(stdout);
+	/* a vanished file is a warning, not an error (log.c: log_exit) */
+	fprintf(stderr, "ferry %s: %s (code %d) at %s(%d) [%s=%s]\n",
+		code == RERR_VANISHED ? "warning" : "error", name ? name : "unexplained error",
+		code, base ? base + 1 : file, line, role, FERRY_VERSION);
+}

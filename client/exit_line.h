@@ -1,0 +1,17 @@
+/*
+ * The closing line of a failed run, as rsync's log_exit() prints it:
+ * "ferry error: some files/attrs were not transferred (see previous
+ * errors) (code 23) at main.c(211) [sender=0.1.0]" (a warning for code 24).
+ */
+#ifndef FERRY_EXIT_LINE_H
+#define FERRY_EXIT_LINE_H
+
+/* rsync's description of an exit code (rerr_names[] in log.c), or NULL. */
+const char *exit_code_name(int code);
+
+/* Print the line on stderr for a non-zero code; role is who_am_i()'s word
+ * for the part of the run that failed ("client", "sender", "Receiver",
+ * "generator"); file and line say where ferry decided to exit. */
+void exit_line_print(int code, const char *role, const char *file, int line);
+
+#endif
