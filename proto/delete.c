@@ -453,6 +453,12 @@ static bool delete_item(struct recv_ctx *rc, int dirfd, const char *leaf, const 
 		}
 	} else if (!rc->s->opts->dry_run &&
 		   unlinkat(dirfd, leaf, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0) {
+		/* e.g. -b left the backups of its contents in it: not an
+		 * error (delete.c: delete_item's DR_NOT_EMPTY) */
+		if (S_ISDIR(st.st_mode) && (errno == ENOTEMPTY || errno == EEXIST)) {
+			session_info(rc->s, "cannot delete non-empty directory: %s\n", path);
+			return false;
+		}
 		session_err(rc->s, "delete_file: %s \"%s\" failed: %s",
 			    S_ISDIR(st.st_mode) ? "rmdir" : "unlink", path, strerror(errno));
 		rc->s->got_xfer_error = true;

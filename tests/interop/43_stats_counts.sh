@@ -115,6 +115,12 @@ local_pair() {
 t_check local_new local_pair ln
 t_check local_part local_pair lp 'rm -rf "$T/$tag/d1" "$T/$tag/fifo"'
 t_check local_delete local_pair ld 'mkdir -p "$T/$tag/xd/xe" && echo x >"$T/$tag/xf"' --delete
+# -b keeps a deleted directory's files as backups inside it: the directory
+# cannot go, which rsync reports and does not count as an error
+t_check local_delete_backup local_pair ldb 'mkdir -p "$T/$tag/xd" && echo x >"$T/$tag/xd/f"' \
+    --delete -b
+backup_dir_kept() { grep -q "^cannot delete non-empty directory: xd$" "$T/ldb.ferry.out"; }
+t_check local_delete_backup_line backup_dir_kept
 
 # A pull counts on the receiving side: the same either way.
 pull_pair() {
