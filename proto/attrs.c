@@ -212,6 +212,7 @@ static void log_item_with(struct session *s, const struct file_entry *f, int ifl
 		.iflags = iflags,
 		.xname = xname,
 		.sending = s->am_sender,
+		.dir = s->am_sender ? s->log_dir : NULL,
 		.local = s->local_copy,
 		.human = o->human,
 		.preserve_times = o->times,

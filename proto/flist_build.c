@@ -563,15 +563,22 @@ static int open_base(struct walker *k, const char *base)
 	return open_dir_at(k, k->base_fd, base);
 }
 
-static bool add_roots(struct walker *k, int fd)
+/* A source directory, fd and path (the sender's %f starts with it). */
+static bool add_roots(struct walker *k, int fd, const char *path)
 {
 	struct send_roots *r = &k->sl->roots;
 	int *fds = realloc(r->fds, (r->count + 1) * sizeof *fds);
 
-	if (!fds)
+	if (fds)
+		r->fds = fds;
+	char **paths = fds ? realloc(r->paths, (r->count + 1) * sizeof *paths) : NULL;
+	if (paths)
+		r->paths = paths;
+	char *copy = paths ? strdup(path) : NULL;
+	if (!copy)
 		return false;
-	r->fds = fds;
 	r->fds[r->count] = fd;
+	r->paths[r->count] = copy;
 	k->root = (uint32_t)r->count++;
 	return true;
 }
@@ -651,7 +658,7 @@ static bool build_one(struct walker *k, const char *arg)
 		k->sl->vanished = true;
 		return true;
 	}
-	if (!add_roots(k, bfd)) {
+	if (!add_roots(k, bfd, base)) {
 		close(bfd);
 		return wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
 	}
@@ -787,7 +794,7 @@ static bool set_root(struct walker *k, const char *dir)
 	char *copy = strdup(dir);
 	if (names)
 		k->root_names = names;
-	if (!names || !copy || !add_roots(k, fd)) {
+	if (!names || !copy || !add_roots(k, fd, dir)) {
 		free(copy);
 		close(fd);
 		return wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
@@ -1165,9 +1172,12 @@ bool flist_read_dir(struct session *s, const struct send_list *sl, const char *d
 
 void send_list_free(struct send_list *sl)
 {
-	for (size_t i = 0; i < sl->roots.count; i++)
+	for (size_t i = 0; i < sl->roots.count; i++) {
 		close(sl->roots.fds[i]);
+		free(sl->roots.paths[i]);
+	}
 	free(sl->roots.fds);
+	free(sl->roots.paths);
 	free(sl->info);
 	part_names_free(sl->part_names);
 	flist_enc_free(sl->enc);

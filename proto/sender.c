@@ -260,6 +260,15 @@ static void out_strong(void *ctx, const uint8_t *p, size_t n, uint8_t *out)
 	csum_block(d->s->xfer_csum, d->s->seed, d->s->proper_seed_order, p, n, out);
 }
 
+/* The source directory entry ndx was listed from, as its argument named
+ * it (rsync's F_PATHNAME, which the sender's %f starts with). */
+static const char *source_dir(const struct send_list *sl, int32_t ndx)
+{
+	uint32_t root = flist_send_root(sl, ndx);
+
+	return root < sl->roots.count ? sl->roots.paths[root] : NULL;
+}
+
 static int open_source(struct snd *d, int32_t ndx, const struct file_entry *f)
 {
 	char path[MAXPATHLEN_WIRE * 2];
@@ -600,6 +609,7 @@ bool sender_run(struct session *s, struct send_list *sl)
 			continue;
 		}
 		const struct file_entry *f = flist_send_entry(sl, ndx);
+		s->log_dir = source_dir(sl, ndx);
 		if (!(iflags & ITEM_TRANSFER) || !batch_do_xfers(s->opts)) {
 			if (iflags & ITEM_TRANSFER && !S_ISREG(f->mode)) {
 				ok = wire_fail(&s->err, RERR_PROTOCOL,

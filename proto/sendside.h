@@ -22,6 +22,7 @@ struct part_names;
  * (the directory the names are relative to). */
 struct send_roots {
 	int *fds;
+	char **paths;         /* each as the argument named it (%f) */
 	size_t count;
 };
 

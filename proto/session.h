@@ -142,6 +142,8 @@ struct session {
 
 	/* Daemon module policy (set by daemon/serve.c; off elsewhere). */
 	bool munge_symlinks;        /* "munge symlinks": /rsyncd-munged/ prefix */
+	const char *log_dir;        /* the sender's source dir of the file it
+				     * logs next (%f), or NULL */
 	bool sanitize_links;        /* a daemon without chroot: received link
 				     * targets climb no higher than their own
 				     * depth (rsync: sanitize_paths) */

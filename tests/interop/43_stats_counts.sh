@@ -474,6 +474,24 @@ push_no_module() {
 }
 t_check push_no_module_lists push_no_module
 
+# The sender's %f starts with the source directory as its argument named
+# it (rsync's F_PATHNAME), without a leading '/'.
+fullname_pair() { # ARG...: sources, run from $T
+    local c bin
+    for c in ferry rsync; do
+        bin=$FERRY
+        [ "$c" = rsync ] && bin=$RSYNC
+        rm -rf "$T/fn.$c"
+        (cd "$T" && "$bin" -a --out-format='%o %f|%n' "$@" "$T/fn.$c/") >"$T/fn.$c.out" 2>&1 ||
+            return 1
+    done
+    diff <(sort "$T/fn.rsync.out") <(sort "$T/fn.ferry.out") && head -3 "$T/fn.ferry.out"
+}
+ln -sfn "$SRC" "$T/srclink"
+t_check fullname_contents fullname_pair "$SRC/"
+t_check fullname_dir fullname_pair "$SRC"
+t_check fullname_relative fullname_pair srclink/
+t_check fullname_relative_R fullname_pair -R "$SRC/./d1"
 t_check no_sanitizer_reports t_no_sanitizer_reports "$T/fd43.out"
 
 t_done
