@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include <time.h>
 
 #include "proto/delete.h"
+#include "proto/filter.h"
 #include "proto/hlink.h"
 #include "proto/recvside.h"
 #include "proto/sumcache.h"
@@ -81,6 +83,22 @@ static void sums_cache_open(struct recv_ctx *rc, struct sumcache *sc)
 	if (!o->sums_cache || o->dry_run || rc->solo_name || rc->list_only || o->read_batch ||
 	    s->xfer_csum == CSUM_NONE || o->whole_file == 1)
 		return;
+	/* a name the module's filters keep clients from is not ours to write */
+	if (rc->daemon_filters) {
+		char full[4096 + 256];
+		snprintf(full, sizeof full, "%s%s%s", rc->daemon_dest, *rc->daemon_dest ? "/" : "",
+			 o->sums_cache);
+		if (filter_check(rc->daemon_filters, full, false, false) < 0) {
+			session_warn(s, "ferry: --sums-cache: %s is excluded by the module\n",
+				     o->sums_cache);
+			return;
+		}
+	}
+	if (!sumcache_may_replace(rc->rootfd, o->sums_cache)) {
+		session_warn(s, "ferry: --sums-cache: %s exists and is not a sums cache; left as it is\n",
+			     o->sums_cache);
+		return;
+	}
 	sumcache_open(sc, rc->rootfd, o->sums_cache, s->xfer_csum, s->seed, s->proper_seed_order);
 	rc->sums = sc;
 }
@@ -91,8 +109,10 @@ static void sums_cache_close(struct recv_ctx *rc)
 
 	if (!rc->sums)
 		return;
+	/* The transfer is over: the peer may be gone, so the message goes
+	 * to our own stderr, and it changes no exit code. */
 	if (!sumcache_save(rc->sums, rc->rootfd, err, sizeof err))
-		session_warn(rc->s, "ferry: --sums-cache: %s\n", err);
+		fprintf(stderr, "ferry: --sums-cache: %s\n", err);
 	sumcache_close(rc->sums);
 	rc->sums = NULL;
 }

@@ -609,11 +609,36 @@ static bool write_entries(struct sumcache *sc, int fd, uint32_t n)
 	return w.ok;
 }
 
+/* Only a cache of ours is replaced: a file of that name that is not one
+ * (a user's data, a symlink) stays as it is. A damaged cache still starts
+ * with the magic, a cut one at least with its start. */
+bool sumcache_may_replace(int rootfd, const char *name)
+{
+	struct stat st;
+	char head[SUMCACHE_MAGIC_LEN];
+
+	if (fstatat(rootfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT;
+	if (!S_ISREG(st.st_mode) || st.st_size < 5)
+		return false;
+	int fd = openat(rootfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return false;
+	ssize_t got = fs_pread_full(fd, head, sizeof head, 0);
+	close(fd);
+	return got >= 5 && memcmp(head, SUMCACHE_MAGIC, (size_t)got) == 0;
+}
+
 bool sumcache_save(struct sumcache *sc, int rootfd, char *err, size_t errlen)
 {
 	char tmp[SUMCACHE_MAX_PATH + 32];
 	struct sumcache written;
 	uint32_t n = 0;
+
+	if (!sumcache_may_replace(rootfd, sc->name)) {
+		snprintf(err, errlen, "%s exists and is not a sums cache; left as it is", sc->name);
+		return false;
+	}
 
 	if (!index_written(sc, &written)) {
 		free(written.table);

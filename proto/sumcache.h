@@ -67,6 +67,10 @@ struct sumcache {
  * from rootfd. A missing, foreign or damaged file leaves it empty. */
 void sumcache_open(struct sumcache *sc, int rootfd, const char *name, enum csum_type type,
 		   int32_t seed, bool seed_order);
+/* May NAME in rootfd be (re)written as a cache: absent, or a regular file
+ * that starts as one does? Anything else (a user's file, a symlink) is
+ * left alone. */
+bool sumcache_may_replace(int rootfd, const char *name);
 /* Write the cache back (a temporary file renamed over NAME): this run's
  * entries, and the old ones whose files have not changed. */
 bool sumcache_save(struct sumcache *sc, int rootfd, char *err, size_t errlen);

@@ -83,18 +83,26 @@ t_check lying_big_same cmp "$T/src/big" "$T/dst/big"
 matched=$(stat_bytes "Matched data" "$T/out5")
 t_check lying_cache_used test "${matched:-0}" -ge $((3 * 1024 * 1024))
 
-# Damaged files are ignored and rewritten.
+# A damaged cache is ignored and rewritten; a file of that name that is
+# not a cache at all (a user's data) is ignored and left as it is.
 for how in truncated garbage empty; do
     case $how in
     truncated) head -c 100 "$T/dst/.sums" >"$T/cut" && cat "$T/cut" >"$T/dst/.sums" ;;
     garbage) head -c 70000 /dev/urandom >"$T/dst/.sums" ;;
     empty) : >"$T/dst/.sums" ;;
     esac
+    cp "$T/dst/.sums" "$T/before"
     poke "$T/src/sub/small" 10 0$((5 + ${#how} % 4))
     "$FERRY" "${OPTS[@]}" "$T/src/" "$T/dst/" >"$T/out6" 2>&1
     t_check "damaged_${how}_rc" test $? -eq 0
     t_check "damaged_${how}_same" cmp "$T/src/sub/small" "$T/dst/sub/small"
-    t_check "damaged_${how}_rewritten" cache_ok "$T/dst/.sums"
+    if [ "$how" = truncated ]; then
+        t_check "damaged_${how}_rewritten" cache_ok "$T/dst/.sums"
+    else
+        t_check "foreign_${how}_left" cmp "$T/before" "$T/dst/.sums"
+        t_check "foreign_${how}_said" grep -q "not a sums cache; left as it is" "$T/out6"
+        rm -f "$T/dst/.sums"
+    fi
 done
 
 # Hostile entries: absurd block counts and escaping paths make the file
@@ -116,7 +124,7 @@ t_check hostile_rc test $? -eq 0
 t_check hostile_same cmp "$T/src/big" "$T/dst/big"
 t_check hostile_rewritten cache_ok "$T/dst/.sums"
 
-# The cache is never followed through a symlink.
+# The cache is never followed through a symlink, nor replaces one.
 echo keep >"$T/target"
 rm -f "$T/dst/.sums"
 ln -s "$T/target" "$T/dst/.sums"
@@ -124,7 +132,8 @@ poke "$T/src/big" 6 10
 "$FERRY" "${OPTS[@]}" "$T/src/" "$T/dst/" >"$T/out8" 2>&1
 t_check symlink_rc test $? -eq 0
 t_check symlink_target_kept test "$(cat "$T/target")" = keep
-t_check symlink_replaced test -f "$T/dst/.sums" -a ! -L "$T/dst/.sums"
+t_check symlink_left test -L "$T/dst/.sums"
+rm -f "$T/dst/.sums"
 
 # Not written by a dry run; refused as anything but a plain name.
 rm -rf "$T/dry"
@@ -136,10 +145,12 @@ t_check plain_name_only test $rc -eq 1
 t_check plain_name_message grep -q "sums-cache=a/b: expected a plain file name" "$T/out10"
 
 # --- push to a ferry daemon ---------------------------------------------
-mkdir -p "$T/mod"
+mkdir -p "$T/mod" "$T/mod/e"
+echo secret >"$T/mod/e/hidden"
 t_ferryd_start fd "[m]
 path = $T/mod
-read only = no" || t_fail ferryd_start "no daemon"
+read only = no
+exclude = hidden" || t_fail ferryd_start "no daemon"
 wait_cache() {
     # the daemon writes it after the client has its answer
     for _ in $(seq 50); do [ -f "$1" ] && return 0; sleep 0.1; done
@@ -159,6 +170,13 @@ poke "$T/src/big" 2600000 12
 lit=$(stat_bytes "Literal data" "$T/p3")
 t_check push_cache_used test "${lit:-0}" -eq $((3 * 1024 * 1024 + 100))
 t_check push_spoiled_same cmp "$T/src/big" "$T/mod/d/big"
+# a name the module excludes is not written
+"$FERRY" -a --checksum-seed=4242 --sums-cache=hidden "$T/src/" \
+    "rsync://127.0.0.1:$FERRYD_PORT/m/e/" >"$T/p4" 2>&1
+t_check push_excluded_rc test $? -eq 0
+t_check push_excluded_said grep -q "hidden is excluded by the module" "$T/p4"
+sleep 0.5
+t_check push_excluded_untouched test "$(cat "$T/mod/e/hidden")" = secret
 t_ferryd_stop
 
 # --- pull from the real rsync daemon -------------------------------------
