@@ -222,25 +222,24 @@ int main(int argc, char **argv)
 		rc = merged ? options_parse(&o, margc, merged) : RERR_PROTOCOL;
 	}
 
-	/* where a client's failure is reported from (rsync: log_exit) */
+	/* where a client's failure is reported from (rsync: log_exit); a
+	 * daemon or a server says nothing of the kind */
 	const char *role = "client";
-	bool client = rc != 0 && rc != FERRY_OPTS_EXIT_OK;
+	bool client = true;
 
 	if (rc == FERRY_OPTS_EXIT_OK) {
 		rc = 0;
 	} else if (rc == 0) {
 		if (o.daemon) {
 			rc = daemon_main(&o); /* also --server --daemon over a remote shell */
+			client = false;
 		} else if (o.server) {
 			rc = run_server(&o);
+			client = false;
 		} else if (!o.nargs) {
 			usage_print_help(stderr);
 			rc = RERR_SYNTAX;
-			client = true;
-		} else if ((rc = open_files_from(&o)) != 0) {
-			client = true;
-		} else {
-			client = true;
+		} else if ((rc = open_files_from(&o)) == 0) {
 			if (o.outbuf)
 				setvbuf(stdout, NULL, o.outbuf == 'N' ? _IONBF
 						      : o.outbuf == 'L' ? _IOLBF : _IOFBF, 0);

@@ -1348,18 +1348,7 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 /* Do the module's exclude rules keep path out? */
 static bool daemon_excludes(struct gen *g, const struct file_entry *f, const char *path)
 {
-	const struct recv_ctx *rc = g->rc;
-	char full[MAXPATHLEN_WIRE * 3];
-
-	if (!rc->daemon_filters || strcmp(path, ".") == 0)
-		return false;
-	if (rc->solo_name)
-		snprintf(full, sizeof full, "%s", *rc->daemon_dest ? rc->daemon_dest : path);
-	else if (*rc->daemon_dest)
-		snprintf(full, sizeof full, "%s/%s", rc->daemon_dest, path);
-	else
-		snprintf(full, sizeof full, "%s", path);
-	return filter_check(rc->daemon_filters, full, S_ISDIR(f->mode), false) < 0;
+	return recv_daemon_excludes(g->rc, path, S_ISDIR(f->mode));
 }
 
 static bool daemon_refuses(struct gen *g, int32_t ndx, const struct file_entry *f,

@@ -71,6 +71,21 @@ static void recv_no_send(void *ctx, int32_t ndx)
 	pthread_mutex_unlock(&rc->lock);
 }
 
+bool recv_daemon_excludes(const struct recv_ctx *rc, const char *path, bool is_dir)
+{
+	char full[MAXPATHLEN_WIRE * 3];
+
+	if (!rc->daemon_filters || strcmp(path, ".") == 0)
+		return false;
+	if (rc->solo_name)
+		snprintf(full, sizeof full, "%s", *rc->daemon_dest ? rc->daemon_dest : path);
+	else if (*rc->daemon_dest)
+		snprintf(full, sizeof full, "%s/%s", rc->daemon_dest, path);
+	else
+		snprintf(full, sizeof full, "%s", path);
+	return filter_check(rc->daemon_filters, full, is_dir, false) < 0;
+}
+
 /* --sums-cache: read before the generator needs it, written back when
  * both threads are done. A single-file destination has no directory of
  * its own to keep it in. */
@@ -84,15 +99,9 @@ static void sums_cache_open(struct recv_ctx *rc, struct sumcache *sc)
 	    s->xfer_csum == CSUM_NONE || o->whole_file == 1)
 		return;
 	/* a name the module's filters keep clients from is not ours to write */
-	if (rc->daemon_filters) {
-		char full[4096 + 256];
-		snprintf(full, sizeof full, "%s%s%s", rc->daemon_dest, *rc->daemon_dest ? "/" : "",
-			 o->sums_cache);
-		if (filter_check(rc->daemon_filters, full, false, false) < 0) {
-			session_warn(s, "ferry: --sums-cache: %s is excluded by the module\n",
-				     o->sums_cache);
-			return;
-		}
+	if (recv_daemon_excludes(rc, o->sums_cache, false)) {
+		session_warn(s, "ferry: --sums-cache: %s is excluded by the module\n", o->sums_cache);
+		return;
 	}
 	if (!sumcache_may_replace(rc->rootfd, o->sums_cache)) {
 		session_warn(s, "ferry: --sums-cache: %s exists and is not a sums cache; left as it is\n",

@@ -93,6 +93,10 @@ struct recv_ctx {
 	struct sumcache *sums;    /* --sums-cache, or NULL */
 };
 
+/* Do the daemon module's filters keep clients from path (relative to
+ * the destination)? False outside a daemon. */
+bool recv_daemon_excludes(const struct recv_ctx *rc, const char *path, bool is_dir);
+
 /* --compare-dest/--copy-dest/--link-dest and --backup-dir directories,
  * opened once relative to the destination (altdest.c). */
 /* 0, or the exit code of a failure it has reported. */

@@ -565,9 +565,15 @@ static bool keep_old(int rootfd, const struct sumcache_entry *e, const struct su
 {
 	struct stat st;
 
-	return !table_find(written, e->path) &&
-	       fstatat(rootfd, e->path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-	       same_file(e, &st);
+	if (table_find(written, e->path))
+		return false;
+	/* the path comes from the file: resolved beneath the destination */
+	int fd = fs_open_beneath(rootfd, e->path, O_PATH | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	bool same = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && same_file(e, &st);
+	close(fd);
+	return same;
 }
 
 /* This run's entries by path, the newest of each (a redo writes a file
