@@ -1277,6 +1277,12 @@ static int check_batch(struct pstate *ps)
 	if (o->read_batch && o->remove_source_files)
 		return usage_err(ps, "--read-batch cannot be used with --remove-%s-files",
 				 o->remove_source_files == 1 ? "source" : "sent");
+	/* A batch holds the transfer's whole-file sums, which --sums-cache
+	 * makes block-wise (blockwise.h): no receiver without the option
+	 * could check them when the batch is read. */
+	if ((o->write_batch || o->read_batch) && o->sums_cache && !o->server)
+		return usage_err(ps, "--sums-cache cannot be used with --%s-batch",
+				 o->read_batch ? "read" : o->write_batch < 0 ? "only-write" : "write");
 	/* Nothing changes on the receiving side (main.c). */
 	if (o->write_batch < 0)
 		o->dry_run = true;

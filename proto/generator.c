@@ -165,13 +165,23 @@ static bool send_sums(struct gen *g, int fd, int64_t len, bool redo, int32_t ndx
 	struct block_sums keep = {0};
 
 	sum_sizes_sqroot(&h, len, s->protocol, g->o->block_size, csum_len(s->xfer_csum), redo);
+	/* -c reads every byte anyway; its sums are then taken afresh, so a
+	 * destination block that changed behind the cache's back (its
+	 * metadata left as it was) is found and replaced, not trusted. */
+	const struct block_sums *kept = sc && !g->o->append && !g->o->checksum
+						? kept_sums(g, fd, cache_path, &h, len)
+						: NULL;
+	/* Kept sums are full length, and sent so they cost the sender less:
+	 * strong sums that long decide a match alone (MATCH_STRONG_DECIDES),
+	 * so it need not compute a weak sum of every block it reads. */
+	if (kept)
+		h.s2length = (int32_t)sc->s2len;
 	if (!write_sum_head(s, &h))
 		return false;
 	/* --append: the head says how much we have; no block sums follow
 	 * (generator.c: generate_and_send_sums) */
 	if (g->o->append && !redo)
 		return true;
-	const struct block_sums *kept = sc ? kept_sums(g, fd, cache_path, &h, len) : NULL;
 	if (kept) {
 		sumcache_hand_over(sc, ndx, kept);
 		return send_kept_sums(g, &h, kept);

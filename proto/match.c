@@ -311,6 +311,35 @@ struct fsum_share {
 	int64_t covered;             /* [0, covered) is in the sum already */
 };
 
+/* The block-wise file sum of [from, to) (blockwise.h): a whole aligned
+ * block the helper hashed goes in as its digest, unread; anything else
+ * as bytes. */
+static bool tree_feed(struct match_out *mo, struct window *w, int64_t from, int64_t to)
+{
+	struct blockwise_sum *t = mo->tree;
+	int64_t blen = (int64_t)t->blength;
+	size_t n = (size_t)(to - from);
+
+	while (from < to) {
+		uint32_t weak;
+		const uint8_t *digest;
+		if (blockwise_at_boundary(t) && from % blen == 0 && from + blen <= to &&
+		    match_ahead_sums(mo->ahead, from, blen, &weak, &digest)) {
+			blockwise_digest(t, digest);
+			from += blen;
+			continue;
+		}
+		int64_t end = (from / blen + 1) * blen;
+		if (end > to)
+			end = to;
+		if (!window_need(w, from, end))
+			return false;
+		blockwise_bytes(t, at(w, from), (size_t)(end - from));
+		from = end;
+	}
+	return mo->feed(mo->ctx, NULL, n);
+}
+
 /* Feed the file sum [from, to), reading what the helper did not sum.
  * Data before `from` may leave the window. */
 static bool feed_range(struct match_out *mo, struct fsum_share *fs, struct window *w,
@@ -318,6 +347,8 @@ static bool feed_range(struct match_out *mo, struct fsum_share *fs, struct windo
 {
 	if (from >= to)
 		return true;
+	if (mo->tree)
+		return tree_feed(mo, w, from, to);
 	if (fs->ahead && !fs->taken) {
 		fs->covered = match_ahead_fsum_at(fs->ahead);
 		if (to > fs->covered) {
@@ -500,6 +531,44 @@ check_hint:
 	return i;
 }
 
+/* ---- strong sums long enough to decide alone ---- */
+
+/* Is block b, of length len, the one with this strong sum? Only for sums
+ * of MATCH_STRONG_DECIDES bytes or more (the read-ahead hasher then
+ * leaves the weak sums out). */
+static bool strong_decides(const struct match_index *m, int32_t b, const uint8_t *strong,
+			   int32_t len)
+{
+	size_t n2 = (size_t)m->h.s2length;
+
+	return b >= 0 && b < m->h.count && block_len(&m->h, b) == len &&
+	       memcmp(m->sum2 + (size_t)b * n2, strong, n2) == 0;
+}
+
+/* A fresh window the helper hashed without its weak sum: is it the block
+ * expected there -- with --inplace the basis block at the same offset,
+ * else the one after the last match (rsync's want_i)? Those are the
+ * blocks the usual search would pick for the same sums. -1: neither; the
+ * caller rolls the weak sum and searches as usual. */
+static int32_t expected_block(const struct match_index *m, struct inplace_state *st,
+			      bool updating_basis, int64_t off, const uint8_t *strong, int32_t len,
+			      int32_t hint)
+{
+	const struct sum_head *h = &m->h;
+
+	if (updating_basis && off % h->blength == 0 && off / h->blength < h->count) {
+		int32_t i = (int32_t)(off / h->blength);
+		if (strong_decides(m, i, strong, len)) {
+			st->same_offset[i] = 1;
+			return i;
+		}
+	}
+	if ((!updating_basis || (hint >= 0 && hint < h->count && block_usable(m, st, hint, off))) &&
+	    strong_decides(m, hint, strong, len))
+		return hint;
+	return -1;
+}
+
 /* ---- data changed in place: probing the next aligned blocks ---- */
 
 /* How many aligned blocks past a changed one are probed before sliding. */
@@ -529,10 +598,16 @@ static int probe_in_place(const struct match_index *m, struct window *w, int64_t
 		/* whole blocks only: the short last one is left to sliding */
 		if (b >= h->count || block_len(h, b) != blen || at_off + blen > w->file_len)
 			return 0;
-		uint32_t weak;
+		uint32_t weak = 0;
 		const uint8_t *strong_ahead = NULL;
 		uint8_t strong[CSUM_MAX_DIGEST];
-		if (!match_ahead_sums(ahead, at_off, blen, &weak, &strong_ahead)) {
+		if (match_ahead_sums(ahead, at_off, blen, &weak, &strong_ahead) &&
+		    !ahead->with_weak) {
+			if (strong_decides(m, b, strong_ahead, (int32_t)blen))
+				return j;
+			continue;
+		}
+		if (!strong_ahead) {
 			if (!window_need(w, keep, at_off + blen))
 				return -1;
 			weak = csum_rolling(at(w, at_off), (size_t)blen);
@@ -590,31 +665,39 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 	}
 	while (ok && off < file_len) {
 		int64_t wlen = file_len - off < blen ? file_len - off : blen;
-		uint32_t ahead_weak;
+		uint32_t ahead_weak = 0;
 		const uint8_t *ahead_strong = NULL;
 		bool fresh = !have_roll;
+		int32_t b = -1;
 		if (!have_roll) {
 			/* a fresh window, after a match: hashed ahead if aligned,
 			 * and then not read here at all unless sent as literal */
-			if (ahead && match_ahead_sums(ahead, off, wlen, &ahead_weak, &ahead_strong)) {
+			bool summed = ahead && match_ahead_sums(ahead, off, wlen, &ahead_weak,
+								&ahead_strong);
+			match_ahead_at(ahead, off);
+			if (summed && !ahead->with_weak)
+				b = expected_block(m, &inplace, updating_basis, off, ahead_strong,
+						   (int32_t)wlen, hint);
+			if (summed && ahead->with_weak) {
 				/* the low 16 bits of each sum are all the value keeps,
 				 * and all that rolling on needs */
 				r.s1 = ahead_weak & 0xffff;
 				r.s2 = ahead_weak >> 16;
 				r.n = (size_t)wlen;
-			} else {
+				have_roll = true;
+			} else if (!summed) {
 				if (!window_need(&w, lit_start, off + wlen)) {
 					ok = false;
 					break;
 				}
 				rolling_init(&r, at(&w, off), (size_t)wlen);
+				have_roll = true;
 			}
-			match_ahead_at(ahead, off);
-			have_roll = true;
+			/* else no weak sum yet: a changed page is probed past
+			 * first (it is read only as the literal data it is) */
 		}
-		uint32_t weak = rolling_value(&r);
-		int32_t b = -1;
-		if (weak_present(m, weak)) {
+		uint32_t weak = have_roll ? rolling_value(&r) : 0;
+		if (b < 0 && have_roll && weak_present(m, weak)) {
 			memset(strong, 0, sizeof strong);
 			if (ahead_strong || (ahead && match_ahead_sums(ahead, off, wlen, &ahead_weak,
 								       &ahead_strong))) {
@@ -654,6 +737,17 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 				}
 				continue;
 			}
+		}
+		if (b < 0 && !have_roll) {
+			/* neither the expected block nor the next few: roll the
+			 * weak sum after all and search on as usual */
+			if (!window_need(&w, lit_start, off + wlen)) {
+				ok = false;
+				break;
+			}
+			rolling_init(&r, at(&w, off), (size_t)wlen);
+			have_roll = true;
+			continue;
 		}
 		if (b >= 0) {
 			/* the block's own bytes only if the token coder wants them */

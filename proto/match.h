@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/blockwise.h"
 #include "proto/checksum.h"
 #include "proto/recvside.h"
 
@@ -41,11 +42,16 @@ void match_index_free(struct match_index *m);
 struct match_ahead {
 	pthread_t thread;
 	bool running;
+	/* false: the strong sums decide a match alone (MATCH_STRONG_DECIDES)
+	 * and the helper computes no weak sums; the matcher rolls one only
+	 * where the data changed */
+	bool with_weak;
 	int fd;
-	int32_t blength, s2length;
+	int32_t blength;
+	size_t stride;                /* digest bytes kept a block */
 	int32_t nblocks;              /* whole blocks of the file at the start */
 	uint32_t *weak;
-	uint8_t *strong;              /* nblocks * s2length */
+	uint8_t *strong;              /* nblocks * stride */
 	_Atomic uint8_t *ready;
 	_Atomic int64_t matcher_off;  /* where the matcher is: skip behind it */
 	atomic_bool stop;
@@ -63,18 +69,29 @@ struct match_ahead {
 	_Atomic int64_t fsum_at;      /* grows only, under lock */
 };
 
+/* Strong sums of at least this many bytes (64 bits, no fewer than the
+ * weak and strong sums rsync sends for a 1 GiB file together) decide on
+ * their own whether a window is the block expected there. Such sums come
+ * with --sums-cache (generator.c), where the weak sum would be the
+ * sender's costliest work: a hash over every byte that only confirms
+ * what the strong sum already says. */
+#define MATCH_STRONG_DECIDES 8
+
 /* Start hashing fd's blocks of h->blength bytes ahead of the matcher, with
  * strong_fn(ctx, ...) as the strong sum (called from the helper thread).
  * file_sum: a freshly initialised whole-file sum for the helper to carry
- * on (copied), or NULL. false, and nothing to stop, when the file is too
- * small to be worth it or a resource is short. */
+ * on (copied), or NULL. keep_width: digest bytes to keep a block, when
+ * more than the sum head's s2length are wanted (the block-wise file sum).
+ * false, and nothing to stop, when the file is too small to be worth it
+ * or a resource is short. */
 bool match_ahead_start(struct match_ahead *a, int fd, const struct sum_head *h,
 		       void (*strong_fn)(void *ctx, const uint8_t *p, size_t n, uint8_t *out),
-		       void *ctx, const struct csum_ctx *file_sum);
+		       void *ctx, const struct csum_ctx *file_sum, size_t keep_width);
 /* Stop the helper (it quits between windows) and free the table. */
 void match_ahead_stop(struct match_ahead *a);
 /* The sums of the len bytes at off, if that is a whole aligned block the
- * helper has done or is going to do (then this waits for it). */
+ * helper has done or is going to do (then this waits for it). *weak is
+ * set only when a->with_weak. */
 bool match_ahead_sums(struct match_ahead *a, int64_t off, int64_t len, uint32_t *weak,
 		      const uint8_t **strong);
 /* Tell the helper where the matcher is. */
@@ -101,6 +118,8 @@ struct match_out {
 	struct match_ahead *ahead;   /* optional: sums hashed ahead, or NULL */
 	struct csum_ctx *file_sum;   /* the state feed() updates; NULL: the
 				      * helper's file sum is not used */
+	struct blockwise_sum *tree;  /* the block-wise file sum instead
+				      * (blockwise.h): feed() then only counts */
 	bool no_block_data;          /* emit_block needs no data (no compression):
 				      * matched blocks summed ahead are not read */
 	int64_t bytes_read;          /* out: what the matcher read itself */

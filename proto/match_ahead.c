@@ -90,10 +90,11 @@ static void *ahead_main(void *arg)
 			const uint8_t *p = buf + j * (size_t)a->blength;
 			size_t b = (size_t)k + j;
 			uint8_t digest[CSUM_MAX_DIGEST];
-			a->weak[b] = csum_rolling(p, (size_t)a->blength);
+			if (a->with_weak)
+				a->weak[b] = csum_rolling(p, (size_t)a->blength);
 			memset(digest, 0, sizeof digest);
 			a->strong_fn(a->ctx, p, (size_t)a->blength, digest);
-			memcpy(a->strong + b * (size_t)a->s2length, digest, (size_t)a->s2length);
+			memcpy(a->strong + b * a->stride, digest, a->stride);
 		}
 		ahead_publish(a, buf, off, want, k, n);
 		k += (int32_t)n;
@@ -117,7 +118,7 @@ static void ahead_free(struct match_ahead *a)
 
 bool match_ahead_start(struct match_ahead *a, int fd, const struct sum_head *h,
 		       void (*strong_fn)(void *ctx, const uint8_t *p, size_t n, uint8_t *out),
-		       void *ctx, const struct csum_ctx *file_sum)
+		       void *ctx, const struct csum_ctx *file_sum, size_t keep_width)
 {
 	struct stat st;
 
@@ -132,12 +133,15 @@ bool match_ahead_start(struct match_ahead *a, int fd, const struct sum_head *h,
 		return false;
 	a->fd = fd;
 	a->blength = h->blength;
-	a->s2length = h->s2length;
+	a->stride = keep_width > (size_t)h->s2length ? keep_width : (size_t)h->s2length;
+	if (a->stride == 0)
+		a->stride = 1;
 	a->nblocks = (int32_t)nblocks;
+	a->with_weak = h->s2length < MATCH_STRONG_DECIDES;
 	a->strong_fn = strong_fn;
 	a->ctx = ctx;
 	a->weak = malloc((size_t)nblocks * sizeof *a->weak);
-	a->strong = malloc((size_t)nblocks * (size_t)(h->s2length ? h->s2length : 1));
+	a->strong = malloc((size_t)nblocks * a->stride);
 	a->ready = calloc((size_t)nblocks, sizeof *a->ready);
 	atomic_init(&a->stop, false);
 	atomic_init(&a->matcher_off, 0);
@@ -204,8 +208,9 @@ bool match_ahead_sums(struct match_ahead *a, int64_t off, int64_t len, uint32_t 
 	if (k >= a->nblocks || (!atomic_load_explicit(&a->ready[k], memory_order_acquire) &&
 				!ahead_wait(a, k)))
 		return false;
-	*weak = a->weak[k];
-	*strong = a->strong + (size_t)k * (size_t)a->s2length;
+	if (a->with_weak)
+		*weak = a->weak[k];
+	*strong = a->strong + (size_t)k * a->stride;
 	return true;
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "proto/batch.h"
+#include "proto/blockwise.h"
 #include "proto/hlink.h"
 #include "proto/xattrs.h"
 #include "proto/fileio.h"
@@ -57,6 +58,8 @@ struct rcv {
 	bool over_basis;   /* --inplace: writing into the basis itself */
 	struct sums_builder *sb; /* --sums-cache: this file's new sums, or NULL */
 	struct sums_builder sb_store;
+	struct blockwise_sum *tree; /* the file's sum is block-wise, or NULL */
+	struct blockwise_sum tree_store;
 	/* Early writeback of a temporary file: bytes that reached the file,
 	 * and how many of them we asked the kernel to start writing. */
 	bool writeback_early;
@@ -284,10 +287,19 @@ static bool flush_run(struct rcv *r, int basis_fd, int fd, const char *path)
  * as part of a run the kernel copies later (cloning), or not at all when
  * it already lies there in the file being updated in place. */
 static bool take_block(struct rcv *r, int basis_fd, int fd, const char *path, off_t off,
-		       size_t len, struct csum_ctx *sum, bool *write_ok, bool feed_sums)
+		       size_t len, struct csum_ctx *sum, bool *write_ok, bool feed_sums,
+		       const uint8_t *digest)
 {
 	bool clone = *write_ok && r->clone_ok && fd >= 0 && basis_fd >= 0;
 	bool in_place = !clone && r->over_basis && (int64_t)off == r->written;
+	/* A block left where it lies in the file updated in place: a
+	 * block-wise sum takes its known digest (blockwise.h) and, unless
+	 * compression wants them, nothing reads its bytes. A block that is
+	 * copied is hashed as it is read, whatever the sums said of it. */
+	bool summed = r->tree && digest && in_place && blockwise_at_boundary(r->tree);
+
+	if (summed)
+		blockwise_digest(r->tree, digest);
 
 	if (clone) {
 		if (r->run_len && r->run_off + r->run_len != off &&
@@ -304,12 +316,22 @@ static bool take_block(struct rcv *r, int basis_fd, int fd, const char *path, of
 			progress_update(r->s, &r->prog, r->written, r->file_size);
 		}
 	}
+	/* the point of --sums-cache for a file changed in place: its
+	 * unchanged blocks are never read */
+	if (summed && !feed_sums && !token_dec_wants_blocks(r->dec)) {
+		if (*write_ok && !skip_in_place(r, fd, path, len))
+			*write_ok = false;
+		return true;
+	}
 	/* Blocks may be larger than the buffer (up to 512 MiB below
 	 * protocol 30): take them in pieces. */
 	for (size_t done = 0; done < len;) {
 		size_t k = len - done < OUT_BUF ? len - done : OUT_BUF;
 		const uint8_t *p = basis_bytes(r, basis_fd, (int64_t)off + (int64_t)done, k);
-		csum_file_update(sum, p, k);
+		if (r->tree && !summed)
+			blockwise_bytes(r->tree, p, k);
+		else if (!r->tree)
+			csum_file_update(sum, p, k);
 		if (feed_sums)
 			sums_builder_bytes(r->sb, p, k);
 		if (!clone && *write_ok &&
@@ -351,7 +373,10 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 			break;
 		if (kind == TOKEN_DATA) {
 			s->stats.literal_data += (int64_t)n;
-			csum_file_update(sum, p, n);
+			if (r->tree)
+				blockwise_bytes(r->tree, p, n);
+			else
+				csum_file_update(sum, p, n);
 			if (r->sb)
 				sums_builder_bytes(r->sb, p, n);
 			if (*write_ok && r->run_len && !flush_run(r, basis_fd, fd, path))
@@ -372,9 +397,10 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 					 "sender referenced a block but no basis exists for \"%s\"", path);
 		size_t len = (block == h->count - 1 && h->remainder) ? (size_t)h->remainder
 								      : (size_t)h->blength;
-		bool feed = r->sb && !sums_builder_basis_block(r->sb, h->blength, block, len);
+		const uint8_t *digest = NULL;
+		bool feed = r->sb && !sums_builder_basis_block(r->sb, h->blength, block, len, &digest);
 		if (!take_block(r, basis_fd, fd, path, (off_t)block * h->blength, len, sum, write_ok,
-				feed))
+				feed, digest))
 			return false;
 		s->stats.matched_data += (int64_t)len;
 	}
@@ -786,6 +812,11 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 		write_ok = false;
 	csum_file_init(&sum, s->xfer_csum, s->seed);
 	r->sb = sums_start(r, ndx, f, &tf);
+	r->tree = NULL;
+	if (blockwise_applies(s, &h, r->append)) {
+		r->tree = &r->tree_store;
+		blockwise_begin(r->tree, s->xfer_csum, s->seed, s->proper_seed_order, h.blength);
+	}
 	s->stats.total_transferred_size += f->size;
 	r->written = 0;
 	r->file_size = f->size;
@@ -797,6 +828,11 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	bool ok = receive_data(r, &h, basis_fd, write_ok ? tf.fd : -1, path, &sum, &write_ok);
 	if (basis_fd >= 0)
 		close(basis_fd);
+	if (r->tree)
+		blockwise_end(r->tree, ours);
+	else
+		csum_file_final(&sum, ours);
+	r->tree = NULL;
 	if (!ok) {
 		temp_abandon(&tf);
 		return false;
@@ -806,7 +842,6 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 		temp_abandon(&tf);
 		return false;
 	}
-	csum_file_final(&sum, ours);
 	/* %c stays 0: rsync's receiver process writes nothing (the block
 	 * sums are its generator's) */
 	struct xfer_facts facts = {.bytes = (int64_t)(wire_in_taken(&s->in) - taken), .sum = ours};

@@ -160,10 +160,13 @@ static void out_strong(void *ctx, const uint8_t *p, size_t n, uint8_t *out);
 static void start_ahead(struct snd *d, int fd, const struct sum_head *h)
 {
 	struct csum_ctx file_sum;
+	/* a block-wise file sum takes the helper's digests, not its sum */
+	bool blockwise = blockwise_applies(d->s, h, d->append);
 
 	csum_file_init(&file_sum, d->s->xfer_csum, d->s->seed);
 	if (fd >= 0)
-		match_ahead_start(&d->ahead, fd, h, out_strong, d, &file_sum);
+		match_ahead_start(&d->ahead, fd, h, out_strong, d, blockwise ? NULL : &file_sum,
+				  blockwise ? blockwise_width(d->s->xfer_csum) : 0);
 }
 
 /* The receiver's sum head and block sums, bounded before any allocation
@@ -413,11 +416,16 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 		free(sum2);
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory indexing block sums");
 	}
+	struct blockwise_sum tree;
+	bool blockwise = have_idx && blockwise_applies(s, &h, d->append);
 	struct match_out mo = {.ctx = d, .emit_literal = out_literal, .emit_block = out_block,
 			       .feed = out_feed, .strong = out_strong,
 			       .ahead = d->ahead.running ? &d->ahead : NULL,
-			       .file_sum = &d->sum, .no_block_data = !s->compress};
+			       .file_sum = blockwise ? NULL : &d->sum,
+			       .tree = blockwise ? &tree : NULL, .no_block_data = !s->compress};
 	csum_file_init(&d->sum, s->xfer_csum, s->seed);
+	if (blockwise)
+		blockwise_begin(&tree, s->xfer_csum, s->seed, s->proper_seed_order, h.blength);
 	d->sent_ofs = 0;
 	d->file_size = st.st_size;
 	progress_update(s, &d->prog, 0, st.st_size);
@@ -431,9 +439,15 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 		       : match_send_file(have_idx ? &idx : NULL, fd, st.st_size,
 					 updating_basis(s, type), &mo)) &&
 	    token_enc_end(d->enc, &s->out)) {
-		csum_file_final(&d->sum, d->digest);
+		if (blockwise)
+			blockwise_end(&tree, d->digest);
+		else
+			csum_file_final(&d->sum, d->digest);
+		blockwise = false;
 		ok = wire_write(&s->out, d->digest, csum_len(s->xfer_csum));
 	}
+	if (blockwise)
+		blockwise_end(&tree, d->digest); /* frees it */
 	wire_out_unlock(&s->out);
 	s->stats.total_transferred_size += st.st_size;
 	s->stats.xferred_files++;

@@ -451,7 +451,7 @@ void sums_builder_bytes(struct sums_builder *b, const uint8_t *p, size_t n)
 }
 
 bool sums_builder_basis_block(struct sums_builder *b, int32_t basis_blength, int64_t block,
-			      size_t len)
+			      size_t len, const uint8_t **digest)
 {
 	const struct block_sums *s = b->basis;
 
@@ -467,6 +467,7 @@ bool sums_builder_basis_block(struct sums_builder *b, int32_t basis_blength, int
 	size_t s2 = b->sc->s2len;
 	b->out.sum1[k] = s->sum1[block];
 	memcpy(b->out.sum2 + (size_t)k * s2, s->sum2 + (size_t)block * s2, s2);
+	*digest = b->out.sum2 + (size_t)k * s2;
 	b->pos += (int64_t)len;
 	return true;
 }

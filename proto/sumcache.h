@@ -106,9 +106,10 @@ void sums_builder_begin(struct sums_builder *b, struct sumcache *sc, int32_t ndx
 /* Bytes written to the file, in order. */
 void sums_builder_bytes(struct sums_builder *b, const uint8_t *p, size_t n);
 /* Basis block `block` (len bytes) is written next: true when its sums
- * could be taken over, and then its bytes must not be passed too. */
+ * could be taken over, and then its bytes must not be passed too;
+ * *digest is then its strong sum (sumcache->s2len bytes). */
 bool sums_builder_basis_block(struct sums_builder *b, int32_t basis_blength, int64_t block,
-			      size_t len);
+			      size_t len, const uint8_t **digest);
 /* The file is in place as st describes it: keep its sums under path. */
 void sums_builder_commit(struct sums_builder *b, const char *path, const struct stat *st);
 void sums_builder_end(struct sums_builder *b);

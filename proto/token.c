@@ -1596,6 +1596,11 @@ static bool see_stored(struct token_dec *d, const uint8_t *p, size_t n)
 	return true;
 }
 
+bool token_dec_wants_blocks(const struct token_dec *d)
+{
+	return d->alg == CPRES_ZLIB;
+}
+
 bool token_dec_see(struct token_dec *d, const uint8_t *p, size_t n, size_t off, size_t blk_len)
 {
 	if (d->alg != CPRES_ZLIB || n == 0)

@@ -113,6 +113,8 @@ void token_dec_free(struct token_dec *d);
 void token_dec_begin(struct token_dec *d, int32_t block_count);
 int token_dec_next(struct token_dec *d, struct wire_in *in, const uint8_t **data, size_t *len,
 		   int32_t *block);
+/* Does the decoder need the bytes of matched blocks (token_dec_see)? */
+bool token_dec_wants_blocks(const struct token_dec *d);
 /* After a TOKEN_BLOCK: the block's bytes, for zlib's history (a no-op for
  * the others). Pass them in order as pieces [off, off+n) of a block of
  * blk_len bytes; the first piece must hold min(blk_len, 65535) bytes. */

@@ -2,8 +2,8 @@
 # --sums-cache (a ferry extension): the receiving side keeps the block sums
 # of what it wrote and sends them as the basis sums next time. Checked: the
 # cache is made and used (a spoiled cache changes what matches), a lying
-# cache never corrupts a file (the whole-file sum and the redo pass catch
-# it), damaged or hostile cache files are ignored, and it works with ferry
+# cache is caught where blocks are copied and mended by -c where --inplace
+# trusts it, damaged or hostile cache files are ignored, and it works with ferry
 # as the receiver of a local copy, a push to a ferry daemon and a pull from
 # the real rsync daemon.
 set -u
@@ -14,6 +14,7 @@ t_require python3 rsync
 TOOL="python3 $(dirname "$0")/sumcache_tool.py"
 # cache_ok FILE: it parses (the tool asserts the format)
 cache_ok() { $TOOL "$1" list >/dev/null; }
+not_same() { ! cmp -s "$1" "$2"; }
 OPTS=(-a --no-whole-file --inplace -B 8192 --checksum-seed=4242 --sums-cache=.sums --stats)
 
 make_src() {
@@ -68,20 +69,46 @@ poke "$T/src/big" 3000000 04
 lit=$(stat_bytes "Literal data" "$T/out4")
 t_check spoiled_cache_healed test "${lit:-x}" = 8192
 
-# A lying cache: twin's entry says it holds big's data. The source's twin
-# becomes big's data, so every block "matches" and the receiver copies its
-# old twin blocks: the whole-file sum fails and the redo pass, which never
-# reads the cache, fetches the file.
+# A lying cache: twin's entry says it holds big's data, and the source's
+# twin becomes big's data, so every block "matches".
+# - Copied blocks (no --inplace) are read as they are copied: the
+#   whole-file sum fails and the redo pass, which never reads the cache,
+#   fetches the file.
+# - --inplace leaves a matched block where it lies, unread: its kept sums
+#   stand for it (the block-wise file sum, blockwise.h) -- the cache's
+#   trust, rsync's quick check at the size of a block -- and the lie
+#   stands. -c takes the sums afresh from the data and mends it.
 cp "$T/src/big" "$T/src/twin"
 touch -d '2002-02-01' "$T/src/twin"
+COPY_OPTS=()
+for o in "${OPTS[@]}"; do [ "$o" = --inplace ] || COPY_OPTS+=("$o"); done
 $TOOL "$T/dst/.sums" lie "$T/dst" big twin
-"$FERRY" "${OPTS[@]}" "$T/src/" "$T/dst/" >"$T/out5" 2>&1
+"$FERRY" "${COPY_OPTS[@]}" "$T/src/" "$T/dst/" >"$T/out5" 2>&1
 t_check lying_rc test $? -eq 0
 t_check lying_same cmp "$T/src/twin" "$T/dst/twin"
 t_check lying_big_same cmp "$T/src/big" "$T/dst/big"
 # the first pass believed the cache: twin's blocks all "matched"
 matched=$(stat_bytes "Matched data" "$T/out5")
 t_check lying_cache_used test "${matched:-0}" -ge $((3 * 1024 * 1024))
+
+python3 - "$T/src/twin" <<'PY'
+import os, sys
+open(sys.argv[1], "wb").write(os.urandom(3 * 1024 * 1024 + 100))
+PY
+touch -d '2002-02-02' "$T/src/twin"
+"$FERRY" "${OPTS[@]}" "$T/src/" "$T/dst/" >/dev/null 2>&1
+cp "$T/src/big" "$T/src/twin"
+touch -d '2002-02-03' "$T/src/twin"
+$TOOL "$T/dst/.sums" lie "$T/dst" big twin
+"$FERRY" "${OPTS[@]}" "$T/src/" "$T/dst/" >"$T/out5i" 2>&1
+t_check lying_inplace_rc test $? -eq 0
+t_check lying_inplace_trusted not_same "$T/src/twin" "$T/dst/twin"
+touch -d '2002-02-04' "$T/src/twin"
+"$FERRY" "${OPTS[@]}" -c "$T/src/" "$T/dst/" >"$T/out5c" 2>&1
+t_check lying_checksum_rc test $? -eq 0
+t_check lying_checksum_mended cmp "$T/src/twin" "$T/dst/twin"
+lit=$(stat_bytes "Literal data" "$T/out5c")
+t_check lying_checksum_fresh_sums test "${lit:-0}" -ge $((3 * 1024 * 1024))
 
 # A damaged cache is ignored and rewritten; a file of that name that is
 # not a cache at all (a user's data) is ignored and left as it is.
@@ -177,6 +204,17 @@ t_check push_excluded_rc test $? -eq 0
 t_check push_excluded_said grep -q "hidden is excluded by the module" "$T/p4"
 sleep 0.5
 t_check push_excluded_untouched test "$(cat "$T/mod/e/hidden")" = secret
+# A pull from a ferry daemon: the server's sender never hears of the
+# option (only a client's sender forwards it), so neither end makes the
+# whole-file sum block-wise; a change is still a one-block delta.
+"$FERRY" "${OPTS[@]}" --exclude=/.sums "rsync://127.0.0.1:$FERRYD_PORT/m/d/" "$T/fpull/" >"$T/p5" 2>&1
+t_check pull_ferryd_rc test $? -eq 0
+poke "$T/mod/d/big" 100 13
+"$FERRY" "${OPTS[@]}" --exclude=/.sums "rsync://127.0.0.1:$FERRYD_PORT/m/d/" "$T/fpull/" >"$T/p6" 2>&1
+t_check pull_ferryd_second_rc test $? -eq 0
+t_check pull_ferryd_same cmp "$T/mod/d/big" "$T/fpull/big"
+lit=$(stat_bytes "Literal data" "$T/p6")
+t_check pull_ferryd_delta test "${lit:-x}" = 8192
 t_ferryd_stop
 
 # --- pull from the real rsync daemon -------------------------------------

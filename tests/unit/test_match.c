@@ -28,7 +28,10 @@
 #include "proto/match.h"
 
 #define PAGE 8192
-#define STRONG_LEN 8
+/* Strong-sum bytes the receiver sends: 8 lets a strong sum decide alone
+ * (MATCH_STRONG_DECIDES, the helper computes no weak sums), as kept sums
+ * do; test_short_strong_sums runs cases with rsync's usual 4. */
+static int32_t strong_len = 8;
 #define FILE_SUM CSUM_XXH3
 
 struct sink {
@@ -45,14 +48,24 @@ struct sink {
 	bool summed_ahead;   /* some bytes were fed as already summed */
 };
 
+/* The block-wise file sum (blockwise.h) takes the helper's block digests
+ * for csum_block()'s: its runs hash blocks with xxh128, as a sender does. */
+static bool strong_is_xxh128;
+
 static void strong_sum(void *ctx, const uint8_t *p, size_t n, uint8_t *out)
 {
 	uint64_t h = 1469598103934665603ull;
 
 	(void)ctx;
+	if (strong_is_xxh128) {
+		uint8_t full[CSUM_MAX_DIGEST];
+		csum_block(CSUM_XXH128, 0, false, p, n, full);
+		memcpy(out, full, BLOCKWISE_WIDTH);
+		return;
+	}
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ p[i]) * 1099511628211ull;
-	memcpy(out, &h, STRONG_LEN);
+	memcpy(out, &h, (size_t)strong_len);
 }
 
 static void put(struct sink *k, const uint8_t *p, size_t n)
@@ -125,6 +138,7 @@ struct run {
 	bool file_sum;        /* ... and let it carry the whole-file sum */
 	bool block_data;      /* emit_block gets the block's bytes (compression) */
 	bool no_wait;         /* start matching at once, the helper just begun */
+	bool tree;            /* the block-wise file sum instead (blockwise.h) */
 	/* The helper sees the first first_len bytes of src (0: all); then
 	 * the rest is appended, the file is cut to cut_len bytes (0: not),
 	 * page touch_page (-1: none) is rewritten; the matcher is told the
@@ -136,20 +150,34 @@ struct run {
 	int64_t bytes_read;
 	bool sum_ok;          /* the sender's sum is the rebuilt file's */
 	bool rebuilt_src;     /* the rebuilt file is src (its first file_len bytes) */
+	bool tree_ok;         /* tree: the sender's sum is the rebuilt file's */
 };
+
+static void blockwise_of(const uint8_t *p, size_t n, uint8_t *out)
+{
+	struct blockwise_sum t;
+
+	blockwise_begin(&t, CSUM_XXH128, 0, false, PAGE);
+	/* in uneven pieces, as a receiver gets them */
+	for (size_t off = 0, step = 1000; off < n; off += step, step = step * 3 % 20011 + 1)
+		blockwise_bytes(&t, p + off, step < n - off ? step : n - off);
+	blockwise_end(&t, out);
+}
 
 static void build_sums(const uint8_t *basis, size_t blen, struct sum_head *h, uint32_t **sum1,
 		       uint8_t **sum2)
 {
-	*h = (struct sum_head){.blength = PAGE, .s2length = STRONG_LEN,
+	*h = (struct sum_head){.blength = PAGE, .s2length = strong_len,
 			       .remainder = (int32_t)(blen % PAGE),
 			       .count = (int32_t)((blen + PAGE - 1) / PAGE)};
 	*sum1 = malloc((size_t)h->count * sizeof **sum1);
-	*sum2 = malloc((size_t)h->count * STRONG_LEN);
+	*sum2 = malloc((size_t)h->count * (size_t)strong_len);
 	for (int32_t b = 0; b < h->count; b++) {
 		size_t n = blen - (size_t)b * PAGE < PAGE ? blen - (size_t)b * PAGE : PAGE;
+		uint8_t strong[CSUM_MAX_DIGEST];
 		(*sum1)[b] = csum_rolling(basis + (size_t)b * PAGE, n);
-		strong_sum(NULL, basis + (size_t)b * PAGE, n, *sum2 + (size_t)b * STRONG_LEN);
+		strong_sum(NULL, basis + (size_t)b * PAGE, n, strong);
+		memcpy(*sum2 + (size_t)b * (size_t)strong_len, strong, (size_t)strong_len);
 	}
 }
 
@@ -202,7 +230,8 @@ static void run_match_with(const uint8_t *basis, size_t blen, const uint8_t *src
 	csum_file_init(&k.sum, FILE_SUM, 0);
 	struct match_ahead a;
 	bool have_ahead = o->ahead && match_ahead_start(&a, fd, &h, strong_sum, NULL,
-							o->file_sum ? &k.sum : NULL);
+							o->file_sum ? &k.sum : NULL,
+							o->tree ? BLOCKWISE_WIDTH : 0);
 	if (o->ahead)
 		assert_true(have_ahead);
 	/* let the helper finish before the matcher starts (and before the
@@ -216,13 +245,24 @@ static void run_match_with(const uint8_t *basis, size_t blen, const uint8_t *src
 			       .ahead = have_ahead ? &a : NULL,
 			       .file_sum = o->file_sum ? &k.sum : NULL,
 			       .no_block_data = !o->block_data};
+	struct blockwise_sum tree;
+	if (o->tree) {
+		blockwise_begin(&tree, CSUM_XXH128, 0, false, PAGE);
+		mo.tree = &tree;
+	}
 	assert_true(match_send_file(&m, fd, (int64_t)file_len, o->in_place, &mo));
 	if (have_ahead)
 		match_ahead_stop(&a);
+	if (o->tree) {
+		uint8_t sent[CSUM_MAX_DIGEST], rebuilt[CSUM_MAX_DIGEST];
+		blockwise_end(&tree, sent);
+		blockwise_of(k.out, k.out_len, rebuilt);
+		o->tree_ok = memcmp(sent, rebuilt, csum_len(CSUM_XXH128)) == 0;
+	}
 
 	assert_int_equal(k.out_len, file_len);
 	assert_int_equal(k.fed_len, file_len);
-	if (!o->file_sum)
+	if (!o->file_sum && !o->tree)
 		assert_false(k.summed_ahead);
 	uint8_t want[CSUM_MAX_DIGEST], got[CSUM_MAX_DIGEST];
 	csum_file_final(&k.sum, got);
@@ -512,6 +552,83 @@ static void test_summed_ahead_page_rewritten(void **state)
 	free(src);
 }
 
+/* The block-wise file sum: whatever the matcher does -- blocks in place,
+ * shifted data, lengths changed, a page rewritten under the helper -- the
+ * sum it sends is the one the receiver computes over the file it rebuilt,
+ * and blocks matched with the helper's digests are not read again. */
+static void test_blockwise_sum(void **state)
+{
+	(void)state;
+	size_t len = (size_t)FILE_PAGES * PAGE + 123;
+	uint8_t *basis = random_bytes(len, 21);
+	uint8_t *src = malloc(len + 5 * PAGE);
+
+	strong_is_xxh128 = true;
+	for (int in_place = 0; in_place < 2; in_place++) {
+		memcpy(src, basis, len);
+		change_pages(src, 3, 2, 9);
+		change_pages(src, 60, 1, 4);
+		struct run same = {.in_place = in_place, .ahead = true, .tree = true,
+				   .touch_page = -1};
+		run_match_with(basis, len, src, len, &same);
+		assert_true(same.rebuilt_src);
+		assert_true(same.tree_ok);
+		/* the changed pages, and the short last block, and no more */
+		assert_true(same.bytes_read <= (int64_t)(3 * PAGE + 123 + 256 * 1024));
+
+		struct run cold = {.in_place = in_place, .ahead = false, .tree = true,
+				   .touch_page = -1, .block_data = true};
+		run_match_with(basis, len, src, len, &cold);
+		assert_true(cold.rebuilt_src);
+		assert_true(cold.tree_ok);
+
+		/* shifted by 100 bytes: nothing aligned matches the helper's
+		 * digests, every byte is summed as read */
+		memcpy(src, basis, 100);
+		memcpy(src + 100, basis, len - 100);
+		struct run shifted = {.in_place = in_place, .ahead = true, .tree = true,
+				      .touch_page = -1};
+		run_match_with(basis, len, src, len, &shifted);
+		assert_true(shifted.rebuilt_src);
+		assert_true(shifted.tree_ok);
+
+		/* longer and shorter than the basis */
+		memcpy(src, basis, len);
+		memcpy(src + len, basis, 5 * PAGE);
+		struct run longer = {.in_place = in_place, .ahead = true, .tree = true,
+				     .touch_page = -1};
+		run_match_with(basis, len, src, len + 5 * PAGE, &longer);
+		assert_true(longer.rebuilt_src);
+		assert_true(longer.tree_ok);
+		struct run shorter = {.in_place = in_place, .ahead = true, .tree = true,
+				      .touch_page = -1};
+		run_match_with(basis, len, src, len - 7 * PAGE - 5, &shorter);
+		assert_true(shorter.rebuilt_src);
+		assert_true(shorter.tree_ok);
+
+		/* a page rewritten after the helper hashed it: the sum still
+		 * describes the file the tokens rebuild */
+		struct run touched = {.in_place = in_place, .ahead = true, .tree = true,
+				      .touch_page = 40};
+		run_match_with(basis, len, src, len, &touched);
+		assert_true(touched.tree_ok);
+	}
+	strong_is_xxh128 = false;
+	free(basis);
+	free(src);
+}
+
+/* Sums too short to decide alone: the helper computes weak sums too and
+ * the matcher takes both from its table. */
+static void test_short_strong_sums(void **state)
+{
+	strong_len = 4;
+	test_summed_ahead_in_place(state);
+	test_summed_ahead_page_rewritten(state);
+	test_blockwise_sum(state);
+	strong_len = 8;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -522,6 +639,8 @@ int main(void)
 		cmocka_unit_test(test_summed_ahead_shifted),
 		cmocka_unit_test(test_summed_ahead_length_changes),
 		cmocka_unit_test(test_summed_ahead_page_rewritten),
+		cmocka_unit_test(test_blockwise_sum),
+		cmocka_unit_test(test_short_strong_sums),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -386,6 +386,13 @@ static void test_bad_values(void **state)
 	options_free(&o);
 	assert_int_equal(PARSE(&o, "--sums-cache=..", "a", "b"), RERR_SYNTAX);
 	options_free(&o);
+	/* a batch keeps block-wise whole-file sums no reader could check */
+	assert_int_equal(PARSE(&o, "--sums-cache=.s", "--write-batch=bf", "a", "b"), RERR_SYNTAX);
+	assert_non_null(strstr(errbuf, "--sums-cache cannot be used with --write-batch"));
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "--sums-cache=.s", "--read-batch=bf", "b"), RERR_SYNTAX);
+	assert_non_null(strstr(errbuf, "--sums-cache cannot be used with --read-batch"));
+	options_free(&o);
 
 	assert_int_equal(PARSE(&o, "--timeout=abc", "a", "b"), RERR_SYNTAX);
 	assert_non_null(strstr(errbuf, "--timeout=abc: invalid numeric value"));
