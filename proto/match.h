@@ -34,13 +34,22 @@ bool match_index_build(struct match_index *m, const struct sum_head *h, uint32_t
 		       uint8_t *sum2);
 void match_index_free(struct match_index *m);
 
-/* The source's block-aligned windows hashed ahead by a second thread
+/* Helper threads hashing ahead: two when no whole-file sum ties them to
+ * reading in order (the block-wise sum), else one. */
+#define MATCH_AHEAD_THREADS 2
+
+/* ready[k]: block k's sums are not there yet, are, or never will be (the
+ * helpers passed it by, behind the matcher, or could not read it) */
+enum { AHEAD_PENDING = 0, AHEAD_READY = 1, AHEAD_SKIPPED = 2 };
+
+/* The source's block-aligned windows hashed ahead by helper threads
  * (match_ahead.c): the weak sum and the strong-sum prefix of block k of
- * the file, valid once ready[k] is set; and, while the helper reads the
- * file from its start without a gap, the whole-file sum of what it read,
- * so that the matcher need not read those bytes again. */
+ * the file, valid once ready[k] is AHEAD_READY; and, while a single helper
+ * reads the file from its start without a gap, the whole-file sum of what
+ * it read, so that the matcher need not read those bytes again. */
 struct match_ahead {
-	pthread_t thread;
+	pthread_t threads[MATCH_AHEAD_THREADS];
+	int nthreads;
 	bool running;
 	/* false: the strong sums decide a match alone (MATCH_STRONG_DECIDES)
 	 * and the helper computes no weak sums; the matcher rolls one only
@@ -54,14 +63,14 @@ struct match_ahead {
 	uint8_t *strong;              /* nblocks * stride */
 	_Atomic uint8_t *ready;
 	_Atomic int64_t matcher_off;  /* where the matcher is: skip behind it */
+	_Atomic int32_t next_claim;   /* the first block no helper took yet */
 	atomic_bool stop;
 	void (*strong_fn)(void *ctx, const uint8_t *p, size_t n, uint8_t *out);
 	void *ctx;
 	/* lock guards the fields below it and pairs with window_done */
 	pthread_mutex_t lock;
-	pthread_cond_t window_done;   /* the helper published a window or quit */
-	bool done;                    /* the helper quit */
-	int32_t next_block;           /* the helper's next block to read */
+	pthread_cond_t window_done;   /* a helper published a window or quit */
+	int helpers_left;             /* helpers still running */
 	bool fsum_on;                 /* the helper still sums the file */
 	bool fsum_claimed;            /* the matcher took the file sum over */
 	int64_t fsum_limit;           /* never sum past the matcher's file length */

@@ -58,37 +58,67 @@ static void ahead_publish(struct match_ahead *a, const uint8_t *buf, int64_t off
 		a->fsum_on = false; /* a gap, or the matcher's: never again */
 	}
 	for (size_t j = 0; j < n; j++)
-		atomic_store_explicit(&a->ready[(size_t)k + j], 1, memory_order_release);
-	a->next_block = k + (int32_t)n;
+		atomic_store_explicit(&a->ready[(size_t)k + j], AHEAD_READY, memory_order_release);
 	pthread_cond_broadcast(&a->window_done);
 	pthread_mutex_unlock(&a->lock);
+}
+
+/* Blocks from .. to - 1 will not be hashed: waiters stop waiting. */
+static void ahead_pass_by(struct match_ahead *a, int32_t from, int32_t to)
+{
+	if (from >= to)
+		return;
+	pthread_mutex_lock(&a->lock);
+	a->fsum_on = false;
+	for (int32_t j = from; j < to; j++)
+		atomic_store_explicit(&a->ready[j], AHEAD_SKIPPED, memory_order_release);
+	pthread_cond_broadcast(&a->window_done);
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* Take the next window of at most `per` blocks: from the first block no
+ * helper took, or from the matcher's block when it is further on (the
+ * blocks behind it it hashed itself; they are passed by). Returns its
+ * first block and sets *n, or -1 when no block is left. */
+static int32_t ahead_claim(struct match_ahead *a, int32_t per, int32_t *n)
+{
+	int32_t cur = atomic_load_explicit(&a->next_claim, memory_order_relaxed);
+
+	for (;;) {
+		int64_t at = atomic_load_explicit(&a->matcher_off, memory_order_relaxed) / a->blength;
+		int32_t k = at > cur ? (at < a->nblocks ? (int32_t)at : a->nblocks) : cur;
+		int32_t end = k + per < a->nblocks ? k + per : a->nblocks;
+		if (atomic_compare_exchange_weak_explicit(&a->next_claim, &cur, end,
+							  memory_order_relaxed,
+							  memory_order_relaxed)) {
+			ahead_pass_by(a, cur, k);
+			*n = end - k;
+			return k < end ? k : -1;
+		}
+	}
 }
 
 static void *ahead_main(void *arg)
 {
 	struct match_ahead *a = arg;
-	size_t per = AHEAD_READ - AHEAD_READ % (size_t)a->blength;
-	uint8_t *buf = malloc(per);
-	int32_t k = 0;
+	int32_t per = (int32_t)(AHEAD_READ / (size_t)a->blength);
+	uint8_t *buf = malloc((size_t)per * (size_t)a->blength);
+	int32_t k, n;
 
-	while (buf && k < a->nblocks && !atomic_load_explicit(&a->stop, memory_order_relaxed)) {
-		/* blocks behind the matcher it has hashed itself: skip them */
-		int64_t at = atomic_load_explicit(&a->matcher_off, memory_order_relaxed);
-		if (at / a->blength > k)
-			k = (int32_t)(at / a->blength);
-		if (k >= a->nblocks)
-			break;
-		size_t n = per / (size_t)a->blength;
-		if (n > (size_t)(a->nblocks - k))
-			n = (size_t)(a->nblocks - k);
-		size_t want = n * (size_t)a->blength;
+	while (buf && !atomic_load_explicit(&a->stop, memory_order_relaxed) &&
+	       (k = ahead_claim(a, per, &n)) >= 0) {
+		size_t want = (size_t)n * (size_t)a->blength;
 		int64_t off = (int64_t)k * a->blength;
 		ssize_t got = fs_pread_full(a->fd, buf, want, (off_t)off);
-		if (got < (ssize_t)want)
-			break; /* shrank or failed: the matcher reads the rest */
-		for (size_t j = 0; j < n; j++) {
-			const uint8_t *p = buf + j * (size_t)a->blength;
-			size_t b = (size_t)k + j;
+		if (got < (ssize_t)want) {
+			/* shrank or failed: the matcher reads the rest */
+			atomic_store_explicit(&a->stop, true, memory_order_relaxed);
+			ahead_pass_by(a, k, k + n);
+			break;
+		}
+		for (int32_t j = 0; j < n; j++) {
+			const uint8_t *p = buf + (size_t)j * (size_t)a->blength;
+			size_t b = (size_t)k + (size_t)j;
 			uint8_t digest[CSUM_MAX_DIGEST];
 			if (a->with_weak)
 				a->weak[b] = csum_rolling(p, (size_t)a->blength);
@@ -96,11 +126,10 @@ static void *ahead_main(void *arg)
 			a->strong_fn(a->ctx, p, (size_t)a->blength, digest);
 			memcpy(a->strong + b * a->stride, digest, a->stride);
 		}
-		ahead_publish(a, buf, off, want, k, n);
-		k += (int32_t)n;
+		ahead_publish(a, buf, off, want, k, (size_t)n);
 	}
 	pthread_mutex_lock(&a->lock);
-	a->done = true;
+	a->helpers_left--;
 	a->fsum_on = false;
 	pthread_cond_broadcast(&a->window_done);
 	pthread_mutex_unlock(&a->lock);
@@ -145,6 +174,7 @@ bool match_ahead_start(struct match_ahead *a, int fd, const struct sum_head *h,
 	a->ready = calloc((size_t)nblocks, sizeof *a->ready);
 	atomic_init(&a->stop, false);
 	atomic_init(&a->matcher_off, 0);
+	atomic_init(&a->next_claim, 0);
 	atomic_init(&a->fsum_at, 0);
 	a->fsum_limit = INT64_MAX;
 	if (file_sum) {
@@ -164,11 +194,24 @@ bool match_ahead_start(struct match_ahead *a, int fd, const struct sum_head *h,
 		ahead_free(a);
 		return false;
 	}
-	if (pthread_create(&a->thread, NULL, ahead_main, a) != 0) {
+	/* a file sum needs the windows in order: one helper */
+	int want = file_sum ? 1 : MATCH_AHEAD_THREADS;
+	a->helpers_left = want;
+	for (int i = 0; i < want; i++) {
+		if (pthread_create(&a->threads[i], NULL, ahead_main, a) != 0)
+			break;
+		a->nthreads++;
+	}
+	if (a->nthreads == 0) {
 		pthread_cond_destroy(&a->window_done);
 		pthread_mutex_destroy(&a->lock);
 		ahead_free(a);
 		return false;
+	}
+	if (a->nthreads < want) {
+		pthread_mutex_lock(&a->lock);
+		a->helpers_left -= want - a->nthreads;
+		pthread_mutex_unlock(&a->lock);
 	}
 	a->running = true;
 	return true;
@@ -179,22 +222,23 @@ void match_ahead_stop(struct match_ahead *a)
 	if (!a->running)
 		return;
 	atomic_store(&a->stop, true);
-	pthread_join(a->thread, NULL);
+	for (int i = 0; i < a->nthreads; i++)
+		pthread_join(a->threads[i], NULL);
 	pthread_cond_destroy(&a->window_done);
 	pthread_mutex_destroy(&a->lock);
 	ahead_free(a);
 }
 
-/* Wait until block k is ready, or the helper will not do it (it quit, or
- * went past it: the block was behind the matcher then). */
+/* Wait until block k is ready, or no helper will do it (they quit, or
+ * passed it by: the block was behind the matcher then). */
 static bool ahead_wait(struct match_ahead *a, int64_t k)
 {
 	pthread_mutex_lock(&a->lock);
-	while (!atomic_load_explicit(&a->ready[k], memory_order_acquire) && !a->done &&
-	       a->next_block <= k)
+	while (atomic_load_explicit(&a->ready[k], memory_order_acquire) == AHEAD_PENDING &&
+	       a->helpers_left > 0)
 		pthread_cond_wait(&a->window_done, &a->lock);
 	pthread_mutex_unlock(&a->lock);
-	return atomic_load_explicit(&a->ready[k], memory_order_acquire);
+	return atomic_load_explicit(&a->ready[k], memory_order_acquire) == AHEAD_READY;
 }
 
 bool match_ahead_sums(struct match_ahead *a, int64_t off, int64_t len, uint32_t *weak,
@@ -205,8 +249,9 @@ bool match_ahead_sums(struct match_ahead *a, int64_t off, int64_t len, uint32_t 
 	int64_t k = off / a->blength;
 	/* Waiting costs less than hashing the block here: the helper has it
 	 * in memory, or will soon, and sums the file as it goes. */
-	if (k >= a->nblocks || (!atomic_load_explicit(&a->ready[k], memory_order_acquire) &&
-				!ahead_wait(a, k)))
+	if (k >= a->nblocks ||
+	    (atomic_load_explicit(&a->ready[k], memory_order_acquire) != AHEAD_READY &&
+	     !ahead_wait(a, k)))
 		return false;
 	if (a->with_weak)
 		*weak = a->weak[k];
