@@ -908,9 +908,14 @@ class Mirror:
                               "a replication slot: do not pass --no-slot)", EXIT_BACKUP)
         rules = [f"--include=/{s}" for s in segs]
         rules += ["--include=/*.history", "--include=/archive_status/", "--exclude=*"]
+        # --ignore-times: the mirror may hold this segment from the run
+        # before (on a standby, pg_backup_start does not switch segments);
+        # a segment always has the same size, and what was added to it
+        # since may carry the same mtime second, which the quick check
+        # would take for no change
         self.ferry.run(f"copy WAL {segs[0]}..{segs[-1]}",
                        self.transfer_opts(checksum=False)
-                       + ["--delete", "--delete-excluded"] + rules,
+                       + ["--ignore-times", "--delete", "--delete-excluded"] + rules,
                        [wal_dir + "/"], self.dest.target("pg_wal"))
         return segs
 
