@@ -56,7 +56,7 @@ unit: $(UNIT_BINS)
 # is installed, so a second run costs one dpkg-query.
 BUILD_DEPS := gcc make pkg-config libssh-dev zlib1g-dev libxxhash-dev libbsd-dev \
               libmd-dev libzstd-dev liblz4-dev libcmocka-dev
-TEST_DEPS  := rsync openssh-server openssh-client python3 procps iproute2 \
+TEST_DEPS  := rsync openssh-server openssh-client python3 procps iproute2 strace \
               postgresql postgresql-contrib acl attr
 
 deps:

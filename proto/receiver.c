@@ -21,6 +21,7 @@
 #include "proto/recvside.h"
 #include "proto/progress.h"
 #include "proto/sumcache.h"
+#include "proto/syncer.h"
 #include "proto/tempfile.h"
 #include "proto/token.h"
 
@@ -891,6 +892,18 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	return true;
 }
 
+/* The phase's in-place files are on disk before the generator hears the
+ * phase is over (syncer.h). */
+static void sync_phase(struct rcv *r)
+{
+	char msg[600];
+
+	if (r->rc->syncer && !syncer_drain(r->rc->syncer, msg, sizeof msg)) {
+		session_err(r->s, "%s", msg);
+		r->s->got_xfer_error = true;
+	}
+}
+
 /* The sender's statistics after its last phase (main.c: handle_stats). */
 static bool read_stats(struct rcv *r)
 {
@@ -929,6 +942,7 @@ static bool receive_replies(struct rcv *r)
 		if (ndx == NDX_DONE) {
 			r->phase_dones++;
 			r->append = 0; /* a redo rewrites whole files */
+			sync_phase(r);
 			if (r->phase_dones == max_phase && r->ndelayed)
 				finish_delayed(r); /* before the generator touches up dirs */
 			recv_note_done(r->rc);

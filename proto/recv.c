@@ -15,6 +15,7 @@
 #include "proto/hlink.h"
 #include "proto/recvside.h"
 #include "proto/sumcache.h"
+#include "proto/syncer.h"
 #include "proto/tempfile.h"
 
 void recv_mark_dir_failed(struct recv_ctx *rc, const char *path)
@@ -155,7 +156,15 @@ int recv_run(struct recv_ctx *rc)
 	temp_install_signal_cleanup();
 	struct sumcache sums;
 	sums_cache_open(rc, &sums);
+	struct syncer syncer;
+	syncer_init(&syncer);
+	/* a sender removing its copy on MSG_SUCCESS waits for the disk too */
+	rc->syncer = s->opts->fsync && s->opts->inplace && !s->opts->remove_source_files
+			     ? &syncer
+			     : NULL;
 	if (pthread_create(&gen, NULL, generator_main, rc) != 0) {
+		syncer_free(&syncer);
+		rc->syncer = NULL;
 		s->on_no_send = NULL;
 		wire_fail(&s->err, RERR_IPC, "cannot start the generator thread: %s",
 			  strerror(errno));
@@ -174,6 +183,8 @@ int recv_run(struct recv_ctx *rc)
 	}
 	pthread_join(gen, NULL);
 	s->on_no_send = NULL;
+	syncer_free(&syncer); /* after a failure: what was handed over */
+	rc->syncer = NULL;
 	sums_cache_close(rc);
 	recv_close_side_dirs(rc);
 	delete_index_free(rc);

@@ -91,6 +91,7 @@ struct recv_ctx {
 	bool backup_dir_pending;  /* ... to be made at the first backup */
 	int temp_fd;              /* --temp-dir, or -1 */
 	struct sumcache *sums;    /* --sums-cache, or NULL */
+	struct syncer *syncer;    /* --fsync of in-place files, or NULL */
 };
 
 /* Do the daemon module's filters keep clients from path (relative to

@@ -2,6 +2,8 @@
  * Temporary files for the receiver (see tempfile.h).
  */
 #include "proto/tempfile.h"
+
+#include "proto/syncer.h"
 #include "proto/recvside.h"
 
 #include <errno.h>
@@ -153,6 +155,21 @@ static bool move_into_partial_dir(struct temp_file *t, const char *what)
 	return r == 0;
 }
 
+/* A file updated in place is synced by the syncer (syncer.h) while the
+ * next one arrives; a temporary file must be on disk before its rename. */
+static bool sync_later(struct temp_file *t)
+{
+	if (!t->inplace || !t->rc->syncer)
+		return false;
+	int fd = dup(t->fd);
+	if (fd < 0)
+		return false;
+	if (syncer_add(t->rc->syncer, fd, t->path))
+		return true;
+	close(fd);
+	return false;
+}
+
 bool temp_commit(struct temp_file *t, const struct file_entry *f)
 {
 	struct session *s = t->rc->s;
@@ -171,7 +188,7 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 		if (end >= 0 && !device && ftruncate(t->fd, end) < 0)
 			ok = false;
 	}
-	if (ok && s->opts->fsync && fsync(t->fd) < 0) {
+	if (ok && s->opts->fsync && !sync_later(t) && fsync(t->fd) < 0) {
 		session_err(s, "fsync \"%s\" failed: %s", t->path, strerror(errno));
 		ok = false;
 	}
