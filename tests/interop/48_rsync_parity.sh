@@ -1,0 +1,61 @@
+#!/bin/bash
+# Local-mode parity with real rsync for less common option sets: each case
+# builds one tree, copies it twice, runs rsync in one copy and ferry in the
+# other with the same command line, and compares exit code, stdout, stderr
+# (program name and version tags normalised) and the resulting trees.
+# Check functions are called through t_check, which shellcheck cannot see.
+# shellcheck disable=SC2317
+
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+t_require "$RSYNC" "$PYTHON" "$FERRY"
+t_setup
+
+# What the two runs may differ in: the program's name, the version and line
+# in an error's "at FILE(LINE) [ROLE=VERSION]" tail, byte counts, timings.
+normalise() {
+    sed -E -e "s#$FERRY#rsync#g" -e 's/\bferry\b/rsync/g' \
+        -e 's/ at [a-z0-9_.]+\([0-9]+\) \[([a-z]+)=[^]]*\]/ at X [\1]/' \
+        -e '/^(sent|total size|Total bytes) /d' \
+        -e 's/^(File list (generation|transfer) time:).*/\1 T/' "$1"
+}
+
+# A tree listing: name, type and mode, size, mtime, content hash, link
+# target; a directory's mtime only if the source set it (older than 2021).
+tree_list() {
+    (cd "$1" && find . -printf '%p %y %m %s %TY %l\n' | sort) |
+        sed -E 's/ (202[1-9]|20[3-9][0-9]) / NEW /'
+    (cd "$1" && find . -type f -exec md5sum {} + | sort)
+}
+
+# parity NAME SETUP CMD -- SETUP (shell code) builds the tree in an empty
+# directory; CMD is run there with $R set to rsync, then to ferry.
+parity() {
+    local name=$1 setup=$2 cmd=$3 d b
+    d=$T/$name
+    mkdir -p "$d/base" && (cd "$d/base" && eval "$setup") || return 1
+    for b in rsync ferry; do
+        cp -a "$d/base" "$d/$b"
+        if [ $b = rsync ]; then R=$RSYNC; else R=$FERRY; fi
+        (cd "$d/$b" && R=$R eval "$cmd") >"$d/$b.out" 2>"$d/$b.err"
+        echo "exit $?" >>"$d/$b.out"
+        normalise "$d/$b.out" >"$d/$b.o"
+        normalise "$d/$b.err" >"$d/$b.e"
+        tree_list "$d/$b" >"$d/$b.tree"
+    done
+    diff "$d/rsync.o" "$d/ferry.o" && diff "$d/rsync.e" "$d/ferry.e" &&
+        diff "$d/rsync.tree" "$d/ferry.tree"
+}
+
+OLD="find . -exec touch -h -d '2020-01-01 00:00:00' {} +"
+
+# --max-delete counts a directory after its contents, and a directory that
+# keeps something because of the limit is reported as non-empty, as rsync's
+# delete_item does: the limit stops deletions at the same entries.
+for m in 0 1 2 3; do
+    t_check "max_delete_nested_$m" parity "max_delete_$m" \
+        "mkdir -p SRC DST/z/s1 DST/z/s2 && touch DST/z/s1/q DST/z/s2/q DST/z/r DST/y && $OLD" \
+        "\$R -av --stats --max-delete=$m --delete SRC/ DST/"
+done
+
+t_done
