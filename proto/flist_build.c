@@ -312,17 +312,6 @@ static bool daemon_hides(struct walker *k, const char *arg, bool is_dir)
 	return filter_check(k->w->daemon_filters, path, is_dir, false) < 0;
 }
 
-static bool wanted_type(const struct ferry_opts *o, mode_t m)
-{
-	if (S_ISREG(m) || S_ISDIR(m))
-		return true;
-	if (S_ISLNK(m))
-		return true; /* sent even without -l; the receiver skips it */
-	if (S_ISCHR(m) || S_ISBLK(m))
-		return o->devices || o->copy_devices;
-	return o->specials;
-}
-
 static void join(char *out, size_t size, const char *dir, const char *name)
 {
 	if (!*dir || strcmp(dir, ".") == 0)
@@ -467,7 +456,9 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 		if (S_ISLNK(st.st_mode) && following_links(o) &&
 		    !resolve_link(k, dirfd, de->d_name, path, &st))
 			continue;
-		if (!wanted_type(o, st.st_mode) || excluded(k, path, S_ISDIR(st.st_mode)))
+		/* every type is listed, devices and specials without -D too:
+		 * the receiver skips what it may not make (rsync's make_file) */
+		if (excluded(k, path, S_ISDIR(st.st_mode)))
 			continue;
 		/* -xx leaves out mount points; -x sends them empty (below). */
 		if (o->one_file_system > 1 && S_ISDIR(st.st_mode) && st.st_dev != k->top_dev)

@@ -1415,7 +1415,7 @@ static void gen_entry(struct gen *g, int32_t ndx)
 	} else if (S_ISLNK(f->mode)) {
 		if (o->links)
 			gen_symlink(g, ndx, f, path);
-		else if (!o->quiet)
+		else if (info_ge(o, INFO_NONREG, 1))
 			session_info(g->s, "skipping non-regular file \"%s\"\n", path);
 	} else if (S_ISREG(f->mode)) {
 		gen_regular(g, ndx, f, path);
@@ -1425,7 +1425,7 @@ static void gen_entry(struct gen *g, int32_t ndx)
 		/* --drop-D skips them as --no-D would (generator.c:
 		 * recv_generator), leaving any node already there alone */
 		gen_device(g, ndx, f, path);
-	} else if (!o->quiet) {
+	} else if (info_ge(o, INFO_NONREG, 1)) {
 		session_info(g->s, "skipping non-regular file \"%s\"\n", path);
 	}
 }

@@ -58,4 +58,20 @@ for m in 0 1 2 3; do
         "\$R -av --stats --max-delete=$m --delete SRC/ DST/"
 done
 
+# Without -D, devices and specials are still in the sender's list: the
+# receiver says it skips them (--info=nonreg), --stats counts them, and
+# --list-only shows them (rsync's make_file keeps every type).
+if [ "$(id -u)" = 0 ]; then
+    NODES="mknod SRC/cdev c 1 3 && mkfifo SRC/fifo"
+else
+    NODES="mkfifo SRC/fifo"
+fi
+for opts in "-r --stats" "-r --specials" "-r --info=nonreg0" "-rq"; do
+    t_check "nonreg_${opts// /_}" parity "nonreg_${opts// /_}" \
+        "mkdir -p SRC/d && echo a >SRC/a && $NODES && $OLD" \
+        "\$R $opts SRC/ DST/"
+done
+t_check nonreg_list_only parity nonreg_list_only \
+    "mkdir -p SRC/d && echo a >SRC/a && $NODES && $OLD" "\$R -r --list-only SRC/"
+
 t_done
