@@ -197,6 +197,7 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	} else if (show) {
 		printf("receiving file list ... ");
 		fflush(stdout);
+		s->output_needs_newline = true;
 	}
 	bool ok = flist_recv(s, &fl);
 	/* The sender has read all of a forwarded --files-from list by the
@@ -206,6 +207,7 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	size_t first_count = fl.count;
 	ok = ok && flist_recv_second(s, &fl) &&
 	     request_check_range(s, rq, &fl, first_count, fl.count);
+	s->output_needs_newline = false;
 	if (show && ok && !s->inc_recurse)
 		printf("done\n");
 	if (!ok) {

@@ -74,6 +74,7 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 	else if (show) {
 		printf("building file list ... ");
 		fflush(stdout);
+		s->output_needs_newline = true;
 	}
 	/* --files-from: our own list, or one on the remote host that the
 	 * receiving server sends us (unframed before protocol 31; main.c:
@@ -96,6 +97,7 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 	int64_t t1 = wire_now_ms();
 	ok = ok && flist_send(s, &sl) && flist_sort_sender(s, &sl.fl);
 	s->stats.flist_xfertime_ms = wire_now_ms() - t1;
+	s->output_needs_newline = false;
 	if (show && ok && !s->inc_recurse)
 		printf("done\n");
 	/* incremental lists are counted as they go (flist_send_part) */

@@ -429,6 +429,17 @@ static int parent_of(struct gen *g, const char *path, const char **leaf)
 	return dir_cursor_parent(&g->dirs, path, leaf);
 }
 
+/* The directory a single file is written in, or -1 when a dry run did
+ * not make it (--mkpath). */
+static int solo_dir(struct gen *g)
+{
+	if (g->rc->dry_run_missing_root) {
+		errno = ENOENT;
+		return -1;
+	}
+	return g->rc->rootfd;
+}
+
 /* In a dry run a directory we would have created does not exist, so
  * everything below it is simply new (generator.c: dry_missing_dir). */
 static bool dry_missing(struct gen *g, int dirfd)
@@ -1191,7 +1202,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 	int dirfd;
 
 	if (g->rc->solo_name) {
-		dirfd = g->rc->rootfd;
+		dirfd = solo_dir(g);
 		leaf = g->rc->solo_name;
 	} else {
 		dirfd = parent_of(g, path, &leaf);
@@ -1479,7 +1490,7 @@ static void redo_request(struct gen *g, int32_t ndx, bool allow)
 		return;
 	}
 	if (g->rc->solo_name) {
-		dirfd = g->rc->rootfd;
+		dirfd = solo_dir(g);
 		leaf = g->rc->solo_name;
 	} else {
 		dirfd = parent_of(g, path, &leaf);
