@@ -4,6 +4,7 @@
  * a symlink inside the tree.
  */
 #include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -41,14 +42,63 @@ struct walker {
 	bool lazy_ok;          /* the lazy walk may be used (can_walk_lazily) */
 	bool lazy;             /* list one level: subdirectories are read when
 				* their own part is sent (flist_read_dir) */
+	const char *lazy_root; /* the source directory a lazy walk is under */
 };
 
-static void io_error(struct walker *k, int bit, const char *what, const char *name)
+void sender_fname(bool confined, const char *dir, const char *name, char *out, size_t size)
+{
+	char buf[3 * PATH_MAX], full[PATH_MAX];
+	size_t n = 0;
+
+	if (confined) {
+		snprintf(out, size, "\"%s\"", name);
+		return;
+	}
+	if ((dir && *dir == '/') || (!dir && *name == '/'))
+		*full = '\0';
+	else if (!getcwd(full, sizeof full))
+		snprintf(full, sizeof full, ".");
+	snprintf(buf, sizeof buf, "%s/%s/%s", full, dir ? dir : "", name);
+	for (char *save = NULL, *tok = strtok_r(buf, "/", &save); tok;
+	     tok = strtok_r(NULL, "/", &save)) {
+		if (strcmp(tok, ".") == 0)
+			continue;
+		if (strcmp(tok, "..") == 0) {
+			while (n > 0 && full[--n] != '/')
+				;
+			continue;
+		}
+		size_t len = strlen(tok);
+		if (n + 1 + len >= sizeof full)
+			break;
+		full[n++] = '/';
+		memcpy(full + n, tok, len);
+		n += len;
+	}
+	full[n] = '\0';
+	snprintf(out, size, "\"%s\"", n ? full : "/");
+}
+
+/* rsync's rsyserr() as the sender: "[sender] WHAT "/full/name" failed";
+ * dir is what name is relative to (NULL: the working directory). */
+static void io_error_in(struct walker *k, int bit, const char *what, const char *dir,
+			const char *name)
 {
 	int e = errno;
+	char full[PATH_MAX + 8];
 
-	session_err(k->s, "%s \"%s\" failed: %s (%d)", what, name, strerror(e), e);
+	sender_fname(k->w->confined, dir, name, full, sizeof full);
+	session_err(k->s, "[sender] %s %s failed: %s (%d)", what, full, strerror(e), e);
 	k->s->io_error |= bit;
+}
+
+/* The same about a name below the current source directory. */
+static void io_error(struct walker *k, int bit, const char *what, const char *name)
+{
+	const struct send_roots *r = &k->sl->roots;
+
+	io_error_in(k, bit, what,
+		    k->lazy ? k->lazy_root : k->root < r->count ? r->paths[k->root] : NULL, name);
 }
 
 /* The --checksum sum of a regular file (checksum.c: file_checksum). */
@@ -645,7 +695,7 @@ static bool build_one(struct walker *k, const char *arg)
 	int bfd = open_base(k, base);
 	if (bfd < 0) {
 		/* a missing argument is an error, not a vanished file (flist.c) */
-		io_error(k, IOERR_GENERAL, "change_dir", base);
+		io_error_in(k, IOERR_GENERAL, "change_dir", NULL, base);
 		k->sl->vanished = true;
 		return true;
 	}
@@ -663,8 +713,7 @@ static bool build_one(struct walker *k, const char *arg)
 			memset(&st, 0, sizeof st);
 			return add_entry(k, name, &st, bfd, name) || !wire_error_code(&k->s->err);
 		}
-		session_err(k->s, "link_stat \"%s\" failed: %s (%d)", arg, strerror(errno), errno);
-		k->s->io_error |= IOERR_GENERAL;
+		io_error_in(k, IOERR_GENERAL, "link_stat", NULL, arg);
 		k->sl->vanished = true;
 		return true;
 	}
@@ -1132,7 +1181,8 @@ static void trim_part(struct send_list *part)
 bool flist_read_dir(struct session *s, const struct send_list *sl, const char *dirpath,
 		    int dirfd, struct send_list *part)
 {
-	struct walker k = {.s = s, .w = sl->lazy_walk, .sl = part, .base_fd = -1, .lazy = true};
+	struct walker k = {.s = s, .w = sl->lazy_walk, .sl = part, .base_fd = -1, .lazy = true,
+			   .lazy_root = sl->roots.count ? sl->roots.paths[0] : NULL};
 
 	memset(part, 0, sizeof *part);
 	flist_init(&part->fl);
@@ -1145,8 +1195,8 @@ bool flist_read_dir(struct session *s, const struct send_list *sl, const char *d
 			session_warn(s, "directory has vanished: \"%s\"\n", dirpath);
 			s->io_error |= IOERR_VANISHED;
 		} else {
-			session_err(s, "opendir \"%s\" failed: %s (%d)", dirpath, strerror(e), e);
-			s->io_error |= IOERR_GENERAL;
+			errno = e;
+			io_error(&k, IOERR_GENERAL, "opendir", dirpath);
 		}
 		return true;
 	}

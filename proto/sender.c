@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -377,8 +378,19 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	flist_path(f, path, sizeof path);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		int e = fd < 0 ? open_errno : errno;
-		xfer_error(s, "send_files failed to open \"%s\": %s (%d)", path, strerror(e), e);
+		char full[PATH_MAX + 8];
+		sender_fname(d->sl->confined, source_dir(d->sl, ndx), path, full, sizeof full);
+		/* rsync sender.c: send_files -- a file gone since it was
+		 * listed is only a warning (exit 24) */
+		if (e == ENOENT)
+			session_warn(s, "file has vanished: %s\n", full);
+		else
+			xfer_error(s, "[sender] send_files failed to open %s: %s (%d)", full,
+				   strerror(e), e);
 		s->io_error |= e == ENOENT ? IOERR_VANISHED : IOERR_GENERAL;
+		/* counted as rsync does, before it opens the file */
+		s->stats.xferred_files++;
+		s->stats.total_transferred_size += f->size;
 		match_ahead_stop(&d->ahead);
 		if (fd >= 0)
 			close(fd);
@@ -420,6 +432,9 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	csum_file_init(&d->sum, s->xfer_csum, s->seed);
 	d->sent_ofs = 0;
 	d->file_size = st.st_size;
+	/* named once it is open: a file that cannot be read is not
+	 * (sender.c: log_item after the open) */
+	session_log_item(s, f, iflags, NULL, NULL);
 	progress_update(s, &d->prog, 0, st.st_size);
 	wire_out_lock(&s->out);
 	if (echo_header(d, ndx, iflags, type, xname) && wire_write_i32(&s->out, h.count) &&
@@ -639,7 +654,6 @@ bool sender_run(struct session *s, struct send_list *sl)
 		int append = d.append;
 		if (redo)
 			d.append = 0;
-		session_log_item(s, f, iflags, NULL, NULL);
 		/* --only-write-batch: the file goes to the batch alone
 		 * (sender.c: f_xfer = batch_fd). */
 		s->out.divert = s->out.tee && s->opts->write_batch < 0;

@@ -11,11 +11,12 @@
 t_require "$RSYNC" "$PYTHON" "$FERRY"
 t_setup
 
-# What the two runs may differ in: the program's name, the version and line
-# in an error's "at FILE(LINE) [ROLE=VERSION]" tail, byte counts, timings.
+# What the two runs may differ in: the directory each ran in, the
+# program's name, the version and line in an error's "at FILE(LINE)
+# [ROLE=VERSION]" tail, byte counts, timings.
 normalise() {
-    sed -E -e "s#$FERRY#rsync#g" -e 's/\bferry\b/rsync/g' \
-        -e 's/ at [a-z0-9_.]+\([0-9]+\) \[([a-z]+)=[^]]*\]/ at X [\1]/' \
+    sed -E -e "s#$2#W#g" -e "s#$FERRY#rsync#g" -e 's/\bferry\b/rsync/g' \
+        -e 's/ at [a-z0-9_.]+\([0-9]+\) \[([A-Za-z]+)=[^]]*\]/ at X [\1]/' \
         -e '/^(sent|total size|Total bytes) /d' \
         -e 's/^(File list (generation|transfer) time:).*/\1 T/' "$1"
 }
@@ -39,8 +40,8 @@ parity() {
         if [ $b = rsync ]; then R=$RSYNC; else R=$FERRY; fi
         (cd "$d/$b" && R=$R eval "$cmd") >"$d/$b.out" 2>"$d/$b.err"
         echo "exit $?" >>"$d/$b.out"
-        normalise "$d/$b.out" >"$d/$b.o"
-        normalise "$d/$b.err" >"$d/$b.e"
+        normalise "$d/$b.out" "$d/$b" >"$d/$b.o"
+        normalise "$d/$b.err" "$d/$b" >"$d/$b.e"
         tree_list "$d/$b" >"$d/$b.tree"
     done
     diff "$d/rsync.o" "$d/ferry.o" && diff "$d/rsync.e" "$d/ferry.e" &&
@@ -73,5 +74,29 @@ for opts in "-r --stats" "-r --specials" "-r --info=nonreg0" "-rq"; do
 done
 t_check nonreg_list_only parity nonreg_list_only \
     "mkdir -p SRC/d && echo a >SRC/a && $NODES && $OLD" "\$R -r --list-only SRC/"
+
+# The destination, as rsync's get_local_name() takes it: several files
+# never overwrite one existing file, "F/" naming a file is an error, a
+# missing parent is reported with the receiver's name and full path, and
+# its closing line is the receiver's own; --mkpath counts what it made;
+# a symlink to a directory is followed; an empty list still makes DST/.
+DEST_TREE="mkdir -p SRC/d real && echo a >SRC/a && echo b >SRC/b && echo c >SRC/d/c &&
+    echo f >F && ln -s real LD && $OLD"
+i=0
+for args in "SRC/a SRC/b F" "SRC/d F" "SRC/a F/" "SRC/ F/sub/" "SRC/ x/y/DST/" "SRC/a x/y/F" \
+    "--mkpath SRC/a SRC/b x/y/F" "--mkpath SRC/ x/y/DST/" "--mkpath SRC/a x/y/F" \
+    "--mkpath -n SRC/a x/F" "SRC/ LD" "SRC/a LD" "nonexist_ DST/" "nonexist_ x/DST/"; do
+    i=$((i + 1))
+    t_check "dest_$i" parity "dest_$i" "$DEST_TREE" "\$R -ai $args"
+done
+
+# The sender's own errors are rsync's rsyserr(): "[sender]" and the
+# name made absolute; one during "building file list ... " starts a line.
+i=0
+for args in "-a nonexist_ SRC/ DST/" "-a e/nonexist_ DST/" "-a nonexist_/ DST/" \
+    "-av --no-inc-recursive SRC/ nonexist_ DST/" "-a SRC/d/nonexist_/ DST/"; do
+    i=$((i + 1))
+    t_check "sender_err_$i" parity "sender_err_$i" "mkdir e && $DEST_TREE" "\$R $args"
+done
 
 t_done
