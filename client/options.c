@@ -56,7 +56,13 @@ struct pstate {
 	const bool *refused; /* a daemon module's "refuse options", or NULL */
 	short info_user[INFO_COUNT]; /* --info levels given, over -v's */
 	bool info_user_set[INFO_COUNT];
+	short debug_user[DEBUG_COUNT]; /* --debug levels given, over -v's */
+	bool debug_user_set[DEBUG_COUNT];
 };
+
+/* The --debug words behind enum debug_word. */
+static const char *const debug_names[DEBUG_COUNT] = {"DELTASUM", "FILTER", "FLIST", "CMD",
+						      "CONNECT"};
 
 /* Where --help, --version and --info=help print: stdout, or stderr with
  * --stderr=all, where rsync sends every message (log.c: rwrite). */
@@ -194,7 +200,7 @@ static int add_rule(struct pstate *ps, const char *prefix, const char *text)
 		return oom(ps);
 	memcpy(s, prefix, plen);
 	memcpy(s + plen, text, tlen + 1);
-	o->filters[o->nfilters++].text = s;
+	o->filters[o->nfilters++] = (struct filter_arg){.text = s};
 	return 0;
 }
 
@@ -257,8 +263,11 @@ static int read_rule_file(struct pstate *ps, const char *fname, bool include)
 		}
 		if (len && line[0] != ';' && line[0] != '#') {
 			line[len] = '\0';
+			size_t before = ps->o->nfilters;
 			if ((rc = add_old_rule(ps, line, include)) != 0)
 				break;
+			for (size_t i = before; i < ps->o->nfilters; i++)
+				ps->o->filters[i].from_file = true;
 		}
 		len = 0;
 		if (ch == EOF)
@@ -504,6 +513,14 @@ static int handle_words(struct pstate *ps, bool debug, const char *arg)
 		if (set[i]) {
 			ps->info_user[i] = levels[i];
 			ps->info_user_set[i] = true;
+		}
+	}
+	for (int i = 0; debug && words[i].name; i++) {
+		for (int w = 0; set[i] && w < DEBUG_COUNT; w++) {
+			if (strcmp(words[i].name, debug_names[w]) == 0) {
+				ps->debug_user[w] = levels[i];
+				ps->debug_user_set[w] = true;
+			}
 		}
 	}
 	for (int i = 0; !debug && words[i].name; i++) {
@@ -1123,6 +1140,16 @@ static void settle_info_levels(struct pstate *ps)
 	for (int i = 0; i < INFO_COUNT; i++)
 		if (ps->info_user_set[i])
 			o->info_level[i] = ps->info_user[i];
+	/* -vv: each at 1; -vvv: DELTASUM2, FILTER2, FLIST2, CONNECT2;
+	 * -vvvv: DELTASUM3, FLIST3, CMD2; -vvvvv: DELTASUM4, FLIST4
+	 * (options.c: debug_verbosity) */
+	static const short by_verbosity[6][DEBUG_COUNT] = {
+		{0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, {1, 1, 1, 1, 1},
+		{2, 2, 2, 1, 2}, {3, 2, 3, 2, 2}, {4, 2, 4, 2, 2},
+	};
+	int v = o->verbose < 0 ? 0 : o->verbose > 5 ? 5 : o->verbose;
+	for (int i = 0; i < DEBUG_COUNT; i++)
+		o->debug_level[i] = ps->debug_user_set[i] ? ps->debug_user[i] : by_verbosity[v][i];
 }
 
 void options_limit_verbosity(struct ferry_opts *o, int max)
@@ -1133,6 +1160,8 @@ void options_limit_verbosity(struct ferry_opts *o, int max)
 		max = 0;
 	if (o->verbose > max)
 		o->verbose = max;
+	if (max < 2) /* -v and below allow no debugging output */
+		memset(o->debug_level, 0, sizeof o->debug_level);
 	if (max >= 2)
 		return; /* rsync's MAX_VERBOSITY: nothing to limit */
 	verbosity_levels(max, limit);

@@ -184,6 +184,8 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	char solo[4096];
 	int code;
 
+	session_watch_filters(s, filters);
+
 	/* main.c: client_run, the receiving side becomes the --copy-as user */
 	if (!copy_as_become(s, o->copy_as))
 		return session_exit_code(s);
@@ -194,7 +196,8 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	logfile_write(s, "receiving file list");
 	if (show && s->inc_recurse) {
 		printf("receiving incremental file list\n");
-	} else if (show) {
+	} else if (show && o->dirs) {
+		/* flist.c: show_filelist_progress needs rsync's xfer_dirs */
 		printf("receiving file list ... ");
 		fflush(stdout);
 		s->output_needs_newline = true;
@@ -208,7 +211,7 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	ok = ok && flist_recv_second(s, &fl) &&
 	     request_check_range(s, rq, &fl, first_count, fl.count);
 	s->output_needs_newline = false;
-	if (show && ok && !s->inc_recurse)
+	if (show && ok && !s->inc_recurse && o->dirs)
 		printf("done\n");
 	if (!ok) {
 		flist_free(&fl);

@@ -1804,6 +1804,12 @@ static bool generate_files(struct gen *g)
 
 	if (g->o->delete_mode == DELETE_BEFORE && !rc->list_only)
 		delete_pass(rc, &g->dirs);
+	/* -vv (generator.c: generate_files) */
+	if (debug_ge(g->o, DEBUG_FLIST, 1))
+		session_info(s, "delta-transmission %s\n",
+			     g->o->whole_file == 1 && !g->o->append
+				     ? "disabled for local transfer or --whole-file"
+				     : "enabled");
 	if (fl->inc) {
 		if (!generate_parts(g))
 			return false;

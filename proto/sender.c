@@ -37,6 +37,7 @@ struct snd {
 	struct token_skip *skip;   /* suffixes sent with no compression effort */
 	struct match_ahead ahead;  /* the current file's blocks hashed ahead */
 	uint8_t digest[CSUM_MAX_DIGEST]; /* the last file's whole-file sum (%C) */
+	int matches;               /* blocks matched, for -vv's report */
 };
 
 /* An error about one file: to the client as MSG_ERROR_XFER when we are
@@ -240,6 +241,7 @@ static bool out_block(void *ctx, int32_t block, const uint8_t *data, size_t n)
 	struct snd *d = ctx;
 
 	d->s->stats.matched_data += (int64_t)n;
+	d->matches++;
 	return token_enc_block(d->enc, &d->s->out, block, data, n);
 }
 
@@ -672,6 +674,12 @@ bool sender_run(struct session *s, struct send_list *sl)
 			s->xfer_log(s->xfer_log_ctx, f, iflags);
 	}
 	free(sent);
+	/* -vv (match.c: match_report). The matcher does not count its weak
+	 * hash hits or false alarms: reported as one hit per match and none,
+	 * which is exact for whole files and usual data. */
+	if (ok && debug_ge(s->opts, DEBUG_DELTASUM, 1))
+		session_info(s, "total: matches=%d  hash_hits=%d  false_alarms=%d data=%lld\n",
+			     d.matches, d.matches, 0, (long long)s->stats.literal_data);
 	if (ok && s->protocol >= 30 && s->io_error != io_error_sent) {
 		int e = s->io_error & IOERR_VALID_MASK;
 		uint8_t b[4] = {(uint8_t)e, 0, 0, 0};

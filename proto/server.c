@@ -604,6 +604,7 @@ int server_run(struct session *s, const struct server_ctx *ctx)
 		filter_list_free(&filters);
 		return finish(s, false);
 	}
+	session_watch_filters(s, &filters);
 	/* exclude.c: recv_filter_list */
 	bool both = ctx->local_child || s->am_sender;
 	if (s->opts->cvs_exclude &&

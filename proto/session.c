@@ -6,6 +6,7 @@
 #include "proto/xattrs.h"
 #include "proto/session.h"
 #include "proto/outfilter.h"
+#include "proto/filter.h"
 #include "client/exit_line.h"
 
 #include <stdarg.h>
@@ -313,6 +314,19 @@ void session_warn(struct session *s, const char *fmt, ...)
 	line_start(s, stderr);
 	fwrite(msg, 1, (size_t)n, stderr);
 	logfile_write(s, "%.*s", (int)(n && msg[n - 1] == '\n' ? n - 1 : n), msg);
+}
+
+static void report_filter_line(void *ctx, const char *line)
+{
+	session_info(ctx, "%s", line);
+}
+
+void session_watch_filters(struct session *s, struct filter_list *fl)
+{
+	if (!debug_ge(s->opts, DEBUG_FILTER, 1))
+		return;
+	fl->report = report_filter_line;
+	fl->report_ctx = s;
 }
 
 void session_info(struct session *s, const char *fmt, ...)

@@ -221,6 +221,10 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 void session_set_privilege(struct session *s);
 void session_free(struct session *s);
 
+struct filter_list;
+/* -vv: report what fl's rules match as rsync's --debug=filter does. */
+void session_watch_filters(struct session *s, struct filter_list *fl);
+
 /* Print an error like rsync's rprintf(FERROR): "ferry: ..." on stderr. */
 void session_err(struct session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

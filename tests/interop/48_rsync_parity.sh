@@ -99,4 +99,18 @@ for args in "-a nonexist_ SRC/ DST/" "-a e/nonexist_ DST/" "-a nonexist_/ DST/" 
     t_check "sender_err_$i" parity "sender_err_$i" "mkdir e && $DEST_TREE" "\$R $args"
 done
 
+# -vv: rsync's level-1 debugging lines (the generator's "delta-transmission
+# ...", the sender's "total: matches=...", each filter match as "[sender]
+# hiding ..." or "[generator] protecting ...", a rule read from a file not
+# quoted); without -r/-d no "building file list ... done".
+VV_TREE="mkdir -p SRC/sub DST/q && echo a >SRC/a && echo b >SRC/b && touch SRC/x.o SRC/sub/y &&
+    echo '- *.o' >SRC/.rsync-filter && echo 'sub/' >ex.txt && touch DST/q/k.o && $OLD"
+i=0
+for args in "-avv SRC/ DST/" "-avv -F --exclude-from=ex.txt --exclude=b SRC/ DST/" \
+    "-avv --delete --exclude=*.o SRC/ DST/" "-avv -C SRC/ DST/" "-avv --no-i-r SRC/ DST/" \
+    "-v SRC/a DST/" "-vv --filter=:-_.rsync-filter SRC/ DST/"; do
+    i=$((i + 1))
+    t_check "vv_$i" parity "vv_$i" "$VV_TREE" "\$R $args"
+done
+
 t_done
