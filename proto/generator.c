@@ -1241,6 +1241,16 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 		}
 		if (g->rc->nalt && try_alt_dests(g, ndx, f, path, dirfd, leaf, &b, &bst))
 			return REG_REQUESTED;
+		if (b.st && b.alt >= 0) {
+			/* a file in a basis dir is what the item is compared
+			 * with: not new (generator.c: recv_generator, statret
+			 * 0 after try_dests_reg) */
+			int iflags = attr_change_bits_for(g, f, b.st, ITEM_TRANSFER);
+			if (!o->times)
+				iflags |= ITEM_REPORT_TIME;
+			request_from(g, ndx, &b, iflags, false);
+			return REG_REQUESTED;
+		}
 		if (!b.st && o->fuzzy)
 			fuzzy_basis(g, f, dirfd, &b, &bst);
 		request_from(g, ndx, &b, ITEM_IS_NEW, false);

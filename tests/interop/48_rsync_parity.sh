@@ -113,4 +113,16 @@ for args in "-avv SRC/ DST/" "-avv -F --exclude-from=ex.txt --exclude=b SRC/ DST
     t_check "vv_$i" parity "vv_$i" "$VV_TREE" "\$R $args"
 done
 
+# A file found in a --link-dest/--copy-dest/--compare-dest dir that is not
+# up to date is the basis the item is compared with: ">f..t......", not
+# ">f+++++++++" (generator.c: try_dests_reg's best match).
+ALT_TREE="mkdir -p SRC L1 L2 && echo a >SRC/a && echo bb >SRC/b && $OLD && cp SRC/b L1/b &&
+    echo x >L1/a && chmod 600 L1/a && touch -d 2021-06-01 L1/a && echo zz >L2/b"
+i=0
+for args in "--link-dest=../L1" "--copy-dest=../L1" "--compare-dest=../L1" \
+    "--link-dest=../L2 --link-dest=../L1 --stats"; do
+    i=$((i + 1))
+    t_check "alt_basis_$i" parity "alt_basis_$i" "$ALT_TREE" "\$R -ai $args SRC/ DST/"
+done
+
 t_done
