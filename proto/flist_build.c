@@ -92,13 +92,18 @@ static void io_error_in(struct walker *k, int bit, const char *what, const char 
 	k->s->io_error |= bit;
 }
 
-/* The same about a name below the current source directory. */
-static void io_error(struct walker *k, int bit, const char *what, const char *name)
+/* The source directory the names being walked are relative to. */
+static const char *cur_dir_name(const struct walker *k)
 {
 	const struct send_roots *r = &k->sl->roots;
 
-	io_error_in(k, bit, what,
-		    k->lazy ? k->lazy_root : k->root < r->count ? r->paths[k->root] : NULL, name);
+	return k->lazy ? k->lazy_root : k->root < r->count ? r->paths[k->root] : NULL;
+}
+
+/* The same about a name below the current source directory. */
+static void io_error(struct walker *k, int bit, const char *what, const char *name)
+{
+	io_error_in(k, bit, what, cur_dir_name(k), name);
 }
 
 /* The --checksum sum of a regular file (checksum.c: file_checksum). */
@@ -420,7 +425,9 @@ static bool resolve_link(struct walker *k, int dirfd, const char *leaf, const ch
 		if (!follow)
 			return true; /* -k: a dangling link stays a link */
 		/* rsync's own text, unprefixed (flist.c: FERROR_XFER) */
-		session_xfer_err_plain(k->s, "symlink has no referent: \"%s\"", path);
+		char full[PATH_MAX + 8];
+		sender_fname(k->w->confined, cur_dir_name(k), path, full, sizeof full);
+		session_xfer_err_plain(k->s, "symlink has no referent: %s", full);
 		k->s->io_error |= IOERR_GENERAL;
 		return false;
 	}

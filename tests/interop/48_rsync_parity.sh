@@ -94,9 +94,11 @@ done
 # name made absolute; one during "building file list ... " starts a line.
 i=0
 for args in "-a nonexist_ SRC/ DST/" "-a e/nonexist_ DST/" "-a nonexist_/ DST/" \
-    "-av --no-inc-recursive SRC/ nonexist_ DST/" "-a SRC/d/nonexist_/ DST/"; do
+    "-av --no-inc-recursive SRC/ nonexist_ DST/" "-a SRC/d/nonexist_/ DST/" \
+    "-aL SRC/ DST/" "-aL SRC/d/gone DST/"; do
     i=$((i + 1))
-    t_check "sender_err_$i" parity "sender_err_$i" "mkdir e && $DEST_TREE" "\$R $args"
+    t_check "sender_err_$i" parity "sender_err_$i" "mkdir e && $DEST_TREE && ln -s nowhere SRC/d/gone" \
+        "\$R $args"
 done
 
 # -vv: rsync's level-1 debugging lines (the generator's "delta-transmission
