@@ -80,7 +80,9 @@ static void vreport(struct pstate *ps, const char *fmt, va_list ap)
 		fprintf(stderr, "ferry: %s\n", last_error);
 }
 
-/* A usage error: message, the "how to get help" hint, RERR_SYNTAX. */
+/* A usage error: message, in daemon mode the "how to get help" hint
+ * (rsync has none for the client: popt's error and the exit line), then
+ * RERR_SYNTAX. */
 static int usage_err(struct pstate *ps, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static int usage_err(struct pstate *ps, const char *fmt, ...)
@@ -90,12 +92,8 @@ static int usage_err(struct pstate *ps, const char *fmt, ...)
 	va_start(ap, fmt);
 	vreport(ps, fmt, ap);
 	va_end(ap);
-	if (!(ps->flags & OPTS_FROM_REMOTE)) {
-		if (ps->mode == OM_DAEMON)
-			fprintf(stderr, "(Type \"ferry --daemon --help\" for assistance with daemon mode.)\n");
-		else
-			fprintf(stderr, "Try 'ferry --help' for more information.\n");
-	}
+	if (!(ps->flags & OPTS_FROM_REMOTE) && ps->mode == OM_DAEMON)
+		fprintf(stderr, "(Type \"ferry --daemon --help\" for assistance with daemon mode.)\n");
 	return RERR_SYNTAX;
 }
 
@@ -549,7 +547,7 @@ static void opt_label(const struct opt_spec *sp, const char *elem, char *buf, si
 }
 
 /* --max-alloc=SIZE (rsync parse_arguments: parse_size_arg with a 1 MiB
- * minimum and 0 refused). ferry bounds its own allocations per field; the
+ * minimum, 0 for unlimited). ferry bounds its own allocations per field; the
  * value is kept to be forwarded to the remote rsync. */
 static int set_max_alloc(struct pstate *ps, const char *arg)
 {
@@ -558,10 +556,10 @@ static int set_max_alloc(struct pstate *ps, const char *arg)
 
 	if (size < 0)
 		return usage_err(ps, "--max-alloc=%s is %s", arg, err);
-	if (size == 0)
-		return usage_err(ps, "max-alloc must be greater than zero");
-	if (size < 1024 * 1024)
-		return usage_err(ps, "--max-alloc=%s is too small (min: 1.00M)", arg);
+	/* 0 is unlimited (options.c: parse_size_arg with unlimited_0) */
+	if (size > 0 && size < 1024 * 1024)
+		return usage_err(ps, "--max-alloc=%s is too small (min: 1.00M or 0 for unlimited)",
+				 arg);
 	return set_str(ps, &ps->o->max_alloc, arg);
 }
 

@@ -127,4 +127,13 @@ for args in "--link-dest=../L1" "--copy-dest=../L1" "--compare-dest=../L1" \
     t_check "alt_basis_$i" parity "alt_basis_$i" "$ALT_TREE" "\$R -ai $args SRC/ DST/"
 done
 
+# Usage errors: rsync's message and closing line, no help hint; a
+# --max-alloc of 0 is unlimited, one below 1M says so.
+i=0
+for args in "--bogus SRC/ DST/" "-a --max-size=1.5X SRC/ DST/" "-a --max-alloc=0 SRC/ DST/" \
+    "-a --max-alloc=1k SRC/ DST/"; do
+    i=$((i + 1))
+    t_check "usage_$i" parity "usage_$i" "mkdir SRC && echo a >SRC/a && $OLD" "\$R $args"
+done
+
 t_done
