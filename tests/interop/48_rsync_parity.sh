@@ -136,4 +136,22 @@ for args in "--bogus SRC/ DST/" "-a --max-size=1.5X SRC/ DST/" "-a --max-alloc=0
     t_check "usage_$i" parity "usage_$i" "mkdir SRC && echo a >SRC/a && $OLD" "\$R $args"
 done
 
+# --ignore-existing leaves whatever is at an entry's place, a symlink's or
+# a device's too, and --info=skip2 says why it would have changed.
+IE_TREE="mkdir -p SRC/d DST/d && echo a >SRC/a && echo b >SRC/d/b && echo m >SRC/d/m &&
+    ln -s a SRC/la && ln -s ../nowhere SRC/d/gone && mkdir SRC/e && $OLD &&
+    echo old >DST/a && cp -a SRC/d/m DST/d/m && cp SRC/d/b DST/d/b && chmod 600 DST/d/b &&
+    touch -d 2020-01-01 DST/d/b && echo x >DST/la && ln -s ../nowhere DST/d/gone && echo f >DST/e"
+i=0
+for args in "-a --info=skip2" "-a --info=skip1" "-ac --info=skip2" "-ai" "-a --size-only --info=skip2"; do
+    i=$((i + 1))
+    t_check "ignore_existing_$i" parity "ignore_existing_$i" "$IE_TREE" \
+        "\$R $args --ignore-existing SRC/ DST/"
+done
+
+# The generator's errors read as rsync's rsyserr(): "[generator]" and the
+# name through the destination, made absolute.
+t_check gen_err_1 parity gen_err_1 "mkdir -p SRC/d/e DST/d && echo c >SRC/d/e/c && echo f >DST/d/e && $OLD" \
+    "\$R -a SRC/ DST/"
+
 t_done
