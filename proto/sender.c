@@ -638,6 +638,12 @@ bool sender_run(struct session *s, struct send_list *sl)
 			session_log_item(s, f, iflags,
 					 xname[0] && !(iflags & ITEM_TRANSFER) ? xname : NULL, NULL);
 			count_created(&s->stats, f, iflags);
+			/* a dry run's transfers count as made (sender.c:
+			 * send_files counts before its !do_xfers) */
+			if (iflags & ITEM_TRANSFER) {
+				s->stats.xferred_files++;
+				s->stats.total_transferred_size += f->size;
+			}
 			wire_out_lock(&s->out);
 			ok = echo_header(&d, ndx, iflags, type, xname);
 			wire_out_unlock(&s->out);

@@ -154,4 +154,8 @@ done
 t_check gen_err_1 parity gen_err_1 "mkdir -p SRC/d/e DST/d && echo c >SRC/d/e/c && echo f >DST/d/e && $OLD" \
     "\$R -a SRC/ DST/"
 
+# A dry run's --stats count the files it would transfer, as rsync's.
+t_check dry_stats parity dry_stats "mkdir -p SRC/d DST && echo a >SRC/a && echo b >SRC/d/b && $OLD" \
+    "\$R -a --stats --dry-run SRC/ DST/"
+
 t_done
