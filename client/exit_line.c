@@ -47,10 +47,16 @@ const char *exit_code_name(int code)
 }
 
 static bool peer_said;
+static const char *role_override;
 
 void exit_line_peer_said(void)
 {
 	peer_said = true;
+}
+
+void exit_line_set_role(const char *role)
+{
+	role_override = role;
 }
 
 size_t exit_line_format(char *buf, size_t size, int code, const char *role, const char *file,
@@ -74,5 +80,8 @@ void exit_line_print(int code, const char *role, const char *file, int line)
 	if (code == 0 || peer_said)
 		return;
 	fflush(stdout);
-	fwrite(buf, 1, exit_line_format(buf, sizeof buf, code, role, file, line), stderr);
+	fwrite(buf, 1,
+	       exit_line_format(buf, sizeof buf, code, role_override ? role_override : role, file,
+				line),
+	       stderr);
 }

@@ -26,4 +26,9 @@ size_t exit_line_format(char *buf, size_t size, int code, const char *role, cons
  * line), so exit_line_print stays silent from now on. */
 void exit_line_peer_said(void);
 
+/* The part of the run that ended it, when the caller's guess is wrong: a
+ * pull whose file list is empty ends before rsync forks its generator,
+ * as "Receiver" (main.c: client_run). */
+void exit_line_set_role(const char *role);
+
 #endif

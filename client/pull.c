@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "client/batch_client.h"
+#include "client/exit_line.h"
 #include "client/transport.h"
 #include "client/options.h"
 #include "proto/filesfrom.h"
@@ -223,6 +224,7 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 		flist_free(&fl);
 		code = session_exit_code(s);
 		print_summary(o, s, now_sec() - start);
+		exit_line_set_role("Receiver");
 		return code;
 	}
 	memset(&rc, 0, sizeof rc);

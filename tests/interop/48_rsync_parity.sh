@@ -158,4 +158,26 @@ t_check gen_err_1 parity gen_err_1 "mkdir -p SRC/d/e DST/d && echo c >SRC/d/e/c 
 t_check dry_stats parity dry_stats "mkdir -p SRC/d DST && echo a >SRC/a && echo b >SRC/d/b && $OLD" \
     "\$R -a --stats --dry-run SRC/ DST/"
 
+# A pull whose file list comes back empty ends before the receiving side
+# forks: its closing line is the "Receiver"'s (main.c: client_run). The
+# read error some rsync versions add after it is not compared.
+mkdir -p "$T/mod/d" && echo a >"$T/mod/d/a"
+if t_rsyncd_start rd48 "[m]
+    path = $T/mod"; then
+    closing_of() {
+        "$1" -a "rsync://127.0.0.1:$RSYNCD_PORT/m/$2" "$T/pull_$3/" 2>&1 >/dev/null |
+            sed -nE 's/^(rsync|ferry) (error|warning): (.*) at [^ ]+ \[([A-Za-z]+)=.*$/\2: \3 [\4]/p'
+    }
+    pull_closing() {
+        local r f
+        r=$(closing_of "$RSYNC" "$1" r) f=$(closing_of "$FERRY" "$1" f)
+        echo "rsync: $r / ferry: $f"
+        [ -n "$r" ] && [ "$r" = "$f" ]
+    }
+    t_check pull_empty_list pull_closing nonexist
+    t_check pull_empty_list_dir pull_closing d/nonexist/
+else
+    t_fail rsyncd_start "rsync daemon did not start"
+fi
+
 t_done
