@@ -43,6 +43,7 @@ struct walker {
 	bool lazy;             /* list one level: subdirectories are read when
 				* their own part is sent (flist_read_dir) */
 	const char *lazy_root; /* the source directory a lazy walk is under */
+	const char *base_name; /* the --files-from source directory, as named */
 };
 
 void sender_fname(bool confined, const char *dir, const char *name, char *out, size_t size)
@@ -833,8 +834,10 @@ static bool set_root(struct walker *k, const char *dir)
 		fd = fcntl(k->base_fd, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0) {
 		int e = errno;
-		session_xfer_err(k->s, "change_dir \"%s\" failed: %s (%d)", dir, strerror(e), e);
-		k->s->io_error |= IOERR_GENERAL;
+		char where[MAXPATHLEN_WIRE * 2];
+		snprintf(where, sizeof where, "%s/%s", k->base_name ? k->base_name : ".", dir);
+		errno = e;
+		io_error_in(k, IOERR_GENERAL, "change_dir", NULL, where);
 		return false;
 	}
 	char **names = realloc(k->root_names, (k->nroot_names + 1) * sizeof *names);
@@ -1075,7 +1078,10 @@ static bool build_relative(struct walker *k, const char *arg)
 	if (e || hidden) {
 		/* what the module excludes does not exist for the client */
 		e = e ? e : ENOENT;
-		session_xfer_err(k->s, "link_stat \"%s\" failed: %s (%d)", fn, strerror(e), e);
+		char where[MAXPATHLEN_WIRE * 2], full[PATH_MAX + 8];
+		snprintf(where, sizeof where, "%s/%s", k->base_name ? k->base_name : ".", dir);
+		sender_fname(k->w->confined, where, fn, full, sizeof full);
+		session_xfer_err(k->s, "[sender] link_stat %s failed: %s (%d)", full, strerror(e), e);
 		if (e != ENOENT)
 			k->s->io_error |= IOERR_GENERAL;
 		if (pfd >= 0)
@@ -1115,6 +1121,7 @@ static bool build_listed(struct walker *k, const char *base)
 		return wire_fail(&k->s->err, RERR_FILESELECT, " ");
 	}
 	k->base_fd = bfd;
+	k->base_name = base;
 	while ((r = names_next(k->w->names, name, sizeof name)) > 0) {
 		names_sanitize(name, o->relative);
 		if (!(o->relative ? build_relative(k, name) : build_one(k, name)))

@@ -95,7 +95,7 @@ done
 i=0
 for args in "-a nonexist_ SRC/ DST/" "-a e/nonexist_ DST/" "-a nonexist_/ DST/" \
     "-av --no-inc-recursive SRC/ nonexist_ DST/" "-a SRC/d/nonexist_/ DST/" \
-    "-aL SRC/ DST/" "-aL SRC/d/gone DST/"; do
+    "-aL SRC/ DST/" "-aL SRC/d/gone DST/" "-aR SRC/./nonexist_ DST/" "-aR nope_/./x DST/"; do
     i=$((i + 1))
     t_check "sender_err_$i" parity "sender_err_$i" "mkdir e && $DEST_TREE && ln -s nowhere SRC/d/gone" \
         "\$R $args"
@@ -179,5 +179,10 @@ if t_rsyncd_start rd48 "[m]
 else
     t_fail rsyncd_start "rsync daemon did not start"
 fi
+
+# A --files-from name that is missing, named as rsync does.
+t_check files_from_missing parity files_from_missing \
+    "mkdir -p SRC/d && echo a >SRC/a && printf 'a\\nnonexist_\\nd/zz/q\\n' >list && $OLD" \
+    "\$R -ai --files-from=list SRC/ DST/"
 
 t_done
