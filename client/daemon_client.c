@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "client/options.h"
+#include "client/rsh.h"
 #include "client/secluded.h"
 #include "proto/checksum.h"
 #include "proto/negotiate.h"
@@ -221,6 +222,8 @@ static bool send_args(struct session *s, char **args)
 		return false;
 	if (secluded) {
 		size_t len = 0;
+		if (debug_ge(s->opts, DEBUG_CMD, 1)) /* rsync.c: send_protected_args */
+			rsh_print_argv("protected args:", args + split, -1);
 		char *buf = secluded_pack(args + split, NULL, 0, &len);
 		bool ok = buf && wire_write(&s->out, buf, len);
 		free(buf);
@@ -257,6 +260,10 @@ int daemon_handshake(struct session *s, const struct remote_spec *r, char **args
 			return -1;
 		goto stream_error;
 	}
+	/* -vv (clientserver.c: start_inband_exchange) */
+	if (*r->module && debug_ge(o, DEBUG_CMD, 1))
+		rsh_print_argv("sending daemon args:", args,
+			       o->secluded_args ? options_secluded_split(args) : -1);
 	snprintf(line, sizeof line, "%s\n", r->module);
 	if (!wire_write(&s->out, line, strlen(line)) || !wire_flush(&s->out))
 		goto stream_error;

@@ -3,6 +3,7 @@
  */
 #include "client/exit_line.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -45,16 +46,42 @@ const char *exit_code_name(int code)
 	return NULL;
 }
 
-void exit_line_print(int code, const char *role, const char *file, int line)
+static bool peer_said;
+static const char *role_override;
+
+void exit_line_peer_said(void)
+{
+	peer_said = true;
+}
+
+void exit_line_set_role(const char *role)
+{
+	role_override = role;
+}
+
+size_t exit_line_format(char *buf, size_t size, int code, const char *role, const char *file,
+			int line)
 {
 	const char *name = exit_code_name(code);
 	const char *base = strrchr(file, '/');
 
-	if (code == 0)
+	/* a vanished file is a warning, not an error (log.c: log_exit) */
+	int n = snprintf(buf, size, "ferry %s: %s (code %d) at %s(%d) [%s=%s]\n",
+			 code == RERR_VANISHED ? "warning" : "error",
+			 name ? name : "unexplained error", code, base ? base + 1 : file, line, role,
+			 FERRY_VERSION);
+	return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
+}
+
+void exit_line_print(int code, const char *role, const char *file, int line)
+{
+	char buf[512];
+
+	if (code == 0 || peer_said)
 		return;
 	fflush(stdout);
-	/* a vanished file is a warning, not an error (log.c: log_exit) */
-	fprintf(stderr, "ferry %s: %s (code %d) at %s(%d) [%s=%s]\n",
-		code == RERR_VANISHED ? "warning" : "error", name ? name : "unexplained error",
-		code, base ? base + 1 : file, line, role, FERRY_VERSION);
+	fwrite(buf, 1,
+	       exit_line_format(buf, sizeof buf, code, role_override ? role_override : role, file,
+				line),
+	       stderr);
 }

@@ -6,6 +6,8 @@
 #ifndef FERRY_EXIT_LINE_H
 #define FERRY_EXIT_LINE_H
 
+#include <stddef.h>
+
 /* rsync's description of an exit code (rerr_names[] in log.c), or NULL. */
 const char *exit_code_name(int code);
 
@@ -13,5 +15,20 @@ const char *exit_code_name(int code);
  * for the part of the run that failed ("client", "sender", "Receiver",
  * "generator"); file and line say where ferry decided to exit. */
 void exit_line_print(int code, const char *role, const char *file, int line);
+
+/* The same line, newline included, into buf (a server sends it to its
+ * client as rsync's log_exit() does); returns its length. */
+size_t exit_line_format(char *buf, size_t size, int code, const char *role, const char *file,
+			int line);
+
+/* The peer ended the run with its own closing line and MSG_ERROR_EXIT:
+ * rsync then says nothing more (io.c: _exit_cleanup with a negative
+ * line), so exit_line_print stays silent from now on. */
+void exit_line_peer_said(void);
+
+/* The part of the run that ended it, when the caller's guess is wrong: a
+ * pull whose file list is empty ends before rsync forks its generator,
+ * as "Receiver" (main.c: client_run). */
+void exit_line_set_role(const char *role);
 
 #endif

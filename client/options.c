@@ -56,7 +56,13 @@ struct pstate {
 	const bool *refused; /* a daemon module's "refuse options", or NULL */
 	short info_user[INFO_COUNT]; /* --info levels given, over -v's */
 	bool info_user_set[INFO_COUNT];
+	short debug_user[DEBUG_COUNT]; /* --debug levels given, over -v's */
+	bool debug_user_set[DEBUG_COUNT];
 };
+
+/* The --debug words behind enum debug_word. */
+static const char *const debug_names[DEBUG_COUNT] = {"DELTASUM", "FILTER", "FLIST", "CMD",
+						      "CONNECT"};
 
 /* Where --help, --version and --info=help print: stdout, or stderr with
  * --stderr=all, where rsync sends every message (log.c: rwrite). */
@@ -74,7 +80,9 @@ static void vreport(struct pstate *ps, const char *fmt, va_list ap)
 		fprintf(stderr, "ferry: %s\n", last_error);
 }
 
-/* A usage error: message, the "how to get help" hint, RERR_SYNTAX. */
+/* A usage error: message, in daemon mode the "how to get help" hint
+ * (rsync has none for the client: popt's error and the exit line), then
+ * RERR_SYNTAX. */
 static int usage_err(struct pstate *ps, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static int usage_err(struct pstate *ps, const char *fmt, ...)
@@ -84,12 +92,8 @@ static int usage_err(struct pstate *ps, const char *fmt, ...)
 	va_start(ap, fmt);
 	vreport(ps, fmt, ap);
 	va_end(ap);
-	if (!(ps->flags & OPTS_FROM_REMOTE)) {
-		if (ps->mode == OM_DAEMON)
-			fprintf(stderr, "(Type \"ferry --daemon --help\" for assistance with daemon mode.)\n");
-		else
-			fprintf(stderr, "Try 'ferry --help' for more information.\n");
-	}
+	if (!(ps->flags & OPTS_FROM_REMOTE) && ps->mode == OM_DAEMON)
+		fprintf(stderr, "(Type \"ferry --daemon --help\" for assistance with daemon mode.)\n");
 	return RERR_SYNTAX;
 }
 
@@ -194,7 +198,7 @@ static int add_rule(struct pstate *ps, const char *prefix, const char *text)
 		return oom(ps);
 	memcpy(s, prefix, plen);
 	memcpy(s + plen, text, tlen + 1);
-	o->filters[o->nfilters++].text = s;
+	o->filters[o->nfilters++] = (struct filter_arg){.text = s};
 	return 0;
 }
 
@@ -257,8 +261,11 @@ static int read_rule_file(struct pstate *ps, const char *fname, bool include)
 		}
 		if (len && line[0] != ';' && line[0] != '#') {
 			line[len] = '\0';
+			size_t before = ps->o->nfilters;
 			if ((rc = add_old_rule(ps, line, include)) != 0)
 				break;
+			for (size_t i = before; i < ps->o->nfilters; i++)
+				ps->o->filters[i].from_file = true;
 		}
 		len = 0;
 		if (ch == EOF)
@@ -506,6 +513,14 @@ static int handle_words(struct pstate *ps, bool debug, const char *arg)
 			ps->info_user_set[i] = true;
 		}
 	}
+	for (int i = 0; debug && words[i].name; i++) {
+		for (int w = 0; set[i] && w < DEBUG_COUNT; w++) {
+			if (strcmp(words[i].name, debug_names[w]) == 0) {
+				ps->debug_user[w] = levels[i];
+				ps->debug_user_set[w] = true;
+			}
+		}
+	}
 	for (int i = 0; !debug && words[i].name; i++) {
 		if (strcmp(words[i].name, "PROGRESS") != 0 || !set[i])
 			continue;
@@ -532,7 +547,7 @@ static void opt_label(const struct opt_spec *sp, const char *elem, char *buf, si
 }
 
 /* --max-alloc=SIZE (rsync parse_arguments: parse_size_arg with a 1 MiB
- * minimum and 0 refused). ferry bounds its own allocations per field; the
+ * minimum, 0 for unlimited). ferry bounds its own allocations per field; the
  * value is kept to be forwarded to the remote rsync. */
 static int set_max_alloc(struct pstate *ps, const char *arg)
 {
@@ -541,10 +556,10 @@ static int set_max_alloc(struct pstate *ps, const char *arg)
 
 	if (size < 0)
 		return usage_err(ps, "--max-alloc=%s is %s", arg, err);
-	if (size == 0)
-		return usage_err(ps, "max-alloc must be greater than zero");
-	if (size < 1024 * 1024)
-		return usage_err(ps, "--max-alloc=%s is too small (min: 1.00M)", arg);
+	/* 0 is unlimited (options.c: parse_size_arg with unlimited_0) */
+	if (size > 0 && size < 1024 * 1024)
+		return usage_err(ps, "--max-alloc=%s is too small (min: 1.00M or 0 for unlimited)",
+				 arg);
 	return set_str(ps, &ps->o->max_alloc, arg);
 }
 
@@ -1123,6 +1138,16 @@ static void settle_info_levels(struct pstate *ps)
 	for (int i = 0; i < INFO_COUNT; i++)
 		if (ps->info_user_set[i])
 			o->info_level[i] = ps->info_user[i];
+	/* -vv: each at 1; -vvv: DELTASUM2, FILTER2, FLIST2, CONNECT2;
+	 * -vvvv: DELTASUM3, FLIST3, CMD2; -vvvvv: DELTASUM4, FLIST4
+	 * (options.c: debug_verbosity) */
+	static const short by_verbosity[6][DEBUG_COUNT] = {
+		{0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, {1, 1, 1, 1, 1},
+		{2, 2, 2, 1, 2}, {3, 2, 3, 2, 2}, {4, 2, 4, 2, 2},
+	};
+	int v = o->verbose < 0 ? 0 : o->verbose > 5 ? 5 : o->verbose;
+	for (int i = 0; i < DEBUG_COUNT; i++)
+		o->debug_level[i] = ps->debug_user_set[i] ? ps->debug_user[i] : by_verbosity[v][i];
 }
 
 void options_limit_verbosity(struct ferry_opts *o, int max)
@@ -1133,6 +1158,8 @@ void options_limit_verbosity(struct ferry_opts *o, int max)
 		max = 0;
 	if (o->verbose > max)
 		o->verbose = max;
+	if (max < 2) /* -v and below allow no debugging output */
+		memset(o->debug_level, 0, sizeof o->debug_level);
 	if (max >= 2)
 		return; /* rsync's MAX_VERBOSITY: nothing to limit */
 	verbosity_levels(max, limit);

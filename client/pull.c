@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "client/batch_client.h"
+#include "client/exit_line.h"
 #include "client/transport.h"
 #include "client/options.h"
 #include "proto/filesfrom.h"
@@ -184,6 +185,8 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	char solo[4096];
 	int code;
 
+	session_watch_filters(s, filters);
+
 	/* main.c: client_run, the receiving side becomes the --copy-as user */
 	if (!copy_as_become(s, o->copy_as))
 		return session_exit_code(s);
@@ -194,9 +197,11 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	logfile_write(s, "receiving file list");
 	if (show && s->inc_recurse) {
 		printf("receiving incremental file list\n");
-	} else if (show) {
+	} else if (show && o->dirs) {
+		/* flist.c: show_filelist_progress needs rsync's xfer_dirs */
 		printf("receiving file list ... ");
 		fflush(stdout);
+		s->output_needs_newline = true;
 	}
 	bool ok = flist_recv(s, &fl);
 	/* The sender has read all of a forwarded --files-from list by the
@@ -206,7 +211,8 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	size_t first_count = fl.count;
 	ok = ok && flist_recv_second(s, &fl) &&
 	     request_check_range(s, rq, &fl, first_count, fl.count);
-	if (show && ok && !s->inc_recurse)
+	s->output_needs_newline = false;
+	if (show && ok && !s->inc_recurse && o->dirs)
 		printf("done\n");
 	if (!ok) {
 		flist_free(&fl);
@@ -218,6 +224,7 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 		flist_free(&fl);
 		code = session_exit_code(s);
 		print_summary(o, s, now_sec() - start);
+		exit_line_set_role("Receiver");
 		return code;
 	}
 	memset(&rc, 0, sizeof rc);

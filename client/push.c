@@ -71,9 +71,11 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 	logfile_write(s, "building file list");
 	if (show && s->inc_recurse)
 		printf("sending incremental file list\n");
-	else if (show) {
+	else if (show && o->dirs) {
+		/* flist.c: show_filelist_progress needs rsync's xfer_dirs */
 		printf("building file list ... ");
 		fflush(stdout);
+		s->output_needs_newline = true;
 	}
 	/* --files-from: our own list, or one on the remote host that the
 	 * receiving server sends us (unframed before protocol 31; main.c:
@@ -96,7 +98,8 @@ static bool send_everything(struct session *s, char **srcs, int nsrc, struct fil
 	int64_t t1 = wire_now_ms();
 	ok = ok && flist_send(s, &sl) && flist_sort_sender(s, &sl.fl);
 	s->stats.flist_xfertime_ms = wire_now_ms() - t1;
-	if (show && ok && !s->inc_recurse)
+	s->output_needs_newline = false;
+	if (show && ok && !s->inc_recurse && o->dirs)
 		printf("done\n");
 	/* incremental lists are counted as they go (flist_send_part) */
 	for (size_t i = 0; !s->inc_recurse && i < sl.fl.count; i++)
@@ -138,6 +141,7 @@ int push_run(struct session *s, char **srcs, int nsrc, struct filter_list *filte
 {
 	int code;
 
+	session_watch_filters(s, filters);
 	if (send_everything(s, srcs, nsrc, filters)) {
 		code = session_exit_code(s);
 		print_summary(s->opts, s, start);

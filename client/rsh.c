@@ -182,6 +182,21 @@ void rsh_free(char **argv)
 	free(argv);
 }
 
+void rsh_print_argv(const char *prefix, char *const *argv, int n)
+{
+	static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				    "0123456789,.-_=+@/";
+	int cnt = 0;
+
+	printf("%s ", prefix);
+	for (; argv[cnt] && (n < 0 || cnt < n); cnt++) {
+		const char *w = argv[cnt];
+		printf(strspn(w, plain) == strlen(w) ? "%s " : "\"%s\" ", w);
+	}
+	printf(" (%d args)\n", cnt);
+	fflush(stdout);
+}
+
 pid_t rsh_spawn(char **argv, int *fd)
 {
 	int sv[2];

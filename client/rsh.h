@@ -23,6 +23,11 @@ char **rsh_shell_words(const struct ferry_opts *o);
 char **rsh_remote_command(const struct ferry_opts *o, char **server_args, char **paths,
 			  int npaths, bool daemon);
 
+/* -vv's line for a command: prefix, then each word, quoted when it holds
+ * more than letters, digits and ",.-_=+@/", then " (N args)" (rsync
+ * util1.c: print_child_argv). n < 0: up to argv's NULL. */
+void rsh_print_argv(const char *prefix, char *const *argv, int n);
+
 /* Start it with a socketpair as its stdin and stdout; *fd is our end. */
 pid_t rsh_spawn(char **argv, int *fd);
 

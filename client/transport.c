@@ -143,6 +143,14 @@ static int open_daemon_socket(const struct ferry_opts *o, const struct remote_sp
 		.sockopts = o->sockopts,
 	};
 
+	/* -vv (socket.c: open_socket_out); a proxy is not named */
+	const char *prog = getenv("RSYNC_CONNECT_PROG");
+	if (debug_ge(o, DEBUG_CONNECT, 1) && !(getenv("RSYNC_PROXY") && *getenv("RSYNC_PROXY") &&
+						 !(prog && *prog))) {
+		printf("%sopening tcp connection to %s port %d\n",
+		       prog && *prog ? "Using RSYNC_CONNECT_PROG instead of " : "", req.host, req.port);
+		fflush(stdout);
+	}
 	t->fd = daemon_connect(&req, &t->prog_pid, code);
 	return t->fd;
 }
@@ -169,6 +177,9 @@ static void open_remote_shell(const struct ferry_opts *o, const struct remote_sp
 		server_args[split] = NULL; /* the command line stops here */
 	if (!try_builtin_ssh(o, r, server_args, paths, on_cmdline, daemon, t, code)) {
 		char **argv = rsh_command(o, r, server_args, paths, on_cmdline, daemon);
+		/* -vv (pipe.c: piped_child) */
+		if (argv && debug_ge(o, DEBUG_CMD, 1))
+			rsh_print_argv("opening connection using:", argv, -1);
 		if (argv)
 			t->pid = rsh_spawn(argv, &t->fd);
 		rsh_free(argv);

@@ -386,9 +386,13 @@ static bool may_delete_more(struct recv_ctx *rc)
 	return true;
 }
 
-static bool delete_item(struct recv_ctx *rc, int dirfd, const char *leaf, const char *path);
+static bool delete_item(struct recv_ctx *rc, int dirfd, const char *leaf, const char *path,
+			bool contents_gone);
 
-/* Delete a directory's contents, deepest first, logging each. */
+/* Delete a directory's contents, deepest first, logging each; a directory
+ * that keeps something is reported (delete.c: delete_dir_contents).
+ * A subdirectory is offered to delete_item even when its own contents
+ * stayed, as rsync does, so --max-delete counts it as skipped. */
 static bool delete_dir_contents(struct recv_ctx *rc, int dirfd, const char *leaf,
 				const char *path)
 {
@@ -423,28 +427,34 @@ static bool delete_dir_contents(struct recv_ctx *rc, int dirfd, const char *leaf
 			all = false;
 			continue;
 		}
-		if (!delete_item(rc, fd, e->basename, child))
+		if (S_ISDIR(e->mode) && !delete_dir_contents(rc, fd, e->basename, child))
+			all = false;
+		if (!delete_item(rc, fd, e->basename, child, true))
 			all = false;
 	}
 	if (pushed)
 		filter_pop_dir(rc->filters);
 	free_names(&dn);
 	close(fd);
+	if (!all)
+		session_info(rc->s, "cannot delete non-empty directory: %s\n", path);
 	return all;
 }
 
-static bool delete_item(struct recv_ctx *rc, int dirfd, const char *leaf, const char *path)
+/* Delete one entry, a directory with its contents unless the caller
+ * already went through them (contents_gone). --max-delete is checked
+ * after the contents, before the entry itself (delete.c: delete_item). */
+static bool delete_item(struct recv_ctx *rc, int dirfd, const char *leaf, const char *path,
+			bool contents_gone)
 {
 	struct stat st;
 
 	if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT;
+	if (S_ISDIR(st.st_mode) && !contents_gone && !delete_dir_contents(rc, dirfd, leaf, path))
+		return false;
 	if (!may_delete_more(rc))
 		return false;
-	if (S_ISDIR(st.st_mode) && !delete_dir_contents(rc, dirfd, leaf, path)) {
-		session_info(rc->s, "cannot delete non-empty directory: %s\n", path);
-		return false;
-	}
 	if (!rc->s->opts->dry_run && !S_ISDIR(st.st_mode) && rc->s->opts->backup) {
 		/* -b: a deleted file is kept as its backup */
 		if (!backup_make(rc, dirfd, leaf, path)) {
@@ -490,8 +500,10 @@ static bool dir_is_empty(int dirfd, const char *leaf)
 bool delete_make_room(struct recv_ctx *rc, int dirfd, const char *leaf, const char *path,
 		      bool recurse)
 {
-	bool emptied = recurse ? delete_dir_contents(rc, dirfd, leaf, path)
-			       : dir_is_empty(dirfd, leaf);
+	/* delete_dir_contents reports a directory it could not empty */
+	if (recurse && !delete_dir_contents(rc, dirfd, leaf, path))
+		return false;
+	bool emptied = recurse || dir_is_empty(dirfd, leaf);
 
 	if (emptied && !rc->s->opts->dry_run && unlinkat(dirfd, leaf, AT_REMOVEDIR) < 0 &&
 	    errno != ENOENT)
@@ -536,7 +548,7 @@ void delete_missing_arg(struct recv_ctx *rc, struct dir_cursor *dirs, const char
 		}
 		return;
 	}
-	delete_item(rc, dirfd, leaf, path);
+	delete_item(rc, dirfd, leaf, path, false);
 }
 
 void delete_in_dir(struct recv_ctx *rc, struct dir_cursor *dirs, const char *dirpath,
@@ -560,7 +572,7 @@ void delete_in_dir(struct recv_ctx *rc, struct dir_cursor *dirs, const char *dir
 			continue;
 		dfd = dir_cursor_open(dirs, strcmp(dirpath, ".") == 0 ? "" : dirpath);
 		if (dfd >= 0)
-			delete_item(rc, dfd, e->basename, path);
+			delete_item(rc, dfd, e->basename, path, false);
 	}
 	free_names(&dn);
 	if (rc->skipped_deletes && rc->s->opts->max_delete >= 0)

@@ -462,7 +462,7 @@ static int add_rule(struct pctx *pc, const char *pat, size_t len, uint32_t f)
 				f |= FR_WILD3_SUFFIX;
 		}
 	}
-	r->flags = f;
+	r->flags = f | (pc->src_file || pc->xflags & FILTER_PARSE_FROM_FILE ? FR_FROM_FILE : 0);
 	if (f & FR_PERDIR_MERGE) {
 		bool dup;
 		if (dm_attach(pc->fl, r, &dup) < 0 || dup) {
@@ -705,7 +705,7 @@ int filter_parse_rule(struct filter_list *fl, const char *text, int flags, char 
 	struct pctx pc = { .fl = fl, .dst = &fl->rules, .err = err, .errsz = errsz };
 
 	pc.xflags = flags & (FILTER_PARSE_OLD_PREFIXES | FILTER_PARSE_DELETE_EXCLUDED |
-			     FILTER_PARSE_FROM_PEER);
+			     FILTER_PARSE_FROM_PEER | FILTER_PARSE_FROM_FILE);
 	if (err && errsz)
 		*err = '\0';
 	if (flags & FILTER_PARSE_FROM_PEER)
@@ -736,7 +736,9 @@ int filter_list_from_opts(struct filter_list *fl, const struct ferry_opts *o, ch
 	if (o->server)
 		flags |= FILTER_PARSE_FROM_PEER;
 	for (size_t i = 0; i < o->nfilters; i++) {
-		if (filter_parse_rule(fl, o->filters[i].text, flags, err, errsz) < 0)
+		if (filter_parse_rule(fl, o->filters[i].text,
+				      flags | (o->filters[i].from_file ? FILTER_PARSE_FROM_FILE : 0),
+				      err, errsz) < 0)
 			return -1;
 	}
 	return 0;
@@ -802,15 +804,19 @@ static bool rule_matches(const struct filter_list *fl, const struct filter_rule 
 }
 
 static int check_rules(const struct filter_list *fl, const struct filter_rules *rs,
-		       size_t from, size_t to, const char *path, int cflags);
+		       size_t from, size_t to, const char *path, int cflags, const char *type);
 
 /* A dir-merge rule's rules: this directory's first, then inherited ones. */
 static int check_dm(const struct filter_list *fl, const struct filter_dm *dm,
 		    const char *path, int cflags)
 {
+	char type[PATH_MAX + 16];
+
+	snprintf(type, sizeof type, " [per-dir %s]",
+		 dm->owner->flags & FR_FROM_FILE ? "<rule from a file read earlier>" : dm->fname);
 	for (size_t k = dm->nlv; k-- > 0;) {
 		size_t end = k + 1 < dm->nlv ? dm->lv[k + 1].start : dm->rules.n;
-		int rc = check_rules(fl, &dm->rules, dm->lv[k].start, end, path, cflags);
+		int rc = check_rules(fl, &dm->rules, dm->lv[k].start, end, path, cflags, type);
 		if (rc)
 			return rc;
 		if (dm->lv[k].cut || dm->owner->flags & FR_NO_INHERIT)
@@ -819,9 +825,28 @@ static int check_dm(const struct filter_list *fl, const struct filter_dm *dm,
 	return 0;
 }
 
+/* -vv's line for a match (exclude.c: report_filter_result): the sender
+ * hides or shows, the generator protects or risks; a rule read from a
+ * file is not quoted. type names the list ("", " [global CVS]", ...). */
+static void report_match(const struct filter_list *fl, const struct filter_rule *r,
+			 const char *path, int cflags, const char *type)
+{
+	bool gen = cflags & FILTER_CHECK_RECEIVER, incl = r->flags & FR_INCLUDE;
+	bool hidden = r->flags & FR_FROM_FILE;
+	char line[2 * PATH_MAX + 128];
+
+	snprintf(line, sizeof line, "[%s] %s %s %s because of pattern %s%s%s\n",
+		 gen ? "generator" : "sender",
+		 gen ? (incl ? "risking" : "protecting") : (incl ? "showing" : "hiding"),
+		 cflags & FILTER_CHECK_DIR ? "directory" : "file", path,
+		 hidden ? "<rule from a file read earlier>" : r->pattern,
+		 !hidden && r->flags & FR_DIRECTORY ? "/" : "", type);
+	fl->report(fl->report_ctx, line);
+}
+
 /* exclude.c: check_filter */
 static int check_rules(const struct filter_list *fl, const struct filter_rules *rs,
-		       size_t from, size_t to, const char *path, int cflags)
+		       size_t from, size_t to, const char *path, int cflags, const char *type)
 {
 	bool is_dir = cflags & FILTER_CHECK_DIR, recv = cflags & FILTER_CHECK_RECEIVER;
 
@@ -836,12 +861,16 @@ static int check_rules(const struct filter_list *fl, const struct filter_rules *
 			continue;
 		}
 		if (r->flags & FR_CVS_IGNORE) {
-			if ((rc = check_rules(fl, &fl->cvs, 0, fl->cvs.n, path, cflags)) != 0)
+			if ((rc = check_rules(fl, &fl->cvs, 0, fl->cvs.n, path, cflags,
+					      " [global CVS]")) != 0)
 				return rc;
 			continue;
 		}
-		if (side_applies(r->flags, recv) && rule_matches(fl, r, path, is_dir))
+		if (side_applies(r->flags, recv) && rule_matches(fl, r, path, is_dir)) {
+			if (fl->report)
+				report_match(fl, r, path, cflags, type);
 			return r->flags & FR_INCLUDE ? 1 : -1;
+		}
 	}
 	return 0;
 }
@@ -850,7 +879,7 @@ int filter_check_flags(const struct filter_list *fl, const char *path, int cflag
 {
 	if (!fl || !path)
 		return 0;
-	return check_rules(fl, &fl->rules, 0, fl->rules.n, path, cflags);
+	return check_rules(fl, &fl->rules, 0, fl->rules.n, path, cflags, "");
 }
 
 int filter_check(const struct filter_list *fl, const char *path, bool is_dir,

@@ -40,6 +40,7 @@ struct session;
 #define FR_CLEAR_LIST (1u << 18)   /* '!' rule */
 #define FR_PERISHABLE (1u << 19)   /* 'p' */
 #define FR_XATTR (1u << 20)        /* 'x': matches xattr names only */
+#define FR_FROM_FILE (1u << 21)    /* read from a file: its text is not shown */
 #define FR_SIDES (FR_SENDER_SIDE | FR_RECEIVER_SIDE)
 
 /* filter_parse_rule() flags. */
@@ -50,6 +51,8 @@ struct session;
 					   * become sender-side (parse_rule_tok) */
 #define FILTER_PARSE_FROM_PEER 0x08    /* the peer's rule: never read stdin,
 					* no '.' merge files, no parent scan */
+#define FILTER_PARSE_FROM_FILE 0x10    /* a line of a file the options read:
+					* its text is not shown (FR_FROM_FILE) */
 
 /* filter_check_flags() flags. */
 #define FILTER_CHECK_DIR 0x01
@@ -85,6 +88,10 @@ struct filter_list {
 	size_t ndms, dmcap;
 	int depth;                 /* filter_push_dir() nesting */
 	int merge_depth;           /* nested merge files being read */
+	/* -vv: each match as rsync's report_filter_result() words it,
+	 * "[sender] hiding file X because of pattern P\n", to report() */
+	void (*report)(void *ctx, const char *line);
+	void *report_ctx;
 };
 
 void filter_list_init(struct filter_list *fl);

@@ -4,6 +4,7 @@
  * a symlink inside the tree.
  */
 #include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -41,14 +42,69 @@ struct walker {
 	bool lazy_ok;          /* the lazy walk may be used (can_walk_lazily) */
 	bool lazy;             /* list one level: subdirectories are read when
 				* their own part is sent (flist_read_dir) */
+	const char *lazy_root; /* the source directory a lazy walk is under */
+	const char *base_name; /* the --files-from source directory, as named */
 };
 
-static void io_error(struct walker *k, int bit, const char *what, const char *name)
+void sender_fname(bool confined, const char *dir, const char *name, char *out, size_t size)
+{
+	char buf[3 * PATH_MAX], full[PATH_MAX];
+	size_t n = 0;
+
+	if (confined) {
+		snprintf(out, size, "\"%s\"", name);
+		return;
+	}
+	if ((dir && *dir == '/') || (!dir && *name == '/'))
+		*full = '\0';
+	else if (!getcwd(full, sizeof full))
+		snprintf(full, sizeof full, ".");
+	snprintf(buf, sizeof buf, "%s/%s/%s", full, dir ? dir : "", name);
+	for (char *save = NULL, *tok = strtok_r(buf, "/", &save); tok;
+	     tok = strtok_r(NULL, "/", &save)) {
+		if (strcmp(tok, ".") == 0)
+			continue;
+		if (strcmp(tok, "..") == 0) {
+			while (n > 0 && full[--n] != '/')
+				;
+			continue;
+		}
+		size_t len = strlen(tok);
+		if (n + 1 + len >= sizeof full)
+			break;
+		full[n++] = '/';
+		memcpy(full + n, tok, len);
+		n += len;
+	}
+	full[n] = '\0';
+	snprintf(out, size, "\"%s\"", n ? full : "/");
+}
+
+/* rsync's rsyserr() as the sender: "[sender] WHAT "/full/name" failed";
+ * dir is what name is relative to (NULL: the working directory). */
+static void io_error_in(struct walker *k, int bit, const char *what, const char *dir,
+			const char *name)
 {
 	int e = errno;
+	char full[PATH_MAX + 8];
 
-	session_err(k->s, "%s \"%s\" failed: %s (%d)", what, name, strerror(e), e);
+	sender_fname(k->w->confined, dir, name, full, sizeof full);
+	session_err(k->s, "[sender] %s %s failed: %s (%d)", what, full, strerror(e), e);
 	k->s->io_error |= bit;
+}
+
+/* The source directory the names being walked are relative to. */
+static const char *cur_dir_name(const struct walker *k)
+{
+	const struct send_roots *r = &k->sl->roots;
+
+	return k->lazy ? k->lazy_root : k->root < r->count ? r->paths[k->root] : NULL;
+}
+
+/* The same about a name below the current source directory. */
+static void io_error(struct walker *k, int bit, const char *what, const char *name)
+{
+	io_error_in(k, bit, what, cur_dir_name(k), name);
 }
 
 /* The --checksum sum of a regular file (checksum.c: file_checksum). */
@@ -312,17 +368,6 @@ static bool daemon_hides(struct walker *k, const char *arg, bool is_dir)
 	return filter_check(k->w->daemon_filters, path, is_dir, false) < 0;
 }
 
-static bool wanted_type(const struct ferry_opts *o, mode_t m)
-{
-	if (S_ISREG(m) || S_ISDIR(m))
-		return true;
-	if (S_ISLNK(m))
-		return true; /* sent even without -l; the receiver skips it */
-	if (S_ISCHR(m) || S_ISBLK(m))
-		return o->devices || o->copy_devices;
-	return o->specials;
-}
-
 static void join(char *out, size_t size, const char *dir, const char *name)
 {
 	if (!*dir || strcmp(dir, ".") == 0)
@@ -381,7 +426,9 @@ static bool resolve_link(struct walker *k, int dirfd, const char *leaf, const ch
 		if (!follow)
 			return true; /* -k: a dangling link stays a link */
 		/* rsync's own text, unprefixed (flist.c: FERROR_XFER) */
-		session_xfer_err_plain(k->s, "symlink has no referent: \"%s\"", path);
+		char full[PATH_MAX + 8];
+		sender_fname(k->w->confined, cur_dir_name(k), path, full, sizeof full);
+		session_xfer_err_plain(k->s, "symlink has no referent: %s", full);
 		k->s->io_error |= IOERR_GENERAL;
 		return false;
 	}
@@ -467,7 +514,9 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 		if (S_ISLNK(st.st_mode) && following_links(o) &&
 		    !resolve_link(k, dirfd, de->d_name, path, &st))
 			continue;
-		if (!wanted_type(o, st.st_mode) || excluded(k, path, S_ISDIR(st.st_mode)))
+		/* every type is listed, devices and specials without -D too:
+		 * the receiver skips what it may not make (rsync's make_file) */
+		if (excluded(k, path, S_ISDIR(st.st_mode)))
 			continue;
 		/* -xx leaves out mount points; -x sends them empty (below). */
 		if (o->one_file_system > 1 && S_ISDIR(st.st_mode) && st.st_dev != k->top_dev)
@@ -654,7 +703,7 @@ static bool build_one(struct walker *k, const char *arg)
 	int bfd = open_base(k, base);
 	if (bfd < 0) {
 		/* a missing argument is an error, not a vanished file (flist.c) */
-		io_error(k, IOERR_GENERAL, "change_dir", base);
+		io_error_in(k, IOERR_GENERAL, "change_dir", NULL, base);
 		k->sl->vanished = true;
 		return true;
 	}
@@ -672,8 +721,7 @@ static bool build_one(struct walker *k, const char *arg)
 			memset(&st, 0, sizeof st);
 			return add_entry(k, name, &st, bfd, name) || !wire_error_code(&k->s->err);
 		}
-		session_err(k->s, "link_stat \"%s\" failed: %s (%d)", arg, strerror(errno), errno);
-		k->s->io_error |= IOERR_GENERAL;
+		io_error_in(k, IOERR_GENERAL, "link_stat", NULL, arg);
 		k->sl->vanished = true;
 		return true;
 	}
@@ -786,8 +834,10 @@ static bool set_root(struct walker *k, const char *dir)
 		fd = fcntl(k->base_fd, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0) {
 		int e = errno;
-		session_xfer_err(k->s, "change_dir \"%s\" failed: %s (%d)", dir, strerror(e), e);
-		k->s->io_error |= IOERR_GENERAL;
+		char where[MAXPATHLEN_WIRE * 2];
+		snprintf(where, sizeof where, "%s/%s", k->base_name ? k->base_name : ".", dir);
+		errno = e;
+		io_error_in(k, IOERR_GENERAL, "change_dir", NULL, where);
 		return false;
 	}
 	char **names = realloc(k->root_names, (k->nroot_names + 1) * sizeof *names);
@@ -1028,7 +1078,10 @@ static bool build_relative(struct walker *k, const char *arg)
 	if (e || hidden) {
 		/* what the module excludes does not exist for the client */
 		e = e ? e : ENOENT;
-		session_xfer_err(k->s, "link_stat \"%s\" failed: %s (%d)", fn, strerror(e), e);
+		char where[MAXPATHLEN_WIRE * 2], full[PATH_MAX + 8];
+		snprintf(where, sizeof where, "%s/%s", k->base_name ? k->base_name : ".", dir);
+		sender_fname(k->w->confined, where, fn, full, sizeof full);
+		session_xfer_err(k->s, "[sender] link_stat %s failed: %s (%d)", full, strerror(e), e);
 		if (e != ENOENT)
 			k->s->io_error |= IOERR_GENERAL;
 		if (pfd >= 0)
@@ -1068,6 +1121,7 @@ static bool build_listed(struct walker *k, const char *base)
 		return wire_fail(&k->s->err, RERR_FILESELECT, " ");
 	}
 	k->base_fd = bfd;
+	k->base_name = base;
 	while ((r = names_next(k->w->names, name, sizeof name)) > 0) {
 		names_sanitize(name, o->relative);
 		if (!(o->relative ? build_relative(k, name) : build_one(k, name)))
@@ -1141,7 +1195,8 @@ static void trim_part(struct send_list *part)
 bool flist_read_dir(struct session *s, const struct send_list *sl, const char *dirpath,
 		    int dirfd, struct send_list *part)
 {
-	struct walker k = {.s = s, .w = sl->lazy_walk, .sl = part, .base_fd = -1, .lazy = true};
+	struct walker k = {.s = s, .w = sl->lazy_walk, .sl = part, .base_fd = -1, .lazy = true,
+			   .lazy_root = sl->roots.count ? sl->roots.paths[0] : NULL};
 
 	memset(part, 0, sizeof *part);
 	flist_init(&part->fl);
@@ -1154,8 +1209,8 @@ bool flist_read_dir(struct session *s, const struct send_list *sl, const char *d
 			session_warn(s, "directory has vanished: \"%s\"\n", dirpath);
 			s->io_error |= IOERR_VANISHED;
 		} else {
-			session_err(s, "opendir \"%s\" failed: %s (%d)", dirpath, strerror(e), e);
-			s->io_error |= IOERR_GENERAL;
+			errno = e;
+			io_error(&k, IOERR_GENERAL, "opendir", dirpath);
 		}
 		return true;
 	}

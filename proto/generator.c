@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,6 +26,7 @@
 #include "proto/fuzzy.h"
 #include "proto/hlink.h"
 #include "proto/recvside.h"
+#include "proto/sendside.h"
 #include "proto/sumcache.h"
 
 #define SUMS_READ_BUF (1024 * 1024)
@@ -379,9 +381,26 @@ static uint32_t dest_mode(struct gen *g, uint32_t flist_mode, uint32_t stat_mode
 
 /* ---- one entry ---- */
 
+/* rsync's rsyserr() as the generator: "[generator] " pre, the name as
+ * full_fname() gives it (made absolute from our working directory through
+ * the destination; in a daemon module as given), then post and errno. */
+static void file_error_at(struct gen *g, const char *pre, const char *name, const char *post)
+{
+	int e = errno;
+	char full[PATH_MAX + 8];
+
+	/* the receiver's curr_dir is the destination (main.c: get_local_name) */
+	sender_fname(g->rc->confined, g->rc->dest_rel, name, full, sizeof full);
+	session_xfer_err(g->s, "[generator] %s%s%s: %s (%d)", pre, full, post, strerror(e), e);
+}
+
+/* The same, "WHAT NAME failed". */
 static void file_error(struct gen *g, const char *what, const char *name)
 {
-	session_xfer_err(g->s, "%s \"%s\" failed: %s", what, name, strerror(errno));
+	char pre[64];
+
+	snprintf(pre, sizeof pre, "%s ", what);
+	file_error_at(g, pre, name, " failed");
 }
 
 /* Remove what stands where an entry of another type must go. */
@@ -437,6 +456,17 @@ static int parent_of(struct gen *g, const char *path, const char **leaf)
 		return -1;
 	}
 	return dir_cursor_parent(&g->dirs, path, leaf);
+}
+
+/* The directory a single file is written in, or -1 when a dry run did
+ * not make it (--mkpath). */
+static int solo_dir(struct gen *g)
+{
+	if (g->rc->dry_run_missing_root) {
+		errno = ENOENT;
+		return -1;
+	}
+	return g->rc->rootfd;
 }
 
 /* In a dry run a directory we would have created does not exist, so
@@ -512,7 +542,7 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 		return;
 	}
 	if (dirfd < 0) {
-		file_error(g, "recv_generator: open parent of", path);
+		file_error_at(g, "recv_generator: failed to stat ", path, "");
 		g->rc->state[ndx] |= FS_FAILED;
 		recv_mark_dir_failed(g->rc, path);
 		return;
@@ -617,7 +647,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		return;
 	}
 	if (dirfd < 0) {
-		file_error(g, "recv_generator: open parent of", path);
+		file_error_at(g, "recv_generator: failed to stat ", path, "");
 		return;
 	}
 	if (dest_lstat(g, dirfd, leaf, path, &st) == 0) {
@@ -660,8 +690,10 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	 * sees the name missing (rsync's atomic_create). */
 	char tmp[300];
 	int fd = fs_create_temp(dirfd, leaf, tmp, sizeof tmp);
+	char post[MAXPATHLEN_WIRE + 16];
+	snprintf(post, sizeof post, " -> \"%s\" failed", f->link);
 	if (fd < 0) {
-		file_error(g, "symlink", path);
+		file_error_at(g, "symlink ", path, post);
 		return;
 	}
 	char munged[MAXPATHLEN_WIRE + sizeof SYMLINK_MUNGE_PREFIX];
@@ -678,7 +710,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		made = symlinkat(target, dirfd, tmp) == 0;
 	}
 	if (!made || renameat(dirfd, tmp, dirfd, leaf) < 0) {
-		file_error(g, "symlink", path);
+		file_error_at(g, "symlink ", path, post);
 		unlinkat(dirfd, tmp, 0);
 		return;
 	}
@@ -702,7 +734,7 @@ static void gen_device(struct gen *g, int32_t ndx, struct file_entry *f, const c
 		return;
 	}
 	if (dirfd < 0) {
-		file_error(g, "recv_generator: open parent of", path);
+		file_error_at(g, "recv_generator: failed to stat ", path, "");
 		return;
 	}
 	int iflags = ITEM_LOCAL_CHANGE | ITEM_IS_NEW;
@@ -894,6 +926,22 @@ static bool alt_attrs_match(struct gen *g, const struct file_entry *f, const str
 	return (!o->perms || (st->st_mode & 07777) == (f->mode & 07777)) &&
 	       (!o->owner || f->uid == (int64_t)st->st_uid) &&
 	       (!o->group || f->gid == (int64_t)st->st_gid);
+}
+
+/* Does what is at the destination carry the entry's preserved times,
+ * permissions (not a symlink's) and ownership? (generator.c:
+ * unchanged_attrs) */
+static bool unchanged_attrs(struct gen *g, const struct file_entry *f, const struct stat *st)
+{
+	const struct ferry_opts *o = g->o;
+
+	if (o->times && !(S_ISLNK(f->mode) && o->omit_link_times) &&
+	    recv_mtime_differs(o, st, f))
+		return false;
+	if (S_ISLNK(f->mode))
+		return (!o->owner || f->uid == (int64_t)st->st_uid) &&
+		       (!o->group || f->gid == (int64_t)st->st_gid);
+	return alt_attrs_match(g, f, st);
 }
 
 /* --copy-dest: a local copy of an up-to-date file, via a temp file. */
@@ -1201,7 +1249,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 	int dirfd;
 
 	if (g->rc->solo_name) {
-		dirfd = g->rc->rootfd;
+		dirfd = solo_dir(g);
 		leaf = g->rc->solo_name;
 	} else {
 		dirfd = parent_of(g, path, &leaf);
@@ -1216,7 +1264,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 		return REG_REQUESTED;
 	}
 	if (dirfd < 0) {
-		file_error(g, "recv_generator: open parent of", path);
+		file_error_at(g, "recv_generator: failed to stat ", path, "");
 		return REG_SKIPPED;
 	}
 	int statret = dest_lstat(g, dirfd, leaf, path, &st);
@@ -1240,14 +1288,32 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 		}
 		if (g->rc->nalt && try_alt_dests(g, ndx, f, path, dirfd, leaf, &b, &bst))
 			return REG_REQUESTED;
+		if (b.st && b.alt >= 0) {
+			/* a file in a basis dir is what the item is compared
+			 * with: not new (generator.c: recv_generator, statret
+			 * 0 after try_dests_reg) */
+			int iflags = attr_change_bits_for(g, f, b.st, ITEM_TRANSFER);
+			if (!o->times)
+				iflags |= ITEM_REPORT_TIME;
+			request_from(g, ndx, &b, iflags, false);
+			return REG_REQUESTED;
+		}
 		if (!b.st && o->fuzzy)
 			fuzzy_basis(g, f, dirfd, &b, &bst);
 		request_from(g, ndx, &b, ITEM_IS_NEW, false);
 		return REG_REQUESTED;
 	}
 	if (o->ignore_existing) {
+		/* --info=skip2 says why it would have changed (generator.c:
+		 * recv_generator) */
+		const char *why = "";
+		if (info_ge(o, INFO_SKIP, 2))
+			why = !S_ISREG(st.st_mode) ? " (type change)"
+			      : !regular_up_to_date(g, f, dirfd, leaf, &st)
+				      ? (o->checksum ? " (sum change)" : " (file change)")
+			      : !unchanged_attrs(g, f, &st) ? " (attr change)" : " (uptodate)";
 		if (info_ge(o, INFO_SKIP, 1))
-			session_info(g->s, "%s exists\n", path);
+			session_info(g->s, "%s exists%s\n", path, why);
 		return REG_IN_PLACE;
 	}
 	if (writable_device(o, &st)) {
@@ -1355,6 +1421,47 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
  * entry is an error and a refused directory's contents are skipped
  * (generator.c: recv_generator, "daemon refused to receive"). The rules
  * see the name inside the module. */
+/* --ignore-existing for an entry that is not a regular file (those are
+ * gen_regular_file's): whatever is already at its place stays, except a
+ * directory where a directory goes; --info=skip says so (generator.c:
+ * recv_generator). True when the entry is skipped. */
+static bool ignore_existing(struct gen *g, const struct file_entry *f, const char *path)
+{
+	const struct ferry_opts *o = g->o;
+	const char *leaf;
+	struct stat st;
+
+	if (!o->ignore_existing)
+		return false;
+	int dirfd = g->rc->solo_name ? solo_dir(g) : parent_of(g, path, &leaf);
+	if (g->rc->solo_name)
+		leaf = g->rc->solo_name;
+	if (dirfd < 0 || fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    (S_ISDIR(f->mode) && S_ISDIR(st.st_mode)))
+		return false;
+	if (!info_ge(o, INFO_SKIP, 1))
+		return true;
+	const char *why = "";
+	if (info_ge(o, INFO_SKIP, 2)) {
+		char cur[MAXPATHLEN_WIRE];
+		ssize_t n;
+		bool same = (st.st_mode & S_IFMT) == (f->mode & S_IFMT);
+		if (!same)
+			why = " (type change)";
+		else if (S_ISLNK(st.st_mode) &&
+			 ((n = readlinkat(dirfd, leaf, cur, sizeof cur - 1)) < 0 ||
+			  (size_t)n != strlen(f->link ? f->link : "") || memcmp(cur, f->link, (size_t)n)))
+			why = " (file change)";
+		else if ((S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) &&
+			 st.st_rdev != makedev(f->rdev_major, f->rdev_minor))
+			why = " (file change)";
+		else
+			why = unchanged_attrs(g, f, &st) ? " (uptodate)" : " (attr change)";
+	}
+	session_info(g->s, "%s exists%s\n", path, why);
+	return true;
+}
+
 /* Do the module's exclude rules keep path out? */
 static bool daemon_excludes(struct gen *g, const struct file_entry *f, const char *path)
 {
@@ -1418,6 +1525,8 @@ static void gen_entry(struct gen *g, int32_t ndx)
 	    dir_cursor_open(&g->dirs, f->dirname) < 0 && errno == ENOENT &&
 	    fs_mkpath_at(g->rc->rootfd, f->dirname) < 0)
 		file_error(g, "recv_generator: mkdir", f->dirname);
+	if (!S_ISREG(f->mode) && ignore_existing(g, f, path))
+		return;
 	if (S_ISDIR(f->mode)) {
 		/* every directory in the list is made, whatever our -r/-d say
 		 * (a --files-from push sends listed dirs with neither) */
@@ -1425,7 +1534,7 @@ static void gen_entry(struct gen *g, int32_t ndx)
 	} else if (S_ISLNK(f->mode)) {
 		if (o->links)
 			gen_symlink(g, ndx, f, path);
-		else if (!o->quiet)
+		else if (info_ge(o, INFO_NONREG, 1))
 			session_info(g->s, "skipping non-regular file \"%s\"\n", path);
 	} else if (S_ISREG(f->mode)) {
 		gen_regular(g, ndx, f, path);
@@ -1435,7 +1544,7 @@ static void gen_entry(struct gen *g, int32_t ndx)
 		/* --drop-D skips them as --no-D would (generator.c:
 		 * recv_generator), leaving any node already there alone */
 		gen_device(g, ndx, f, path);
-	} else if (!o->quiet) {
+	} else if (info_ge(o, INFO_NONREG, 1)) {
 		session_info(g->s, "skipping non-regular file \"%s\"\n", path);
 	}
 }
@@ -1489,7 +1598,7 @@ static void redo_request(struct gen *g, int32_t ndx, bool allow)
 		return;
 	}
 	if (g->rc->solo_name) {
-		dirfd = g->rc->rootfd;
+		dirfd = solo_dir(g);
 		leaf = g->rc->solo_name;
 	} else {
 		dirfd = parent_of(g, path, &leaf);
@@ -1577,7 +1686,7 @@ static void touch_up_dir(struct gen *g, const struct file_entry *f, uint8_t stat
 	    !recv_mtime_differs(g->o, &st, f))
 		return;
 	if (dirfd < 0 || fs_set_mtime(dirfd, leaf, f->mtime, f->mtime_nsec) < 0)
-		file_error(g, "failed to set times on", path);
+		file_error_at(g, "failed to set times on ", path, "");
 }
 
 static void touch_up_dirs(struct gen *g)
@@ -1803,6 +1912,12 @@ static bool generate_files(struct gen *g)
 
 	if (g->o->delete_mode == DELETE_BEFORE && !rc->list_only)
 		delete_pass(rc, &g->dirs);
+	/* -vv (generator.c: generate_files) */
+	if (debug_ge(g->o, DEBUG_FLIST, 1))
+		session_info(s, "delta-transmission %s\n",
+			     g->o->whole_file == 1 && !g->o->append
+				     ? "disabled for local transfer or --whole-file"
+				     : "enabled");
 	if (fl->inc) {
 		if (!generate_parts(g))
 			return false;

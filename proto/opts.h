@@ -24,6 +24,7 @@ enum delete_mode {
  * ("- *.o", "+ dir/", ": .rules"), in command-line order. */
 struct filter_arg {
 	char *text;
+	bool from_file;   /* a line of an --exclude-from/--include-from file */
 };
 
 /* --compare-dest / --copy-dest / --link-dest (rsync allows 20 in all, of
@@ -40,6 +41,11 @@ enum info_word {
 	INFO_BACKUP, INFO_COPY, INFO_DEL, INFO_FLIST, INFO_MISC, INFO_MOUNT, INFO_NAME,
 	INFO_NONREG, INFO_PROGRESS, INFO_REMOVE, INFO_SKIP, INFO_STATS, INFO_SYMSAFE,
 	INFO_COUNT
+};
+
+/* The --debug words ferry reports on (rsync's debug_words, a subset). */
+enum debug_word {
+	DEBUG_DELTASUM, DEBUG_FILTER, DEBUG_FLIST, DEBUG_CMD, DEBUG_CONNECT, DEBUG_COUNT
 };
 
 struct ferry_opts {
@@ -70,6 +76,7 @@ struct ferry_opts {
 	short info_level[INFO_COUNT]; /* from -v, --stats, --progress and --info
 				       * (options.c: info_levels); see info_ge() */
 	char *debug;       /* --debug=FLAGS, as given */
+	short debug_level[DEBUG_COUNT]; /* from -vv... and --debug; see debug_ge() */
 	bool msgs2stderr;  /* --msgs2stderr */
 
 	/* what to transfer */
@@ -245,6 +252,12 @@ struct ferry_opts {
 static inline bool info_ge(const struct ferry_opts *o, enum info_word w, int level)
 {
 	return o->info_level[w] >= level;
+}
+
+/* Is debugging output `w` at `level` or above wanted (DEBUG_GTE)? */
+static inline bool debug_ge(const struct ferry_opts *o, enum debug_word w, int level)
+{
+	return o->debug_level[w] >= level;
 }
 
 #endif

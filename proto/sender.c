@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@ struct snd {
 	struct token_skip *skip;   /* suffixes sent with no compression effort */
 	struct match_ahead ahead;  /* the current file's blocks hashed ahead */
 	uint8_t digest[CSUM_MAX_DIGEST]; /* the last file's whole-file sum (%C) */
+	int matches;               /* blocks matched, for -vv's report */
 };
 
 /* An error about one file: to the client as MSG_ERROR_XFER when we are
@@ -242,6 +244,7 @@ static bool out_block(void *ctx, int32_t block, const uint8_t *data, size_t n)
 	struct snd *d = ctx;
 
 	d->s->stats.matched_data += (int64_t)n;
+	d->matches++;
 	return token_enc_block(d->enc, &d->s->out, block, data, n);
 }
 
@@ -380,8 +383,19 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	flist_path(f, path, sizeof path);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		int e = fd < 0 ? open_errno : errno;
-		xfer_error(s, "send_files failed to open \"%s\": %s (%d)", path, strerror(e), e);
+		char full[PATH_MAX + 8];
+		sender_fname(d->sl->confined, source_dir(d->sl, ndx), path, full, sizeof full);
+		/* rsync sender.c: send_files -- a file gone since it was
+		 * listed is only a warning (exit 24) */
+		if (e == ENOENT)
+			session_warn(s, "file has vanished: %s\n", full);
+		else
+			xfer_error(s, "[sender] send_files failed to open %s: %s (%d)", full,
+				   strerror(e), e);
 		s->io_error |= e == ENOENT ? IOERR_VANISHED : IOERR_GENERAL;
+		/* counted as rsync does, before it opens the file */
+		s->stats.xferred_files++;
+		s->stats.total_transferred_size += f->size;
 		match_ahead_stop(&d->ahead);
 		if (fd >= 0)
 			close(fd);
@@ -428,6 +442,9 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 		blockwise_begin(&tree, s->xfer_csum, s->seed, s->proper_seed_order, h.blength);
 	d->sent_ofs = 0;
 	d->file_size = st.st_size;
+	/* named once it is open: a file that cannot be read is not
+	 * (sender.c: log_item after the open) */
+	session_log_item(s, f, iflags, NULL, NULL);
 	progress_update(s, &d->prog, 0, st.st_size);
 	wire_out_lock(&s->out);
 	if (echo_header(d, ndx, iflags, type, xname) && wire_write_i32(&s->out, h.count) &&
@@ -635,6 +652,12 @@ bool sender_run(struct session *s, struct send_list *sl)
 			session_log_item(s, f, iflags,
 					 xname[0] && !(iflags & ITEM_TRANSFER) ? xname : NULL, NULL);
 			count_created(&s->stats, f, iflags);
+			/* a dry run's transfers count as made (sender.c:
+			 * send_files counts before its !do_xfers) */
+			if (iflags & ITEM_TRANSFER) {
+				s->stats.xferred_files++;
+				s->stats.total_transferred_size += f->size;
+			}
 			wire_out_lock(&s->out);
 			ok = echo_header(&d, ndx, iflags, type, xname);
 			wire_out_unlock(&s->out);
@@ -653,7 +676,6 @@ bool sender_run(struct session *s, struct send_list *sl)
 		int append = d.append;
 		if (redo)
 			d.append = 0;
-		session_log_item(s, f, iflags, NULL, NULL);
 		/* --only-write-batch: the file goes to the batch alone
 		 * (sender.c: f_xfer = batch_fd). */
 		s->out.divert = s->out.tee && s->opts->write_batch < 0;
@@ -672,6 +694,12 @@ bool sender_run(struct session *s, struct send_list *sl)
 			s->xfer_log(s->xfer_log_ctx, f, iflags);
 	}
 	free(sent);
+	/* -vv (match.c: match_report). The matcher does not count its weak
+	 * hash hits or false alarms: reported as one hit per match and none,
+	 * which is exact for whole files and usual data. */
+	if (ok && debug_ge(s->opts, DEBUG_DELTASUM, 1))
+		session_info(s, "total: matches=%d  hash_hits=%d  false_alarms=%d data=%lld\n",
+			     d.matches, d.matches, 0, (long long)s->stats.literal_data);
 	if (ok && s->protocol >= 30 && s->io_error != io_error_sent) {
 		int e = s->io_error & IOERR_VALID_MASK;
 		uint8_t b[4] = {(uint8_t)e, 0, 0, 0};

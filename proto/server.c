@@ -21,6 +21,7 @@
 #include "proto/negotiate.h"
 #include "proto/recvside.h"
 #include "proto/sendside.h"
+#include "client/exit_line.h"
 
 /* Tell the client our exit code and wait for it to hang up, so it reads
  * our last messages instead of a reset connection (protocol >= 31;
@@ -44,6 +45,20 @@ static int error_exit(struct session *s, int code)
 			break;
 	}
 	return code;
+}
+
+/* rsync's receiver that gives up on its destination before it forks says
+ * so in its own closing line, which reaches the client (log.c: log_exit
+ * as "Receiver"), then exits with the code. */
+static int receiver_exit(struct session *s, int code, int line)
+{
+	char buf[512];
+	size_t n = exit_line_format(buf, sizeof buf, code, "Receiver", "main.c", line);
+
+	wire_flush(&s->out);
+	if (s->out.mux)
+		wire_send_msg(&s->out, MSG_ERROR, buf, n);
+	return error_exit(s, code);
 }
 
 /* True if the peer closes the connection within ms (anything else it
@@ -196,99 +211,202 @@ static int mkpath_plain(int rootfd, const char *path)
 	}
 }
 
+/* How rsync's full_fname() names a destination path in a message, quoted:
+ * over a remote shell or in a local copy prefixed with our working
+ * directory; inside a daemon module as given. */
+static void dest_fname(const struct server_ctx *ctx, const char *path, char *out, size_t size)
+{
+	char cwd[4096];
+
+	if (ctx->confined || *path == '/' || !getcwd(cwd, sizeof cwd))
+		snprintf(out, size, "\"%s\"", path);
+	else
+		snprintf(out, size, "\"%s%s%s\"", cwd, strcmp(cwd, "/") ? "/" : "", path);
+}
+
+/* rsync's rsyserr() for a destination it cannot use before the transfer
+ * starts: "[Receiver]" is who_am_i() before the receiver forks; fmt has
+ * one %s for the path. Returns -code. */
+static int dest_syserr(struct session *s, const struct server_ctx *ctx, int code, int e,
+		       const char *fmt, const char *path)
+{
+	char name[8300], what[8400];
+
+	dest_fname(ctx, path, name, sizeof name);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+	snprintf(what, sizeof what, fmt, name);
+#pragma GCC diagnostic pop
+	session_err(s, "[Receiver] %s: %s (%d)", what, strerror(e), e);
+	return -code;
+}
+
+/* Directories of path that do not exist yet, counted up from its last
+ * component: what --mkpath is about to make (util1.c: make_path); -1
+ * with errno when something other than a missing name is in the way. */
+static int missing_dirs(int rootfd, const char *path)
+{
+	char buf[4096];
+	struct stat st;
+	int n = 0;
+
+	snprintf(buf, sizeof buf, "%s", path);
+	while (*buf && fstatat(rootfd, buf, &st, 0) < 0) {
+		if (errno != ENOENT)
+			return -1;
+		n++;
+		char *sl = strrchr(buf, '/');
+		if (!sl || sl == buf)
+			break;
+		*sl = '\0';
+	}
+	if (*buf && n == 0 && !S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		return -1;
+	}
+	return n;
+}
+
 /* The destination of a push: a directory beneath the root (created if it
- * is the last missing component), or a single file's name. */
+ * is the last missing component), or a single file's name. Mirrors rsync
+ * main.c:get_local_name(): more than one entry, or a trailing slash, wants
+ * a directory; an existing non-directory then is an error, never written
+ * over. Returns the directory's fd, or -(exit code). */
 static int open_push_dest(struct session *s, const struct server_ctx *ctx, struct recv_ctx *rc,
 			  char *solo, size_t solosize)
 {
-	const char *dest = ctx->npaths ? ctx->paths[0] : ".";
-	struct dir_cursor c;
-	size_t active = 0;
+	const struct ferry_opts *o = s->opts;
+	const char *dest = ctx->npaths && *ctx->paths[0] ? ctx->paths[0] : ".";
+	bool say = info_ge(o, INFO_NAME, 1) || o->itemize || log_format_has(o->out_format, 'i');
+	/* every entry received so far, as rsync's file_total (the second
+	 * list of an incremental one included) */
+	size_t total = 0;
 	const struct file_entry *only = NULL;
 
-	for (size_t i = rc->fl->low; i <= rc->fl->high && i < rc->fl->count; i++) {
-		if (rc->fl->sorted[i]->flags & FE_ACTIVE) {
-			active++;
-			only = rc->fl->sorted[i];
+	for (size_t i = 0; i < rc->fl->count; i++) {
+		if (rc->fl->files[i].flags & FE_ACTIVE) {
+			total++;
+			only = &rc->fl->files[i];
 		}
 	}
 	char clean[4096];
 	snprintf(clean, sizeof clean, "%s", dest);
 	size_t n = strlen(clean);
-	bool slash = n > 0 && clean[n - 1] == '/';
+	bool slash = clean[n - 1] == '/';
+	const char *last_slash = strchr(clean, '/');
 	while (n > 1 && clean[n - 1] == '/')
 		clean[--n] = '\0';
-	if (strcmp(clean, "/") == 0 || strcmp(clean, "") == 0)
-		snprintf(clean, sizeof clean, ".");
+	/* a single directory is still made as the destination itself */
+	bool want_dir = total > 1 || slash || (only && S_ISDIR(only->mode));
+	if (ctx->confined && !fs_path_is_safe(clean) && strcmp(clean, ".") != 0 &&
+	    strcmp(clean, "/") != 0) {
+		session_err(s, "ERROR: destination path \"%s\" escapes the module", dest);
+		return -RERR_FILESELECT;
+	}
+	/* rsync follows a symlink at the destination that is the user's
+	 * own; a module's path is never followed out of it */
+	int stat_flags = ctx->confined ? AT_SYMLINK_NOFOLLOW : 0;
+	struct stat st;
+	/* the path as given: "F/" is an error when F is a file */
+	int statret = fstatat(ctx->root_fd, slash && !ctx->confined ? dest : clean, &st, stat_flags);
+	int stat_errno = errno;
+	if (o->mkpath && statret < 0 && (last_slash || total > 1)) {
+		/* its parents, and itself when it must be a directory */
+		char target[4096];
+		const char *sl = strrchr(clean, '/');
+		if (slash || total > 1)
+			snprintf(target, sizeof target, "%s", clean);
+		else
+			snprintf(target, sizeof target, "%.*s", sl && sl != clean ? (int)(sl - clean) : 0,
+				 clean);
+		int made = *target ? missing_dirs(ctx->root_fd, target) : 0;
+		if (made < 0 || (made && !o->dry_run &&
+				 (ctx->confined ? fs_mkpath_at(ctx->root_fd, target)
+						: mkpath_plain(ctx->root_fd, target)) < 0))
+			return dest_syserr(s, ctx, RERR_FILEIO, errno, "mkdir %s failed", dest);
+		if (made && say)
+			session_info(s, "created %d director%s for %s\n", made, made == 1 ? "y" : "ies",
+				     target);
+		if (made && !o->dry_run) {
+			statret = fstatat(ctx->root_fd, clean, &st, stat_flags);
+			stat_errno = errno;
+		} else if (made && !want_dir) {
+			/* a dry run made none of it: the file is new (#880) */
+			rc->dry_run_missing_root = true;
+			snprintf(solo, solosize, "%s", sl ? sl + 1 : clean);
+			rc->solo_name = solo;
+			return openat(ctx->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		}
+	}
+	if (statret == 0 && !S_ISDIR(st.st_mode)) {
+		if (total > 1) {
+			session_err_plain(s, "ERROR: destination must be a directory when copying more than 1 file");
+			return -RERR_FILESELECT;
+		}
+		if (only && S_ISDIR(only->mode)) {
+			session_err_plain(s, "ERROR: cannot overwrite non-directory with a directory");
+			return -RERR_FILESELECT;
+		}
+	} else if (statret < 0 && stat_errno != ENOENT) {
+		return dest_syserr(s, ctx, RERR_FILESELECT, stat_errno,
+				   "ERROR: cannot stat destination %s", dest);
+	}
+	if (statret < 0 && want_dir && o->dry_run) {
+		/* rsync says it, but a dry run writes nothing; every entry
+		 * is then missing */
+		rc->dry_run_missing_root = true;
+		if (say)
+			session_info(s, "created directory %s\n", clean);
+		return openat(ctx->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	/* the destination's parent, where it is made or written as a file */
+	struct dir_cursor c;
 	const char *leaf;
 	int parent;
 	char pbuf[4096];
-	if (s->opts->mkpath) {
-		/* the destination's parents; the last component is made below */
-		char parents[4096];
-		const char *sl = strrchr(clean, '/');
-		snprintf(parents, sizeof parents, "%.*s", sl ? (int)(sl - clean) : 0, clean);
-		if (*parents && (ctx->confined ? fs_mkpath_at(ctx->root_fd, parents)
-					       : mkpath_plain(ctx->root_fd, parents)) < 0) {
-			session_err(s, "mkdir \"%s\" failed: %s", parents, strerror(errno));
-			return -RERR_FILEIO;
-		}
-	}
+	const char *sl = strrchr(clean, '/');
 	dir_cursor_init(&c, ctx->root_fd);
-	if (!ctx->confined) {
-		/* Over a remote shell the path is the user's own, as given. */
-		const char *sl = strrchr(clean, '/');
-		if (!sl) {
-			snprintf(pbuf, sizeof pbuf, ".");
-			leaf = clean;
-		} else {
-			snprintf(pbuf, sizeof pbuf, "%.*s", sl == clean ? 1 : (int)(sl - clean), clean);
-			leaf = sl + 1;
-		}
-		parent = openat(ctx->root_fd, pbuf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (parent >= 0)
-			c.fd = parent; /* the cursor owns and closes it */
-	} else if (!fs_path_is_safe(clean) && strcmp(clean, ".") != 0) {
-		session_err(s, "ERROR: destination path \"%s\" escapes the module", dest);
-		return -RERR_FILESELECT;
-	} else if (strcmp(clean, ".") == 0) {
-		parent = ctx->root_fd;
+	if (strcmp(clean, ".") == 0 || strcmp(clean, "/") == 0) {
+		snprintf(pbuf, sizeof pbuf, "%s", clean);
+		parent = ctx->confined ? ctx->root_fd : openat(ctx->root_fd, clean, O_RDONLY |
+							       O_DIRECTORY | O_CLOEXEC);
 		leaf = ".";
+	} else if (!ctx->confined) {
+		/* Over a remote shell the path is the user's own, as given. */
+		snprintf(pbuf, sizeof pbuf, "%.*s", !sl ? 1 : sl == clean ? 1 : (int)(sl - clean),
+			 !sl ? "." : clean);
+		leaf = sl ? sl + 1 : clean;
+		parent = openat(ctx->root_fd, pbuf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	} else {
+		snprintf(pbuf, sizeof pbuf, "%.*s", sl ? (int)(sl - clean) : 1, sl ? clean : ".");
 		parent = dir_cursor_parent(&c, clean, &leaf);
 	}
+	if (!ctx->confined && parent >= 0)
+		c.fd = parent; /* the cursor owns and closes it */
+	int fd = -1;
 	if (parent < 0) {
 		int e = errno;
 		dir_cursor_close(&c);
-		if (e == ENOENT && (active > 1 || slash || (only && S_ISDIR(only->mode)))) {
-			/* rsync only creates the last component (without --mkpath) */
-			session_err(s, "mkdir \"%s\" failed: %s (%d)", clean, strerror(e), e);
-			return -RERR_FILEIO;
-		}
-		session_err(s, "ERROR: cannot open destination \"%s\": %s", dest, strerror(e));
-		return -RERR_FILESELECT;
+		if (want_dir)
+			return dest_syserr(s, ctx, RERR_FILEIO, e, "mkdir %s failed", clean);
+		return dest_syserr(s, ctx, RERR_FILESELECT, e, "change_dir#3 %s failed", pbuf);
 	}
-	struct stat st;
-	int fd = -1;
-	if (fstatat(parent, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-		fd = openat(parent, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	} else if (s->opts->dry_run && (active > 1 || slash || (only && S_ISDIR(only->mode)))) {
-		/* rsync says it, but a dry run writes nothing (main.c:
-		 * get_local_name); every entry is then missing */
-		rc->dry_run_missing_root = true;
-		if (info_ge(s->opts, INFO_NAME, 1) || s->opts->itemize ||
-		    log_format_has(s->opts->out_format, 'i'))
-			session_info(s, "created directory %s\n", clean);
-		fd = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	} else if (active > 1 || slash || (only && S_ISDIR(only->mode))) {
-		if (mkdirat(parent, leaf, 0777) < 0 && errno != EEXIST) {
-			session_err(s, "mkdir \"%s\" failed: %s", dest, strerror(errno));
+	if (statret == 0 && S_ISDIR(st.st_mode)) {
+		fd = openat(parent, leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
+					      (ctx->confined ? O_NOFOLLOW : 0));
+	} else if (want_dir) {
+		if (statret == 0) {
+			session_err_plain(s, "ERROR: destination path is not a directory");
 			dir_cursor_close(&c);
-			return -RERR_FILEIO;
+			return -RERR_SYNTAX;
+		}
+		if (mkdirat(parent, leaf, 0777) < 0 && errno != EEXIST) {
+			int e = errno;
+			dir_cursor_close(&c);
+			return dest_syserr(s, ctx, RERR_FILEIO, e, "mkdir %s failed", clean);
 		}
 		rc->root_created = true;
-		if (info_ge(s->opts, INFO_NAME, 1) || s->opts->itemize ||
-		    log_format_has(s->opts->out_format, 'i'))
+		if (say)
 			session_info(s, "created directory %s\n", clean);
 		fd = openat(parent, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	} else {
@@ -398,7 +516,7 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 	rc.daemon_filters = ctx->daemon_filters;
 	if (ctx->daemon_filters && !daemon_dest(s, ctx, &rc)) {
 		flist_free(&fl);
-		return error_exit(s, RERR_FILESELECT);
+		return receiver_exit(s, RERR_FILESELECT, __LINE__);
 	}
 	if (s->opts->list_only) {
 		/* a push with --list-only: rsync's receiver lists what it got
@@ -412,17 +530,18 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 			session_info(s, "%s\n", line);
 		}
 		rc.list_only = true;
-	} else if (fl.count > 0) {
+	} else {
+		/* an empty list still makes the destination (main.c:
+		 * get_local_name), then there is nothing to do */
 		rc.rootfd = open_push_dest(s, ctx, &rc, solo, sizeof solo);
 		destination_dir(ctx, rc.solo_name != NULL, dest_rel, sizeof dest_rel);
 		if (rc.rootfd < 0) {
 			/* the sender hears why, rather than a reset connection
 			 * (main.c: get_local_name ends in exit_cleanup) */
 			flist_free(&fl);
-			return error_exit(s, -rc.rootfd);
+			return receiver_exit(s, -rc.rootfd, __LINE__);
 		}
-	} else {
-		rc.list_only = true;
+		rc.list_only = fl.count == 0;
 	}
 	int code = recv_run(&rc);
 	if (rc.rootfd >= 0)
@@ -485,6 +604,7 @@ int server_run(struct session *s, const struct server_ctx *ctx)
 		filter_list_free(&filters);
 		return finish(s, false);
 	}
+	session_watch_filters(s, &filters);
 	/* exclude.c: recv_filter_list */
 	bool both = ctx->local_child || s->am_sender;
 	if (s->opts->cvs_exclude &&

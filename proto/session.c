@@ -6,6 +6,8 @@
 #include "proto/xattrs.h"
 #include "proto/session.h"
 #include "proto/outfilter.h"
+#include "proto/filter.h"
+#include "client/exit_line.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -20,6 +22,19 @@ static uint32_t get_le32(const uint8_t *p)
 }
 
 /* Print the peer's text as it came; it normally ends in a newline. */
+/* Before a line of ours: what stdout holds goes first, and a "building
+ * file list ... " still waiting for its "done" gets its newline on the
+ * stream this line goes to (log.c: rwrite's output_needs_newline). */
+static void line_start(struct session *s, FILE *fp)
+{
+	if (fp != stdout)
+		fflush(stdout);
+	if (s->output_needs_newline) {
+		fputc('\n', fp);
+		s->output_needs_newline = false;
+	}
+}
+
 /* Print the peer's text as rsync's rwrite() does: control characters
  * (a hostile peer's terminal escapes) shown as \#ooo, one newline at the
  * end. */
@@ -33,6 +48,12 @@ static void print_peer_text(struct session *s, FILE *fp, const uint8_t *payload,
 	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
 		len--;
 	text[len] = '\0';
+	line_start(s, fp);
+	if (fp == stderr) {
+		/* a closing line, "... (code N) at FILE(LINE) [ROLE=VERSION]" */
+		const char *at = strstr(text, " (code ");
+		s->peer_exit_line = at && strstr(at, ") at ") && len > 0 && text[len - 1] == ']';
+	}
 	out_filtered(fp, text, s->opts->eight_bit_output, '\n');
 	fflush(fp);
 }
@@ -49,6 +70,8 @@ static bool on_error_exit(struct session *s, const uint8_t *payload, size_t len)
 		return wire_fail(&s->err, RERR_STREAMIO, "invalid MSG_ERROR_EXIT of %zu bytes", len);
 	code = (int32_t)get_le32(payload);
 	s->peer_exit_code = code;
+	if (s->peer_exit_line && !s->am_server)
+		exit_line_peer_said();
 	if (s->protocol >= 31)
 		wire_send_msg(&s->out, MSG_ERROR_EXIT, payload, 4);
 	/* The peer already printed why; exit quietly with its code. */
@@ -191,14 +214,11 @@ static bool server_msgs_to_stderr(const struct session *s)
 	return s->am_server && s->opts->msgs2stderr;
 }
 
-void session_err(struct session *s, const char *fmt, ...)
+static void err_vfmt(struct session *s, const char *prefix, const char *fmt, va_list ap)
 {
 	char msg[1100];
-	va_list ap;
 
-	va_start(ap, fmt);
 	int n = vsnprintf(msg, sizeof msg - 1, fmt, ap);
-	va_end(ap);
 	if (n < 0)
 		return;
 	if ((size_t)n > sizeof msg - 2)
@@ -206,13 +226,31 @@ void session_err(struct session *s, const char *fmt, ...)
 	if (s->am_server && s->out.mux && !server_msgs_to_stderr(s)) {
 		/* The client prints what the server has to say. */
 		char line[1200];
-		int m = snprintf(line, sizeof line, "ferry: %s\n", msg);
+		int m = snprintf(line, sizeof line, "%s%s\n", prefix, msg);
 		wire_send_msg(&s->out, MSG_ERROR, line, (size_t)m);
 		return;
 	}
-	fflush(stdout);
-	fprintf(stderr, "ferry: %s\n", msg);
-	logfile_write(s, "ferry: %s", msg);
+	line_start(s, stderr);
+	fprintf(stderr, "%s%s\n", prefix, msg);
+	logfile_write(s, "%s%s", prefix, msg);
+}
+
+void session_err(struct session *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err_vfmt(s, "ferry: ", fmt, ap);
+	va_end(ap);
+}
+
+void session_err_plain(struct session *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err_vfmt(s, "", fmt, ap);
+	va_end(ap);
 }
 
 static void xfer_err(struct session *s, const char *prefix, const char *msg)
@@ -226,7 +264,7 @@ static void xfer_err(struct session *s, const char *prefix, const char *msg)
 		wire_send_msg(&s->out, MSG_ERROR_XFER, line, (size_t)m);
 		return;
 	}
-	fflush(stdout);
+	line_start(s, stderr);
 	fprintf(stderr, "%s%s\n", prefix, msg);
 }
 
@@ -273,9 +311,22 @@ void session_warn(struct session *s, const char *fmt, ...)
 			wire_send_msg(&s->out, MSG_WARNING, msg, (size_t)n);
 		return;
 	}
-	fflush(stdout);
+	line_start(s, stderr);
 	fwrite(msg, 1, (size_t)n, stderr);
 	logfile_write(s, "%.*s", (int)(n && msg[n - 1] == '\n' ? n - 1 : n), msg);
+}
+
+static void report_filter_line(void *ctx, const char *line)
+{
+	session_info(ctx, "%s", line);
+}
+
+void session_watch_filters(struct session *s, struct filter_list *fl)
+{
+	if (!debug_ge(s->opts, DEBUG_FILTER, 1))
+		return;
+	fl->report = report_filter_line;
+	fl->report_ctx = s;
 }
 
 void session_info(struct session *s, const char *fmt, ...)
@@ -295,7 +346,9 @@ void session_info(struct session *s, const char *fmt, ...)
 			wire_send_msg(&s->out, MSG_INFO, msg, (size_t)n);
 		return;
 	}
-	fwrite(msg, 1, (size_t)n, server_msgs_to_stderr(s) ? stderr : s->info);
+	FILE *fp = server_msgs_to_stderr(s) ? stderr : s->info;
+	line_start(s, fp);
+	fwrite(msg, 1, (size_t)n, fp);
 }
 
 /* mirrors the io_error part of rsync cleanup.c:_exit_cleanup() */

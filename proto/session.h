@@ -135,6 +135,8 @@ struct session {
 	int io_error;               /* IOERR_* bits seen (ours and the peer's) */
 	bool got_xfer_error;        /* a file failed: exit 23 */
 	int peer_exit_code;         /* from MSG_ERROR_EXIT */
+	bool peer_exit_line;        /* the peer's last error was its closing line */
+	bool output_needs_newline;  /* "building file list ... " awaits "done" */
 
 	struct id_map uids, gids;
 	struct flist_codec fl;      /* file-list decoding state */
@@ -219,8 +221,16 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 void session_set_privilege(struct session *s);
 void session_free(struct session *s);
 
+struct filter_list;
+/* -vv: report what fl's rules match as rsync's --debug=filter does. */
+void session_watch_filters(struct session *s, struct filter_list *fl);
+
 /* Print an error like rsync's rprintf(FERROR): "ferry: ..." on stderr. */
 void session_err(struct session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* As session_err, without the prefix: rsync's rprintf(FERROR) of a line
+ * that starts with its own "ERROR: ...". */
+void session_err_plain(struct session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* An error about one file (rprintf(FERROR_XFER)): as session_err, but a
  * server sends it as MSG_ERROR_XFER, and the run exits 23. */

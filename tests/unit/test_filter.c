@@ -597,7 +597,8 @@ static void test_parse_merge_file(void **state)
 static void test_parse_from_opts(void **state)
 {
 	struct ferry_opts o;
-	struct filter_arg args[] = { { "- *.bin" }, { "+ sub/" }, { "- /foo" }, { ":- .rules" } };
+	struct filter_arg args[] = { { .text = "- *.bin" }, { .text = "+ sub/" }, { .text = "- /foo" },
+				       { .text = ":- .rules" } };
 	struct filter_list fl;
 	char err[256];
 
