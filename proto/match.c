@@ -603,9 +603,10 @@ static int probe_in_place(const struct match_index *m, struct window *w, int64_t
 		uint8_t strong[CSUM_MAX_DIGEST];
 		if (match_ahead_sums(ahead, at_off, blen, &weak, &strong_ahead) &&
 		    !ahead->with_weak) {
-			if (strong_decides(m, b, strong_ahead, (int32_t)blen))
-				return j;
-			continue;
+			if (!strong_decides(m, b, strong_ahead, (int32_t)blen))
+				continue;
+			mo->hash_hits++;
+			return j;
 		}
 		if (!strong_ahead) {
 			if (!window_need(w, keep, at_off + blen))
@@ -614,6 +615,7 @@ static int probe_in_place(const struct match_index *m, struct window *w, int64_t
 		}
 		if (weak != m->sum1[b])
 			continue;
+		mo->hash_hits++;
 		memset(strong, 0, sizeof strong);
 		if (strong_ahead)
 			memcpy(strong, strong_ahead, (size_t)h->s2length);
@@ -621,6 +623,7 @@ static int probe_in_place(const struct match_index *m, struct window *w, int64_t
 			mo->strong(mo->ctx, at(w, at_off), (size_t)blen, strong);
 		if (block_is(m, b, weak, strong, (int32_t)blen))
 			return j;
+		mo->false_alarms++;
 	}
 	return 0;
 }
@@ -678,6 +681,8 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 			if (summed && !ahead->with_weak)
 				b = expected_block(m, &inplace, updating_basis, off, ahead_strong,
 						   (int32_t)wlen, hint);
+			if (b >= 0)
+				mo->hash_hits++;
 			if (summed && ahead->with_weak) {
 				/* the low 16 bits of each sum are all the value keeps,
 				 * and all that rolling on needs */
@@ -718,6 +723,9 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 				ok = false;
 				break;
 			}
+			mo->hash_hits++;
+			if (b < 0)
+				mo->false_alarms++;
 		}
 		if (b < 0 && fresh) {
 			int skip = probe_in_place(m, &w, lit_start, off, hint, ahead, mo);

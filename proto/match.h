@@ -132,6 +132,10 @@ struct match_out {
 	bool no_block_data;          /* emit_block needs no data (no compression):
 				      * matched blocks summed ahead are not read */
 	int64_t bytes_read;          /* out: what the matcher read itself */
+	/* out, added to (-vv's report, rsync's match_report): positions
+	 * whose weak sum some block has, or whose strong sum the expected
+	 * block has; and of those, the ones no block's strong sum matched */
+	int64_t hash_hits, false_alarms;
 };
 /* Send file fd (file_len bytes) as tokens against the index (NULL or an
  * empty head: all literal). updating_basis: the receiver writes into its

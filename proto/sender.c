@@ -38,6 +38,7 @@ struct snd {
 	struct match_ahead ahead;  /* the current file's blocks hashed ahead */
 	uint8_t digest[CSUM_MAX_DIGEST]; /* the last file's whole-file sum (%C) */
 	int matches;               /* blocks matched, for -vv's report */
+	int64_t hash_hits, false_alarms; /* the matcher's, ditto */
 };
 
 /* An error about one file: to the client as MSG_ERROR_XFER when we are
@@ -466,6 +467,8 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	if (blockwise)
 		blockwise_end(&tree, d->digest); /* frees it */
 	wire_out_unlock(&s->out);
+	d->hash_hits += mo.hash_hits;
+	d->false_alarms += mo.false_alarms;
 	s->stats.total_transferred_size += st.st_size;
 	s->stats.xferred_files++;
 	if (ok) {
@@ -694,12 +697,11 @@ bool sender_run(struct session *s, struct send_list *sl)
 			s->xfer_log(s->xfer_log_ctx, f, iflags);
 	}
 	free(sent);
-	/* -vv (match.c: match_report). The matcher does not count its weak
-	 * hash hits or false alarms: reported as one hit per match and none,
-	 * which is exact for whole files and usual data. */
+	/* -vv (match.c: match_report) */
 	if (ok && debug_ge(s->opts, DEBUG_DELTASUM, 1))
-		session_info(s, "total: matches=%d  hash_hits=%d  false_alarms=%d data=%lld\n",
-			     d.matches, d.matches, 0, (long long)s->stats.literal_data);
+		session_info(s, "total: matches=%d  hash_hits=%lld  false_alarms=%lld data=%lld\n",
+			     d.matches, (long long)d.hash_hits, (long long)d.false_alarms,
+			     (long long)s->stats.literal_data);
 	if (ok && s->protocol >= 30 && s->io_error != io_error_sent) {
 		int e = s->io_error & IOERR_VALID_MASK;
 		uint8_t b[4] = {(uint8_t)e, 0, 0, 0};
