@@ -611,16 +611,18 @@ static int open_basis(struct rcv *r, const struct file_entry *f, const char *pat
 static void discard_failed(struct rcv *r, int32_t ndx, const char *path, bool redo_allowed)
 {
 	struct recv_ctx *rc = r->rc;
+	/* a file updated in place keeps what was written (receiver.c) */
+	const char *kept = r->o->inplace ? "retained" : "discarded";
 
 	if (redo_allowed && !(rc->state[ndx] & FS_REDO)) {
 		rc->state[ndx] |= FS_REDO;
 		if (info_ge(r->o, INFO_NAME, 1))
 			session_info(r->s,
-				     "WARNING: %s failed verification -- update discarded (will try again).\n",
-				     path);
+				     "WARNING: %s failed verification -- update %s (will try again).\n",
+				     path, kept);
 		recv_queue_redo(rc, ndx);
 	} else {
-		session_err(r->s, "ERROR: %s failed verification -- update discarded.", path);
+		session_err(r->s, "ERROR: %s failed verification -- update %s.", path, kept);
 		rc->state[ndx] |= FS_FAILED;
 		r->s->got_xfer_error = true;
 	}
