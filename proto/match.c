@@ -641,8 +641,13 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 		/* No basis: everything is literal. */
 		while (ok && off < file_len) {
 			int64_t to = off + READ_AHEAD < file_len ? off + READ_AHEAD : file_len;
-			ok = window_need(&w, off, to) && mo->feed(mo->ctx, at(&w, off), (size_t)(to - off)) &&
-			     send_literal(mo, at(&w, off), to - off);
+			ok = window_need(&w, off, to);
+			/* a token at a time, so that progress moves as rsync's */
+			for (int64_t p = off; ok && p < to; p += CHUNK_SIZE) {
+				int64_t n = to - p < CHUNK_SIZE ? to - p : CHUNK_SIZE;
+				ok = mo->feed(mo->ctx, at(&w, p), (size_t)n) &&
+				     send_literal(mo, at(&w, p), n);
+			}
 			off = to;
 		}
 		mo->bytes_read = w.bytes_read;

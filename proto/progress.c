@@ -93,6 +93,11 @@ void progress_update(struct session *s, struct progress *p, int64_t ofs, int64_t
 	}
 	if (!s->opts->progress)
 		return;
+	/* A file's first line comes once data moved, as rsync's
+	 * show_progress() is called per chunk sent or received, not at the
+	 * file's start. */
+	if (!p->started && ofs == 0 && size > 0)
+		return;
 	gettimeofday(&now, NULL);
 	if (!p->started) {
 		p->start = p->last = now;
