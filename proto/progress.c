@@ -48,8 +48,11 @@ static void print_line(struct session *s, int64_t ofs, int64_t size, double rate
 	fflush(s->info);
 }
 
-/* The whole transfer so far: done files plus the current one's offset. */
-static void overall(struct session *s, int64_t ofs, bool force)
+/* The whole transfer so far: done files plus the current one's offset.
+ * force: a file ended (or the transfer did), shown at once and with the
+ * "(xfr#N, to-chk=R/T)" tail; otherwise at most once a second, with none,
+ * as rsync's rprint_progress. final: the transfer's end, nothing left. */
+static void overall(struct session *s, int64_t ofs, bool force, bool final)
 {
 	const struct ferry_opts *o = s->opts;
 	int64_t now = now_ms();
@@ -61,9 +64,12 @@ static void overall(struct session *s, int64_t ofs, bool force)
 	s->progress_last_ms = now;
 	int64_t done = s->progress_done + ofs, total = s->stats.total_size;
 	int64_t ms = now - s->progress_start_ms;
-	double rate_kb = (double)done * 1000.0 / (double)(ms ? ms : 1) / 1024.0;
-	double remain = rate_kb > 0 ? (double)(total - done) / rate_kb / 1024.0 : -1.0;
-	int left = force ? 0 : s->stats.num_files - s->progress_checked;
+	/* a first line with no time gone shows no rate; a file's end (or the
+	 * transfer's) takes at least a millisecond, as rsync's */
+	double rate_kb = ms || force ? (double)done * 1000.0 / (double)(ms ? ms : 1) / 1024.0
+				     : 0.0;
+	double remain = rate_kb > 0 ? (double)(total - done) / rate_kb / 1024.0 : 0.0;
+	int left = final ? 0 : s->stats.num_files - s->progress_checked;
 	if (o->json) {
 		fprintf(stdout,
 			"{\"event\":\"progress\",\"bytes\":%lld,\"total_bytes\":%lld,"
@@ -75,10 +81,17 @@ static void overall(struct session *s, int64_t ofs, bool force)
 		fflush(stdout);
 		return;
 	}
-	char eol[96];
-	snprintf(eol, sizeof eol, " (xfr#%d, %s-chk=%d/%d)", s->stats.xferred_files,
-		 s->progress_ir ? "ir" : "to", left < 0 ? 0 : left, s->stats.num_files);
+	char eol[96] = "  ";
+	if (force)
+		snprintf(eol, sizeof eol, " (xfr#%d, %s-chk=%d/%d)", s->stats.xferred_files,
+			 s->progress_ir ? "ir" : "to", left < 0 ? 0 : left, s->stats.num_files);
 	print_line(s, done, total ? total : 1, rate_kb, remain, eol);
+}
+
+void progress_dry_run_item(struct session *s, int64_t size)
+{
+	if (!s->am_server && (s->opts->progress2 || s->opts->json))
+		s->progress_done += size;
 }
 
 void progress_update(struct session *s, struct progress *p, int64_t ofs, int64_t size)
@@ -88,7 +101,9 @@ void progress_update(struct session *s, struct progress *p, int64_t ofs, int64_t
 	if (s->am_server)
 		return;
 	if (s->opts->progress2 || s->opts->json) {
-		overall(s, ofs, false);
+		/* nothing before the first data, as rsync */
+		if (s->progress_start_ms || ofs > 0)
+			overall(s, ofs, false, false);
 		return;
 	}
 	if (!s->opts->progress)
@@ -126,6 +141,9 @@ void progress_end(struct session *s, struct progress *p, int64_t size, int32_t n
 		s->progress_done += size;
 		s->progress_checked = ndx + 1;
 		memset(p, 0, sizeof *p);
+		/* each file's end is a line, as rsync's end_progress */
+		if (s->opts->progress2 && !s->opts->json)
+			overall(s, 0, true, false);
 		return;
 	}
 	if (!s->opts->progress)
@@ -146,7 +164,7 @@ void progress_finish(struct session *s)
 {
 	if (s->am_server || !(s->opts->progress2 || s->opts->json))
 		return;
-	overall(s, 0, true);
+	overall(s, 0, true, true);
 	if (!s->opts->json) {
 		fputc('\n', s->info);
 		fflush(s->info);

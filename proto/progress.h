@@ -20,6 +20,8 @@ void progress_update(struct session *s, struct progress *p, int64_t ofs, int64_t
 /* The file's last line, with "(xfr#N, to-chk=R/T)" and a newline; ndx is
  * the file's index in the sorted list. */
 void progress_end(struct session *s, struct progress *p, int64_t size, int32_t ndx);
+/* A dry run's transfer counts in --info=progress2's total as if made. */
+void progress_dry_run_item(struct session *s, int64_t size);
 
 /* --info=progress2 / --json: the final whole-transfer line or event. */
 void progress_finish(struct session *s);

@@ -660,6 +660,7 @@ bool sender_run(struct session *s, struct send_list *sl)
 			if (iflags & ITEM_TRANSFER) {
 				s->stats.xferred_files++;
 				s->stats.total_transferred_size += f->size;
+				progress_dry_run_item(s, f->size);
 			}
 			wire_out_lock(&s->out);
 			ok = echo_header(&d, ndx, iflags, type, xname);

@@ -185,4 +185,14 @@ t_check files_from_missing parity files_from_missing \
     "mkdir -p SRC/d && echo a >SRC/a && printf 'a\\nnonexist_\\nd/zz/q\\n' >list && $OLD" \
     "\$R -ai --files-from=list SRC/ DST/"
 
+# --info=progress2: nothing before the first data, a line at each file's
+# end with its (xfr#, to-chk) tail, and a dry run's transfers counted in
+# the total. Rates are timing: only their place is compared.
+PROG_TREE="mkdir SRC && head -c 5000 /dev/zero >SRC/a && head -c 300000 /dev/zero >SRC/b && $OLD"
+PROG_NORM="tr '\\r' '\\n' | sed -E 's/ *[0-9.]+[kMG]B\\/s/ RATE/; s/[0-9]+:[0-9]{2}:[0-9]{2}/TIME/'"
+t_check progress2_dry_run parity progress2_dry_run "$PROG_TREE" \
+    "\$R -a --info=progress2 -n SRC/ DST/ | $PROG_NORM"
+t_check progress2_lines parity progress2_lines "$PROG_TREE" \
+    "\$R -a --info=progress2 SRC/ DST/ | $PROG_NORM | sed -n '1,3p'"
+
 t_done
