@@ -175,11 +175,16 @@ static void open_remote_shell(const struct ferry_opts *o, const struct remote_sp
 	int on_cmdline = secluded ? 0 : npaths;
 	if (secluded)
 		server_args[split] = NULL; /* the command line stops here */
+	/* -vv (pipe.c: piped_child): the command a spawned shell runs, also
+	 * when ssh is built in and runs the same */
+	if (debug_ge(o, DEBUG_CMD, 1)) {
+		char **shown = rsh_command(o, r, server_args, paths, on_cmdline, daemon);
+		if (shown)
+			rsh_print_argv("opening connection using:", shown, -1);
+		rsh_free(shown);
+	}
 	if (!try_builtin_ssh(o, r, server_args, paths, on_cmdline, daemon, t, code)) {
 		char **argv = rsh_command(o, r, server_args, paths, on_cmdline, daemon);
-		/* -vv (pipe.c: piped_child) */
-		if (argv && debug_ge(o, DEBUG_CMD, 1))
-			rsh_print_argv("opening connection using:", argv, -1);
 		if (argv)
 			t->pid = rsh_spawn(argv, &t->fd);
 		rsh_free(argv);
