@@ -312,6 +312,25 @@ static bool daemon_hides(struct walker *k, const char *arg, bool is_dir)
 	return filter_check(k->w->daemon_filters, path, is_dir, false) < 0;
 }
 
+/* Is a source directory, or any dir above it, hidden by the module's
+ * rules? (flist.c: path_is_daemon_excluded, as change_pathname uses it) */
+static bool daemon_hides_dir(struct walker *k, const char *dir)
+{
+	char path[MAXPATHLEN_WIRE];
+
+	if (!k->w->daemon_filters)
+		return false;
+	snprintf(path, sizeof path, "%s", dir);
+	for (char *sl = path + 1; (sl = strchr(sl, '/')) != NULL; sl++) {
+		*sl = '\0';
+		bool hidden = filter_check(k->w->daemon_filters, path, true, false) < 0;
+		*sl = '/';
+		if (hidden)
+			return true;
+	}
+	return daemon_hides(k, path, true);
+}
+
 static bool wanted_type(const struct ferry_opts *o, mode_t m)
 {
 	if (S_ISREG(m) || S_ISDIR(m))
@@ -651,7 +670,11 @@ static bool build_one(struct walker *k, const char *arg)
 	struct stat st;
 
 	split_arg(arg, base, sizeof base, name, sizeof name);
-	int bfd = open_base(k, base);
+	int bfd = -1;
+	if (strcmp(base, ".") != 0 && daemon_hides_dir(k, base))
+		errno = ENOENT; /* a dir the module excludes does not exist (flist.c) */
+	else
+		bfd = open_base(k, base);
 	if (bfd < 0) {
 		/* a missing argument is an error, not a vanished file (flist.c) */
 		io_error(k, IOERR_GENERAL, "change_dir", base);
