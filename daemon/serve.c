@@ -537,22 +537,41 @@ static bool start_module_hooks(struct conn *c, const struct daemon_module *m,
 	return true;
 }
 
-/* Give pre-xfer exec the client's request (the path arguments after ".",
- * space-separated, as rsync's RSYNC_REQUEST) and its whole argument list;
- * NULL when it approves, else the message for the client. */
-static char *run_pre_xfer_hook(struct xfer_hook *pre, char **argv, int argc,
-				const char *module)
+/* The client's request: its path arguments after ".", space-separated,
+ * added while the string is shorter than 1024 bytes (io.c: read_args).
+ * NULL when there are none; rsync then logs no "rsync on" line and hooks
+ * see "(NONE)". */
+static char *client_request(char *const *argv, int argc)
 {
-	char request[HOOK_REQUEST_MAX + 1] = "";
+	char *req = NULL;
 	size_t n = 0;
 	int dot = 0;
 
 	while (dot < argc && strcmp(argv[dot], ".") != 0)
 		dot++;
 	for (int i = dot + 1; i < argc && n < HOOK_REQUEST_MAX; i++) {
-		int w = snprintf(request + n, sizeof request - n, "%s%s", n ? " " : "", argv[i]);
-		n = w < 0 ? n : n + (size_t)w < sizeof request ? n + (size_t)w : sizeof request - 1;
+		size_t len = strlen(argv[i]);
+		char *grown = realloc(req, n + len + 2);
+		if (!grown)
+			break;
+		req = grown;
+		if (n)
+			req[n++] = ' ';
+		memcpy(req + n, argv[i], len + 1);
+		n += len;
 	}
+	return req;
+}
+
+/* Give pre-xfer exec the client's request and its whole argument list;
+ * NULL when it approves, else the message for the client. */
+static char *run_pre_xfer_hook(struct xfer_hook *pre, const char *request, char **argv,
+			       int argc, const char *module)
+{
+	int dot = 0;
+
+	while (dot < argc && strcmp(argv[dot], ".") != 0)
+		dot++;
 	/* The hook sees the path arguments as the module will use them:
 	 * relative to the module, without its name (rsync glob-expands them
 	 * before the hook runs). */
@@ -583,20 +602,10 @@ static char *run_pre_xfer_hook(struct xfer_hook *pre, char **argv, int argc,
 /* Give the name converter the request and arguments as pre-xfer exec
  * gets them, keeping its stdin open for the lookups: from now on the
  * session asks it instead of the passwd and group files (idmap.c). */
-static void start_name_converter(struct conn *c, char **argv, int argc)
+static void start_name_converter(struct conn *c, const char *request, char **argv, int argc)
 {
-	char request[HOOK_REQUEST_MAX + 1] = "";
-	size_t n = 0;
-	int dot = 0;
-
 	if (c->namecvt.pid <= 0)
 		return;
-	while (dot < argc && strcmp(argv[dot], ".") != 0)
-		dot++;
-	for (int i = dot + 1; i < argc && n < HOOK_REQUEST_MAX; i++) {
-		int w = snprintf(request + n, sizeof request - n, "%s%s", n ? " " : "", argv[i]);
-		n = w < 0 ? n : n + (size_t)w < sizeof request ? n + (size_t)w : sizeof request - 1;
-	}
 	if (!xfer_hook_send_keep_open(&c->namecvt, request, argv, argc)) {
 		daemon_log(c->cfg, c->m, "name converter: could not send it the request");
 		return;
@@ -794,8 +803,6 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 		close(root_fd);
 		return RERR_STREAMIO;
 	}
-	char *hook_refusal = pre.pid > 0 ? run_pre_xfer_hook(&pre, argv, argc, m->name) : NULL;
-	start_name_converter(c, argv, argc);
 	struct ferry_opts o;
 	bool *refused = options_refusals(m->refuse_options);
 	int rc = options_parse_refusing(&o, argc, argv, OPTS_FROM_REMOTE, refused);
@@ -807,10 +814,23 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 		for (int i = 0; i < argc; i++)
 			free(argv[i]);
 		free(argv);
+		xfer_hook_cancel(&pre);
 		close(root_fd);
 		return RERR_STREAMIO;
 	}
 	free(refused);
+	/* with -s the hooks and the log see the second list (clientserver.c) */
+	char **req_argv = merged ? merged : argv;
+	int req_argc = 0;
+	while (merged && merged[req_argc])
+		req_argc++;
+	if (!merged)
+		req_argc = argc;
+	char *request = client_request(req_argv, req_argc);
+	char *hook_refusal = pre.pid > 0 ? run_pre_xfer_hook(&pre, request, req_argv, req_argc,
+							     m->name)
+					 : NULL;
+	start_name_converter(c, request, req_argv, req_argc);
 	struct server_ctx ctx = {.root_fd = root_fd, .confined = true,
 				 .remote_protocol = c->remote_protocol,
 				 .client_caps = rc == 0 ? o.server_caps : NULL};
@@ -861,8 +881,10 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	}
 	ctx.paths = paths.v;
 	ctx.npaths = (int)paths.n;
-	daemon_log(c->cfg, m, "rsync %s %s from %s%s%s (%s)", rc == 0 && o.sender ? "on" : "to",
-		   m->name, user, *user ? "@" : "", c->host, c->addr);
+	if (request)
+		daemon_log(c->cfg, m, "rsync %s %s from %s%s%s (%s)", o.sender ? "on" : "to",
+			   request, user, *user ? "@" : "", c->host, c->addr);
+	free(request);
 	struct ferry_opts run_opts = o;
 	if (m->ignore_errors)
 		run_opts.ignore_errors = true;

@@ -15,6 +15,14 @@ echo world >"$SRC/sub/b.txt"
 echo deeper >"$SRC/sub/deep/c.txt"
 echo secret >"$SRC/sec/k.txt"
 
+# A hook that records its environment (RSYNC_* but the pid) in a file.
+mkdir -p "$T/hooks"
+cat >"$T/record.sh" <<'EOF'
+#!/bin/sh
+env | grep '^RSYNC_' | grep -v '^RSYNC_PID=' | sort >"$1"
+EOF
+chmod +x "$T/record.sh"
+
 conf_for() { # DAEMON
     cat <<EOF2
 [pub]
@@ -22,6 +30,9 @@ conf_for() { # DAEMON
 [excl]
     path = $SRC
     exclude = sub/ /sec
+[hook]
+    path = $SRC
+    pre-xfer exec = $T/record.sh $T/hooks/$1.pre
 EOF2
 }
 
@@ -67,5 +78,30 @@ check_excluded_source_dir() {
     done
 }
 t_check excluded_source_dir_is_missing check_excluded_source_dir
+
+# The log's "rsync on REQUEST from HOST (ADDR)" names what the client
+# asked for (its path arguments after "."), not just the module.
+check_request_logged() {
+    run_both req -r rsync://127.0.0.1:PORT/pub/sub rsync://127.0.0.1:PORT/pub/a.txt DST/
+    same_rc req || return 1
+    local d
+    for d in rsyncd ferryd; do
+        grep -q 'rsync on pub/sub pub/a.txt from localhost (127.0.0.1)$' "${LOG[$d]}" ||
+            { echo "$d:"; tail -5 "${LOG[$d]}"; return 1; }
+    done
+}
+t_check request_in_log_line check_request_logged
+
+# With -s (--secluded-args) the path arguments come in a second list;
+# pre-xfer exec must still run and see the same RSYNC_REQUEST/RSYNC_ARG#.
+check_secluded_hook() {
+    rm -f "$T/hooks/"*.pre
+    run_both sec -s -r rsync://127.0.0.1:PORT/hook/sub rsync://127.0.0.1:PORT/hook/a.txt DST/
+    same_rc sec || return 1
+    [ "$(cat "$T/sec.ferryd.rc")" = 0 ] || return 1
+    diff "$T/hooks/rsyncd.pre" "$T/hooks/ferryd.pre" || return 1
+    grep -q '^RSYNC_REQUEST=hook/sub hook/a.txt$' "$T/hooks/ferryd.pre"
+}
+t_check secluded_args_pre_xfer_exec check_secluded_hook
 
 t_done
