@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "client/exit_line.h"
 #include "client/options.h"
 #include "client/secluded.h"
 #include "daemon/access.h"
@@ -751,6 +752,24 @@ static int parse_secluded(struct conn *c, struct ferry_opts *o, int argc, char *
 	return options_parse_refusing(o, margc, *merged, OPTS_FROM_REMOTE, refused);
 }
 
+/* The log's last lines for a transfer (log.c: log_exit): the byte
+ * counts, which only a sender has when the run failed, and the error. */
+static void log_end(struct conn *c, int code, int line)
+{
+	const struct session *s = &c->s;
+
+	if (code == 0 || s->am_sender)
+		daemon_log(c->cfg, c->m, "sent %llu bytes  received %llu bytes  total size %lld",
+			   (unsigned long long)(s->out.total_written + s->out.len),
+			   (unsigned long long)s->in.total_read, (long long)s->stats.total_size);
+	if (code == 0)
+		return;
+	const char *name = exit_code_name(code);
+	daemon_log(c->cfg, c->m, "ferry %s: %s (code %d) at serve.c(%d) [%s=%s]",
+		   code == RERR_VANISHED ? "warning" : "error", name ? name : "unexplained error",
+		   code, line, s->am_sender ? "sender" : "Receiver", FERRY_VERSION);
+}
+
 static int serve_module(struct conn *c, const struct daemon_module *m)
 {
 	char *user = c->user;
@@ -911,7 +930,13 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	 * (rsync 3.5's cap, CVE-2026-70455) */
 	if (run_opts.compress_threads > TOKEN_DAEMON_MAX_THREADS)
 		run_opts.compress_threads = TOKEN_DAEMON_MAX_THREADS;
+	if (ctx.refusal && ctx.refusal != hook_refusal)
+		daemon_log(c->cfg, m, "%s%.*s", ctx.refusal_verbatim ? "" : "ferry: ",
+			   (int)strcspn(ctx.refusal, "\n"), ctx.refusal);
+	else if (!ctx.refusal)
+		daemon_log(c->cfg, m, o.sender ? "building file list" : "receiving file list");
 	int code = server_run(&c->s, &ctx);
+	log_end(c, code, __LINE__);
 	path_list_free(&paths);
 	filter_list_free(&dfilters);
 	free(hook_refusal);

@@ -30,12 +30,19 @@ conf_for() { # DAEMON
 [excl]
     path = $SRC
     exclude = sub/ /sec
+[ro]
+    path = $SRC
+    comment = read only
+[up]
+    path = $T/up.$1
+    read only = no
 [hook]
     path = $SRC
     pre-xfer exec = $T/record.sh $T/hooks/$1.pre
 EOF2
 }
 
+mkdir -p "$T/up.rsyncd" "$T/up.ferryd"
 t_rsyncd_start parity_rsyncd "$(conf_for rsyncd)" || { t_fail rsyncd_start; t_done; }
 t_ferryd_start parity_ferryd "$(conf_for ferryd)" || { t_fail ferryd_start; t_done; }
 declare -A PORT=([rsyncd]=$RSYNCD_PORT [ferryd]=$FERRYD_PORT)
@@ -103,5 +110,32 @@ check_secluded_hook() {
     grep -q '^RSYNC_REQUEST=hook/sub hook/a.txt$' "$T/hooks/ferryd.pre"
 }
 t_check secluded_args_pre_xfer_exec check_secluded_hook
+
+# The log lines of one connection, from "rsync on/to" on, with the byte
+# counts and where the error was raised left out.
+log_tail() { # LOGFILE
+    sed -E -e 's/^[0-9\/]+ [0-9:]+ \[[0-9]+\] //' \
+        -e 's/^sent [0-9]+ bytes  received [0-9]+ bytes  total size ([0-9]+)$/sent N  received N  total size \1/' \
+        -e 's/^(rsync|ferry) error: (.*) at .*$/ERROR LINE: \2/' \
+        -e 's/^(rsync|ferry): /MSG: /' "$1" |
+        awk '/^rsync (on|to) /{keep=""} {keep=keep $0 "\n"} END{printf "%s", keep}'
+}
+
+# Each transfer logs the file-list step, then its totals; a refusal logs
+# its message and the error with its exit code, as rsyncd does.
+check_log_lines() {
+    local case
+    for case in "pull -r rsync://127.0.0.1:PORT/pub/sub/ DST/" \
+        "push -r $SRC/sub/ rsync://127.0.0.1:PORT/up/" \
+        "ro -r $SRC/sub/ rsync://127.0.0.1:PORT/ro/"; do
+        # shellcheck disable=SC2086
+        run_both $case
+        local tag=${case%% *}
+        same_rc "$tag" || return 1
+        sleep 0.3 # the daemons write their last lines after the client has gone
+        diff <(log_tail "${LOG[rsyncd]}") <(log_tail "${LOG[ferryd]}") || return 1
+    done
+}
+t_check log_lines_of_a_transfer check_log_lines
 
 t_done
