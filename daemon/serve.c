@@ -213,7 +213,7 @@ static bool authenticate(struct conn *c, const struct daemon_module *m, bool *re
 		return false;
 	}
 	if (!auth_digest_meets(t, m->auth_digest, err, sizeof err)) {
-		daemon_log(c->cfg, m, "auth digest refused: %s", err);
+		daemon_log(c->cfg, NULL, "auth digest refused: %s", err);
 		send_line(c, "@ERROR: auth failed on module %s\n", m->name);
 		return false;
 	}
@@ -227,7 +227,7 @@ static bool authenticate(struct conn *c, const struct daemon_module *m, bool *re
 					geteuid() == 0, t, legacy, challenge, line, user, usz, err,
 					sizeof err);
 	if (r == AUTH_DENIED) {
-		daemon_log(c->cfg, m, "auth failed on module %s from %s (%s) for %s: %s", m->name,
+		daemon_log(c->cfg, NULL, "auth failed on module %s from %s (%s) for %s: %s", m->name,
 			   c->host, c->addr, *user ? user : "?", err);
 		send_line(c, "@ERROR: auth failed on module %s\n", m->name);
 		return false;
@@ -308,8 +308,8 @@ static int enter_module(struct conn *c, const struct daemon_module *m)
 		}
 	}
 	if (fd < 0) {
-		daemon_log(c->cfg, m, "chdir to module %s (%s) failed: %s", m->name, m->path,
-			   strerror(errno));
+		daemon_log(c->cfg, m, "ferry: chdir %s failed: %s (%d)", m->path, strerror(errno),
+			   errno);
 		send_line(c, "@ERROR: chdir failed\n");
 		return -1;
 	}
@@ -779,8 +779,8 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 
 	if (!access_check(m->hosts_allow, m->hosts_deny, c->addr, c->host, m->forward_lookup, NULL,
 			  0)) {
-		daemon_log(c->cfg, m, "rsync denied on module %s from %s (%s)", m->name, c->host,
-			   c->addr);
+		daemon_log(c->cfg, NULL, "rsync denied on module %s from %s (%s)", m->name,
+			   c->host, c->addr);
 		if (!m->list)
 			send_line(c, "@ERROR: Unknown module '%s'\n", m->name);
 		else
@@ -788,8 +788,13 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 				  c->addr);
 		return RERR_STARTCLIENT;
 	}
+	/* Until the module's own log is opened (just before its hooks run),
+	 * its lines go to the daemon's log (clientserver.c: log_init(1)):
+	 * "the global log will still contain any authorization failures". */
+	daemon_log(c->cfg, NULL, "rsync allowed access on module %s from %s (%s)", m->name,
+		   c->host, c->addr);
 	if (!claim_slot(c, m)) {
-		daemon_log(c->cfg, m, "max connections (%d) reached", m->max_connections);
+		daemon_log(c->cfg, NULL, "max connections (%d) reached", m->max_connections);
 		send_line(c, "@ERROR: max connections (%d) reached -- try again later\n",
 			  m->max_connections);
 		return RERR_STARTCLIENT;
@@ -799,10 +804,7 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	if (!*user && *c->cfg->login_user) /* an SSH-listener login */
 		snprintf(user, sizeof c->user, "%s", c->cfg->login_user);
 	setenv("RSYNC_USER_NAME", user, 1);
-	/* rsync logs the access before dropping privileges; that also opens
-	 * the log file while we still can. */
-	daemon_log(c->cfg, m, "rsync allowed access on module %s from %s (%s)", m->name, c->host,
-		   c->addr);
+	daemon_log_open(c->cfg, m); /* while we can: before chroot and setuid */
 	struct xfer_hook pre = {.pid = -1, .arg_fd = -1, .out_fd = -1};
 	if (!start_module_hooks(c, m, &pre))
 		return RERR_STARTCLIENT;

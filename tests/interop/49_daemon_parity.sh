@@ -121,6 +121,13 @@ log_tail() { # LOGFILE
         awk '/^rsync (on|to) /{keep=""} {keep=keep $0 "\n"} END{printf "%s", keep}'
 }
 
+# All lines of a log, without stamps, the startup line and byte counts.
+log_lines() { # LOGFILE
+    sed -E -e 's/^[0-9\/]+ [0-9:]+ \[[0-9]+\] //' -e '/ starting, listening on port /d' \
+        -e 's/^sent [0-9]+ bytes  received [0-9]+ bytes  total size ([0-9]+)$/sent N  received N  total size \1/' \
+        -e '/^connect from /d' "$1"
+}
+
 # Each transfer logs the file-list step, then its totals; a refusal logs
 # its message and the error with its exit code, as rsyncd does.
 check_log_lines() {
@@ -137,5 +144,53 @@ check_log_lines() {
     done
 }
 t_check log_lines_of_a_transfer check_log_lines
+
+# A module with its own "log file": what happens before the module is
+# entered (access denied or allowed, max connections, failed auth) stays in
+# the daemon's log, as rsyncd.conf(5) says ("the global log will still
+# contain any authorization failures"); the transfer goes to the module's.
+check_module_log() {
+    printf 'alice:secret\n' >"$T/secrets"
+    printf 'wrong\n' >"$T/badpw"
+    chmod 600 "$T/secrets" "$T/badpw"
+    local d body
+    for d in rsyncd ferryd; do
+        body="[deny]
+    path = $SRC
+    log file = $T/mlog.$d
+    hosts deny = 127.0.0.1
+[auth]
+    path = $SRC
+    log file = $T/mlog.$d
+    auth users = alice
+    secrets file = $T/secrets
+[full]
+    path = $SRC
+    log file = $T/mlog.$d
+    max connections = -1
+[ok]
+    path = $SRC
+    log file = $T/mlog.$d"
+        if [ $d = rsyncd ]; then
+            t_rsyncd_start mlog_$d "$body" || return 1
+            PORT[$d]=$RSYNCD_PORT
+        else
+            t_ferryd_start mlog_$d "$body" || return 1
+            PORT[$d]=$FERRYD_PORT
+        fi
+    done
+    run_both mdeny rsync://127.0.0.1:PORT/deny/
+    run_both mauth --password-file="$T/badpw" rsync://alice@127.0.0.1:PORT/auth/
+    run_both mfull rsync://127.0.0.1:PORT/full/
+    run_both mok rsync://127.0.0.1:PORT/ok/
+    same_rc mdeny && same_rc mauth && same_rc mfull && same_rc mok || return 1
+    sleep 0.3
+    local f
+    for f in "$T/mlog_%s.log" "$T/mlog.%s"; do
+        # shellcheck disable=SC2059
+        diff <(log_lines "$(printf "$f" rsyncd)") <(log_lines "$(printf "$f" ferryd)") || return 1
+    done
+}
+t_check module_log_file_gets_only_the_transfer check_module_log
 
 t_done
