@@ -56,6 +56,7 @@ struct conn {
 	char *early_input;       /* "#early_input=" bytes for early exec */
 	size_t early_input_len;
 	struct xfer_hook namecvt; /* the module's "name converter", if running */
+	struct log_item log_who;  /* %m %P %h %a %u of the transfer log */
 };
 
 static bool send_line(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -639,28 +640,12 @@ static int serve_expanded(struct conn *c, const struct daemon_module *raw)
 	return code;
 }
 
-/* "transfer logging": one line per file in the module's log format. */
-static void log_transfer(void *ctx, const struct file_entry *f, int iflags)
+/* "transfer logging": the lines the engine makes in the module's log
+ * format (proto/attrs.c) go to the module's log. */
+static void log_transfer_line(void *ctx, const char *line)
 {
 	struct conn *c = ctx;
-	char name[MAXPATHLEN_WIRE * 2], line[MAXPATHLEN_WIRE * 3];
 
-	if (!flist_path(f, name, sizeof name))
-		return;
-	struct log_item it = {
-		.file = f,
-		.name = name,
-		.iflags = iflags,
-		.sending = c->s.am_sender,
-		.module = c->m->name,
-		.module_path = c->m->path,
-		.host = c->host,
-		.addr = c->addr,
-		.user = c->user,
-		.preserve_times = c->s.opts->times,
-	};
-	log_format(c->m->log_format ? c->m->log_format : "%o %h [%a] %m (%u) %f %l", &it, line,
-		   sizeof line);
 	daemon_log(c->cfg, c->m, "%s", line);
 }
 
@@ -693,7 +678,11 @@ static bool apply_module_policy(struct conn *c, const struct daemon_module *m, b
 				   sending ? "outgo" : "incom", cm);
 	}
 	if (m->transfer_logging) {
-		s->xfer_log = log_transfer;
+		c->log_who = (struct log_item){.module = m->name, .module_path = m->path,
+					       .host = c->host, .addr = c->addr, .user = c->user};
+		s->xfer_log_format = m->log_format ? m->log_format : "%o %h [%a] %m (%u) %f %l";
+		s->xfer_log_who = &c->log_who;
+		s->xfer_log_line = log_transfer_line;
 		s->xfer_log_ctx = c;
 	}
 	return true;

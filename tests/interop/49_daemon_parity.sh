@@ -36,6 +36,15 @@ conf_for() { # DAEMON
 [up]
     path = $T/up.$1
     read only = no
+[xlog]
+    path = $SRC
+    transfer logging = yes
+    log format = %o %m %f %n%L %l %i %u %h %a %C %B %U %G %b
+[xup]
+    path = $T/up.$1
+    read only = no
+    transfer logging = yes
+    log format = %o %m %f %n%L %l %i %C %B %U %G %b
 [hook]
     path = $SRC
     pre-xfer exec = $T/record.sh $T/hooks/$1.pre
@@ -153,7 +162,7 @@ check_module_log() {
     printf 'alice:secret\n' >"$T/secrets"
     printf 'wrong\n' >"$T/badpw"
     chmod 600 "$T/secrets" "$T/badpw"
-    local d body
+    local d body main_r=${PORT[rsyncd]} main_f=${PORT[ferryd]}
     for d in rsyncd ferryd; do
         body="[deny]
     path = $SRC
@@ -183,6 +192,7 @@ check_module_log() {
     run_both mauth --password-file="$T/badpw" rsync://alice@127.0.0.1:PORT/auth/
     run_both mfull rsync://127.0.0.1:PORT/full/
     run_both mok rsync://127.0.0.1:PORT/ok/
+    PORT[rsyncd]=$main_r PORT[ferryd]=$main_f
     same_rc mdeny && same_rc mauth && same_rc mfull && same_rc mok || return 1
     sleep 0.3
     local f
@@ -192,5 +202,31 @@ check_module_log() {
     done
 }
 t_check module_log_file_gets_only_the_transfer check_module_log
+
+# "transfer logging": the lines of the sender (a pull) and of the receiver
+# (a push with --delete) match rsyncd's, escapes for escapes: %b %c and %C
+# of a transfer, %G/%U with -a, the untransferred items a format with %i
+# shows (new dirs, symlinks) and the deletions ("del."). %b, last, counts
+# bytes as written, which depends on how the stream was framed and
+# flushed: only whether it is 0 must agree.
+check_transfer_log() {
+    ln -sfn a.txt "$SRC/link"
+    touch -d 2001-01-01 "$SRC" # "." is ".d..t......" whatever the clock says
+    local case
+    for case in "xpull -a rsync://127.0.0.1:PORT/xlog/ DST/" \
+        "xpulls -a rsync://127.0.0.1:PORT/xlog/sub/ DST/" \
+        "xpush -a $SRC/ rsync://127.0.0.1:PORT/xup/" \
+        "xdel -a --delete $SRC/sub/ rsync://127.0.0.1:PORT/xup/"; do
+        # shellcheck disable=SC2086
+        run_both $case
+        same_rc "${case%% *}" || return 1
+        sleep 0.3
+        diff <(log_tail "${LOG[rsyncd]}" | sed -E -e 's/up\.rsyncd/UP/' -e 's/ [1-9][0-9]*$/ B/' | sort) \
+            <(log_tail "${LOG[ferryd]}" | sed -E -e 's/up\.ferryd/UP/' -e 's/ [1-9][0-9]*$/ B/' | sort) ||
+            return 1
+    done
+    grep -q '^[0-9/]* [0-9:]* \[[0-9]*\] del\. xup a.txt ' "${LOG[ferryd]}"
+}
+t_check transfer_logging_lines check_transfer_log
 
 t_done
