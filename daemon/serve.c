@@ -623,6 +623,10 @@ static int serve_expanded(struct conn *c, const struct daemon_module *raw)
 	struct daemon_module xm;
 	char err[512];
 
+	/* "reverse lookup" off globally but on for this module: look the
+	 * name up now (clientserver.c: rsync_module) */
+	if (strcmp(c->host, ACCESS_NAME_UNDETERMINED) == 0 && raw->reverse_lookup)
+		addr_name(c->addr, c->host, sizeof c->host, true);
 	setenv("RSYNC_MODULE_NAME", raw->name, 1);
 	setenv("RSYNC_HOST_ADDR", c->addr, 1);
 	setenv("RSYNC_HOST_NAME", c->host, 1);
@@ -766,8 +770,14 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 
 	c->m = m;
 
-	if (!access_check(m->hosts_allow, m->hosts_deny, c->addr, c->host, m->forward_lookup, NULL,
-			  0)) {
+	/* without a reverse lookup, a hostname pattern that resolves to the
+	 * client's address names it from now on (access.c: match_hostname) */
+	char named[sizeof c->host] = "";
+	bool allowed = access_check(m->hosts_allow, m->hosts_deny, c->addr, c->host,
+				    m->forward_lookup, named, sizeof named);
+	if (*named)
+		snprintf(c->host, sizeof c->host, "%s", named);
+	if (!allowed) {
 		daemon_log(c->cfg, NULL, "rsync denied on module %s from %s (%s)", m->name,
 			   c->host, c->addr);
 		if (!m->list)

@@ -229,4 +229,31 @@ check_transfer_log() {
 }
 t_check transfer_logging_lines check_transfer_log
 
+# "reverse lookup = no" globally: a module that turns it back on gets the
+# client's name (hosts deny = local* matches), and a host name in hosts
+# allow that resolves to the client names it in the log.
+check_reverse_lookup() {
+    getent hosts localhost | grep -q '127\.0\.0\.1' || { echo "no localhost name"; return 0; }
+    local d body main_r=${PORT[rsyncd]} main_f=${PORT[ferryd]}
+    body="reverse lookup = no
+[byname]
+    path = $SRC
+    hosts allow = localhost
+[lookup]
+    path = $SRC
+    reverse lookup = yes
+    hosts deny = local*"
+    t_rsyncd_start rl_rsyncd "$body" || return 1
+    t_ferryd_start rl_ferryd "$body" || return 1
+    PORT[rsyncd]=$RSYNCD_PORT PORT[ferryd]=$FERRYD_PORT
+    run_both rl1 rsync://127.0.0.1:PORT/byname/
+    run_both rl2 rsync://127.0.0.1:PORT/lookup/
+    PORT[rsyncd]=$main_r PORT[ferryd]=$main_f
+    same_rc rl1 && same_rc rl2 || return 1
+    [ "$(cat "$T/rl2.ferryd.rc")" = 5 ] || return 1
+    sleep 0.3
+    diff <(log_lines "$T/rl_rsyncd.log") <(log_lines "$T/rl_ferryd.log")
+}
+t_check module_reverse_lookup check_reverse_lookup
+
 t_done
