@@ -45,6 +45,15 @@ conf_for() { # DAEMON
     read only = no
     transfer logging = yes
     log format = %o %m %f %n%L %l %i %C %B %U %G %b
+[refz]
+    path = $SRC
+    refuse options = compress
+[refdel]
+    path = $SRC
+    refuse options = delete
+[refpart]
+    path = $SRC
+    refuse options = partial
 [hook]
     path = $SRC
     pre-xfer exec = $T/record.sh $T/hooks/$1.pre
@@ -255,5 +264,28 @@ check_reverse_lookup() {
     diff <(log_lines "$T/rl_rsyncd.log") <(log_lines "$T/rl_ferryd.log")
 }
 t_check module_reverse_lookup check_reverse_lookup
+
+# An option a module refuses is refused however the client turns it on:
+# --zc/--compress-level compress, --remove-source-files and
+# --delete-missing-args delete, --append/--inplace keep partial files
+# (options.c: refused_compress/refused_delete/refused_partial).
+check_implied_refusals() {
+    local case
+    for case in "refz --zc=zlib" "refz --compress-level=3" "refdel --remove-source-files" \
+        "refdel --delete-missing-args" "refpart --append" "refpart --inplace"; do
+        local mod=${case%% *} opt=${case#* }
+        run_both implied -a "$opt" "rsync://127.0.0.1:PORT/$mod/a.txt" DST/
+        # rsyncd's client may see a reset (10) before the refusal's code 4
+        sed -i 's/^10$/4/' "$T/implied.rsyncd.rc"
+        same_rc implied || { echo "$case"; return 1; }
+        [ "$(cat "$T/implied.ferryd.rc")" = 4 ] || { echo "$case"; return 1; }
+        grep -q 'The server is configured to refuse --' "$T/implied.ferryd.err" || return 1
+        [ ! -e "$T/dst.ferryd/a.txt" ] || return 1
+    done
+    # "none" is no compression: nothing to refuse
+    run_both implied -a --zc=none rsync://127.0.0.1:PORT/refz/a.txt DST/
+    same_rc implied && [ "$(cat "$T/implied.ferryd.rc")" = 0 ]
+}
+t_check implied_options_refused check_implied_refusals
 
 t_done
