@@ -59,6 +59,13 @@ struct conn {
 	struct log_item log_who;  /* %m %P %h %a %u of the transfer log */
 };
 
+/* Why the client's name could not be found (clientname.c: client_name). */
+static void log_lookup_note(const struct daemon_config *cfg)
+{
+	if (*access_lookup_note())
+		daemon_log(cfg, NULL, "%s", access_lookup_note());
+}
+
 static bool send_line(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static bool send_line(struct conn *c, const char *fmt, ...)
 {
@@ -625,8 +632,10 @@ static int serve_expanded(struct conn *c, const struct daemon_module *raw)
 
 	/* "reverse lookup" off globally but on for this module: look the
 	 * name up now (clientserver.c: rsync_module) */
-	if (strcmp(c->host, ACCESS_NAME_UNDETERMINED) == 0 && raw->reverse_lookup)
+	if (strcmp(c->host, ACCESS_NAME_UNDETERMINED) == 0 && raw->reverse_lookup) {
 		addr_name(c->addr, c->host, sizeof c->host, true);
+		log_lookup_note(c->cfg);
+	}
 	setenv("RSYNC_MODULE_NAME", raw->name, 1);
 	setenv("RSYNC_HOST_ADDR", c->addr, 1);
 	setenv("RSYNC_HOST_NAME", c->host, 1);
@@ -790,8 +799,9 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	/* Until the module's own log is opened (just before its hooks run),
 	 * its lines go to the daemon's log (clientserver.c: log_init(1)):
 	 * "the global log will still contain any authorization failures". */
-	daemon_log(c->cfg, NULL, "rsync allowed access on module %s from %s (%s)", m->name,
-		   c->host, c->addr);
+	if (!c->dopts->server) /* not over a remote shell (am_daemon > 0) */
+		daemon_log(c->cfg, NULL, "rsync allowed access on module %s from %s (%s)", m->name,
+			   c->host, c->addr);
 	if (!claim_slot(c, m)) {
 		daemon_log(c->cfg, NULL, "max connections (%d) reached", m->max_connections);
 		send_line(c, "@ERROR: max connections (%d) reached -- try again later\n",
@@ -973,6 +983,7 @@ static bool accept_proxy_header(struct conn *c)
 	if (*addr) {
 		snprintf(c->addr, sizeof c->addr, "%s", addr);
 		addr_name(c->addr, c->host, sizeof c->host, c->cfg->defaults.reverse_lookup);
+		log_lookup_note(c->cfg);
 	}
 	return true;
 }
@@ -1036,8 +1047,11 @@ int daemon_serve_client(const struct daemon_config *cfg, const struct ferry_opts
 	set_handshake_deadline(&c, cfg->defaults.timeout);
 	client_addr_name(fd_in, c.addr, sizeof c.addr, c.host, sizeof c.host,
 			 cfg->defaults.reverse_lookup);
+	log_lookup_note(cfg);
+	/* over a remote shell without a client address rsync says 0.0.0.0
+	 * (clientname.c: client_addr) */
 	if (!*c.addr)
-		snprintf(c.addr, sizeof c.addr, "UNKNOWN");
+		snprintf(c.addr, sizeof c.addr, "%s", dopts->server ? "0.0.0.0" : "UNKNOWN");
 	if (cfg->proxy_protocol && !accept_proxy_header(&c)) {
 		code = RERR_STARTCLIENT;
 		goto out;

@@ -143,7 +143,9 @@ log_tail() { # LOGFILE
 log_lines() { # LOGFILE
     sed -E -e 's/^[0-9\/]+ [0-9:]+ \[[0-9]+\] //' -e '/ starting, listening on port /d' \
         -e 's/^sent [0-9]+ bytes  received [0-9]+ bytes  total size ([0-9]+)$/sent N  received N  total size \1/' \
-        -e '/^connect from /d' "$1"
+        -e '/^connect from /d' "$1" |
+        # the harness's port probe: rsyncd complains of the closed socket
+        grep -v -e 'safe_read failed' -e 'safe_write failed' -e 'protocol data stream (code 12)'
 }
 
 # Each transfer logs the file-list step, then its totals; a refusal logs
@@ -287,5 +289,31 @@ check_implied_refusals() {
     same_rc implied && [ "$(cat "$T/implied.ferryd.rc")" = 0 ]
 }
 t_check implied_options_refused check_implied_refusals
+
+# A daemon started over a remote shell (rsync -e RSH host::module) logs
+# the client as "UNKNOWN (0.0.0.0)", or by the address in REMOTE_HOST /
+# SSH_CONNECTION, and without the "rsync allowed access" line of a
+# listening daemon (clientserver.c: am_daemon < 0).
+check_rsh_daemon_log() {
+    printf '#!/bin/sh\nshift\nexec sh -c "$*"\n' >"$T/rsh.sh"
+    chmod +x "$T/rsh.sh"
+    local d bin
+    for d in rsyncd ferryd; do
+        printf 'log file = %s\nuse chroot = no\n[pub]\n    path = %s\n' \
+            "$T/rsh_$d.log" "$SRC" >"$T/rsh_$d.conf"
+        bin=$RSYNC
+        [ $d = ferryd ] && bin=$FERRY
+        rm -rf "$T/dst.$d"
+        "$RSYNC" -e "$T/rsh.sh" --rsync-path="$bin --config=$T/rsh_$d.conf" -a \
+            x::pub/a.txt "$T/dst.$d/" >/dev/null 2>&1 </dev/null || return 1
+        SSH_CONNECTION="10.1.2.3 5555 10.0.0.1 22" "$RSYNC" -e "$T/rsh.sh" \
+            --rsync-path="$bin --config=$T/rsh_$d.conf" -a x::pub/a.txt "$T/dst.$d/" \
+            >/dev/null 2>&1 </dev/null || return 1
+    done
+    diff <(log_lines "$T/rsh_rsyncd.log") <(log_lines "$T/rsh_ferryd.log") || return 1
+    grep -q 'rsync on pub/a.txt from UNKNOWN (0\.0\.0\.0)$' "$T/rsh_ferryd.log" &&
+        grep -q 'rsync on pub/a.txt from UNKNOWN (10\.1\.2\.3)$' "$T/rsh_ferryd.log"
+}
+t_check rsh_daemon_log check_rsh_daemon_log
 
 t_done
