@@ -756,9 +756,19 @@ static int parse_secluded(struct conn *c, struct ferry_opts *o, int argc, char *
 
 /* The log's last lines for a transfer (log.c: log_exit): the byte
  * counts, which only a sender has when the run failed, and the error. */
+static void exit_text(char *buf, size_t size, int code, bool sender, int line)
+{
+	const char *name = exit_code_name(code);
+
+	snprintf(buf, size, "ferry %s: %s (code %d) at serve.c(%d) [%s=%s]",
+		 code == RERR_VANISHED ? "warning" : "error", name ? name : "unexplained error", code,
+		 line, sender ? "sender" : "Receiver", FERRY_VERSION);
+}
+
 static void log_end(struct conn *c, int code, int line)
 {
 	const struct session *s = &c->s;
+	char end[300];
 
 	if (code == 0 || s->am_sender)
 		daemon_log(c->cfg, c->m, "sent %llu bytes  received %llu bytes  total size %lld",
@@ -766,10 +776,8 @@ static void log_end(struct conn *c, int code, int line)
 			   (unsigned long long)s->in.total_read, (long long)s->stats.total_size);
 	if (code == 0)
 		return;
-	const char *name = exit_code_name(code);
-	daemon_log(c->cfg, c->m, "ferry %s: %s (code %d) at serve.c(%d) [%s=%s]",
-		   code == RERR_VANISHED ? "warning" : "error", name ? name : "unexplained error",
-		   code, line, s->am_sender ? "sender" : "Receiver", FERRY_VERSION);
+	exit_text(end, sizeof end, code, s->am_sender, line);
+	daemon_log(c->cfg, c->m, "%s", end);
 }
 
 static int serve_module(struct conn *c, const struct daemon_module *m)
@@ -941,13 +949,26 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	 * (rsync 3.5's cap, CVE-2026-70455) */
 	if (run_opts.compress_threads > TOKEN_DAEMON_MAX_THREADS)
 		run_opts.compress_threads = TOKEN_DAEMON_MAX_THREADS;
-	if (ctx.refusal && ctx.refusal != hook_refusal)
-		daemon_log(c->cfg, m, "%s%.*s", ctx.refusal_verbatim ? "" : "ferry: ",
-			   (int)strcspn(ctx.refusal, "\n"), ctx.refusal);
-	else if (!ctx.refusal)
+	const int exit_at = __LINE__;
+	char told[sizeof refusal + 6000]; /* a hook's message is up to 5119 bytes */
+	if (ctx.refusal) {
+		if (ctx.refusal != hook_refusal)
+			daemon_log(c->cfg, m, "%s%.*s", ctx.refusal_verbatim ? "" : "ferry: ",
+				   (int)strcspn(ctx.refusal, "\n"), ctx.refusal);
+		/* the client sees the error line the daemon logs too, as
+		 * rsyncd's log_exit sends it */
+		char end[300];
+		size_t n = strlen(ctx.refusal);
+		exit_text(end, sizeof end, ctx.refusal_code, o.sender, exit_at);
+		snprintf(told, sizeof told, "%s%s%s%s\n", ctx.refusal_verbatim ? "" : "ferry: ",
+			 ctx.refusal, n && ctx.refusal[n - 1] == '\n' ? "" : "\n", end);
+		ctx.refusal = told;
+		ctx.refusal_verbatim = true;
+	} else {
 		daemon_log(c->cfg, m, o.sender ? "building file list" : "receiving file list");
+	}
 	int code = server_run(&c->s, &ctx);
-	log_end(c, code, __LINE__);
+	log_end(c, code, exit_at);
 	path_list_free(&paths);
 	filter_list_free(&dfilters);
 	free(hook_refusal);

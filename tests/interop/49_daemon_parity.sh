@@ -316,4 +316,18 @@ check_rsh_daemon_log() {
 }
 t_check rsh_daemon_log check_rsh_daemon_log
 
+# A refusal reaches the client with the daemon's closing error line after
+# it, as rsyncd's log_exit sends it: "... error: syntax or usage error
+# (code 1) at ... [Receiver=...]".
+check_refusal_exit_line() {
+    run_both roexit -r "$SRC/sub/" rsync://127.0.0.1:PORT/ro/
+    local d
+    for d in rsyncd ferryd; do
+        grep -A1 '^ERROR: module is read only$' "$T/roexit.$d.err" |
+            grep -q '^[a-z]* error: syntax or usage error (code 1) at .* \[Receiver=' ||
+            { echo "$d:"; cat "$T/roexit.$d.err"; return 1; }
+    done
+}
+t_check refusal_exit_line_to_client check_refusal_exit_line
+
 t_done
