@@ -462,30 +462,38 @@ static bool module_path_args(const struct daemon_module *m, const struct ferry_o
 	return true;
 }
 
-static bool module_filters(const struct daemon_module *m, struct filter_list *fl)
+/* The module's filter, include from, include, exclude from and exclude,
+ * in that order, parsed as rsyncd does (clientserver.c: rsync_module):
+ * "filter" as filter rules split at whitespace, the others as patterns
+ * ("- "/"+ " prefixes allowed), the lists split at whitespace, the files
+ * one a line. Returns 1 when there are rules, 0 when none, -1 when a file
+ * cannot be read or a rule is bad (err says why). */
+static int module_filters(const struct daemon_module *m, struct filter_list *fl, char *err,
+			  size_t errsz)
 {
-	char err[256];
-	const char *rules[][2] = {{m->filter, ""}, {m->include_from, "merge,+ "},
-				  {m->include, "+ "}, {m->exclude_from, "merge,- "},
-				  {m->exclude, "- "}};
-	bool any = false;
+	const int old = FILTER_PARSE_OLD_PREFIXES, split = FILTER_PARSE_WORD_SPLIT,
+		  inc = FILTER_PARSE_INCLUDE;
+	const struct {
+		const char *v;
+		int flags;
+		bool file;
+	} lists[] = {{m->filter, split, false},
+		     {m->include_from, old | inc, true},
+		     {m->include, old | inc | split, false},
+		     {m->exclude_from, old, true},
+		     {m->exclude, old | split, false}};
 
 	filter_list_init(fl);
-	for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
-		const char *v = rules[i][0];
+	for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+		const char *v = lists[i].v;
 		if (!v || !*v)
 			continue;
-		/* Space-separated patterns, as rsync's daemon filter parse does. */
-		char *copy = strdup(v), *save = NULL;
-		for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-			char rule[4096];
-			snprintf(rule, sizeof rule, "%s%s", rules[i][1], tok);
-			if (filter_parse_rule(fl, rule, 0, err, sizeof err) == 0)
-				any = true;
-		}
-		free(copy);
+		int r = lists[i].file ? filter_parse_file(fl, v, lists[i].flags, err, errsz)
+				      : filter_parse_rule(fl, v, lists[i].flags, err, errsz);
+		if (r < 0)
+			return -1;
 	}
-	return any;
+	return filter_list_count(fl) ? 1 : 0;
 }
 
 static int serve_module(struct conn *c, const struct daemon_module *m_raw);
@@ -905,8 +913,17 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	}
 	ctx.refusal = hook_refusal ? hook_refusal : refusal[0] ? refusal : NULL;
 	struct filter_list dfilters;
-	if (module_filters(m, &dfilters))
+	char ferr[600];
+	int nf = module_filters(m, &dfilters, ferr, sizeof ferr);
+	if (nf > 0)
 		ctx.daemon_filters = &dfilters;
+	if (nf < 0 && !ctx.refusal) {
+		/* a rule file that cannot be read must not leave the module
+		 * unfiltered (exclude.c: XFLG_FATAL_ERRORS) */
+		snprintf(refusal, sizeof refusal, "%s", ferr);
+		ctx.refusal = refusal;
+		ctx.refusal_code = RERR_FILEIO;
+	}
 	struct path_list paths = {0};
 	if (rc == 0 && !module_path_args(m, &o, root_fd, ctx.daemon_filters, &paths)) {
 		daemon_log(c->cfg, m, "expanding the path arguments failed: %s", strerror(errno));

@@ -330,4 +330,49 @@ check_refusal_exit_line() {
 }
 t_check refusal_exit_line_to_client check_refusal_exit_line
 
+# The module's "filter" is filter rules split at whitespace ("- keep/ +
+# *.bak - a*" is three rules); "exclude from" is a file of patterns that
+# may carry "- "/"+ " prefixes; what the module excludes is neither
+# received nor deleted by --delete; an unreadable rule file refuses the
+# transfer instead of serving the module unfiltered.
+check_module_filter_params() {
+    local fsrc=$T/fsrc d main_r=${PORT[rsyncd]} main_f=${PORT[ferryd]}
+    mkdir -p "$fsrc/keep" "$T/fup.rsyncd" "$T/fup.ferryd"
+    echo a >"$fsrc/a"
+    echo b >"$fsrc/a.bak"
+    echo k >"$fsrc/keep/k"
+    echo c >"$fsrc/c"
+    printf -- '- *.bak\n' >"$T/exf"
+    for d in rsyncd ferryd; do echo old >"$T/fup.$d/z.bak"; done
+    local body="[fl]
+    path = $fsrc
+    filter = - keep/ + *.bak - a*
+[fup]
+    path = $T/fup.\$d
+    read only = no
+    exclude from = $T/exf
+[nofile]
+    path = $fsrc
+    exclude from = $T/missing"
+    t_rsyncd_start flt_rsyncd "${body//\$d/rsyncd}" || return 1
+    PORT[rsyncd]=$RSYNCD_PORT
+    t_ferryd_start flt_ferryd "${body//\$d/ferryd}" || return 1
+    PORT[ferryd]=$FERRYD_PORT
+    run_both flt -a rsync://127.0.0.1:PORT/fl/ DST/
+    local got
+    got=$(diff <(cd "$T/dst.rsyncd" && find . | sort) <(cd "$T/dst.ferryd" && find . | sort))
+    [ -z "$got" ] && [ -e "$T/dst.ferryd/a.bak" ] && [ ! -e "$T/dst.ferryd/a" ] &&
+        [ ! -e "$T/dst.ferryd/keep" ] || got="fl: $got $(ls -R "$T/dst.ferryd")"
+    run_both fup -a --delete "$fsrc/" rsync://127.0.0.1:PORT/fup/
+    run_both nofile -a rsync://127.0.0.1:PORT/nofile/ DST/
+    PORT[rsyncd]=$main_r PORT[ferryd]=$main_f
+    [ -z "$got" ] || { echo "$got"; return 1; }
+    same_rc flt && same_rc fup || return 1
+    diff <(cd "$T/fup.rsyncd" && find . | sort) <(cd "$T/fup.ferryd" && find . | sort) || return 1
+    [ -e "$T/fup.ferryd/z.bak" ] && [ ! -e "$T/fup.ferryd/a.bak" ] || return 1
+    grep -q '^ERROR: daemon refused to receive file "a.bak"$' "$T/fup.ferryd.err" || return 1
+    [ "$(cat "$T/nofile.ferryd.rc")" != 0 ] && [ -z "$(ls -A "$T/dst.ferryd")" ]
+}
+t_check module_filter_parameters check_module_filter_params
+
 t_done
