@@ -35,6 +35,8 @@ struct walker {
 	char **root_names;     /* the "/./" dir of each root, "" = base */
 	size_t nroot_names;
 	char lastpath[MAXPATHLEN_WIRE]; /* the last implied dirs sent */
+	const char *lazy_root; /* a lazy part's root, relative to the module
+				* (NULL: see sl->roots) */
 	int implied_dot;       /* rsync's implied_dot_dir: 0, -1 due, 1 sent */
 	bool defer_stat;       /* regular files are stat'ed as their part is
 				* sent (flist_stat_deferred) */
@@ -249,9 +251,26 @@ static struct file_entry *add_entry(struct walker *k, const char *path, const st
 	return f;
 }
 
+/* The module's rules see a name as rsyncd does, from the module's root
+ * (exclude.c: rule_matches prefixes curr_dir), not from the directory
+ * the client asked for: "exclude = sub/deep" also hides deep/ when the
+ * client pulls mod/sub/. */
+static bool daemon_rejects(struct walker *k, const char *path, bool is_dir)
+{
+	const char *root = k->lazy_root ? k->lazy_root
+		: k->base_fd == k->w->root_fd && k->root < k->sl->roots.count
+			? k->sl->roots.paths[k->root] : NULL;
+	char full[MAXPATHLEN_WIRE * 2];
+
+	if (root && *root && strcmp(root, ".") != 0 && *root != '/' &&
+	    snprintf(full, sizeof full, "%s/%s", root, path) < (int)sizeof full)
+		path = full;
+	return filter_check(k->w->daemon_filters, path, is_dir, false) < 0;
+}
+
 static bool excluded(struct walker *k, const char *path, bool is_dir)
 {
-	if (k->w->daemon_filters && filter_check(k->w->daemon_filters, path, is_dir, false) < 0)
+	if (k->w->daemon_filters && daemon_rejects(k, path, is_dir))
 		return true;
 	return k->w->filters && filter_check(k->w->filters, path, is_dir, false) < 0;
 }
@@ -1165,6 +1184,9 @@ bool flist_read_dir(struct session *s, const struct send_list *sl, const char *d
 		    int dirfd, struct send_list *part)
 {
 	struct walker k = {.s = s, .w = sl->lazy_walk, .sl = part, .base_fd = -1, .lazy = true};
+
+	if (k.w && !k.w->names && sl->roots.count)
+		k.lazy_root = sl->roots.paths[0];
 
 	memset(part, 0, sizeof *part);
 	flist_init(&part->fl);

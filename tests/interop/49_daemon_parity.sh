@@ -45,6 +45,9 @@ conf_for() { # DAEMON
     read only = no
     transfer logging = yes
     log format = %o %m %f %n%L %l %i %C %B %U %G %b
+[deep]
+    path = $SRC
+    exclude = sub/deep
 [refz]
     path = $SRC
     refuse options = compress
@@ -374,5 +377,18 @@ check_module_filter_params() {
     [ "$(cat "$T/nofile.ferryd.rc")" != 0 ] && [ -z "$(ls -A "$T/dst.ferryd")" ]
 }
 t_check module_filter_parameters check_module_filter_params
+
+# The module's rules match names from the module's root, whatever
+# directory the client pulls: with "exclude = sub/deep", pulling mod/sub/
+# must not send deep/ (rsync prefixes the directory, exclude.c).
+check_rules_from_module_root() {
+    run_both subpull -a rsync://127.0.0.1:PORT/deep/sub/ DST/
+    same_rc subpull || return 1
+    [ ! -e "$T/dst.ferryd/deep" ] || { echo "sub/deep leaked"; ls -R "$T/dst.ferryd"; return 1; }
+    [ -e "$T/dst.ferryd/b.txt" ] || return 1
+    run_both subpull -a --no-inc-recursive rsync://127.0.0.1:PORT/deep/sub/ DST/
+    [ ! -e "$T/dst.ferryd/deep" ] && [ -e "$T/dst.ferryd/b.txt" ]
+}
+t_check rules_match_from_module_root check_rules_from_module_root
 
 t_done
