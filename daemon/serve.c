@@ -235,8 +235,13 @@ static bool authenticate(struct conn *c, const struct daemon_module *m, bool *re
 					geteuid() == 0, t, legacy, challenge, line, user, usz, err,
 					sizeof err);
 	if (r == AUTH_DENIED) {
+		char *reason = err, *nl;
+		while ((nl = strchr(reason, '\n')) != NULL) {
+			daemon_log(c->cfg, NULL, "%.*s", (int)(nl - reason), reason);
+			reason = nl + 1;
+		}
 		daemon_log(c->cfg, NULL, "auth failed on module %s from %s (%s) for %s: %s", m->name,
-			   c->host, c->addr, *user ? user : "?", err);
+			   c->host, c->addr, *user ? user : "?", reason);
 		send_line(c, "@ERROR: auth failed on module %s\n", m->name);
 		return false;
 	}

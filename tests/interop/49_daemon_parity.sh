@@ -45,6 +45,10 @@ conf_for() { # DAEMON
     read only = no
     transfer logging = yes
     log format = %o %m %f %n%L %l %i %C %B %U %G %b
+[strict]
+    path = $SRC
+    auth users = alice
+    secrets file = $T/secrets644
 [deep]
     path = $SRC
     exclude = sub/deep
@@ -390,5 +394,24 @@ check_rules_from_module_root() {
     [ ! -e "$T/dst.ferryd/deep" ] && [ -e "$T/dst.ferryd/b.txt" ]
 }
 t_check rules_match_from_module_root check_rules_from_module_root
+
+# A secrets file others can read: rsyncd logs the strict-modes complaint
+# on its own line, then "auth failed ...: ignoring secrets file".
+check_strict_modes_log() {
+    printf 'alice:secret\n' >"$T/secrets644"
+    chmod 644 "$T/secrets644"
+    printf 'secret\n' >"$T/alicepw"
+    chmod 600 "$T/alicepw"
+    run_both strict --password-file="$T/alicepw" rsync://alice@127.0.0.1:PORT/strict/
+    same_rc strict || return 1
+    sleep 0.3
+    local d
+    for d in rsyncd ferryd; do
+        grep -A1 '\] secrets file must not be other-accessible (see strict modes option)$' \
+            "${LOG[$d]}" | grep -q 'auth failed on module strict from .* for alice: ignoring secrets file$' ||
+            { echo "$d:"; tail -3 "${LOG[$d]}"; return 1; }
+    done
+}
+t_check strict_modes_log_lines check_strict_modes_log
 
 t_done
