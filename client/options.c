@@ -1350,6 +1350,15 @@ static int finish(struct pstate *ps)
 	if (o->compress_choice && strcasecmp(o->compress_choice, "auto") != 0 &&
 	    token_alg_by_name(o->compress_choice) < 0)
 		return other_err(ps, RERR_UNSUPPORTED, "unknown compress name: %s", o->compress_choice);
+	/* Compression however asked for (--zc, --compress-level) is refused
+	 * as -z is (options.c: do_compression && refused_compress). */
+	int z_row = options_refused_row(ps->refused, "compress");
+	bool z_on = o->compress_choice && strcasecmp(o->compress_choice, "auto") != 0
+			    ? token_alg_by_name(o->compress_choice) != CPRES_NONE ||
+				      o->compress_level_set
+			    : o->compress || o->compress_level_set;
+	if (z_on && z_row >= 0)
+		return refuse_err(ps, &options_table[z_row]);
 	/* The old meaning of 'h' (--help) on its own. */
 	if (o->human > 1 && ps->argc == 2 && !o->server) {
 		usage_print_help(msgs_stream(o));
@@ -1403,12 +1412,19 @@ static int finish(struct pstate *ps)
 	/* Every --delete-WHEN implies --delete, and implied options are
 	 * refused like explicit ones. */
 	int del_row = options_refused_row(ps->refused, "delete");
-	if (o->delete_mode != DELETE_NONE && del_row >= 0)
+	if ((o->delete_mode != DELETE_NONE || o->missing_args == 2) && del_row >= 0)
+		return refuse_err(ps, &options_table[del_row]);
+	/* a sender removing what it sent deletes too (only "delete" itself
+	 * implies this refusal) */
+	if (o->remove_source_files && o->sender && del_row >= 0)
 		return refuse_err(ps, &options_table[del_row]);
 
 	if (o->append) {
 		if (o->whole_file > 0)
 			return usage_err(ps, "--append cannot be used with --whole-file");
+		int inplace_row = options_refused_row(ps->refused, "inplace");
+		if (inplace_row >= 0)
+			return refuse_err(ps, &options_table[inplace_row]);
 		o->inplace = true; /* options.c: append implies inplace */
 		o->whole_file = 0;
 	}
@@ -1422,7 +1438,11 @@ static int finish(struct pstate *ps)
 	if ((rc = settle_partial_dir(ps)) != 0)
 		return rc;
 	settle_info_levels(ps);
-	/* --inplace keeps partial data by nature; rsync clears keep_partial. */
+	/* --inplace keeps partial data by nature; rsync clears keep_partial,
+	 * but refuses it as it would --partial. */
+	int partial_row = options_refused_row(ps->refused, "partial");
+	if (o->inplace && partial_row >= 0)
+		return refuse_err(ps, &options_table[partial_row]);
 	if (o->inplace)
 		o->partial = false;
 	/* Backups beside their files change their directory's time after it

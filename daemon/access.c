@@ -11,6 +11,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -338,7 +339,16 @@ static void set_str(char *dst, size_t dsz, const char *src)
 
 /* Is the forward lookup of name one of ss's addresses? Mirrors rsync
  * clientname.c:check_name(), which guards against spoofed PTR records. */
-static bool name_confirms(const char *name, const struct sockaddr_storage *ss)
+/* Why the last lookup of the client's name failed, for the log. */
+static char lookup_note[NI_MAXHOST * 2 + 100];
+
+const char *access_lookup_note(void)
+{
+	return lookup_note;
+}
+
+static bool name_confirms(const char *name, const struct sockaddr_storage *ss,
+			  const char *addr)
 {
 	struct addrinfo hints, *res = NULL;
 	bool ok = false;
@@ -346,8 +356,12 @@ static bool name_confirms(const char *name, const struct sockaddr_storage *ss)
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = ss->ss_family;
 	hints.ai_socktype = SOCK_STREAM;
-	if (getaddrinfo(name, NULL, &hints, &res) != 0)
+	int err = getaddrinfo(name, NULL, &hints, &res);
+	if (err != 0) {
+		snprintf(lookup_note, sizeof lookup_note, "forward name lookup for %s failed: %s",
+			 name, gai_strerror(err));
 		return false;
+	}
 	for (const struct addrinfo *ai = res; ai && !ok; ai = ai->ai_next) {
 		if (!ai->ai_addr || ai->ai_family != ss->ss_family)
 			continue;
@@ -361,6 +375,9 @@ static bool name_confirms(const char *name, const struct sockaddr_storage *ss)
 		}
 	}
 	freeaddrinfo(res);
+	if (!ok)
+		snprintf(lookup_note, sizeof lookup_note,
+			 "%s is not a known address for \"%s\": spoofed address?", addr, name);
 	return ok;
 }
 
@@ -371,27 +388,40 @@ static void reverse_name(const struct sockaddr_storage *ss, socklen_t len, const
 {
 	char buf[NI_MAXHOST];
 
+	lookup_note[0] = '\0';
 	if (!reverse_lookup) {
 		set_str(name, nsz, ACCESS_NAME_UNDETERMINED);
 		return;
 	}
 	if (strcmp(addr, "0.0.0.0") == 0)
 		return; /* UNKNOWN, as rsync */
-	if (getnameinfo((const struct sockaddr *)ss, len, buf, sizeof buf, NULL, 0,
-			NI_NAMEREQD) != 0)
+	int err = getnameinfo((const struct sockaddr *)ss, len, buf, sizeof buf, NULL, 0,
+			      NI_NAMEREQD);
+	if (err != 0) {
+		snprintf(lookup_note, sizeof lookup_note, "name lookup failed for %s: %s", addr,
+			 gai_strerror(err));
 		return;
-	if (name_confirms(buf, ss) && name && strlen(buf) < nsz)
+	}
+	if (name_confirms(buf, ss, addr) && name && strlen(buf) < nsz)
 		set_str(name, nsz, buf);
 }
 
-/* The client address of an SSH session from SSH_CONNECTION ("client-addr
- * client-port server-addr server-port"), as rsync's client_addr() reads it
- * when its stdin is not a socket. Returns false when it is unset or not a
- * numeric address. */
+/* The client address of a remote-shell session from the first of
+ * REMOTE_HOST, SSH_CONNECTION ("client-addr client-port server-addr
+ * server-port"), SSH_CLIENT and SSH2_CLIENT that is set, as rsync's
+ * client_addr() reads it when its stdin is not a socket. Returns false
+ * when none is set or its first word is not a numeric address. */
 static bool ssh_env_peer(struct sockaddr_storage *ss, socklen_t *len)
 {
-	const char *env = getenv("SSH_CONNECTION");
+	const char *env = getenv("REMOTE_HOST");
 	struct addrinfo hints, *res = NULL;
+
+	if (!env)
+		env = getenv("SSH_CONNECTION");
+	if (!env)
+		env = getenv("SSH_CLIENT");
+	if (!env)
+		env = getenv("SSH2_CLIENT");
 	char host[NI_MAXHOST];
 
 	if (!env)

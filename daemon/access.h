@@ -79,6 +79,10 @@ bool access_list_match(const char *list, const char *addr, const char *hostname,
 bool client_addr_name(int fd, char *addr, size_t asz, char *name, size_t nsz,
 		      bool reverse_lookup);
 
+/* Why the last client_addr_name/addr_name found no name ("name lookup
+ * failed for ADDR: ERR", as rsync logs it), or "". */
+const char *access_lookup_note(void);
+
 /* As client_addr_name, for an address learnt otherwise (a PROXY header). */
 bool addr_name(const char *addr, char *name, size_t nsz, bool reverse_lookup);
 

@@ -411,14 +411,15 @@ static bool check_secret(const char *path, bool strict_modes, bool am_root,
 		return false;
 	}
 	if (strict_modes && (st.st_mode & 06) != 0) {
-		set_err(err, errsz,
-			"secrets file must not be other-accessible (see strict modes option)");
+		/* rsync logs this line, then the denial's reason (authenticate.c) */
+		set_err(err, errsz, "secrets file must not be other-accessible (see strict modes "
+				    "option)\nignoring secrets file");
 		close(fd);
 		return false;
 	}
 	if (strict_modes && am_root && st.st_uid != 0) {
-		set_err(err, errsz,
-			"secrets file must be owned by root when running as root (see strict modes)");
+		set_err(err, errsz, "secrets file must be owned by root when running as root (see "
+				    "strict modes)\nignoring secrets file");
 		close(fd);
 		return false;
 	}

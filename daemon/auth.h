@@ -77,7 +77,8 @@ void auth_make_challenge(enum csum_type t, char *out, size_t outsz);
  *    legacy_md4, password, challenge).
  * user_out gets the user name whenever one could be parsed (for the log
  * line, even on denial); err gets a reason fit for the log, never a
- * password ("" on success). Returns AUTH_DENIED on any failure. */
+ * password ("" on success), after lines to log before it, each ended by
+ * '\n' (a strict-modes complaint). Returns AUTH_DENIED on any failure. */
 enum auth_result auth_check(const char *auth_users, const char *secrets_file,
 			    bool strict_modes, bool am_root, enum csum_type t,
 			    bool legacy_md4, const char *challenge,

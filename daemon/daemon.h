@@ -29,4 +29,8 @@ int daemon_listen_socket(const struct ferry_opts *o, const struct daemon_config 
 void daemon_log(const struct daemon_config *cfg, const struct daemon_module *m, const char *fmt,
 		...) __attribute__((format(printf, 3, 4)));
 
+/* Open the log that m's lines go to, before the connection chroots or
+ * drops privileges: it stays open for the rest of the connection. */
+void daemon_log_open(const struct daemon_config *cfg, const struct daemon_module *m);
+
 #endif

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "client/connect.h"
+#include "client/options.h"
 #include "daemon/daemon.h"
 #include "daemon/ssh_listen.h"
 #include "daemon/socket_activation.h"
@@ -36,8 +37,9 @@ static const char default_config[] =
 	"\tread only = yes\n";
 
 /* The log file stays open across the privilege drop, as rsync keeps it:
- * a module running as nobody could not open a root-owned log. One file per
- * process is all a connection uses, so a single cached descriptor does. */
+ * a module running as nobody could not open a root-owned log. A connection
+ * writes to the daemon's log until it opens its module's (daemon_log_open)
+ * and to that one after, so a single cached descriptor does. */
 static struct {
 	char path[4096];
 	int fd;
@@ -57,10 +59,32 @@ static int log_fd_for(const char *file)
 	return fd;
 }
 
+/* The listening process does not keep the log open: each connection
+ * opens it afresh, so a log rotated away is not written to any more. */
+static void log_cache_drop(void)
+{
+	if (log_cache.fd >= 0)
+		close(log_cache.fd);
+	log_cache.fd = -1;
+}
+
+static const char *log_file_of(const struct daemon_config *cfg, const struct daemon_module *m)
+{
+	return m && m->log_file ? m->log_file : cfg->defaults.log_file;
+}
+
+void daemon_log_open(const struct daemon_config *cfg, const struct daemon_module *m)
+{
+	const char *file = log_file_of(cfg, m);
+
+	if (file && *file)
+		log_fd_for(file);
+}
+
 void daemon_log(const struct daemon_config *cfg, const struct daemon_module *m, const char *fmt,
 		...)
 {
-	const char *file = m && m->log_file ? m->log_file : cfg->defaults.log_file;
+	const char *file = log_file_of(cfg, m);
 	char msg[2048], when[64];
 	va_list ap;
 
@@ -272,8 +296,9 @@ int daemon_main(const struct ferry_opts *o)
 		config_free(&cfg);
 		return code;
 	}
+	int port = o->port ? o->port : cfg.port ? cfg.port : 873;
 	if (lfd < 0)
-		lfd = daemon_listen_socket(o, &cfg, o->port ? o->port : cfg.port ? cfg.port : 873);
+		lfd = daemon_listen_socket(o, &cfg, port);
 	if (lfd < 0) {
 		config_free(&cfg);
 		return RERR_SOCKETIO;
@@ -288,6 +313,9 @@ int daemon_main(const struct ferry_opts *o)
 		detach();
 	if (write_pid_file(cfg.pid_file) < 0)
 		return RERR_FILEIO;
+	daemon_log(&cfg, NULL, "ferry version %s starting, listening on port %d", FERRY_VERSION,
+		   port);
+	log_cache_drop();
 	signal(SIGPIPE, SIG_IGN);
 	/* Every connection reads the config afresh, so a SIGHUP (rsync's
 	 * "re-read the config") has nothing more to do than not kill us. */
@@ -302,6 +330,7 @@ int daemon_main(const struct ferry_opts *o)
 			if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
 				continue;
 			daemon_log(&cfg, NULL, "accept failed: %s", strerror(errno));
+			log_cache_drop();
 			continue;
 		}
 		pid_t pid = fork();

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "client/exit_line.h"
 #include "client/options.h"
 #include "client/secluded.h"
 #include "daemon/access.h"
@@ -55,7 +56,15 @@ struct conn {
 	char *early_input;       /* "#early_input=" bytes for early exec */
 	size_t early_input_len;
 	struct xfer_hook namecvt; /* the module's "name converter", if running */
+	struct log_item log_who;  /* %m %P %h %a %u of the transfer log */
 };
+
+/* Why the client's name could not be found (clientname.c: client_name). */
+static void log_lookup_note(const struct daemon_config *cfg)
+{
+	if (*access_lookup_note())
+		daemon_log(cfg, NULL, "%s", access_lookup_note());
+}
 
 static bool send_line(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static bool send_line(struct conn *c, const char *fmt, ...)
@@ -212,7 +221,7 @@ static bool authenticate(struct conn *c, const struct daemon_module *m, bool *re
 		return false;
 	}
 	if (!auth_digest_meets(t, m->auth_digest, err, sizeof err)) {
-		daemon_log(c->cfg, m, "auth digest refused: %s", err);
+		daemon_log(c->cfg, NULL, "auth digest refused: %s", err);
 		send_line(c, "@ERROR: auth failed on module %s\n", m->name);
 		return false;
 	}
@@ -226,8 +235,13 @@ static bool authenticate(struct conn *c, const struct daemon_module *m, bool *re
 					geteuid() == 0, t, legacy, challenge, line, user, usz, err,
 					sizeof err);
 	if (r == AUTH_DENIED) {
-		daemon_log(c->cfg, m, "auth failed on module %s from %s (%s) for %s: %s", m->name,
-			   c->host, c->addr, *user ? user : "?", err);
+		char *reason = err, *nl;
+		while ((nl = strchr(reason, '\n')) != NULL) {
+			daemon_log(c->cfg, NULL, "%.*s", (int)(nl - reason), reason);
+			reason = nl + 1;
+		}
+		daemon_log(c->cfg, NULL, "auth failed on module %s from %s (%s) for %s: %s", m->name,
+			   c->host, c->addr, *user ? user : "?", reason);
 		send_line(c, "@ERROR: auth failed on module %s\n", m->name);
 		return false;
 	}
@@ -307,8 +321,8 @@ static int enter_module(struct conn *c, const struct daemon_module *m)
 		}
 	}
 	if (fd < 0) {
-		daemon_log(c->cfg, m, "chdir to module %s (%s) failed: %s", m->name, m->path,
-			   strerror(errno));
+		daemon_log(c->cfg, m, "ferry: chdir %s failed: %s (%d)", m->path, strerror(errno),
+			   errno);
 		send_line(c, "@ERROR: chdir failed\n");
 		return -1;
 	}
@@ -453,30 +467,38 @@ static bool module_path_args(const struct daemon_module *m, const struct ferry_o
 	return true;
 }
 
-static bool module_filters(const struct daemon_module *m, struct filter_list *fl)
+/* The module's filter, include from, include, exclude from and exclude,
+ * in that order, parsed as rsyncd does (clientserver.c: rsync_module):
+ * "filter" as filter rules split at whitespace, the others as patterns
+ * ("- "/"+ " prefixes allowed), the lists split at whitespace, the files
+ * one a line. Returns 1 when there are rules, 0 when none, -1 when a file
+ * cannot be read or a rule is bad (err says why). */
+static int module_filters(const struct daemon_module *m, struct filter_list *fl, char *err,
+			  size_t errsz)
 {
-	char err[256];
-	const char *rules[][2] = {{m->filter, ""}, {m->include_from, "merge,+ "},
-				  {m->include, "+ "}, {m->exclude_from, "merge,- "},
-				  {m->exclude, "- "}};
-	bool any = false;
+	const int old = FILTER_PARSE_OLD_PREFIXES, split = FILTER_PARSE_WORD_SPLIT,
+		  inc = FILTER_PARSE_INCLUDE;
+	const struct {
+		const char *v;
+		int flags;
+		bool file;
+	} lists[] = {{m->filter, split, false},
+		     {m->include_from, old | inc, true},
+		     {m->include, old | inc | split, false},
+		     {m->exclude_from, old, true},
+		     {m->exclude, old | split, false}};
 
 	filter_list_init(fl);
-	for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
-		const char *v = rules[i][0];
+	for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+		const char *v = lists[i].v;
 		if (!v || !*v)
 			continue;
-		/* Space-separated patterns, as rsync's daemon filter parse does. */
-		char *copy = strdup(v), *save = NULL;
-		for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-			char rule[4096];
-			snprintf(rule, sizeof rule, "%s%s", rules[i][1], tok);
-			if (filter_parse_rule(fl, rule, 0, err, sizeof err) == 0)
-				any = true;
-		}
-		free(copy);
+		int r = lists[i].file ? filter_parse_file(fl, v, lists[i].flags, err, errsz)
+				      : filter_parse_rule(fl, v, lists[i].flags, err, errsz);
+		if (r < 0)
+			return -1;
 	}
-	return any;
+	return filter_list_count(fl) ? 1 : 0;
 }
 
 static int serve_module(struct conn *c, const struct daemon_module *m_raw);
@@ -537,22 +559,41 @@ static bool start_module_hooks(struct conn *c, const struct daemon_module *m,
 	return true;
 }
 
-/* Give pre-xfer exec the client's request (the path arguments after ".",
- * space-separated, as rsync's RSYNC_REQUEST) and its whole argument list;
- * NULL when it approves, else the message for the client. */
-static char *run_pre_xfer_hook(struct xfer_hook *pre, char **argv, int argc,
-				const char *module)
+/* The client's request: its path arguments after ".", space-separated,
+ * added while the string is shorter than 1024 bytes (io.c: read_args).
+ * NULL when there are none; rsync then logs no "rsync on" line and hooks
+ * see "(NONE)". */
+static char *client_request(char *const *argv, int argc)
 {
-	char request[HOOK_REQUEST_MAX + 1] = "";
+	char *req = NULL;
 	size_t n = 0;
 	int dot = 0;
 
 	while (dot < argc && strcmp(argv[dot], ".") != 0)
 		dot++;
 	for (int i = dot + 1; i < argc && n < HOOK_REQUEST_MAX; i++) {
-		int w = snprintf(request + n, sizeof request - n, "%s%s", n ? " " : "", argv[i]);
-		n = w < 0 ? n : n + (size_t)w < sizeof request ? n + (size_t)w : sizeof request - 1;
+		size_t len = strlen(argv[i]);
+		char *grown = realloc(req, n + len + 2);
+		if (!grown)
+			break;
+		req = grown;
+		if (n)
+			req[n++] = ' ';
+		memcpy(req + n, argv[i], len + 1);
+		n += len;
 	}
+	return req;
+}
+
+/* Give pre-xfer exec the client's request and its whole argument list;
+ * NULL when it approves, else the message for the client. */
+static char *run_pre_xfer_hook(struct xfer_hook *pre, const char *request, char **argv,
+			       int argc, const char *module)
+{
+	int dot = 0;
+
+	while (dot < argc && strcmp(argv[dot], ".") != 0)
+		dot++;
 	/* The hook sees the path arguments as the module will use them:
 	 * relative to the module, without its name (rsync glob-expands them
 	 * before the hook runs). */
@@ -583,20 +624,10 @@ static char *run_pre_xfer_hook(struct xfer_hook *pre, char **argv, int argc,
 /* Give the name converter the request and arguments as pre-xfer exec
  * gets them, keeping its stdin open for the lookups: from now on the
  * session asks it instead of the passwd and group files (idmap.c). */
-static void start_name_converter(struct conn *c, char **argv, int argc)
+static void start_name_converter(struct conn *c, const char *request, char **argv, int argc)
 {
-	char request[HOOK_REQUEST_MAX + 1] = "";
-	size_t n = 0;
-	int dot = 0;
-
 	if (c->namecvt.pid <= 0)
 		return;
-	while (dot < argc && strcmp(argv[dot], ".") != 0)
-		dot++;
-	for (int i = dot + 1; i < argc && n < HOOK_REQUEST_MAX; i++) {
-		int w = snprintf(request + n, sizeof request - n, "%s%s", n ? " " : "", argv[i]);
-		n = w < 0 ? n : n + (size_t)w < sizeof request ? n + (size_t)w : sizeof request - 1;
-	}
 	if (!xfer_hook_send_keep_open(&c->namecvt, request, argv, argc)) {
 		daemon_log(c->cfg, c->m, "name converter: could not send it the request");
 		return;
@@ -612,6 +643,12 @@ static int serve_expanded(struct conn *c, const struct daemon_module *raw)
 	struct daemon_module xm;
 	char err[512];
 
+	/* "reverse lookup" off globally but on for this module: look the
+	 * name up now (clientserver.c: rsync_module) */
+	if (strcmp(c->host, ACCESS_NAME_UNDETERMINED) == 0 && raw->reverse_lookup) {
+		addr_name(c->addr, c->host, sizeof c->host, true);
+		log_lookup_note(c->cfg);
+	}
 	setenv("RSYNC_MODULE_NAME", raw->name, 1);
 	setenv("RSYNC_HOST_ADDR", c->addr, 1);
 	setenv("RSYNC_HOST_NAME", c->host, 1);
@@ -629,28 +666,12 @@ static int serve_expanded(struct conn *c, const struct daemon_module *raw)
 	return code;
 }
 
-/* "transfer logging": one line per file in the module's log format. */
-static void log_transfer(void *ctx, const struct file_entry *f, int iflags)
+/* "transfer logging": the lines the engine makes in the module's log
+ * format (proto/attrs.c) go to the module's log. */
+static void log_transfer_line(void *ctx, const char *line)
 {
 	struct conn *c = ctx;
-	char name[MAXPATHLEN_WIRE * 2], line[MAXPATHLEN_WIRE * 3];
 
-	if (!flist_path(f, name, sizeof name))
-		return;
-	struct log_item it = {
-		.file = f,
-		.name = name,
-		.iflags = iflags,
-		.sending = c->s.am_sender,
-		.module = c->m->name,
-		.module_path = c->m->path,
-		.host = c->host,
-		.addr = c->addr,
-		.user = c->user,
-		.preserve_times = c->s.opts->times,
-	};
-	log_format(c->m->log_format ? c->m->log_format : "%o %h [%a] %m (%u) %f %l", &it, line,
-		   sizeof line);
 	daemon_log(c->cfg, c->m, "%s", line);
 }
 
@@ -683,7 +704,11 @@ static bool apply_module_policy(struct conn *c, const struct daemon_module *m, b
 				   sending ? "outgo" : "incom", cm);
 	}
 	if (m->transfer_logging) {
-		s->xfer_log = log_transfer;
+		c->log_who = (struct log_item){.module = m->name, .module_path = m->path,
+					       .host = c->host, .addr = c->addr, .user = c->user};
+		s->xfer_log_format = m->log_format ? m->log_format : "%o %h [%a] %m (%u) %f %l";
+		s->xfer_log_who = &c->log_who;
+		s->xfer_log_line = log_transfer_line;
 		s->xfer_log_ctx = c;
 	}
 	return true;
@@ -742,6 +767,32 @@ static int parse_secluded(struct conn *c, struct ferry_opts *o, int argc, char *
 	return options_parse_refusing(o, margc, *merged, OPTS_FROM_REMOTE, refused);
 }
 
+/* The log's last lines for a transfer (log.c: log_exit): the byte
+ * counts, which only a sender has when the run failed, and the error. */
+static void exit_text(char *buf, size_t size, int code, bool sender, int line)
+{
+	const char *name = exit_code_name(code);
+
+	snprintf(buf, size, "ferry %s: %s (code %d) at serve.c(%d) [%s=%s]",
+		 code == RERR_VANISHED ? "warning" : "error", name ? name : "unexplained error", code,
+		 line, sender ? "sender" : "Receiver", FERRY_VERSION);
+}
+
+static void log_end(struct conn *c, int code, int line)
+{
+	const struct session *s = &c->s;
+	char end[300];
+
+	if (code == 0 || s->am_sender)
+		daemon_log(c->cfg, c->m, "sent %llu bytes  received %llu bytes  total size %lld",
+			   (unsigned long long)(s->out.total_written + s->out.len),
+			   (unsigned long long)s->in.total_read, (long long)s->stats.total_size);
+	if (code == 0)
+		return;
+	exit_text(end, sizeof end, code, s->am_sender, line);
+	daemon_log(c->cfg, c->m, "%s", end);
+}
+
 static int serve_module(struct conn *c, const struct daemon_module *m)
 {
 	char *user = c->user;
@@ -749,10 +800,16 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 
 	c->m = m;
 
-	if (!access_check(m->hosts_allow, m->hosts_deny, c->addr, c->host, m->forward_lookup, NULL,
-			  0)) {
-		daemon_log(c->cfg, m, "rsync denied on module %s from %s (%s)", m->name, c->host,
-			   c->addr);
+	/* without a reverse lookup, a hostname pattern that resolves to the
+	 * client's address names it from now on (access.c: match_hostname) */
+	char named[sizeof c->host] = "";
+	bool allowed = access_check(m->hosts_allow, m->hosts_deny, c->addr, c->host,
+				    m->forward_lookup, named, sizeof named);
+	if (*named)
+		snprintf(c->host, sizeof c->host, "%s", named);
+	if (!allowed) {
+		daemon_log(c->cfg, NULL, "rsync denied on module %s from %s (%s)", m->name,
+			   c->host, c->addr);
 		if (!m->list)
 			send_line(c, "@ERROR: Unknown module '%s'\n", m->name);
 		else
@@ -760,8 +817,14 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 				  c->addr);
 		return RERR_STARTCLIENT;
 	}
+	/* Until the module's own log is opened (just before its hooks run),
+	 * its lines go to the daemon's log (clientserver.c: log_init(1)):
+	 * "the global log will still contain any authorization failures". */
+	if (!c->dopts->server) /* not over a remote shell (am_daemon > 0) */
+		daemon_log(c->cfg, NULL, "rsync allowed access on module %s from %s (%s)", m->name,
+			   c->host, c->addr);
 	if (!claim_slot(c, m)) {
-		daemon_log(c->cfg, m, "max connections (%d) reached", m->max_connections);
+		daemon_log(c->cfg, NULL, "max connections (%d) reached", m->max_connections);
 		send_line(c, "@ERROR: max connections (%d) reached -- try again later\n",
 			  m->max_connections);
 		return RERR_STARTCLIENT;
@@ -771,10 +834,7 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	if (!*user && *c->cfg->login_user) /* an SSH-listener login */
 		snprintf(user, sizeof c->user, "%s", c->cfg->login_user);
 	setenv("RSYNC_USER_NAME", user, 1);
-	/* rsync logs the access before dropping privileges; that also opens
-	 * the log file while we still can. */
-	daemon_log(c->cfg, m, "rsync allowed access on module %s from %s (%s)", m->name, c->host,
-		   c->addr);
+	daemon_log_open(c->cfg, m); /* while we can: before chroot and setuid */
 	struct xfer_hook pre = {.pid = -1, .arg_fd = -1, .out_fd = -1};
 	if (!start_module_hooks(c, m, &pre))
 		return RERR_STARTCLIENT;
@@ -794,8 +854,6 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 		close(root_fd);
 		return RERR_STREAMIO;
 	}
-	char *hook_refusal = pre.pid > 0 ? run_pre_xfer_hook(&pre, argv, argc, m->name) : NULL;
-	start_name_converter(c, argv, argc);
 	struct ferry_opts o;
 	bool *refused = options_refusals(m->refuse_options);
 	int rc = options_parse_refusing(&o, argc, argv, OPTS_FROM_REMOTE, refused);
@@ -807,10 +865,23 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 		for (int i = 0; i < argc; i++)
 			free(argv[i]);
 		free(argv);
+		xfer_hook_cancel(&pre);
 		close(root_fd);
 		return RERR_STREAMIO;
 	}
 	free(refused);
+	/* with -s the hooks and the log see the second list (clientserver.c) */
+	char **req_argv = merged ? merged : argv;
+	int req_argc = 0;
+	while (merged && merged[req_argc])
+		req_argc++;
+	if (!merged)
+		req_argc = argc;
+	char *request = client_request(req_argv, req_argc);
+	char *hook_refusal = pre.pid > 0 ? run_pre_xfer_hook(&pre, request, req_argv, req_argc,
+							     m->name)
+					 : NULL;
+	start_name_converter(c, request, req_argv, req_argc);
 	struct server_ctx ctx = {.root_fd = root_fd, .confined = true,
 				 .remote_protocol = c->remote_protocol,
 				 .client_caps = rc == 0 ? o.server_caps : NULL};
@@ -847,8 +918,17 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	}
 	ctx.refusal = hook_refusal ? hook_refusal : refusal[0] ? refusal : NULL;
 	struct filter_list dfilters;
-	if (module_filters(m, &dfilters))
+	char ferr[600];
+	int nf = module_filters(m, &dfilters, ferr, sizeof ferr);
+	if (nf > 0)
 		ctx.daemon_filters = &dfilters;
+	if (nf < 0 && !ctx.refusal) {
+		/* a rule file that cannot be read must not leave the module
+		 * unfiltered (exclude.c: XFLG_FATAL_ERRORS) */
+		snprintf(refusal, sizeof refusal, "%s", ferr);
+		ctx.refusal = refusal;
+		ctx.refusal_code = RERR_FILEIO;
+	}
 	struct path_list paths = {0};
 	if (rc == 0 && !module_path_args(m, &o, root_fd, ctx.daemon_filters, &paths)) {
 		daemon_log(c->cfg, m, "expanding the path arguments failed: %s", strerror(errno));
@@ -861,8 +941,10 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	}
 	ctx.paths = paths.v;
 	ctx.npaths = (int)paths.n;
-	daemon_log(c->cfg, m, "rsync %s %s from %s%s%s (%s)", rc == 0 && o.sender ? "on" : "to",
-		   m->name, user, *user ? "@" : "", c->host, c->addr);
+	if (request)
+		daemon_log(c->cfg, m, "rsync %s %s from %s%s%s (%s)", o.sender ? "on" : "to",
+			   request, user, *user ? "@" : "", c->host, c->addr);
+	free(request);
 	struct ferry_opts run_opts = o;
 	if (m->ignore_errors)
 		run_opts.ignore_errors = true;
@@ -889,7 +971,26 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	 * (rsync 3.5's cap, CVE-2026-70455) */
 	if (run_opts.compress_threads > TOKEN_DAEMON_MAX_THREADS)
 		run_opts.compress_threads = TOKEN_DAEMON_MAX_THREADS;
+	const int exit_at = __LINE__;
+	char told[sizeof refusal + 6000]; /* a hook's message is up to 5119 bytes */
+	if (ctx.refusal) {
+		if (ctx.refusal != hook_refusal)
+			daemon_log(c->cfg, m, "%s%.*s", ctx.refusal_verbatim ? "" : "ferry: ",
+				   (int)strcspn(ctx.refusal, "\n"), ctx.refusal);
+		/* the client sees the error line the daemon logs too, as
+		 * rsyncd's log_exit sends it */
+		char end[300];
+		size_t n = strlen(ctx.refusal);
+		exit_text(end, sizeof end, ctx.refusal_code, o.sender, exit_at);
+		snprintf(told, sizeof told, "%s%s%s%s\n", ctx.refusal_verbatim ? "" : "ferry: ",
+			 ctx.refusal, n && ctx.refusal[n - 1] == '\n' ? "" : "\n", end);
+		ctx.refusal = told;
+		ctx.refusal_verbatim = true;
+	} else {
+		daemon_log(c->cfg, m, o.sender ? "building file list" : "receiving file list");
+	}
 	int code = server_run(&c->s, &ctx);
+	log_end(c, code, exit_at);
 	path_list_free(&paths);
 	filter_list_free(&dfilters);
 	free(hook_refusal);
@@ -925,6 +1026,7 @@ static bool accept_proxy_header(struct conn *c)
 	if (*addr) {
 		snprintf(c->addr, sizeof c->addr, "%s", addr);
 		addr_name(c->addr, c->host, sizeof c->host, c->cfg->defaults.reverse_lookup);
+		log_lookup_note(c->cfg);
 	}
 	return true;
 }
@@ -988,8 +1090,11 @@ int daemon_serve_client(const struct daemon_config *cfg, const struct ferry_opts
 	set_handshake_deadline(&c, cfg->defaults.timeout);
 	client_addr_name(fd_in, c.addr, sizeof c.addr, c.host, sizeof c.host,
 			 cfg->defaults.reverse_lookup);
+	log_lookup_note(cfg);
+	/* over a remote shell without a client address rsync says 0.0.0.0
+	 * (clientname.c: client_addr) */
 	if (!*c.addr)
-		snprintf(c.addr, sizeof c.addr, "UNKNOWN");
+		snprintf(c.addr, sizeof c.addr, "%s", dopts->server ? "0.0.0.0" : "UNKNOWN");
 	if (cfg->proxy_protocol && !accept_proxy_header(&c)) {
 		code = RERR_STARTCLIENT;
 		goto out;

@@ -65,7 +65,7 @@ static void __attribute__((noreturn)) hook_child(const char *cmd, int arg_fd, in
 {
 	char buf[HOOK_ARG_MAX];
 
-	if (read_pipe_string(arg_fd, buf, sizeof buf) <= 0)
+	if (read_pipe_string(arg_fd, buf, sizeof buf) < 0)
 		_exit(1);
 	setenv("RSYNC_REQUEST", buf, 1);
 	for (int i = 0;; i++) {

@@ -179,6 +179,34 @@ static bool item_visible(const struct ferry_opts *o, const struct file_entry *f,
 	return see || local_change || (xname && *xname) || (S_ISDIR(f->mode) && significant);
 }
 
+/* A line for the daemon's transfer log, with the connection's escapes. */
+static void daemon_log_line(struct session *s, const char *fmt, struct log_item *it)
+{
+	char line[MAXPATHLEN_WIRE * 3];
+	const struct log_item *who = s->xfer_log_who;
+
+	it->module = who->module;
+	it->module_path = who->module_path;
+	it->host = who->host;
+	it->addr = who->addr;
+	it->user = who->user;
+	log_format(fmt, it, line, sizeof line);
+	s->xfer_log_line(s->xfer_log_ctx, line);
+}
+
+/* Does the daemon's transfer log take this item (log.c: log_item for a
+ * transfer, once its facts are known; maybe_log_item on a server for the
+ * rest: only when the format itemizes and the item changed)? */
+static bool daemon_logs_item(const struct session *s, int iflags, const char *xname, bool after)
+{
+	if (!s->xfer_log_format || !s->xfer_log_line)
+		return false;
+	if (iflags & ITEM_TRANSFER)
+		return after;
+	return !after && !s->opts->dry_run && format_has(s->xfer_log_format, "i") &&
+	       ((iflags & SIGNIFICANT_ITEM_FLAGS & 0xffff) || (xname && *xname));
+}
+
 static void log_item_with(struct session *s, const struct file_entry *f, int iflags,
 			  const char *xname, const char *name_override,
 			  const struct xfer_facts *x)
@@ -188,10 +216,11 @@ static void log_item_with(struct session *s, const struct file_entry *f, int ifl
 	const char *log_fmt = o->log_file_format ? o->log_file_format : "%i %n%L";
 	char name[MAXPATHLEN_WIRE * 2], line[MAXPATHLEN_WIRE * 3];
 
-	if (s->am_server)
+	bool to_daemon_log = s->am_server && daemon_logs_item(s, iflags, xname, x != NULL);
+	if (s->am_server && !to_daemon_log)
 		return;
 	bool after = (iflags & ITEM_TRANSFER) && logs_after_transfer(o);
-	bool to_json = !x && o->json && item_visible(o, f, iflags, xname, true, 1);
+	bool to_json = !s->am_server && !x && o->json && item_visible(o, f, iflags, xname, true, 1);
 	bool to_stdout = !o->json && fmt && after == (x != NULL) &&
 			 item_visible(o, f, iflags, xname, strstr(fmt, "%i") != NULL, o->itemize);
 	bool to_log = !x && s->log_fp && item_visible(o, f, iflags, xname, true, 1);
@@ -200,7 +229,7 @@ static void log_item_with(struct session *s, const struct file_entry *f, int ifl
 	 * !log_before_transfer and INFO_EQ(PROGRESS, 1)) */
 	bool bare_name = after && !x && !o->json && info_ge(o, INFO_NAME, 1) &&
 			 o->info_level[INFO_PROGRESS] == 1;
-	if (!to_stdout && !to_log && !to_json && !bare_name)
+	if (!to_daemon_log && !to_stdout && !to_log && !to_json && !bare_name)
 		return;
 	if (name_override)
 		snprintf(name, sizeof name, "%s", name_override);
@@ -233,6 +262,10 @@ static void log_item_with(struct session *s, const struct file_entry *f, int ifl
 	if (x) {
 		it.bytes_xferred = x->bytes;
 		it.checksum_bytes = x->checksum_bytes;
+	}
+	if (to_daemon_log) {
+		daemon_log_line(s, s->xfer_log_format, &it);
+		return;
 	}
 	if (to_log) {
 		log_format(log_fmt, &it, line, sizeof line);
@@ -292,7 +325,16 @@ void session_log_delete(struct session *s, const char *path, mode_t mode)
 		.deleting = true,
 		.human = o->human,
 		.preserve_times = o->times,
+		.preserve_uid = o->owner,
+		.preserve_gid = o->group,
+		.sum_type = s->xfer_csum,
+		.sum_len = (int)csum_len(s->xfer_csum),
 	};
+	/* a daemon's transfer log names them (log.c: log_delete) */
+	if (s->am_server && s->xfer_log_format && s->xfer_log_line && !o->dry_run) {
+		const char *dfmt = s->xfer_log_format;
+		daemon_log_line(s, format_has_io(dfmt) ? dfmt : "deleting %n", &it);
+	}
 	/* the receiver logs deletions to --log-file, in a local copy too */
 	if (s->log_fp && (!s->am_server || s->local_copy)) {
 		const char *log_fmt = o->log_file_format ? o->log_file_format : "%i %n%L";

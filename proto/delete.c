@@ -237,6 +237,10 @@ static bool protected_by_filter(struct recv_ctx *rc, const char *path, bool is_d
 {
 	/* filter_list_from_opts() already made plain rules sender-only under
 	 * --delete-excluded, so protect/risk rules still count here. */
+	/* what a daemon module excludes is not there to delete
+	 * (flist.c: is_excluded checks the daemon's rules first) */
+	if (recv_daemon_excludes(rc, path, is_dir))
+		return true;
 	if (!rc->filters)
 		return false;
 	return filter_check(rc->filters, path, is_dir, true) < 0;
@@ -253,6 +257,8 @@ static void log_deletion(struct recv_ctx *rc, const char *path, mode_t mode)
 		if (rc->s->protocol >= 29 && rc->s->out.mux)
 			wire_send_msg_ahead(&rc->s->out, MSG_DELETED, path,
 					    strlen(path) + (is_dir ? 1 : 0));
+		if (rc->s->xfer_log_format) /* and a daemon's transfer log */
+			session_log_delete(rc->s, path, mode);
 		return;
 	}
 	(void)o;

@@ -712,7 +712,21 @@ int filter_parse_rule(struct filter_list *fl, const char *text, int flags, char 
 		fl->from_peer = true;
 	if (flags & FILTER_PARSE_DELETE_EXCLUDED)
 		fl->delete_excluded = true; /* for per-directory files, later */
-	return parse_str(&pc, text, flags & FILTER_PARSE_INCLUDE ? FR_INCLUDE : 0) < 0 ? -1 : 0;
+	uint32_t tflags = (flags & FILTER_PARSE_INCLUDE ? FR_INCLUDE : 0) |
+			  (flags & FILTER_PARSE_WORD_SPLIT ? FR_WORD_SPLIT : 0);
+	return parse_str(&pc, text, tflags) < 0 ? -1 : 0;
+}
+
+int filter_parse_file(struct filter_list *fl, const char *path, int flags, char *err,
+		      size_t errsz)
+{
+	struct pctx pc = { .fl = fl, .dst = &fl->rules, .err = err, .errsz = errsz };
+
+	pc.xflags = flags & FILTER_PARSE_OLD_PREFIXES;
+	if (err && errsz)
+		*err = '\0';
+	return parse_file(&pc, path, flags & FILTER_PARSE_INCLUDE ? FR_INCLUDE : 0, true) < 0 ? -1
+											: 0;
 }
 
 int filter_add_cvs_rules(struct filter_list *fl, bool dir_merge, bool defaults, char *err,

@@ -53,6 +53,9 @@ struct session;
 					* no '.' merge files, no parent scan */
 #define FILTER_PARSE_FROM_FILE 0x10    /* a line of a file the options read:
 					* its text is not shown (FR_FROM_FILE) */
+#define FILTER_PARSE_WORD_SPLIT 0x20   /* whitespace separates rules, and a
+					* rule's prefix from its pattern (a
+					* daemon module's filter/exclude) */
 
 /* filter_check_flags() flags. */
 #define FILTER_CHECK_DIR 0x01
@@ -107,6 +110,12 @@ bool filter_list_has_dir_merge(const struct filter_list *fl);
  * file now (relative to the cwd; "-" is stdin); '!' clears the list.
  * Returns 0, or -1 with a message naming the bad rule in err. */
 int filter_parse_rule(struct filter_list *fl, const char *text, int flags, char *err,
+		      size_t errsz);
+
+/* The rules of a file, one a line, with filter_parse_rule()'s flags (a
+ * daemon module's "exclude from"/"include from"); a file that cannot be
+ * read is an error. */
+int filter_parse_file(struct filter_list *fl, const char *path, int flags, char *err,
 		      size_t errsz);
 
 /* All of o->filters, in order; --delete-excluded and --protocol from o. */

@@ -42,7 +42,8 @@ struct walker {
 	bool lazy_ok;          /* the lazy walk may be used (can_walk_lazily) */
 	bool lazy;             /* list one level: subdirectories are read when
 				* their own part is sent (flist_read_dir) */
-	const char *lazy_root; /* the source directory a lazy walk is under */
+	const char *lazy_root; /* the source directory a lazy walk is under,
+				* relative to the module (NULL: see sl->roots) */
 	const char *base_name; /* the --files-from source directory, as named */
 };
 
@@ -305,9 +306,27 @@ static struct file_entry *add_entry(struct walker *k, const char *path, const st
 	return f;
 }
 
+/* The module's rules see a name as rsyncd does, from the module's root
+ * (exclude.c: rule_matches prefixes curr_dir), not from the directory
+ * the client asked for: "exclude = sub/deep" also hides deep/ when the
+ * client pulls mod/sub/. */
+static bool daemon_rejects(struct walker *k, const char *path, bool is_dir)
+{
+	/* a lazy part under --files-from names its entries from the base */
+	const char *root = k->lazy_root && !k->w->names ? k->lazy_root
+		: k->base_fd == k->w->root_fd && k->root < k->sl->roots.count
+			? k->sl->roots.paths[k->root] : NULL;
+	char full[MAXPATHLEN_WIRE * 2];
+
+	if (root && *root && strcmp(root, ".") != 0 && *root != '/' &&
+	    snprintf(full, sizeof full, "%s/%s", root, path) < (int)sizeof full)
+		path = full;
+	return filter_check(k->w->daemon_filters, path, is_dir, false) < 0;
+}
+
 static bool excluded(struct walker *k, const char *path, bool is_dir)
 {
-	if (k->w->daemon_filters && filter_check(k->w->daemon_filters, path, is_dir, false) < 0)
+	if (k->w->daemon_filters && daemon_rejects(k, path, is_dir))
 		return true;
 	return k->w->filters && filter_check(k->w->filters, path, is_dir, false) < 0;
 }
@@ -366,6 +385,25 @@ static bool daemon_hides(struct walker *k, const char *arg, bool is_dir)
 	while (n > 1 && path[n - 1] == '/')
 		path[--n] = '\0';
 	return filter_check(k->w->daemon_filters, path, is_dir, false) < 0;
+}
+
+/* Is a source directory, or any dir above it, hidden by the module's
+ * rules? (flist.c: path_is_daemon_excluded, as change_pathname uses it) */
+static bool daemon_hides_dir(struct walker *k, const char *dir)
+{
+	char path[MAXPATHLEN_WIRE];
+
+	if (!k->w->daemon_filters)
+		return false;
+	snprintf(path, sizeof path, "%s", dir);
+	for (char *sl = path + 1; (sl = strchr(sl, '/')) != NULL; sl++) {
+		*sl = '\0';
+		bool hidden = filter_check(k->w->daemon_filters, path, true, false) < 0;
+		*sl = '/';
+		if (hidden)
+			return true;
+	}
+	return daemon_hides(k, path, true);
 }
 
 static void join(char *out, size_t size, const char *dir, const char *name)
@@ -700,7 +738,11 @@ static bool build_one(struct walker *k, const char *arg)
 	struct stat st;
 
 	split_arg(arg, base, sizeof base, name, sizeof name);
-	int bfd = open_base(k, base);
+	int bfd = -1;
+	if (strcmp(base, ".") != 0 && daemon_hides_dir(k, base))
+		errno = ENOENT; /* a dir the module excludes does not exist (flist.c) */
+	else
+		bfd = open_base(k, base);
 	if (bfd < 0) {
 		/* a missing argument is an error, not a vanished file (flist.c) */
 		io_error_in(k, IOERR_GENERAL, "change_dir", NULL, base);
@@ -1197,6 +1239,7 @@ bool flist_read_dir(struct session *s, const struct send_list *sl, const char *d
 {
 	struct walker k = {.s = s, .w = sl->lazy_walk, .sl = part, .base_fd = -1, .lazy = true,
 			   .lazy_root = sl->roots.count ? sl->roots.paths[0] : NULL};
+
 
 	memset(part, 0, sizeof *part);
 	flist_init(&part->fl);

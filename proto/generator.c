@@ -1475,11 +1475,13 @@ static bool daemon_refuses(struct gen *g, int32_t ndx, const struct file_entry *
 
 	if (!daemon_excludes(g, f, path))
 		return false;
-	session_xfer_err(g->s, "ERROR: daemon refused to receive %s \"%s\"",
-			 is_dir ? "directory" : "file", path);
+	/* rsync's own text, unprefixed (FERROR_XFER) */
+	session_xfer_err_plain(g->s, "ERROR: daemon refused to receive %s \"%s\"",
+			       is_dir ? "directory" : "file", path);
 	g->rc->state[ndx] |= FS_FAILED;
 	if (is_dir) {
-		session_xfer_err(g->s, "*** Skipping any contents from this failed directory ***");
+		session_xfer_err_plain(g->s,
+				       "*** Skipping any contents from this failed directory ***");
 		recv_mark_dir_failed(g->rc, path);
 	}
 	return true;

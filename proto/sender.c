@@ -694,8 +694,6 @@ bool sender_run(struct session *s, struct send_list *sl)
 				.sum = d.digest};
 			session_log_transferred(s, f, iflags, NULL, &facts);
 		}
-		if (ok && s->xfer_log)
-			s->xfer_log(s->xfer_log_ctx, f, iflags);
 	}
 	free(sent);
 	/* -vv (match.c: match_report) */

@@ -442,6 +442,25 @@ static void destination_dir(const struct server_ctx *ctx, bool solo, char *out, 
 	snprintf(out, size, "%s", path);
 }
 
+/* Text that is shown to the user as the daemon wrote it, one MSG_ERROR per
+ * line (clientserver.c shows a pre-xfer exec's output this way). */
+static void send_verbatim_error(struct session *s, const char *text)
+{
+	while (*text) {
+		const char *nl = strchr(text, '\n');
+		size_t len = nl ? (size_t)(nl - text) + 1 : strlen(text);
+		if (nl) {
+			wire_send_msg(&s->out, MSG_ERROR, text, len);
+		} else {
+			char line[1200];
+			int n = snprintf(line, sizeof line, "%.*s\n", (int)(len < 1100 ? len : 1100),
+					 text);
+			wire_send_msg(&s->out, MSG_ERROR, line, (size_t)n);
+		}
+		text += len;
+	}
+}
+
 /* A daemon's module rules also apply to where a push goes: an excluded
  * destination is refused outright (main.c: get_local_name), and the
  * destination inside the module is kept to check each received name. */
@@ -465,8 +484,11 @@ static bool daemon_dest(struct session *s, const struct server_ctx *ctx, struct 
 		return true;
 	if (filter_check(ctx->daemon_filters, clean, false, false) < 0 ||
 	    filter_check(ctx->daemon_filters, clean, true, false) < 0) {
-		session_err(s, "ERROR: daemon has excluded destination \"%s\"",
-			    ctx->paths[0]);
+		/* rsync's text, unprefixed (main.c: do_server_recv) */
+		char msg[MAXPATHLEN_WIRE + 64];
+		snprintf(msg, sizeof msg, "ERROR: daemon has excluded destination \"%s\"\n",
+			 ctx->paths[0]);
+		send_verbatim_error(s, msg);
 		return false;
 	}
 	return true;
@@ -553,24 +575,6 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 	return code;
 }
 
-/* Text that is shown to the user as the daemon wrote it, one MSG_ERROR per
- * line (clientserver.c shows a pre-xfer exec's output this way). */
-static void send_verbatim_error(struct session *s, const char *text)
-{
-	while (*text) {
-		const char *nl = strchr(text, '\n');
-		size_t len = nl ? (size_t)(nl - text) + 1 : strlen(text);
-		if (nl) {
-			wire_send_msg(&s->out, MSG_ERROR, text, len);
-		} else {
-			char line[1200];
-			int n = snprintf(line, sizeof line, "%.*s\n", (int)(len < 1100 ? len : 1100),
-					 text);
-			wire_send_msg(&s->out, MSG_ERROR, line, (size_t)n);
-		}
-		text += len;
-	}
-}
 
 int server_run(struct session *s, const struct server_ctx *ctx)
 {

@@ -16,6 +16,8 @@
 #include "proto/opts.h"
 #include "proto/wire.h"
 
+struct log_item;
+
 #define PROTOCOL_NEWEST 32
 #define PROTOCOL_OLDEST 27
 
@@ -151,7 +153,13 @@ struct session {
 				     * depth (rsync: sanitize_paths) */
 	bool ids_by_number;         /* "numeric ids": no name mapping, no names sent */
 	bool ignore_nonreadable;    /* "ignore nonreadable": leave them out */
-	/* Called for every file sent or received (daemon transfer logging). */
+	/* Daemon "transfer logging": each item line in the module's "log
+	 * format" (NULL: none), with the connection's %m %P %h %a %u taken
+	 * from xfer_log_who, goes to xfer_log_line. */
+	const char *xfer_log_format;
+	const struct log_item *xfer_log_who;
+	void (*xfer_log_line)(void *ctx, const char *line);
+	/* Called for every file sent or received (unused: see xfer_log_line). */
 	void (*xfer_log)(void *ctx, const struct file_entry *f, int iflags);
 	void *xfer_log_ctx;
 	/* --remove-source-files on the sending side: the receiver reports a

@@ -63,7 +63,9 @@ run_both() { # TAG RSYNC-ARGS... (URL as rsync://127.0.0.1:PORT/...)
         # ended: a real rsync daemon that refuses after reading the
         # arguments does not drain the client's data, so the client often
         # sees a reset (exit 10) instead of the daemon's exit code 4.
-        grep -v -e '^rsync error: ' -e '^rsync: \[Receiver\] read error' \
+        # The daemon's own closing line names the daemon ("rsync error:"
+        # from rsyncd, "ferry error:" from ferry).
+        grep -v -e '^rsync error: ' -e '^ferry error: ' -e '^rsync: \[Receiver\] read error' \
             "$T/$tag.$d.err" | sed -e "s/${PORT[$d]}/PORT/g" -e "s/$d/DAEMON/g" \
             >"$T/$tag.$d.errn"
         sed -i -e 's/^10$/4/' "$T/$tag.$d.rc"

@@ -519,8 +519,8 @@ static void test_strict_modes(void **state)
 	assert_int_equal(auth_check("alice", secrets, true, false, CSUM_MD5, false, challenge,
 				    line, NULL, 0, err, sizeof err),
 			 AUTH_DENIED);
-	assert_string_equal(err,
-			    "secrets file must not be other-accessible (see strict modes option)");
+	assert_string_equal(err, "secrets file must not be other-accessible (see strict modes "
+				 "option)\nignoring secrets file");
 	assert_int_equal(auth_check("alice", secrets, false, false, CSUM_MD5, false, challenge,
 				    line, NULL, 0, err, sizeof err),
 			 AUTH_OK_DEFAULT);
@@ -546,8 +546,8 @@ static void test_strict_modes(void **state)
 	assert_int_equal(auth_check("alice", secrets, true, true, CSUM_MD5, false, challenge,
 				    line, NULL, 0, err, sizeof err),
 			 AUTH_DENIED);
-	assert_string_equal(
-		err, "secrets file must be owned by root when running as root (see strict modes)");
+	assert_string_equal(err, "secrets file must be owned by root when running as root (see "
+				 "strict modes)\nignoring secrets file");
 	assert_int_equal(auth_check("alice", secrets, false, true, CSUM_MD5, false, challenge,
 				    line, NULL, 0, err, sizeof err),
 			 AUTH_OK_DEFAULT);
