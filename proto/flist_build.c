@@ -1240,7 +1240,6 @@ bool flist_read_dir(struct session *s, const struct send_list *sl, const char *d
 	struct walker k = {.s = s, .w = sl->lazy_walk, .sl = part, .base_fd = -1, .lazy = true,
 			   .lazy_root = sl->roots.count ? sl->roots.paths[0] : NULL};
 
-
 	memset(part, 0, sizeof *part);
 	flist_init(&part->fl);
 	if (!k.w)
