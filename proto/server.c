@@ -244,14 +244,32 @@ static int dest_syserr(struct session *s, const struct server_ctx *ctx, int code
 /* Directories of path that do not exist yet, counted up from its last
  * component: what --mkpath is about to make (util1.c: make_path); -1
  * with errno when something other than a missing name is in the way. */
-static int missing_dirs(int rootfd, const char *path)
+/* fstatat() of a path beneath the root; in a module (confined) never
+ * through a link that leads out of it (an escape fails with EXDEV). */
+static int dest_stat(const struct server_ctx *ctx, const char *path, struct stat *st, int flags)
+{
+	if (!ctx->confined)
+		return fstatat(ctx->root_fd, path, st, flags);
+	if (strcmp(path, "/") == 0)
+		path = "."; /* the module's root */
+	int fd = fs_open_beneath(ctx->root_fd, path,
+				 O_PATH | (flags & AT_SYMLINK_NOFOLLOW ? O_NOFOLLOW : 0));
+	if (fd < 0)
+		return -1;
+	int r = fstat(fd, st), e = errno;
+	close(fd);
+	errno = e;
+	return r;
+}
+
+static int missing_dirs(const struct server_ctx *ctx, const char *path)
 {
 	char buf[4096];
 	struct stat st;
 	int n = 0;
 
 	snprintf(buf, sizeof buf, "%s", path);
-	while (*buf && fstatat(rootfd, buf, &st, 0) < 0) {
+	while (*buf && dest_stat(ctx, buf, &st, 0) < 0) {
 		if (errno != ENOENT)
 			return -1;
 		n++;
@@ -308,7 +326,7 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 	int stat_flags = ctx->confined ? AT_SYMLINK_NOFOLLOW : 0;
 	struct stat st;
 	/* the path as given: "F/" is an error when F is a file */
-	int statret = fstatat(ctx->root_fd, slash && !ctx->confined ? dest : clean, &st, stat_flags);
+	int statret = dest_stat(ctx, slash && !ctx->confined ? dest : clean, &st, stat_flags);
 	int stat_errno = errno;
 	if (o->mkpath && statret < 0 && (last_slash || total > 1)) {
 		/* its parents, and itself when it must be a directory */
@@ -319,7 +337,7 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 		else
 			snprintf(target, sizeof target, "%.*s", sl && sl != clean ? (int)(sl - clean) : 0,
 				 clean);
-		int made = *target ? missing_dirs(ctx->root_fd, target) : 0;
+		int made = *target ? missing_dirs(ctx, target) : 0;
 		if (made < 0 || (made && !o->dry_run &&
 				 (ctx->confined ? fs_mkpath_at(ctx->root_fd, target)
 						: mkpath_plain(ctx->root_fd, target)) < 0))
@@ -328,7 +346,7 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 			session_info(s, "created %d director%s for %s\n", made, made == 1 ? "y" : "ies",
 				     target);
 		if (made && !o->dry_run) {
-			statret = fstatat(ctx->root_fd, clean, &st, stat_flags);
+			statret = dest_stat(ctx, clean, &st, stat_flags);
 			stat_errno = errno;
 		} else if (made && !want_dir) {
 			/* a dry run made none of it: the file is new (#880) */
