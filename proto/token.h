@@ -78,6 +78,11 @@ void token_enc_free(struct token_enc *e);
  * adaptive rule's speed half; off by default, so that tests writing to
  * memory see only the data half). */
 void token_enc_set_timing(struct token_enc *e, bool timed);
+/* Replace the compressor's clock (nanoseconds) with `clock(ctx)`, so a test
+ * can replay a known speed instead of this machine's; NULL restores the
+ * real clock. */
+typedef uint64_t (*token_clock_fn)(void *ctx);
+void token_enc_set_clock(struct token_enc *e, token_clock_fn clock, void *ctx);
 /* --compress-threads: zstd worker threads (ZSTD_c_nbWorkers); ignored by
  * the other algorithms and by a libzstd built without threads. */
 void token_enc_set_threads(struct token_enc *e, int threads);
