@@ -1,7 +1,7 @@
 /*
  * Filter rules (--filter/--include/--exclude and friends), with rsync's
  * syntax and matching semantics (exclude.c), and the filter list on the
- * wire (rsync-protocol.md section 7).
+ * wire (docs/protocol.md section 7).
  *
  * A filter_list holds the rules in order. Matching is first-match-wins.
  * Per-directory merge files (dir-merge / ':' rules) are kept as rules and

@@ -1,5 +1,5 @@
 /*
- * The filter list on the wire (rsync-protocol.md section 7; exclude.c:
+ * The filter list on the wire (docs/protocol.md section 7; exclude.c:
  * get_rule_prefix, send_rules, send_filter_list, recv_filter_list). The
  * client sends, the server receives; see filter.h.
  */

@@ -1,6 +1,6 @@
 /*
  * Token streams, plain and compressed (rsync token.c; the format is in
- * shared/docs/rsync-protocol.md sections 9.6 and 10).
+ * docs/protocol.md sections 9.6 and 10).
  *
  * Compressed streams are a sequence of flag bytes:
  *   0x00                END_FLAG       end of the file's data

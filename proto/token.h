@@ -1,8 +1,8 @@
 /*
  * The token stream of one file's data (rsync token.c): literal data and
  * references to blocks of the receiver's basis, either uncompressed (4-byte
- * ints, shared/docs/rsync-protocol.md 9.6) or compressed (flag bytes and
- * DEFLATED_DATA chunks, section 10) with zlib, zlibx, zstd or lz4.
+ * ints, docs/protocol.md 9.6) or compressed (flag bytes and
+ * DEFLATED_DATA chunks, docs/protocol.md 10) with zlib, zlibx, zstd or lz4.
  *
  * One encoder per sending session and one decoder per receiving session:
  * zstd keeps one (de)compression context for the whole session, the others

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Daemon authentication on a pull (rsync-protocol.md 3.1, 3.5): a real rsync
+# Daemon authentication on a pull (docs/protocol.md 3.1, 3.5): a real rsync
 # daemon with "auth users = alice" and a secrets file. Every case is run
 # first with real rsync (the "_rsync" result: proves the case is set up as
 # the reference behaves) and then with ferry, which must give the same exit

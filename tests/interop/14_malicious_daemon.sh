@@ -1,6 +1,6 @@
 #!/bin/bash
 # A hostile daemon (evil_daemon.py, next to this script) feeds crafted file
-# lists and transfer replies to a pulling client (rsync-protocol.md 13.1).
+# lists and transfer replies to a pulling client (docs/protocol.md 13.1).
 # For every scenario the client must exit with the status real rsync 3.5.0
 # uses, print an error naming the problem, not crash (no signal, no
 # sanitizer report) and write nothing outside its destination: a sandbox

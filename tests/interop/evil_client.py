@@ -4,7 +4,7 @@
 usage: evil_client.py PORT MODULE SCENARIO [OUTSIDE] [OUTDIR]
 
 Connects to a daemon on 127.0.0.1:PORT and plays SCENARIO against MODULE,
-speaking protocol 32 as /work/shared/docs/rsync-protocol.md describes it
+speaking protocol 32 as docs/protocol.md describes it
 (sections 3, 5, 6, 7, 8 and 9): greeting "@RSYNCD: 32.0 ...", module line,
 NUL-separated arguments, compat flags, checksum lists (we offer one name),
 the seed, and from there multiplexed data both ways. Then either
@@ -269,7 +269,7 @@ def push_entries(name, outside):
 
 def read_flist(c):
     """The daemon's file list for -rlt without -o -g -D -H -c
-    (section 8.2): names, sizes, modes."""
+    (section 8.3): names, sizes, modes."""
     files, prev_name, prev_mode = [], b"", 0
     while True:
         flags = c.read_varint()

@@ -5,7 +5,7 @@ usage: evil_daemon.py PORT SCENARIO [OUTSIDE]
 
 Listens on 127.0.0.1:PORT and serves one connection after another (until it
 is killed) as a protocol-32 daemon sender, following
-/work/shared/docs/rsync-protocol.md sections 3, 5, 6, 8 and 9:
+docs/protocol.md sections 3, 5, 6, 8 and 9:
 
   greeting "@RSYNCD: 32.0 sha512 sha256 sha1 md5 md4", module line, "@RSYNCD:
   OK", the client's NUL-separated arguments up to the empty one, compat
@@ -38,7 +38,7 @@ MSG_DATA, MSG_INFO, MSG_ERROR_EXIT = 0, 2, 86
 MPLEX_BASE = 7
 NDX_DONE = -1
 
-# xflags (section 8.2.1)
+# xflags (section 8.2)
 XMIT_TOP_DIR = 0x0001
 XMIT_EXTENDED_FLAGS = 0x0004
 XMIT_LONG_NAME = 0x0040
@@ -131,7 +131,7 @@ class NdxWriter:
 
 
 def flist_entry(name, mode, size=0, link=None):
-    """One file-list entry (flist.c: send_file_entry, section 8.2), every
+    """One file-list entry (flist.c: send_file_entry, section 8.3), every
     field sent in full (no XMIT_SAME_*), for a client run with -rlt (no -o,
     -g, -D, -H, -c): xflags, l2 + name, size, mtime, mode, [link target]."""
     flags = XMIT_TOP_DIR if name == b"." else 0

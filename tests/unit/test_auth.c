@@ -4,7 +4,7 @@
  * compat.c:negotiate_daemon_auth).
  *
  * The one fixed vector (user alice, password s3cret, sha512) is the
- * exchange with a real rsync 3.5.0 client shown in docs/rsync-protocol.md
+ * exchange with a real rsync 3.5.0 client shown in docs/protocol.md
  * section 3.5; every other response is built with auth_response(), itself
  * checked against 3.5.0 in test_checksum.c.
  */

@@ -24,7 +24,7 @@
  *    password s3cret) behind a TCP relay that rewrote both greetings to pin
  *    the digest (e.g. "@RSYNCD: 32.0 sha1", or "@RSYNCD: 29.0" with no list
  *    for legacy md4); every response shown got "@RSYNCD: OK". The first
- *    sha512 pair is the one in docs/rsync-protocol.md section 3.5.
+ *    sha512 pair is the one in docs/protocol.md section 3.5.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 /*
  * proto/token.c: the token streams of file data, plain and compressed with
- * zlib, zlibx, zstd and lz4 (shared/docs/rsync-protocol.md 9.6 and 10).
+ * zlib, zlibx, zstd and lz4 (docs/protocol.md 9.6 and 10).
  *
  * Round trips through our encoder and decoder (literal only, blocks only,
  * mixed, blocks over 64 KiB for protocols 30 and 31, runs, many files in
@@ -779,7 +779,7 @@ static void test_level_changes_midstream(void **state)
  * Token streams captured from real rsync 3.5.0 (the daemon is the sender),
  * one per algorithm. How: a daemon module holding a.txt and b.txt as made by
  * make_capture_files() below; a receiver directory holding the basis a.txt;
- * the python relay of shared/docs/rsync-protocol.md 14.3 between them;
+ * a logging relay (docs/protocol.md 14.3) between them;
  *   rsync -a -I --no-W -B 700 --compress-choice=X rsync://127.0.0.1:RELAY/m/ dst/
  * Then the server-to-client bytes of the relay log were demultiplexed
  * (MSG_DATA frames after the checksum seed), the sum head of a.txt found

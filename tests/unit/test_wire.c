@@ -1,6 +1,6 @@
 /*
  * The integer encodings of the wire layer, against byte vectors observed
- * on real rsync 3.5.0 sessions (shared/docs/rsync-protocol.md, 2.2-2.5).
+ * on real rsync 3.5.0 sessions (docs/protocol.md 2.2-2.5).
  */
 #include <setjmp.h>
 #include <stdarg.h>
