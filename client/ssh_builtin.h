@@ -22,9 +22,10 @@ struct ssh_spec {
 };
 
 /* Parse the words of a -e command. True only when it is ssh with options
- * the built-in transport honours exactly (-p -l -i -c -m -F -4 -6 -q -T -x
+ * the built-in transport understands (-p -l -i -c -m -F -4 -6 -q -T -x
  * -a, -o Ciphers/MACs/Port/User/IdentityFile/StrictHostKeyChecking/
- * UserKnownHostsFile/BatchMode/Compression); anything else must be spawned. */
+ * UserKnownHostsFile/BatchMode/Compression); anything else must be spawned.
+ * ssh_builtin_config_check() then decides on -4/-6 and the config files. */
 bool ssh_spec_parse(char **words, struct ssh_spec *sp);
 void ssh_spec_release(struct ssh_spec *sp);
 

@@ -9,7 +9,7 @@
 # negation the built-in honours itself (`Host !localhost *`); an Included
 # file's settings and its strict host-key checking; a Match block (spawned,
 # said under -vv, refused by --ssh=builtin); SendEnv under `Host *` sent by
-# the built-in as by ssh. A wrapper ssh on PATH shows when ssh ran, and a
+# the built-in as by ssh; HashKnownHosts; GSSAPIAuthentication. A wrapper ssh on PATH shows when ssh ran, and a
 # PATH without ssh proves when it did not.
 # Check functions are called through t_check, which shellcheck cannot see.
 # shellcheck disable=SC2317
@@ -406,6 +406,29 @@ EOF
     t_check sendenv_builtin_connects connected "$T/env_ferry" "$T/env_ferry.d"
 else
     t_fail sshd_env_start "sshd with AcceptEnv did not start"
+fi
+
+# ------------------------------------------------------------------ GSSAPI
+
+# GSSAPIAuthentication yes for every host, against an sshd that offers
+# gssapi-with-mic: with no Kerberos ticket here ssh tries it and goes on to
+# the key; so does the built-in.
+if t_sshd_start_extra sshd_gss GSSAPIAuthentication=yes; then
+    t_pass sshd_gss_start
+    printf 'Host *\n  GSSAPIAuthentication yes\n  Port %s\n' "$SSHD_EXTRA_PORT" >"$T/cfg_gss"
+    common "$T/cfg_gss" "$D/known_hosts"
+    trio gss "$T/cfg_gss" 127.0.0.1
+    offered() {
+        ssh -F "$T/cfg_gss" -v 127.0.0.1 true 2>&1 </dev/null |
+            grep -q 'Authentications that can continue: .*gssapi-with-mic'
+    }
+    t_check gss_offered_by_sshd offered
+    t_check rsync_gssapi_then_key connected "$T/gss.rsync" "$T/gss.rsync.d"
+    t_check gssapi_then_key connected "$T/gss.auto" "$T/gss.auto.d"
+    t_check gssapi_builtin_then_key connected "$T/gss.builtin" "$T/gss.builtin.d"
+    t_check gssapi_not_spawned auto_not_spawned gss
+else
+    t_fail sshd_gss_start "sshd with GSSAPIAuthentication=yes did not start"
 fi
 
 t_done
