@@ -258,7 +258,10 @@ static int set_options(ssh_session ss, const struct ssh_spec *sp, const char *ho
 		return fail_msg("ssh: bad host name %s", host);
 	/* ~/.ssh/config first (or -F), so the command line wins over it;
 	 * ssh_builtin_config_check() has made sure libssh reads it as ssh */
-	if (!sp->no_config && ssh_options_parse_config(ss, sp->config) < 0)
+	bool read_config = false; /* -F none: nor may ssh_connect read it */
+	if (sp->no_config)
+		ssh_options_set(ss, SSH_OPTIONS_PROCESS_CONFIG, &read_config);
+	else if (ssh_options_parse_config(ss, sp->config) < 0)
 		return fail_msg("ssh: cannot read config file %s",
 				sp->config ? sp->config : "~/.ssh/config");
 	/* a LogLevel in the config must not make libssh chatter on stderr */

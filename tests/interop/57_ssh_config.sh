@@ -338,6 +338,14 @@ trio missing "$T/no-such-config" 127.0.0.1
 t_check missing_F_as_rsync same_outcome "$T/missing.auto" "$T/missing.rsync"
 t_check missing_F_spawned auto_spawned missing
 
+# -F none: no config file at all, for ssh and the built-in.
+ENONE="ssh -F none -p $SSHD_PORT -l $ME -i $KEY -o UserKnownHostsFile=$KH_BOTH -o StrictHostKeyChecking=yes"
+run "$T/none.builtin" env PATH="$NOSSH" "$FERRY" -e "$ENONE" --ssh=builtin -a "127.0.0.1:$SRC/" \
+    "$T/none.builtin.d/"
+run "$T/none.rsync" "$RSYNC" -e "$ENONE" -a "127.0.0.1:$SRC/" "$T/none.rsync.d/"
+t_check rsync_F_none connected "$T/none.rsync" "$T/none.rsync.d"
+t_check F_none_builtin connected "$T/none.builtin" "$T/none.builtin.d"
+
 # ------------------------------------------------------- HashKnownHosts
 
 # accept-new on the command line records the key; HashKnownHosts yes for
