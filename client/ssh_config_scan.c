@@ -252,16 +252,80 @@ static void lower_copy(char *dst, size_t size, const char *src)
 	dst[i] = '\0';
 }
 
+/* The index of the HostName line ssh applies for host (the first one in
+ * a block that matches; an Included file cannot open a block when the
+ * Include sits in one that does not match), or -1. */
+static int applied_hostname(const struct ssh_cfg_scan *sc, const char *host)
+{
+	bool active = true, never = false;
+	bool saved_active[SSH_CFG_MAX_DEPTH + 1], saved_never[SSH_CFG_MAX_DEPTH + 1];
+	int depth = 0;
+
+	for (int i = 0; i < sc->nevents; i++) {
+		const struct ssh_cfg_event *e = &sc->events[i];
+		switch (e->kind) {
+		case SSH_CFG_FILE:
+			active = true, never = false, depth = 0;
+			break;
+		case SSH_CFG_HOST:
+			active = !never && host_line_matches(e->text, host);
+			break;
+		case SSH_CFG_HOSTNAME:
+			if (active)
+				return i;
+			break;
+		case SSH_CFG_INC_IN:
+			if (depth > SSH_CFG_MAX_DEPTH)
+				return -1;
+			saved_active[depth] = active, saved_never[depth] = never;
+			depth++;
+			never |= !active;
+			break;
+		case SSH_CFG_INC_OUT:
+			if (depth == 0)
+				return -1;
+			depth--;
+			active = saved_active[depth], never = saved_never[depth];
+			break;
+		}
+	}
+	return -1;
+}
+
 bool ssh_cfg_hosts_agree(const struct ssh_cfg_scan *sc, const char *alias, const char *hostname)
 {
-	char a[LINE_MAX_LIBSSH], h[LINE_MAX_LIBSSH];
+	char a[LINE_MAX_LIBSSH], h[LINE_MAX_LIBSSH], n[LINE_MAX_LIBSSH];
 
 	/* both compare the lowercased name */
 	lower_copy(a, sizeof a, alias);
 	lower_copy(h, sizeof h, hostname);
-	for (int i = 0; i < sc->nhost; i++)
-		if (host_line_matches(sc->host_lines[i], a) != host_line_matches(sc->host_lines[i], h))
+	int k = applied_hostname(sc, a);
+	if (k < 0)
+		return !strcmp(a, h);
+	lower_copy(n, sizeof n, sc->events[k].text);
+	if (strcmp(n, h) != 0)
+		return false;
+	for (int i = k + 1; i < sc->nevents; i++)
+		if (sc->events[i].kind == SSH_CFG_HOST &&
+		    host_line_matches(sc->events[i].text, a) != host_line_matches(sc->events[i].text, h))
 			return false;
+	return true;
+}
+
+/* Record a line for ssh_cfg_hosts_agree(). */
+static bool add_event(struct scan_ctx *c, const struct file_pos *at, enum ssh_cfg_event_kind kind,
+		      const char *text)
+{
+	struct ssh_cfg_scan *sc = c->sc;
+
+	if (sc->nevents == SSH_CFG_MAX_EVENTS)
+		return refuse(c, at, "more than %d Host, HostName and Include lines",
+			      SSH_CFG_MAX_EVENTS);
+	sc->events[sc->nevents].kind = kind;
+	sc->events[sc->nevents].text = NULL;
+	if (text && !(sc->events[sc->nevents].text = strdup(text)))
+		return refuse(c, at, "out of memory");
+	sc->nevents++;
 	return true;
 }
 
@@ -286,11 +350,8 @@ static bool take_host(struct scan_ctx *c, struct file_pos *at, char **arg, int n
 			strcat(joined, " ");
 		strcat(joined, arg[i]); /* fits: the tokens came from one line */
 	}
-	if (c->sc->nhost == SSH_CFG_MAX_HOSTS)
-		return refuse(c, at, "more than %d Host lines", SSH_CFG_MAX_HOSTS);
-	if (!(c->sc->host_lines[c->sc->nhost] = strdup(joined)))
-		return refuse(c, at, "out of memory");
-	c->sc->nhost++;
+	if (!add_event(c, at, SSH_CFG_HOST, joined))
+		return false;
 	at->every_host = n == 1 && !strcmp(arg[0], "*");
 	return true;
 }
@@ -361,7 +422,9 @@ static bool take_include(struct scan_ctx *c, struct file_pos *at, char **arg, in
 		return refuse(c, at, "cannot expand Include %s", arg[0]);
 	bool ok = true;
 	for (size_t i = 0; ok && i < g.gl_pathc; i++)
-		ok = scan_file(c, g.gl_pathv[i], at->global, at->every_host, depth + 1, saw_host);
+		ok = add_event(c, at, SSH_CFG_INC_IN, NULL) &&
+		     scan_file(c, g.gl_pathv[i], at->global, at->every_host, depth + 1, saw_host) &&
+		     add_event(c, at, SSH_CFG_INC_OUT, NULL);
 	globfree(&g);
 	return ok;
 }
@@ -373,6 +436,9 @@ static bool check_value(struct scan_ctx *c, struct file_pos *at, enum kw_kind ki
 		return refuse(c, at, "%s without a value", kw);
 	switch (kind) {
 	case KW_HOSTNAME:
+		if (n != 1 || strchr(arg[0], '%'))
+			return refuse(c, at, "%s with %% tokens or several values", kw);
+		return add_event(c, at, SSH_CFG_HOSTNAME, arg[0]);
 	case KW_NO_TOKENS:
 		if (n != 1 || strchr(arg[0], '%'))
 			return refuse(c, at, "%s with %% tokens or several values", kw);
@@ -500,17 +566,19 @@ bool ssh_cfg_scan(const struct ssh_cfg_paths *paths, struct ssh_cfg_scan *sc)
 			return refuse(&c, NULL, "cannot read the config file %s", paths->user_config);
 		fclose(f);
 	}
-	if (!scan_file(&c, paths->user_config, false, true, 0, &saw_host))
+	if (!add_event(&c, NULL, SSH_CFG_FILE, NULL) ||
+	    !scan_file(&c, paths->user_config, false, true, 0, &saw_host))
 		return false;
 	return !paths->global_config ||
-	       scan_file(&c, paths->global_config, true, true, 0, &saw_host);
+	       (add_event(&c, NULL, SSH_CFG_FILE, NULL) &&
+		scan_file(&c, paths->global_config, true, true, 0, &saw_host));
 }
 
 void ssh_cfg_scan_release(struct ssh_cfg_scan *sc)
 {
-	for (int i = 0; i < sc->nhost; i++)
-		free(sc->host_lines[i]);
+	for (int i = 0; i < sc->nevents; i++)
+		free(sc->events[i].text);
 	for (int i = 0; i < sc->nsendenv; i++)
 		free(sc->sendenv[i]);
-	sc->nhost = sc->nsendenv = 0;
+	sc->nevents = sc->nsendenv = 0;
 }

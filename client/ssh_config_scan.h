@@ -16,7 +16,7 @@
 #define SSH_CFG_GLOBAL_PATH "/etc/ssh/ssh_config" /* libssh's GLOBAL_CLIENT_CONFIG */
 #define SSH_CFG_MAX_FILES 64     /* config files read, Includes counted */
 #define SSH_CFG_MAX_DEPTH 16     /* Include nesting, as libssh's limit */
-#define SSH_CFG_MAX_HOSTS 256    /* Host lines kept for the HostName check */
+#define SSH_CFG_MAX_EVENTS 512   /* Host/HostName/Include lines kept */
 #define SSH_CFG_MAX_SENDENV 32   /* SendEnv patterns */
 
 /* Where the files are. user_config is the -F file or ~/.ssh/config;
@@ -32,11 +32,25 @@ struct ssh_cfg_paths {
 
 #define SSH_CFG_PER_HOST 2
 
+/* The lines that decide which HostName applies, in reading order. */
+enum ssh_cfg_event_kind {
+	SSH_CFG_FILE,      /* a top-level file starts: every line applies again */
+	SSH_CFG_HOST,      /* text: the patterns, blank-joined */
+	SSH_CFG_HOSTNAME,  /* text: the name */
+	SSH_CFG_INC_IN,    /* an Included file starts */
+	SSH_CFG_INC_OUT,   /* ... and ends: ssh goes back to the block it was in */
+};
+
+struct ssh_cfg_event {
+	enum ssh_cfg_event_kind kind;
+	char *text;
+};
+
 /* What the pass found. */
 struct ssh_cfg_scan {
 	char why[512];                     /* empty when the built-in may go on */
-	char *host_lines[SSH_CFG_MAX_HOSTS]; /* each Host line's patterns, blank-joined */
-	int nhost;
+	struct ssh_cfg_event events[SSH_CFG_MAX_EVENTS];
+	int nevents;
 	char *sendenv[SSH_CFG_MAX_SENDENV]; /* SendEnv patterns, all for every host */
 	int nsendenv;
 	int gssapi;                        /* GSSAPIAuthentication for every host: -1 unset */
@@ -51,9 +65,11 @@ struct ssh_cfg_scan {
 bool ssh_cfg_scan(const struct ssh_cfg_paths *paths, struct ssh_cfg_scan *sc);
 void ssh_cfg_scan_release(struct ssh_cfg_scan *sc);
 
-/* libssh matches a Host line that follows an applied HostName against the
- * new name, OpenSSH always against the name given. True when no Host line
- * tells the two names apart, so the order does not matter. */
+/* libssh matches the Host lines that follow an applied HostName against
+ * the new name, OpenSSH always against the name given. True when the
+ * HostName ssh applies for alias (found by ssh's rules over the recorded
+ * lines) is hostname, the name libssh ended with, and no later Host line
+ * tells the two names apart, so both apply the same blocks. */
 bool ssh_cfg_hosts_agree(const struct ssh_cfg_scan *sc, const char *alias, const char *hostname);
 
 /* OpenSSH's pattern match: '*' any run, '?' one character, no classes. */

@@ -6,11 +6,12 @@
 # $HOME, so the test's configs are named with -F; HOME is the test's own
 # all the same). Cases: `Host * !prod` / `StrictHostKeyChecking no` must
 # not connect to prod with an unknown host key, while dev connects; a
-# negation the built-in honours itself (`Host !localhost *`); an Included
-# file's settings and its strict host-key checking; a Match block (spawned,
-# said under -vv, refused by --ssh=builtin); SendEnv under `Host *` sent by
-# the built-in as by ssh; HashKnownHosts; GSSAPIAuthentication. A wrapper ssh on PATH shows when ssh ran, and a
-# PATH without ssh proves when it did not.
+# negation the built-in honours itself (`Host !localhost *`) and one it
+# leaves to ssh; HostName and the Host lines after it; an Included file's
+# settings and its strict host-key checking; a Match block (spawned, said
+# under -vv, refused by --ssh=builtin); -F none; HashKnownHosts; SendEnv
+# and GSSAPIAuthentication under `Host *`. A wrapper ssh on PATH shows
+# when ssh ran, and a PATH without ssh proves when it did not.
 # Check functions are called through t_check, which shellcheck cannot see.
 # shellcheck disable=SC2317
 
@@ -260,6 +261,31 @@ t_check neglast_negated_as_rsync same_outcome "$T/neglast_lh.auto" "$T/neglast_l
 t_check neglast_spawned auto_spawned neglast_lh
 t_check neglast_builtin_refused fails_with "$T/neglast_lh.builtin" 1 \
     'ssh=builtin: the built-in ssh cannot honour .*negated pattern'
+
+# ----------------------------------------------------------------- HostName
+
+# An alias with a HostName: the built-in takes it.
+printf 'Host dev\n  HostName 127.0.0.1\nHost *\n  StrictHostKeyChecking yes\n' >"$T/cfg_hn"
+common "$T/cfg_hn" "$KH_BOTH"
+trio hn "$T/cfg_hn" dev
+t_check rsync_hostname_alias connected "$T/hn.rsync" "$T/hn.rsync.d"
+t_check hostname_alias connected "$T/hn.auto" "$T/hn.auto.d"
+t_check hostname_alias_builtin connected "$T/hn.builtin" "$T/hn.builtin.d"
+t_check hostname_alias_not_spawned auto_not_spawned hn
+
+# A Host line after it that matches the new name but not the alias: ssh
+# skips it (and connects), libssh 0.10 would apply it (an empty
+# known_hosts: refused). ssh runs instead.
+printf 'Host dev\n  HostName 127.0.0.1\nHost 127.0.0.1\n  UserKnownHostsFile %s\n' \
+    "$T/kh_empty" >"$T/cfg_hn2"
+printf 'Host *\n  StrictHostKeyChecking yes\n' >>"$T/cfg_hn2"
+common "$T/cfg_hn2" "$KH_BOTH"
+trio hn2 "$T/cfg_hn2" dev
+t_check rsync_hostname_later_host_skipped connected "$T/hn2.rsync" "$T/hn2.rsync.d"
+t_check hostname_later_host_skipped connected "$T/hn2.auto" "$T/hn2.auto.d"
+t_check hostname_later_host_spawned auto_spawned hn2
+t_check hostname_later_host_builtin_refused fails_with "$T/hn2.builtin" 1 \
+    'ssh=builtin: the built-in ssh cannot honour dev: libssh would match the Host lines after HostName 127.0.0.1'
 
 # ------------------------------------------------------------------ Include
 

@@ -296,21 +296,44 @@ static void test_bounds(void **state)
 }
 
 /* libssh matches Host lines after an applied HostName against the new
- * name; the two agree only when no Host line tells the names apart. */
+ * name; the two agree only when no later Host line tells the names apart
+ * (and libssh ended with the name ssh's rules pick). */
 static void test_hosts_agree(void **state)
 {
 	struct ssh_cfg_scan sc;
+	char text[1024];
 
 	(void)state;
-	assert_true(scan("Host a\n  HostName b.example.com\nHost c\n  Port 1\nHost *\n  Port 2\n", NULL,
-			 &sc));
-	assert_true(ssh_cfg_hosts_agree(&sc, "a", "b.example.com") == false); /* "Host a" itself */
+	assert_true(scan("Host a\n  HostName A.example.com\nHost b\n  HostName b.example.com\n"
+			 "Host *\n  User u\n",
+			 NULL, &sc));
+	assert_true(ssh_cfg_hosts_agree(&sc, "a", "a.example.com"));
+	assert_true(ssh_cfg_hosts_agree(&sc, "b", "b.example.com"));
+	assert_true(ssh_cfg_hosts_agree(&sc, "c", "c"));
+	/* libssh ended somewhere else than ssh would */
+	assert_false(ssh_cfg_hosts_agree(&sc, "a", "b.example.com"));
+	assert_false(ssh_cfg_hosts_agree(&sc, "c", "a.example.com"));
 	ssh_cfg_scan_release(&sc);
-	/* only lines that match both names or neither */
-	assert_true(scan("Host *\n  Port 2\nHost !prod *\n  User u\nHost x\n  Port 3\n", NULL, &sc));
-	assert_true(ssh_cfg_hosts_agree(&sc, "a", "B.example.com"));
-	assert_false(ssh_cfg_hosts_agree(&sc, "a", "prod"));
-	assert_false(ssh_cfg_hosts_agree(&sc, "x", "y"));
+	/* a later line matches the new name only (libssh applies it) */
+	assert_true(scan("Host a\n  HostName b\nHost b\n  Port 3333\n", NULL, &sc));
+	assert_false(ssh_cfg_hosts_agree(&sc, "a", "b"));
+	ssh_cfg_scan_release(&sc);
+	/* ... or the alias only (libssh skips it) */
+	assert_true(scan("Host a\n  HostName b\nHost !b *\n  Port 3333\n", NULL, &sc));
+	assert_false(ssh_cfg_hosts_agree(&sc, "a", "b"));
+	ssh_cfg_scan_release(&sc);
+	/* the first HostName of a matching block wins, across files */
+	assert_true(scan("Host *\n  HostName first\n", "Host *\n  HostName second\n", &sc));
+	assert_true(ssh_cfg_hosts_agree(&sc, "x", "first"));
+	assert_false(ssh_cfg_hosts_agree(&sc, "x", "second"));
+	ssh_cfg_scan_release(&sc);
+	/* an Include in a block that does not match opens no block */
+	put("inc-hn.conf", "Host *\n  HostName inner\n");
+	snprintf(text, sizeof text, "Host other\n  Include %s/inc-hn.conf\nHost *\n  HostName outer\n",
+		 dir);
+	assert_true(scan(text, NULL, &sc));
+	assert_true(ssh_cfg_hosts_agree(&sc, "x", "outer"));
+	assert_true(ssh_cfg_hosts_agree(&sc, "other", "inner"));
 	ssh_cfg_scan_release(&sc);
 }
 
