@@ -8,17 +8,21 @@
 #include "client/ssh_builtin.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <fcntl.h>
 #include <libssh/libssh.h>
 #include <poll.h>
 #include <pthread.h>
+#include <pwd.h>
+#include <sha1.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "proto/checksum.h"
 
 #define PUMP_BUF (256 * 1024)
 #define SSH_EXIT_FAILURE 255 /* what ssh itself exits with */
@@ -44,6 +48,7 @@ static void spec_free(struct ssh_spec *sp)
 	free(sp->config);
 	free(sp->strict);
 	free(sp->known_hosts);
+	ssh_cfg_scan_release(&sp->cfg);
 	memset(sp, 0, sizeof *sp);
 }
 
@@ -113,7 +118,8 @@ bool ssh_spec_parse(char **words, struct ssh_spec *sp)
 		else if (!strcmp(w, "-m") && next)
 			ok = set_dup(&sp->macs, next), used = true;
 		else if (!strcmp(w, "-F") && next)
-			ok = set_dup(&sp->config, next), used = true;
+			ok = (sp->no_config = !strcasecmp(next, "none")) || set_dup(&sp->config, next),
+			used = true;
 		else if (!strcmp(w, "-o") && next)
 			ok = take_o(sp, next, words[i + 2], &used), i += used, used = true;
 		else if (!strcmp(w, "-4") || !strcmp(w, "-6"))
@@ -132,6 +138,105 @@ bool ssh_spec_parse(char **words, struct ssh_spec *sp)
 	return true;
 }
 
+/* ---- the config files ---- */
+
+/* The home directory ssh and libssh take ~/.ssh from (not $HOME). */
+static bool passwd_home(char *buf, size_t size)
+{
+	char pwbuf[4096];
+	struct passwd pw, *found = NULL;
+
+	if (getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &found) != 0 || !found)
+		return false;
+	return (size_t)snprintf(buf, size, "%s", pw.pw_dir) < size;
+}
+
+/* The name libssh ends with after the config's HostName, if any. */
+static char *config_hostname(const struct ssh_spec *sp, const char *host)
+{
+	int quiet = SSH_LOG_NOLOG;
+	char *name = NULL;
+	ssh_session ss = ssh_new();
+
+	if (!ss)
+		return NULL;
+	ssh_options_set(ss, SSH_OPTIONS_LOG_VERBOSITY, &quiet);
+	if (ssh_options_set(ss, SSH_OPTIONS_HOST, host) == 0 &&
+	    ssh_options_parse_config(ss, sp->config) == 0)
+		ssh_options_get(ss, SSH_OPTIONS_HOST, &name);
+	ssh_set_log_level(SSH_LOG_NOLOG);
+	ssh_free(ss);
+	return name;
+}
+
+/* A key the built-in would record in known_hosts (accept-new or no on
+ * the command line): whether ssh hashes it may depend on the host. */
+static bool records_keys(const struct ssh_spec *sp)
+{
+	return sp->strict && (!strcasecmp(sp->strict, "no") || !strcasecmp(sp->strict, "off") ||
+			      !strcasecmp(sp->strict, "accept-new"));
+}
+
+static bool config_paths(const struct ssh_spec *sp, char *home, size_t hsize, char *user_cfg,
+			 size_t usize, struct ssh_cfg_paths *paths)
+{
+	if (!passwd_home(home, hsize))
+		return false;
+	*paths = (struct ssh_cfg_paths){
+		.pw_home = home,
+		.env_home = getenv("HOME"),
+		.global_dir = "/etc/ssh",
+	};
+	if (sp->config) {
+		paths->user_config = sp->config;
+		paths->user_config_required = true;
+		return true;
+	}
+	paths->global_config = SSH_CFG_GLOBAL_PATH;
+	paths->user_config = user_cfg;
+	return (size_t)snprintf(user_cfg, usize, "%s/.ssh/config", home) < usize;
+}
+
+bool ssh_builtin_config_check(struct ssh_spec *sp, const char *host, char *why, size_t size)
+{
+	char home[2048], user_cfg[4096];
+	struct ssh_cfg_paths paths;
+
+	ssh_cfg_scan_release(&sp->cfg);
+	sp->cfg.gssapi = sp->cfg.hash_known_hosts = -1;
+	if (sp->family) {
+		snprintf(why, size, "-%d: the built-in cannot choose the address family", sp->family);
+		return false;
+	}
+	if (sp->no_config)
+		return true;
+	/* libssh expands % and ~ in the -F name, ssh takes it as it is */
+	if (sp->config && strpbrk(sp->config, "%~")) {
+		snprintf(why, size, "-F %s: a name libssh would expand", sp->config);
+		return false;
+	}
+	if (!config_paths(sp, home, sizeof home, user_cfg, sizeof user_cfg, &paths)) {
+		snprintf(why, size, "no home directory for this user");
+		return false;
+	}
+	if (!ssh_cfg_scan(&paths, &sp->cfg)) {
+		snprintf(why, size, "%s", sp->cfg.why);
+		return false;
+	}
+	if (sp->cfg.hash_known_hosts == SSH_CFG_PER_HOST && records_keys(sp)) {
+		snprintf(why, size, "HashKnownHosts inside a Host block other than \"Host *\", "
+				    "with a new host key to record");
+		return false;
+	}
+	char *name = config_hostname(sp, host);
+	bool agree = name && (!strcasecmp(name, host) || ssh_cfg_hosts_agree(&sp->cfg, host, name));
+	if (!agree)
+		snprintf(why, size, "%s: libssh would match the Host lines after HostName %s "
+				    "against that name, ssh against %s", host, name ? name : "?", host);
+	ssh_string_free_char(name);
+	return agree;
+}
+
 /* ---- connecting ---- */
 
 static int fail_msg(const char *fmt, const char *arg)
@@ -143,60 +248,6 @@ static int fail_msg(const char *fmt, const char *arg)
 	return SSH_EXIT_FAILURE;
 }
 
-/* libssh silently drops names it does not know from a list; ssh refuses
- * the whole option, and so do we. */
-static bool known_algorithms(const char *list, const char *const *known)
-{
-	char copy[1024], *save = NULL;
-
-	snprintf(copy, sizeof copy, "%s", list);
-	for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-		bool found = false;
-		for (int i = 0; known[i]; i++)
-			found |= strcmp(w, known[i]) == 0;
-		if (!found)
-			return false;
-	}
-	return true;
-}
-
-static const char *const known_ciphers[] = {
-	"aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "chacha20-poly1305@openssh.com",
-	"aes128-ctr", "aes192-ctr", "aes256-ctr", "aes128-cbc", "aes192-cbc", "aes256-cbc",
-	"3des-cbc", NULL};
-static const char *const known_macs[] = {
-	"hmac-sha2-256-etm@openssh.com", "hmac-sha2-512-etm@openssh.com", "hmac-sha1-etm@openssh.com",
-	"hmac-sha2-256", "hmac-sha2-512", "hmac-sha1", "none", NULL};
-
-/* StrictHostKeyChecking and UserKnownHostsFile from an ssh config file,
- * for the Host blocks that match (libssh applies the file but keeps the
- * host-key policy to itself). */
-static void config_host_policy(const char *file, const char *host, struct ssh_spec *sp)
-{
-	char line[1024];
-	bool applies = true;
-	FILE *f = fopen(file, "r");
-
-	if (!f)
-		return;
-	while (fgets(line, sizeof line, f)) {
-		char key[64], val[900];
-		if (sscanf(line, " %63[^ \t=]%*[ \t=]%899[^\n]", key, val) != 2)
-			continue;
-		if (!strcasecmp(key, "Host")) {
-			applies = false;
-			char *save = NULL;
-			for (char *p = strtok_r(val, " \t", &save); p; p = strtok_r(NULL, " \t", &save))
-				applies |= fnmatch(p, host, FNM_CASEFOLD) == 0;
-		} else if (applies && !strcasecmp(key, "StrictHostKeyChecking") && !sp->strict) {
-			sp->strict = strdup(val);
-		} else if (applies && !strcasecmp(key, "UserKnownHostsFile") && !sp->known_hosts) {
-			sp->known_hosts = strdup(val);
-		}
-	}
-	fclose(f);
-}
-
 static int set_options(ssh_session ss, const struct ssh_spec *sp, const char *host,
 		       const char *user, const char *extra_ciphers)
 {
@@ -205,9 +256,14 @@ static int set_options(ssh_session ss, const struct ssh_spec *sp, const char *ho
 	ssh_options_set(ss, SSH_OPTIONS_LOG_VERBOSITY, &verbosity);
 	if (ssh_options_set(ss, SSH_OPTIONS_HOST, host) < 0)
 		return fail_msg("ssh: bad host name %s", host);
-	/* ~/.ssh/config first (or -F), so the command line wins over it */
-	if (ssh_options_parse_config(ss, sp->config) < 0 && sp->config)
-		return fail_msg("ssh: cannot read config file %s", sp->config);
+	/* ~/.ssh/config first (or -F), so the command line wins over it;
+	 * ssh_builtin_config_check() has made sure libssh reads it as ssh */
+	bool read_config = false; /* -F none: nor may ssh_connect read it */
+	if (sp->no_config)
+		ssh_options_set(ss, SSH_OPTIONS_PROCESS_CONFIG, &read_config);
+	else if (ssh_options_parse_config(ss, sp->config) < 0)
+		return fail_msg("ssh: cannot read config file %s",
+				sp->config ? sp->config : "~/.ssh/config");
 	/* a LogLevel in the config must not make libssh chatter on stderr */
 	ssh_options_set(ss, SSH_OPTIONS_LOG_VERBOSITY, &verbosity);
 	ssh_set_log_level(SSH_LOG_NOLOG);
@@ -217,9 +273,11 @@ static int set_options(ssh_session ss, const struct ssh_spec *sp, const char *ho
 	if (u && ssh_options_set(ss, SSH_OPTIONS_USER, u) < 0)
 		return fail_msg("ssh: bad user %s", u);
 	const char *ciphers = extra_ciphers ? extra_ciphers : sp->ciphers;
-	if (ciphers && !known_algorithms(ciphers, known_ciphers))
+	/* libssh silently drops names it does not know from a list; ssh
+	 * refuses the whole option, and so do we */
+	if (ciphers && !ssh_cfg_known_ciphers(ciphers))
 		return fail_msg("Unknown cipher type '%s'", ciphers);
-	if (sp->macs && !known_algorithms(sp->macs, known_macs))
+	if (sp->macs && !ssh_cfg_known_macs(sp->macs))
 		return fail_msg("Unknown mac type '%s'", sp->macs);
 	if (ciphers && (ssh_options_set(ss, SSH_OPTIONS_CIPHERS_C_S, ciphers) < 0 ||
 			ssh_options_set(ss, SSH_OPTIONS_CIPHERS_S_C, ciphers) < 0))
@@ -232,6 +290,76 @@ static int set_options(ssh_session ss, const struct ssh_spec *sp, const char *ho
 	for (int i = 0; i < sp->nident; i++)
 		ssh_options_set(ss, SSH_OPTIONS_ADD_IDENTITY, sp->identity[i]);
 	return 0;
+}
+
+/* HMAC-SHA1 (RFC 2104) of msg under a 20-byte key. */
+static void hmac_sha1(const uint8_t key[SHA1_DIGEST_LENGTH], const char *msg,
+		      uint8_t out[SHA1_DIGEST_LENGTH])
+{
+	uint8_t pad[64];
+	SHA1_CTX ctx;
+
+	memset(pad, 0x36, sizeof pad);
+	for (int i = 0; i < SHA1_DIGEST_LENGTH; i++)
+		pad[i] ^= key[i];
+	SHA1Init(&ctx);
+	SHA1Update(&ctx, pad, sizeof pad);
+	SHA1Update(&ctx, (const uint8_t *)msg, strlen(msg));
+	SHA1Final(out, &ctx);
+	for (size_t i = 0; i < sizeof pad; i++)
+		pad[i] ^= 0x36 ^ 0x5c;
+	SHA1Init(&ctx);
+	SHA1Update(&ctx, pad, sizeof pad);
+	SHA1Update(&ctx, out, SHA1_DIGEST_LENGTH);
+	SHA1Final(out, &ctx);
+}
+
+/* base64 of 20 bytes with its one '=' of padding. */
+static void b64_20(const uint8_t in[SHA1_DIGEST_LENGTH], char out[30])
+{
+	base64_nopad(in, SHA1_DIGEST_LENGTH, out, 30);
+	strcat(out, "=");
+}
+
+/* The host name field of a known_hosts line, hashed as ssh hashes it
+ * under HashKnownHosts: |1|base64(salt)|base64(HMAC-SHA1(salt, name)). */
+static bool hashed_entry(const char *entry, char *out, size_t size)
+{
+	uint8_t salt[SHA1_DIGEST_LENGTH], mac[SHA1_DIGEST_LENGTH];
+	char name[1024], s64[30], m64[30];
+	size_t nlen = strcspn(entry, " ");
+
+	if (nlen >= sizeof name || !entry[nlen] ||
+	    getrandom(salt, sizeof salt, 0) != (ssize_t)sizeof salt)
+		return false;
+	snprintf(name, sizeof name, "%.*s", (int)nlen, entry);
+	hmac_sha1(salt, name, mac);
+	b64_20(salt, s64);
+	b64_20(mac, m64);
+	return (size_t)snprintf(out, size, "|1|%s|%s%s", s64, m64, entry + nlen) < size;
+}
+
+/* Add the server's key to the user's known_hosts, hashed when the config
+ * says HashKnownHosts yes for every host. ssh only warns when it cannot. */
+static void record_host_key(ssh_session ss, bool hashed)
+{
+	char *entry = NULL, *file = NULL, line[8192];
+
+	if (!hashed) {
+		ssh_session_update_known_hosts(ss);
+		return;
+	}
+	if (ssh_session_export_known_hosts_entry(ss, &entry) == SSH_OK &&
+	    ssh_options_get(ss, SSH_OPTIONS_KNOWNHOSTS, &file) == SSH_OK &&
+	    hashed_entry(entry, line, sizeof line)) {
+		FILE *f = fopen(file, "a");
+		if (f) {
+			fputs(line, f);
+			fclose(f);
+		}
+	}
+	ssh_string_free_char(entry);
+	ssh_string_free_char(file);
 }
 
 /* Known-hosts policy with OpenSSH's words (StrictHostKeyChecking: yes and
@@ -258,7 +386,7 @@ static int verify_host(ssh_session ss, const struct ssh_spec *sp, const char *ho
 	case SSH_KNOWN_HOSTS_UNKNOWN:
 		if (!strcasecmp(strict, "no") || !strcasecmp(strict, "accept-new") ||
 		    !strcasecmp(strict, "off")) {
-			ssh_session_update_known_hosts(ss);
+			record_host_key(ss, sp->cfg.hash_known_hosts == 1);
 			return 0;
 		}
 		return fail_msg("No host key is known for %s and you have requested strict "
@@ -268,13 +396,37 @@ static int verify_host(ssh_session ss, const struct ssh_spec *sp, const char *ho
 	}
 }
 
-static int authenticate(ssh_session ss, const char *host)
+/* none, then GSSAPI where the config asks for it and the server offers
+ * it (ssh's order), then the agent and the keys. */
+static int authenticate(ssh_session ss, const struct ssh_spec *sp, const char *host)
 {
 	if (ssh_userauth_none(ss, NULL) == SSH_AUTH_SUCCESS)
+		return 0;
+	if (sp->cfg.gssapi == 1 && (ssh_userauth_list(ss, NULL) & SSH_AUTH_METHOD_GSSAPI_MIC) &&
+	    ssh_userauth_gssapi(ss) == SSH_AUTH_SUCCESS)
 		return 0;
 	if (ssh_userauth_publickey_auto(ss, NULL, NULL) == SSH_AUTH_SUCCESS)
 		return 0;
 	return fail_msg("%s: Permission denied (publickey).", host);
+}
+
+/* SendEnv: the variables whose names match a pattern, offered as ssh
+ * offers them; the server takes those its AcceptEnv allows and refuses the
+ * rest, which is no error for ssh either. */
+static void send_env(ssh_channel ch, const struct ssh_spec *sp)
+{
+	for (char **e = environ; sp->cfg.nsendenv && e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		char name[256];
+		if (!eq || (size_t)(eq - *e) >= sizeof name)
+			continue;
+		snprintf(name, sizeof name, "%.*s", (int)(eq - *e), *e);
+		for (int i = 0; i < sp->cfg.nsendenv; i++)
+			if (ssh_cfg_pattern_match(sp->cfg.sendenv[i], name)) {
+				ssh_channel_request_env(ch, name, eq + 1);
+				break;
+			}
+	}
 }
 
 /* ---- the pump ---- */
@@ -353,19 +505,10 @@ int ssh_builtin_start(const struct ssh_spec *sp, const char *host, const char *u
 		      struct ssh_builtin **out)
 {
 	struct ssh_builtin *b = calloc(1, sizeof *b);
-	struct ssh_spec policy = *sp;
-	char home_cfg[4096];
 	int sv[2];
 
 	if (!b)
 		return 22;
-	/* The host-key policy may come from the config file, as with ssh. */
-	const char *home = getenv("HOME");
-	snprintf(home_cfg, sizeof home_cfg, "%s/.ssh/config", home ? home : "/");
-	policy.strict = sp->strict ? strdup(sp->strict) : NULL;
-	policy.known_hosts = sp->known_hosts ? strdup(sp->known_hosts) : NULL;
-	config_host_policy(sp->config ? sp->config : home_cfg, host, &policy);
-	sp = &policy;
 	b->ours = -1;
 	b->session = ssh_new();
 	if (!b->session) {
@@ -378,18 +521,18 @@ int ssh_builtin_start(const struct ssh_spec *sp, const char *host, const char *u
 	if (!code)
 		code = verify_host(b->session, sp, host);
 	if (!code)
-		code = authenticate(b->session, host);
+		code = authenticate(b->session, sp, host);
 	if (!code) {
 		b->channel = ssh_channel_new(b->session);
-		if (!b->channel || ssh_channel_open_session(b->channel) != SSH_OK ||
-		    ssh_channel_request_exec(b->channel, command) != SSH_OK)
+		bool opened = b->channel && ssh_channel_open_session(b->channel) == SSH_OK;
+		if (opened)
+			send_env(b->channel, sp);
+		if (!opened || ssh_channel_request_exec(b->channel, command) != SSH_OK)
 			code = fail_msg("ssh: cannot run the remote command: %s",
 					ssh_get_error(b->session));
 	}
 	if (!code && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		code = fail_msg("socketpair failed: %s", strerror(errno));
-	free(policy.strict);
-	free(policy.known_hosts);
 	if (code) {
 		ssh_builtin_stop(b);
 		return code;

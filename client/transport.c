@@ -74,6 +74,22 @@ static bool try_builtin_ssh(const struct ferry_opts *o, const struct remote_spec
 	}
 	if (o->ip_family)
 		sp.family = o->ip_family;
+	/* never half-honour a config: what the built-in cannot apply
+	 * exactly as ssh would, ssh applies */
+	char why[600];
+	if (!ssh_builtin_config_check(&sp, r->host, why, sizeof why)) {
+		ssh_spec_release(&sp);
+		if (strcmp(mode, "builtin") == 0) {
+			fprintf(stderr, "ferry: --ssh=builtin: the built-in ssh cannot honour %s\n", why);
+			*code = RERR_SYNTAX;
+			return true;
+		}
+		if (debug_ge(o, DEBUG_CMD, 1)) {
+			printf("spawning ssh: the built-in ssh cannot honour %s\n", why);
+			fflush(stdout);
+		}
+		return false;
+	}
 	char **remote = rsh_remote_command(o, server_args, paths, npaths, daemon);
 	char *cmd = remote ? join_words(remote) : NULL;
 	rsh_free(remote);

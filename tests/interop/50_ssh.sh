@@ -279,11 +279,23 @@ run "$T/odd_push" env PATH="$NOSSH" "$FERRY" -e "$E" --ssh=builtin -a "$ODD/" \
     "127.0.0.1:$T/odd push \"q\" & \$(true)/"
 t_check builtin_odd_remote_path_push ok_compare "$T/odd_push" "$ODD" "$T/odd push \"q\" & \$(true)" --nsec
 
-# The harness's own -e command (-F with its ssh_config): the built-in reads
-# the file through libssh.
-run "$T/harness_F" env PATH="$NOSSH" "$FERRY" -e "$SSH_CMD" --ssh=builtin -aH \
-    "127.0.0.1:$SMALL/" "$T/harness_F/"
-t_check builtin_F_config ok_compare "$T/harness_F" "$SMALL" "$T/harness_F" --nsec
+# The harness's own -e command (-F with its ssh_config, which says
+# IdentitiesOnly, a keyword libssh 0.10 ignores): auto leaves the file to
+# ssh, --ssh=builtin refuses it rather than half-honour it (57_ssh_config
+# has the other cases).
+ssh_calls_reset
+run "$T/harness_F" env PATH="$WPATH" "$FERRY" -e "$SSH_CMD" -aH "127.0.0.1:$SMALL/" "$T/harness_F/"
+t_check harness_F_config_spawned_works ok_compare "$T/harness_F" "$SMALL" "$T/harness_F" --nsec
+t_check harness_F_config_spawns_ssh ssh_spawned
+run "$T/harness_F_b" env PATH="$NOSSH" "$FERRY" -e "$SSH_CMD" --ssh=builtin -aH \
+    "127.0.0.1:$SMALL/" "$T/harness_F_b/"
+t_check harness_F_config_builtin_refused fails_with "$T/harness_F_b" 1 \
+    'ssh=builtin: the built-in ssh cannot honour .*IdentitiesOnly is not applied'
+# Without that line the built-in reads the file through libssh.
+grep -v IdentitiesOnly "$T/ssh_config" >"$T/ssh_config_b"
+run "$T/builtin_F" env PATH="$NOSSH" "$FERRY" -e "ssh -F $T/ssh_config_b -p $SSHD_PORT" \
+    --ssh=builtin -aH "127.0.0.1:$SMALL/" "$T/builtin_F/"
+t_check builtin_F_config ok_compare "$T/builtin_F" "$SMALL" "$T/builtin_F" --nsec
 
 # The remote command's stderr and failure come through the built-in as
 # through ssh: a missing --rsync-path is exit 12 (as rsync) with the
@@ -410,10 +422,10 @@ run "$T/hk_changed" env PATH="$NOSSH" "$FERRY" -e "$(ssh_cmd "$SSHD_PORT" "$T/kh
     -a "127.0.0.1:$SMALL/" "$T/hk_changed/"
 t_check hostkey_changed_refused fails_with "$T/hk_changed" 255 'Host key verification failed\.'
 
-# StrictHostKeyChecking from an -F config file counts as on the command
-# line: `ssh -F FILE` itself accepts and records the key with this file,
-# so auto mode (which takes the built-in for this plain -F command) must
-# too.
+# StrictHostKeyChecking accept-new from an -F config file: `ssh -F FILE`
+# accepts and records the key. Whether a laxer policy applies depends on
+# the Host blocks, so auto leaves the file to ssh, which records the key;
+# --ssh=builtin refuses.
 : >"$T/kh_cfg"
 cat >"$T/cfg_accept" <<EOF
 Host *
@@ -424,10 +436,18 @@ Host *
   StrictHostKeyChecking accept-new
   BatchMode yes
 EOF
-run "$T/hk_cfg" env PATH="$NOSSH" "$FERRY" -e "ssh -F $T/cfg_accept" \
+ssh_calls_reset
+run "$T/hk_cfg" env PATH="$WPATH" "$FERRY" -e "ssh -F $T/cfg_accept" \
     -a "127.0.0.1:$SMALL/" "$T/hk_cfg/"
 t_check hostkey_F_config_accept_new ok_compare "$T/hk_cfg" "$SMALL" "$T/hk_cfg" --nsec --no-hardlinks
+t_check hostkey_F_config_accept_new_spawned ssh_spawned
 t_check hostkey_F_config_accept_new_recorded key_recorded "$T/kh_cfg"
+: >"$T/kh_cfg"
+run "$T/hk_cfg_b" env PATH="$NOSSH" "$FERRY" -e "ssh -F $T/cfg_accept" --ssh=builtin \
+    -a "127.0.0.1:$SMALL/" "$T/hk_cfg_b/"
+t_check hostkey_F_config_accept_new_builtin_refused fails_with "$T/hk_cfg_b" 1 \
+    'cannot honour .*StrictHostKeyChecking accept-new'
+t_check hostkey_F_config_builtin_known_hosts_untouched test ! -s "$T/kh_cfg"
 
 # ------------------------------------------------- spawn and fallback
 
