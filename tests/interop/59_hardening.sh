@@ -4,6 +4,7 @@
 #   flood_*    a pulling client sends 262,144 weak sums crafted to collide
 #              in the unkeyed table ferry once used: the daemon answers at
 #              once (it took 21 s) and keeps serving.
+#   seed_*     the checksum seed is not rsync's guessable time ^ pid << 6.
 # Check functions are called through t_check, which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -u
@@ -48,5 +49,42 @@ t_check flood_ferry_answers [ "$r" = "RESULT complete" ]
 t_check flood_ferry_fast [ "$ms" -lt 5000 ]
 r=$(evil "$FERRYD_PORT" pull_valid)
 t_check flood_ferry_still_serves [ "$r" = "RESULT complete" ]
+
+# ------------------------------------------------------------------ seed
+
+# seed_guessable LOG T0 T1: is the seed the client saw (in $T/evil.err)
+# time ^ pid << 6 for a pid in the daemon's LOG and a second around
+# [T0, T1]? 0 yes, 1 no, 2 no seed seen.
+seed_guessable() {
+    local log=$1 t0=$2 t1=$3 seed pid t
+    seed=$(sed -n 's/^evil_client: seed 0x\([0-9a-f]*\)$/\1/p' "$T/evil.err" | tail -n 1)
+    [ -n "$seed" ] || { echo "no seed in the client's log"; return 2; }
+    for pid in $(sed -n 's/^.* \[\([0-9]*\)\] .*$/\1/p' "$log" | sort -u); do
+        for ((t = t0 - 1; t <= t1 + 1; t++)); do
+            if [ $(((t ^ (pid << 6)) & 0xFFFFFFFF)) = $((16#$seed)) ]; then
+                echo "seed $seed = time $t ^ pid $pid << 6"
+                return 0
+            fi
+        done
+    done
+    echo "seed $seed is none of time ^ pid << 6"
+    return 1
+}
+
+# seed_of PORT LOG: pull once; the status of seed_guessable.
+seed_of() {
+    local t0 t1 r
+    t0=$(date +%s)
+    r=$(evil "$1" pull_valid)
+    t1=$(date +%s)
+    [ "$r" = "RESULT complete" ] || { echo "pull: $r"; return 2; }
+    seed_guessable "$2" "$t0" "$t1"
+}
+
+# The reference's seed is guessable: this proves the check finds one.
+seed_of "$RSYNCD_PORT" "$T/rd59.log"
+t_check seed_rsync_is_time_pid [ $? = 0 ]
+seed_of "$FERRYD_PORT" "$T/fd59.log"
+t_check seed_ferry_is_random [ $? = 1 ]
 
 t_done
