@@ -5,6 +5,9 @@
 #              in the unkeyed table ferry once used: the daemon answers at
 #              once (it took 21 s) and keeps serving.
 #   seed_*     the checksum seed is not rsync's guessable time ^ pid << 6.
+#   iotimeout_* a daemon's MSG_IO_TIMEOUT: a ferry daemon with a module
+#              timeout sends it as rsyncd does, and a ferry client takes a
+#              shorter one (evil_daemon.py then goes silent) as rsync does.
 # Check functions are called through t_check, which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -u
@@ -86,5 +89,60 @@ seed_of "$RSYNCD_PORT" "$T/rd59.log"
 t_check seed_rsync_is_time_pid [ $? = 0 ]
 seed_of "$FERRYD_PORT" "$T/fd59.log"
 t_check seed_ferry_is_random [ $? = 1 ]
+
+# ------------------------------------------------------------ io timeout
+
+TCONF="
+[m]
+    path = $MOD
+    timeout = 5
+"
+t_rsyncd_start rd59t "$TCONF" || t_fail rsyncd_start "real rsync daemon did not start"
+RT_PORT=$RSYNCD_PORT
+t_ferryd_start fd59t "$TCONF" || t_fail ferryd_start "ferry daemon did not start"
+FT_PORT=$FERRYD_PORT
+
+# rsync -vv says when it takes the server's timeout.
+told() { # PORT CLIENT
+    rm -rf "$T/tdst"
+    "$2" -r -vv --timeout=30 "rsync://127.0.0.1:$1/m/" "$T/tdst/" 2>&1 |
+        grep -c '^Setting --timeout=5 to match server$'
+}
+t_check iotimeout_rsyncd_sends [ "$(told "$RT_PORT" "$RSYNC")" = 1 ]
+t_check iotimeout_ferryd_sends [ "$(told "$FT_PORT" "$RSYNC")" = 1 ]
+t_check iotimeout_ferry_takes_rsyncd [ "$(told "$RT_PORT" "$FERRY")" = 1 ]
+# a longer one than --timeout is not taken
+longer() {
+    rm -rf "$T/tdst"
+    "$FERRY" -r -vv --timeout=3 "rsync://127.0.0.1:$FT_PORT/m/" "$T/tdst/" 2>&1 |
+        grep -c 'match server'
+}
+t_check iotimeout_longer_ignored [ "$(longer)" = 0 ]
+
+# A daemon that says 2 s and then goes silent: the client gives up after
+# about 2 s with code 30 (the daemon waits 15 s for it to).
+EPORT=$(t_free_port)
+"$PYTHON" "$_T_LIB_DIR/evil_daemon.py" "$EPORT" io_timeout "$T/outside" 2>"$T/evil_daemon.err" &
+t_track_pid $!
+t_wait_port "$EPORT" 10 $! || t_fail evil_daemon_start "evil_daemon.py did not listen"
+silent() { # CLIENT: "rc ms"
+    local t0 t1 rc
+    rm -rf "$T/tdst"
+    t0=$(date +%s%N)
+    "$1" -r --timeout=60 "rsync://127.0.0.1:$EPORT/m/" "$T/tdst/" >"$T/silent.out" 2>&1
+    rc=$?
+    t1=$(date +%s%N)
+    cat "$T/silent.out"
+    echo "$rc $(((t1 - t0) / 1000000))" >"$T/silent.res"
+}
+silent "$RSYNC"
+read -r rc ms <"$T/silent.res"
+echo "rsync: rc $rc after $ms ms"
+t_check iotimeout_rsync_gives_up [ "$rc" = 30 ]
+silent "$FERRY"
+read -r rc ms <"$T/silent.res"
+echo "ferry: rc $rc after $ms ms"
+t_check iotimeout_ferry_gives_up [ "$rc" = 30 ]
+t_check iotimeout_ferry_within_server_limit [ "$ms" -lt 12000 ]
 
 t_done
