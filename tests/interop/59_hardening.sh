@@ -8,6 +8,10 @@
 #   iotimeout_* a daemon's MSG_IO_TIMEOUT: a ferry daemon with a module
 #              timeout sends it as rsyncd does, and a ferry client takes a
 #              shorter one (evil_daemon.py then goes silent) as rsync does.
+#   hosts_*    a malformed "hosts allow/deny" entry (127.0.0.1/33): rsyncd
+#              logs "malformed mask in ..." at each connection; ferryd says
+#              so with file:line when it loads the config, and admits and
+#              refuses exactly as rsyncd.
 # Check functions are called through t_check, which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -u
@@ -144,5 +148,41 @@ read -r rc ms <"$T/silent.res"
 echo "ferry: rc $rc after $ms ms"
 t_check iotimeout_ferry_gives_up [ "$rc" = 30 ]
 t_check iotimeout_ferry_within_server_limit [ "$ms" -lt 12000 ]
+
+# ------------------------------------------------------- hosts allow/deny
+
+HCONF="
+[m]
+    path = $MOD
+    hosts allow = 127.0.0.1/33
+    hosts deny = 10.0.0.0/8
+[n]
+    path = $MOD
+    hosts allow = 10.0.0.0/8 127.0.0.1/33
+"
+t_rsyncd_start rd59h "$HCONF" || t_fail rsyncd_start "real rsync daemon did not start"
+RH_PORT=$RSYNCD_PORT
+t_ferryd_start fd59h "$HCONF" || t_fail ferryd_start "ferry daemon did not start"
+FH_PORT=$FERRYD_PORT
+cat "$T/fd59h.out"
+# the line of each "hosts allow" with the bad entry in the generated config
+lines=$(grep -n 'hosts allow = .*127.0.0.1/33' "$T/fd59h.conf" | cut -d: -f1 | tr '\n' ' ')
+want=""
+for l in $lines; do
+    want+="ferry: warning: malformed mask in 127.0.0.1/33 (\"hosts allow\" at $T/fd59h.conf:$l): the entry matches no client"$'\n'
+done
+t_check hosts_ferryd_warns_at_load [ "$(grep 'malformed' "$T/fd59h.out")"$'\n' = "$want" ]
+# m: allow matches nobody, deny does not match 127.0.0.1 -> admitted;
+# n: allow only, matches nobody -> refused. rsync first, then ferry.
+reach() { # PORT MODULE: exit code of a listing
+    "$RSYNC" "rsync://127.0.0.1:$1/$2/" >/dev/null 2>&1
+    echo $?
+}
+r_m=$(reach "$RH_PORT" m)
+r_n=$(reach "$RH_PORT" n)
+echo "rsyncd: m $r_m, n $r_n"
+t_check hosts_rsyncd_logs_mask grep -q 'malformed mask in 127.0.0.1/33' "$T/rd59h.log"
+t_check hosts_same_admission_m [ "$(reach "$FH_PORT" m)" = "$r_m" ]
+t_check hosts_same_admission_n [ "$(reach "$FH_PORT" n)" = "$r_n" ]
 
 t_done
