@@ -12,6 +12,13 @@
 #              logs "malformed mask in ..." at each connection; ferryd says
 #              so with file:line when it loads the config, and admits and
 #              refuses exactly as rsyncd.
+#   dirlinks_* -K with destination symlinks to directories: one leading out
+#              of the destination (../outside, or absolute even to inside)
+#              is kept and nothing goes through it (exit 23, "failed to
+#              stat ... Too many levels of symbolic links"), one staying
+#              inside is followed; locally, and from a server that planted
+#              the link in a first run and sends link/ as a directory in a
+#              second (evil_daemon.py symlink_planted).
 # Check functions are called through t_check, which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -u
@@ -184,5 +191,80 @@ echo "rsyncd: m $r_m, n $r_n"
 t_check hosts_rsyncd_logs_mask grep -q 'malformed mask in 127.0.0.1/33' "$T/rd59h.log"
 t_check hosts_same_admission_m [ "$(reach "$FH_PORT" m)" = "$r_m" ]
 t_check hosts_same_admission_n [ "$(reach "$FH_PORT" n)" = "$r_n" ]
+
+# ------------------------------------------------------- -K out of the dest
+
+KT=$T/k
+# kdest NAME: a destination with three directory links
+kdest() {
+    rm -rf "$KT/$1" "$KT/outside"
+    mkdir -p "$KT/$1/real" "$KT/$1/a" "$KT/outside"
+    ln -s ../outside "$KT/$1/link"
+    ln -s "$KT/$1/real" "$KT/$1/abs"
+    ln -s ../real "$KT/$1/a/rel"
+}
+mkdir -p "$KT/src/link" "$KT/src/abs" "$KT/src/a/rel"
+echo escape >"$KT/src/link/f"
+echo escape >"$KT/src/abs/f"
+echo inside >"$KT/src/a/rel/g"
+# klocal CLIENT: the exit code; the destination as it ends in $KT/CLIENT.tree
+klocal() {
+    local name rc
+    name=$(basename "$1")
+    kdest "d.$name"
+    "$1" -rK "$KT/src/" "$KT/d.$name/" >"$KT/$name.out" 2>&1
+    rc=$?
+    cat "$KT/$name.out"
+    (cd "$KT" && find outside "d.$name" -printf '%y %p %l\n' | sed "s/d\.$name/D/g" | sort) \
+        >"$KT/$name.tree"
+    echo "$rc"
+}
+r_rc=$(klocal "$RSYNC" | tail -n 1)
+f_rc=$(klocal "$FERRY" | tail -n 1)
+cat "$KT/ferry.out"
+t_check dirlinks_local_rsync_refuses [ "$r_rc" = 23 ]
+t_check dirlinks_local_ferry_refuses [ "$f_rc" = 23 ]
+t_check dirlinks_local_nothing_outside [ -z "$(ls -A "$KT/outside")" ]
+t_check dirlinks_local_same_tree diff "$KT/rsync.tree" "$KT/ferry.tree"
+t_check dirlinks_local_same_errors diff \
+    <(grep -o 'failed to stat "[^"]*": .*' "$KT/rsync.out" | sed 's/d\.rsync/D/') \
+    <(grep -o 'failed to stat "[^"]*": .*' "$KT/ferry.out" | sed 's/d\.ferry/D/')
+
+# A hostile server, two runs: a real rsync daemon's module holds the link
+# (any server may send one), then evil_daemon.py sends "link" as a
+# directory with link/pwned in it.
+PMOD=$T/plant
+mkdir -p "$PMOD"
+ln -s ../outside "$PMOD/link"
+t_rsyncd_start rd59k "
+[m]
+    path = $PMOD
+" || t_fail rsyncd_start "real rsync daemon did not start"
+KPORT=$RSYNCD_PORT
+EKPORT=$(t_free_port)
+"$PYTHON" "$_T_LIB_DIR/evil_daemon.py" "$EKPORT" symlink_planted "$KT/outside" \
+    2>"$T/evil_planted.err" &
+t_track_pid $!
+t_wait_port "$EKPORT" 10 $! || t_fail evil_daemon_start "evil_daemon.py did not listen"
+# kremote CLIENT: both runs; "exit1 exit2"
+kremote() {
+    local d=$KT/r.$(basename "$1") rc1 rc2
+    rm -rf "$d" "$KT/outside"
+    mkdir -p "$d" "$KT/outside"
+    "$1" -rl "rsync://127.0.0.1:$KPORT/m/" "$d/" 2>&1
+    rc1=$?
+    "$1" -rlK "rsync://127.0.0.1:$EKPORT/m/" "$d/" 2>&1
+    rc2=$?
+    echo "$rc1 $rc2"
+}
+r_rcs=$(kremote "$RSYNC" | tail -n 1)
+echo "rsync: $r_rcs"
+t_check dirlinks_remote_rsync_nothing_outside [ -z "$(ls -A "$KT/outside")" ]
+kremote "$FERRY" >"$KT/remote.ferry.out"
+cat "$KT/remote.ferry.out"
+f_rcs=$(tail -n 1 "$KT/remote.ferry.out")
+t_check dirlinks_remote_ferry_nothing_outside [ -z "$(ls -A "$KT/outside")" ]
+t_check dirlinks_remote_same_exits [ "$f_rcs" = "$r_rcs" ]
+t_check dirlinks_remote_link_kept [ -L "$KT/r.ferry/link" ]
 
 t_done
