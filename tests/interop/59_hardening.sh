@@ -19,6 +19,11 @@
 #              inside is followed; locally, and from a server that planted
 #              the link in a first run and sends link/ as a directory in a
 #              second (evil_daemon.py symlink_planted).
+#   rmsrc_*    -R --remove-source-files, where another user swaps an implied
+#              directory for a link to a victim's directory between the
+#              send and the removal (swap_proxy.py makes the race certain):
+#              rsync refuses ("sender failed to secure-open-parent"), the
+#              victim's file stays; ferry must do the same.
 # Check functions are called through t_check, which shellcheck cannot see.
 # shellcheck disable=SC2317
 set -u
@@ -197,7 +202,7 @@ t_check hosts_same_admission_n [ "$(reach "$FH_PORT" n)" = "$r_n" ]
 KT=$T/k
 # kdest NAME: a destination with three directory links
 kdest() {
-    rm -rf "$KT/$1" "$KT/outside"
+    rm -rf "${KT:?}/$1" "$KT/outside"
     mkdir -p "$KT/$1/real" "$KT/$1/a" "$KT/outside"
     ln -s ../outside "$KT/$1/link"
     ln -s "$KT/$1/real" "$KT/$1/abs"
@@ -248,7 +253,8 @@ t_track_pid $!
 t_wait_port "$EKPORT" 10 $! || t_fail evil_daemon_start "evil_daemon.py did not listen"
 # kremote CLIENT: both runs; "exit1 exit2"
 kremote() {
-    local d=$KT/r.$(basename "$1") rc1 rc2
+    local d rc1 rc2
+    d=$KT/r.$(basename "$1")
     rm -rf "$d" "$KT/outside"
     mkdir -p "$d" "$KT/outside"
     "$1" -rl "rsync://127.0.0.1:$KPORT/m/" "$d/" 2>&1
@@ -266,5 +272,49 @@ f_rcs=$(tail -n 1 "$KT/remote.ferry.out")
 t_check dirlinks_remote_ferry_nothing_outside [ -z "$(ls -A "$KT/outside")" ]
 t_check dirlinks_remote_same_exits [ "$f_rcs" = "$r_rcs" ]
 t_check dirlinks_remote_link_kept [ -L "$KT/r.ferry/link" ]
+
+# ------------------------------------ -R --remove-source-files through a link
+
+RT=$T/rm
+# rmsrc CLIENT: push home/u/./outbox/ over swap_proxy.py with a real rsync
+# server; the exit code, then the victim's file (or "gone")
+rmsrc() {
+    rm -rf "$RT"
+    mkdir -p "$RT/home/u/outbox" "$RT/victim" "$RT/dest"
+    echo secret >"$RT/victim/precious"
+    echo public >"$RT/home/u/outbox/precious" # same size and mtime
+    touch -d @1600000000 "$RT/victim/precious" "$RT/home/u/outbox/precious"
+    "$1" -aR --remove-source-files --rsync-path="$RSYNC" \
+        -e "$PYTHON $_T_LIB_DIR/swap_proxy.py $RT/home/u/outbox ../../victim" \
+        "$RT/home/u/./outbox/" "localhost:$RT/dest/" >"$RT.out" 2>&1
+    echo "$? $(cat "$RT/victim/precious" 2>/dev/null || echo gone)"
+}
+r=$(rmsrc "$RSYNC")
+cat "$RT.out"
+echo "rsync: $r"
+t_check rmsrc_rsync_refuses [ "$r" = "23 secret" ]
+t_check rmsrc_rsync_says_secure_open_parent grep -q \
+    'sender failed to secure-open-parent outbox/precious: Too many levels of symbolic links (40)' \
+    "$RT.out"
+r=$(rmsrc "$FERRY")
+cat "$RT.out"
+echo "ferry: $r"
+t_check rmsrc_ferry_refuses [ "$r" = "23 secret" ]
+t_check rmsrc_ferry_says_secure_open_parent grep -q \
+    'sender failed to secure-open-parent outbox/precious: Too many levels of symbolic links (40)' \
+    "$RT.out"
+t_check rmsrc_ferry_swap_happened grep -q 'swap_proxy: .* is now a link' "$RT.out"
+
+# without the swap the files are removed as usual, by both
+rmsrc_plain() {
+    rm -rf "$RT"
+    mkdir -p "$RT/home/u/outbox/sub" "$RT/dest"
+    echo a >"$RT/home/u/outbox/a"
+    echo b >"$RT/home/u/outbox/sub/b"
+    "$1" -aR --remove-source-files "$RT/home/u/./outbox/" "$RT/dest/" &&
+        [ -z "$(find "$RT/home" -type f)" ] && [ -f "$RT/dest/outbox/sub/b" ]
+}
+t_check rmsrc_plain_rsync rmsrc_plain "$RSYNC"
+t_check rmsrc_plain_ferry rmsrc_plain "$FERRY"
 
 t_done
