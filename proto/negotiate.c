@@ -318,7 +318,9 @@ bool negotiate_server(struct session *s, int remote_protocol, const char *client
 	}
 	if (!negotiate_strings(s))
 		return false;
-	if (!s->opts->checksum_seed_set) {
+	/* --checksum-seed=0 asks for the default too (compat.c:
+	 * setup_protocol) */
+	if (!s->opts->checksum_seed_set || s->opts->checksum_seed == 0) {
 		s->seed = random_seed();
 	} else {
 		s->seed = (int32_t)s->opts->checksum_seed;

@@ -105,6 +105,14 @@ seed_of "$RSYNCD_PORT" "$T/rd59.log"
 t_check seed_rsync_is_time_pid [ $? = 0 ]
 seed_of "$FERRYD_PORT" "$T/fd59.log"
 t_check seed_ferry_is_random [ $? = 1 ]
+# --checksum-seed=0 asks for the default: rsyncd's guessable one, ours random
+export EVIL_EXTRA_ARG=--checksum-seed=0
+seed_of "$RSYNCD_PORT" "$T/rd59.log"
+t_check seed0_rsync_is_time_pid [ $? = 0 ]
+seed_of "$FERRYD_PORT" "$T/fd59.log"
+t_check seed0_ferry_is_random [ $? = 1 ]
+t_check seed0_ferry_not_zero [ "$(sed -n 's/^evil_client: seed //p' "$T/evil.err")" != 0x0 ]
+unset EVIL_EXTRA_ARG
 
 # ------------------------------------------------------------ io timeout
 

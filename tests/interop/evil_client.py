@@ -353,8 +353,10 @@ def pull_session(c, module, name, outdir):
     """A client generator + receiver for the files of one path argument
     (section 9.8's minimal order)."""
     csum = b"xxh64" if name.endswith("xxh64") else b"md5"
-    setup(c, module, [b"--server", b"--sender", b"-rlt" + CAPS, b".", pull_path(name, module)],
-          csum)
+    # EVIL_EXTRA_ARG: one more server option, e.g. --checksum-seed=0
+    extra = [os.environ["EVIL_EXTRA_ARG"].encode()] if os.environ.get("EVIL_EXTRA_ARG") else []
+    setup(c, module, [b"--server", b"--sender", b"-rlt" + CAPS] + extra
+          + [b".", pull_path(name, module)], csum)
     c.send(ed.int32(0))  # empty filter list
     files = read_flist(c)
     log("file list: %r" % files)
