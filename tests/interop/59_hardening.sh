@@ -243,6 +243,16 @@ t_check dirlinks_local_same_errors diff \
     <(grep -o 'failed to stat "[^"]*": .*' "$KT/rsync.out" | sed 's/d\.rsync/D/') \
     <(grep -o 'failed to stat "[^"]*": .*' "$KT/ferry.out" | sed 's/d\.ferry/D/')
 
+# --delete does not reach through the link either
+kdelete() {
+    kdest "del"
+    echo victim >"$KT/outside/v"
+    "$1" -rK --delete "$KT/src/" "$KT/del/"
+    [ "$(cat "$KT/outside/v")" = victim ]
+}
+t_check dirlinks_delete_rsync_keeps_outside kdelete "$RSYNC"
+t_check dirlinks_delete_ferry_keeps_outside kdelete "$FERRY"
+
 # A hostile server, two runs: a real rsync daemon's module holds the link
 # (any server may send one), then evil_daemon.py sends "link" as a
 # directory with link/pwned in it.
