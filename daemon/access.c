@@ -182,6 +182,66 @@ static bool match_address(const char *addr, const char *tok)
 	return diff == 0;
 }
 
+/* What is wrong with an address-shaped pattern, in rsync's words
+ * (access.c: match_address, which logs them each time a client is
+ * checked), into why; false if nothing is. Names, wildcards and
+ * netgroups are never wrong here. */
+static bool address_problem(const char *tok, char *why, size_t wsz)
+{
+	char buf[2 * ADDR_TEXT_MAX];
+	struct ipaddr pat;
+	uint8_t mask[16];
+	size_t n = strlen(tok);
+
+	if (n >= sizeof buf) {
+		if (tok[strspn(tok, ".0123456789/")] != '\0' && !strchr(tok, ':'))
+			return false;
+		snprintf(why, wsz, "error matching address %.60s...: too long", tok);
+		return true;
+	}
+	memcpy(buf, tok, n + 1);
+	char *slash = strchr(buf, '/');
+	if (slash)
+		*slash++ = '\0';
+	if (buf[strspn(buf, ".0123456789")] != '\0' && !strchr(buf, ':'))
+		return false;
+	if (!parse_ip(buf, &pat)) {
+		struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST};
+		struct addrinfo *res = NULL;
+		int gai = getaddrinfo(buf, NULL, &hints, &res);
+		if (res)
+			freeaddrinfo(res);
+		snprintf(why, wsz, "error matching address %s: %s", tok,
+			 gai ? gai_strerror(gai) : "not a numeric address");
+		return true;
+	}
+	if (slash && !parse_mask(slash, pat.family, mask)) {
+		snprintf(why, wsz, "malformed mask in %s", tok);
+		return true;
+	}
+	return false;
+}
+
+size_t access_list_problems(const char *list, void (*warn)(void *ctx, const char *why),
+			    void *ctx)
+{
+	char *copy = list ? strdup(list) : NULL;
+	char why[600];
+	size_t found = 0;
+	char *save = NULL;
+
+	if (!copy)
+		return 0;
+	for (char *tok = strtok_r(copy, LIST_SEPS, &save); tok; tok = strtok_r(NULL, LIST_SEPS, &save)) {
+		if (address_problem(tok, why, sizeof why)) {
+			found++;
+			warn(ctx, why);
+		}
+	}
+	free(copy);
+	return found;
+}
+
 /* Does a resolver answer equal the client address (mapped forms equal)? */
 static bool sockaddr_is(const struct sockaddr *sa, const struct ipaddr *client)
 {

@@ -65,6 +65,14 @@ bool access_check(const char *allow_list, const char *deny_list, const char *add
 bool access_list_match(const char *list, const char *addr, const char *hostname,
 		       bool forward_lookup, bool deny, char *name_out, size_t nsz);
 
+/* Check a list when it is loaded: call warn(ctx, why) for each address
+ * pattern that can never match (a bad address, a mask out of range such
+ * as 127.0.0.1/33), why in rsync's words ("malformed mask in TOKEN").
+ * rsync logs these at every match; they match nothing in either. Returns
+ * how many there were. */
+size_t access_list_problems(const char *list, void (*warn)(void *ctx, const char *why),
+			    void *ctx);
+
 /* The peer of socket fd: its numeric address into addr (an IPv4-mapped IPv6
  * peer is reported as plain IPv4, as rsync clientname.c:client_sockaddr),
  * and into name either ACCESS_NAME_UNDETERMINED (reverse_lookup false) or

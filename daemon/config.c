@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/access.h"
 #include "daemon/config.h"
 #include "daemon/config_priv.h"
 
@@ -56,6 +57,7 @@ struct parser {
 	const unsigned char *stmt;       /* first byte of the current statement's line */
 	char *err;
 	size_t errsz;
+	bool quiet;                      /* no warnings on stderr */
 	char buf[CONFIG_MAX_LINE + 8];   /* name '\0' value '\0' of one statement */
 };
 
@@ -270,6 +272,32 @@ static int do_section(struct parser *P, const struct src *s, int line, const cha
 	return 0;
 }
 
+struct host_list_at {
+	const struct src *s;
+	int line;
+	const char *label;
+};
+
+static void warn_host_entry(void *ctx, const char *why)
+{
+	const struct host_list_at *at = ctx;
+
+	fprintf(stderr, "ferry: warning: %s (\"%s\" at %s:%d): the entry matches no client\n",
+		why, at->label, at->s->name, at->line);
+}
+
+/* An address pattern in "hosts allow", "hosts deny" or "proxy protocol
+ * hosts" that can never match is a mistake the operator should hear about
+ * when the daemon starts, not find out from a client let in or kept out.
+ * rsync logs it at every connection; the daemon still starts either way,
+ * and says it once (not again as each connection re-reads the file). */
+static void warn_host_list(const struct src *s, int line, const char *label, const char *value)
+{
+	struct host_list_at at = {.s = s, .line = line, .label = label};
+
+	access_list_problems(value, warn_host_entry, &at);
+}
+
 /* A "name = value" line (loadparm.c: do_parameter). */
 static int do_parameter(struct parser *P, const struct src *s, int line, const char *name,
 			const char *value)
@@ -291,6 +319,8 @@ static int do_parameter(struct parser *P, const struct src *s, int line, const c
 		base = &P->c->modules[P->cur];
 	if (cfg_param_set(p, base, value, why, sizeof why) < 0)
 		return perr(P, s, line, "%s", why);
+	if (!P->quiet && p->type == CT_STRING && strstr(p->label, "hosts"))
+		warn_host_list(s, line, p->label, value);
 	return 0;
 }
 
@@ -798,6 +828,7 @@ static int load(struct daemon_config *c, const char *path, const char *text,
 	}
 	config_init(&n);
 	P->c = &n;
+	P->quiet = c->quiet_load;
 	P->dparams = c->dparams;
 	P->ndparams = c->ndparams;
 	P->in_global = true;

@@ -142,6 +142,8 @@ struct daemon_config {
 	struct config_dparam *dparams;  /* config_set_param(), applied at each load */
 	size_t ndparams;
 	bool loaded;                    /* a config_load_* succeeded */
+	bool quiet_load;                /* set before a load: no warnings on
+					 * stderr (a per-connection re-read) */
 };
 
 /* ---------------------------------------------------------------- loading */

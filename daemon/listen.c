@@ -142,13 +142,16 @@ static int override_logging(const struct ferry_opts *o, struct daemon_config *cf
 	return 0;
 }
 
-static int load_config(const struct ferry_opts *o, struct daemon_config *cfg)
+/* quiet: no warnings on stderr (a per-connection re-read, or a daemon
+ * over a remote shell, whose stderr is the client's) */
+static int load_config(const struct ferry_opts *o, struct daemon_config *cfg, bool quiet)
 {
 	char err[1024], cwd[4096];
 	const char *path = o->config_file ? o->config_file : "/etc/ferryd.conf";
 	int r;
 
 	config_init(cfg);
+	cfg->quiet_load = quiet;
 	for (int i = 0; i < o->ndparam; i++) {
 		if (config_add_dparam(cfg, o->dparam[i], err, sizeof err) < 0) {
 			fprintf(stderr, "ferry: %s\n", err);
@@ -270,7 +273,7 @@ int daemon_main(const struct ferry_opts *o)
 {
 	struct daemon_config cfg;
 
-	if (load_config(o, &cfg) < 0)
+	if (load_config(o, &cfg, o->server) < 0)
 		return RERR_SYNTAX;
 	/* Started over a remote shell (`--server --daemon .`): one client on
 	 * stdin/stdout, the dialogue of a TCP daemon (clientserver.c:
@@ -342,7 +345,7 @@ int daemon_main(const struct ferry_opts *o)
 			/* The config is re-read for every connection, as rsync does. */
 			struct daemon_config fresh;
 			int code = RERR_SYNTAX;
-			if (load_config(o, &fresh) == 0)
+			if (load_config(o, &fresh, true) == 0)
 				code = is_ssh ? ssh_listener_serve(ssh, o, &fresh, cfd)
 					      : daemon_serve_client(&fresh, o, cfd, cfd);
 			_exit(code);

@@ -189,6 +189,8 @@ int dir_cursor_open(struct dir_cursor *c, const char *dir)
 	}
 	int fd = c->follow && c->beneath ? fs_open_beneath(c->rootfd, dir, O_RDONLY | O_DIRECTORY)
 					 : open_beneath(c->rootfd, dir, c->follow);
+	if (fd < 0 && errno == EXDEV)
+		errno = ELOOP; /* a link out of the root: rsync 3.5 names it a loop */
 	if (fd < 0)
 		return -1;
 	c->fd = fd;

@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "proto/acls.h"
 #include "proto/session.h"
@@ -739,10 +741,27 @@ static bool recv_rdev(struct session *s, struct file_entry *f, uint32_t xflags)
 	return true;
 }
 
+/* The slot of (dev, ino) in a table of cap slots (a power of two).
+ * Unsigned arithmetic: the peer chooses both values, and a signed
+ * multiply overflowed on large ones (undefined behaviour). Keyed with the
+ * session's secret so that it cannot choose them to collide either. */
+static size_t hl_slot(uint64_t key, int64_t dev, int64_t ino, size_t cap)
+{
+	uint64_t h = ((uint64_t)ino ^ key) * 0x9e3779b97f4a7c15ull + (uint64_t)dev;
+
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 29;
+	return (size_t)h & (cap - 1);
+}
+
 static int32_t hl_group_for(struct session *s, int64_t dev, int64_t ino, int32_t ndx)
 {
 	struct flist_codec *k = &s->fl;
 
+	if (!k->hl_cap && getrandom(&k->hl_key, sizeof k->hl_key, GRND_NONBLOCK) !=
+			  (ssize_t)sizeof k->hl_key)
+		k->hl_key = (uint64_t)(uintptr_t)k ^ (uint64_t)getpid() << 32;
 	/* Linear probing in a table that stays under half full. */
 	if (k->hl_count * 2 >= k->hl_cap) {
 		size_t cap = k->hl_cap ? k->hl_cap * 2 : 1024;
@@ -752,7 +771,7 @@ static int32_t hl_group_for(struct session *s, int64_t dev, int64_t ino, int32_t
 		for (size_t i = 0; i < k->hl_cap; i++) {
 			if (k->hl_pairs[i].group == 0)
 				continue;
-			size_t h = (size_t)(k->hl_pairs[i].ino * 31 + k->hl_pairs[i].dev) & (cap - 1);
+			size_t h = hl_slot(k->hl_key, k->hl_pairs[i].dev, k->hl_pairs[i].ino, cap);
 			while (t[h].group)
 				h = (h + 1) & (cap - 1);
 			t[h] = k->hl_pairs[i];
@@ -761,7 +780,7 @@ static int32_t hl_group_for(struct session *s, int64_t dev, int64_t ino, int32_t
 		k->hl_pairs = t;
 		k->hl_cap = cap;
 	}
-	size_t h = (size_t)(ino * 31 + dev) & (k->hl_cap - 1);
+	size_t h = hl_slot(k->hl_key, dev, ino, k->hl_cap);
 	while (k->hl_pairs[h].group) {
 		if (k->hl_pairs[h].dev == dev && k->hl_pairs[h].ino == ino)
 			return k->hl_pairs[h].group - 1;

@@ -94,6 +94,7 @@ struct flist_codec {
 	/* (dev, ino) -> group for protocol < 30 hard links */
 	struct hl_pair *hl_pairs;
 	size_t hl_count, hl_cap;
+	uint64_t hl_key;  /* the table's hash secret (getrandom) */
 };
 
 /* Incremental recursion (receiver): one list received after another.

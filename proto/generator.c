@@ -500,6 +500,16 @@ static bool stat_dirlink(struct gen *g, int dirfd, const char *leaf, const char 
 	return ok;
 }
 
+/* -K: a destination symlink to a directory that stat_dirlink() refused
+ * because it leads out of the destination (absolute, or too many "..")? */
+static bool dirlink_escapes(int dirfd, const char *leaf)
+{
+	struct stat st;
+
+	return (errno == EXDEV || errno == ELOOP) && fstatat(dirfd, leaf, &st, 0) == 0 &&
+	       S_ISDIR(st.st_mode);
+}
+
 /* A new directory that a --compare/copy/link-dest dir holds: rsync
  * itemizes it against that one, not as new (generator.c: try_dests_non,
  * then statret 1) -- the first with the same attributes, else the first. */
@@ -549,9 +559,17 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 	}
 	statret = dest_lstat(g, dirfd, leaf, path, &st);
 	struct stat target;
-	if (statret == 0 && S_ISLNK(st.st_mode) && g->dirs.follow &&
-	    stat_dirlink(g, dirfd, leaf, path, &target) && S_ISDIR(target.st_mode))
-		st = target; /* -K: a symlink to a directory stands for it */
+	if (statret == 0 && S_ISLNK(st.st_mode) && g->dirs.follow) {
+		if (stat_dirlink(g, dirfd, leaf, path, &target)) {
+			if (S_ISDIR(target.st_mode))
+				st = target; /* -K: a symlink to a directory stands for it */
+		} else if (dirlink_escapes(dirfd, leaf)) {
+			/* rsync 3.5 keeps the link and refuses what would go
+			 * through it (each entry below fails to open) */
+			report_item(g, ndx, 0, NULL);
+			return;
+		}
+	}
 	if (statret < 0 && g->o->existing) {
 		/* --existing: neither this directory nor what is below it */
 		g->rc->state[ndx] |= FS_FAILED;
@@ -1988,7 +2006,9 @@ void *generator_main(void *arg)
 	g.dflt_perms = 0777 & ~um;
 	dir_cursor_init(&g.dirs, rc->rootfd);
 	g.dirs.follow = g.o->keep_dirlinks;
-	g.dirs.beneath = rc->confined;
+	/* -K follows a destination symlink only while it stays beneath the
+	 * destination, for every receiver (rsync 3.5) */
+	g.dirs.beneath = true;
 	g.alt = rc->nalt ? calloc((size_t)rc->nalt, sizeof *g.alt) : NULL;
 	for (int i = 0; g.alt && i < rc->nalt; i++)
 		dir_cursor_init(&g.alt[i], rc->alt_fd[i]);

@@ -3,7 +3,8 @@
  * rolling checksum over the file, look each weak sum up, confirm with the
  * strong sum, and emit literal runs and block tokens.
  *
- * Two exact hash tables keep every lookup O(1) whatever the receiver sent:
+ * Two hash tables, keyed with a per-index secret and probed a bounded
+ * number of slots, keep every lookup O(1) whatever the receiver sent:
  * one holds the distinct weak sums (the cheap per-byte test), the other the
  * distinct (weak, strong) pairs. Identical blocks collapse into one pair,
  * and the next consecutive block is tried first, so a basis of 40,000
@@ -14,6 +15,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto/fileio.h"
@@ -30,14 +33,54 @@ static size_t table_size(size_t n)
 	return cap;
 }
 
-static uint32_t mix32(uint32_t x)
+/* Past this many slots from its home, a sum is not stored (it is then
+ * never matched: its data goes as literal bytes) and a lookup gives up.
+ * With the keyed hash and a table at most half full, the longest probe
+ * measured is 28 slots for 2^18 random sums and about 55 for 2^25; the
+ * bound only matters when the key leaks, and keeps every lookup O(1)
+ * even then. */
+#define PROBE_LIMIT 256
+
+/* A strong 64-bit finaliser (MurmurHash3's fmix64): every output bit
+ * depends on every input bit, so structured inputs (arithmetic runs of
+ * sums) do not line up after the keyed multiply. */
+static inline uint64_t fmix64(uint64_t v)
 {
-	x ^= x >> 16;
-	x *= 0x7feb352d;
-	x ^= x >> 15;
-	x *= 0x846ca68b;
-	x ^= x >> 16;
-	return x;
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdull;
+	v ^= v >> 33;
+	v *= 0xc4ceb9fe1a85ec53ull;
+	v ^= v >> 33;
+	return v;
+}
+
+/* Fresh secret multipliers and offsets for one index. The peer chooses
+ * the sums: with a fixed hash it could put them all in one slot and make
+ * every insert and lookup walk the whole table (hash flooding). */
+static void match_key_init(struct match_key *k)
+{
+	uint64_t r[5];
+
+	if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+		/* no entropy yet (early boot): weaker, but never fixed */
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t seed = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30 ^
+				(uint64_t)getpid() << 17 ^ (uint64_t)(uintptr_t)k;
+		for (int i = 0; i < 5; i++)
+			r[i] = seed = fmix64(seed + 0x9e3779b97f4a7c15ull);
+	}
+	k->filter_mul = r[0] | 1;
+	k->filter_add = r[1];
+	k->slot_mul = r[2] | 1;
+	k->slot_add = r[3];
+	k->pair_mul = r[4] | 1;
+}
+
+/* The weak-sum table's hash of s (use the low bits). */
+static inline uint64_t weak_hash(const struct match_key *k, uint32_t s)
+{
+	return fmix64(k->slot_mul * s + k->slot_add);
 }
 
 /* The filter before the weak-sum table has about WEAK_FILTER_PER_BLOCK
@@ -59,20 +102,65 @@ static unsigned filter_log2(size_t blocks)
 	return lg;
 }
 
-/* The filter bit of a weak sum: the high bits of its mix (the table uses
- * the low ones). */
-static inline uint32_t weak_tag(const struct match_index *m, uint32_t mixed)
+/* The filter bit of a weak sum: the top bits of a keyed multiply-add
+ * (Dietzfelbinger's multiply-add-shift, 2-universal for 32-bit sums).
+ * One multiply: this runs for every byte of literal data. */
+static inline uint32_t weak_tag(const struct match_key *k, unsigned shift, uint32_t s)
 {
-	return mixed >> m->filter_shift;
+	return (uint32_t)((k->filter_mul * s + k->filter_add) >> shift);
 }
 
-static uint32_t pair_hash(uint32_t sum1, const uint8_t *s2, int32_t len)
+/* The pair table's hash of (weak sum, strong-sum prefix). */
+static uint64_t pair_hash(const struct match_key *k, uint32_t sum1, const uint8_t *s2,
+			  int32_t len)
 {
-	uint32_t h = mix32(sum1);
+	uint64_t h = weak_hash(k, sum1);
 
-	for (int32_t i = 0; i < len; i++)
-		h = (h ^ s2[i]) * 16777619u;
+	for (int32_t i = 0; i < len; i += 8) {
+		uint64_t chunk = 0;
+		memcpy(&chunk, s2 + i, (size_t)(len - i < 8 ? len - i : 8));
+		h = fmix64((h ^ chunk) * k->pair_mul);
+	}
 	return h;
+}
+
+/* Add nonzero weak sum s, once; dropped past PROBE_LIMIT. */
+static void weak_insert(struct match_index *m, uint32_t s)
+{
+	size_t w = weak_hash(&m->key, s) & (m->weak_cap - 1);
+
+	for (int i = 0; i < PROBE_LIMIT; i++) {
+		if (m->weak[w] == s)
+			return;
+		if (!m->weak[w]) {
+			m->weak[w] = s;
+			return;
+		}
+		w = (w + 1) & (m->weak_cap - 1);
+	}
+	m->dropped++;
+}
+
+/* Add block b's (weak, strong) pair unless an earlier block has it;
+ * dropped past PROBE_LIMIT. */
+static void pair_insert(struct match_index *m, int32_t b)
+{
+	size_t n2 = (size_t)m->h.s2length;
+	uint32_t s = m->sum1[b];
+	const uint8_t *s2 = m->sum2 + (size_t)b * n2;
+	size_t p = pair_hash(&m->key, s, s2, m->h.s2length) & (m->pair_cap - 1);
+
+	for (int i = 0; i < PROBE_LIMIT; i++) {
+		int32_t o = m->pairs[p];
+		if (o < 0) {
+			m->pairs[p] = b;
+			return;
+		}
+		if (m->sum1[o] == s && memcmp(m->sum2 + (size_t)o * n2, s2, n2) == 0)
+			return;
+		p = (p + 1) & (m->pair_cap - 1);
+	}
+	m->dropped++;
 }
 
 bool match_index_build(struct match_index *m, const struct sum_head *h, uint32_t *sum1,
@@ -85,7 +173,8 @@ bool match_index_build(struct match_index *m, const struct sum_head *h, uint32_t
 	m->weak_cap = table_size((size_t)h->count);
 	m->pair_cap = m->weak_cap;
 	unsigned lg = filter_log2((size_t)h->count);
-	m->filter_shift = 32 - lg;
+	m->filter_shift = 64 - lg;
+	match_key_init(&m->key);
 	m->weak = calloc(m->weak_cap, sizeof *m->weak);
 	m->weak_bits = calloc(((size_t)1 << lg) / 8, 1);
 	m->pairs = malloc(m->pair_cap * sizeof *m->pairs);
@@ -97,31 +186,13 @@ bool match_index_build(struct match_index *m, const struct sum_head *h, uint32_t
 		m->pairs[i] = -1;
 	for (int32_t b = 0; b < h->count; b++) {
 		uint32_t s = sum1[b];
-		uint32_t mixed = mix32(s);
-		if (s == 0) {
+		if (s == 0)
 			m->weak_has_zero = true;
-		} else {
-			size_t w = mixed & (m->weak_cap - 1);
-			while (m->weak[w] && m->weak[w] != s)
-				w = (w + 1) & (m->weak_cap - 1);
-			m->weak[w] = s;
-		}
-		uint32_t tag = weak_tag(m, mixed);
+		else
+			weak_insert(m, s);
+		uint32_t tag = weak_tag(&m->key, m->filter_shift, s);
 		m->weak_bits[tag >> 3] |= (uint8_t)(1u << (tag & 7));
-		const uint8_t *s2 = sum2 + (size_t)b * (size_t)h->s2length;
-		size_t p = pair_hash(s, s2, h->s2length) & (m->pair_cap - 1);
-		bool dup = false;
-		while (m->pairs[p] >= 0) {
-			int32_t o = m->pairs[p];
-			if (sum1[o] == s && memcmp(sum2 + (size_t)o * (size_t)h->s2length, s2,
-						   (size_t)h->s2length) == 0) {
-				dup = true;
-				break;
-			}
-			p = (p + 1) & (m->pair_cap - 1);
-		}
-		if (!dup)
-			m->pairs[p] = b;
+		pair_insert(m, b);
 	}
 	return true;
 }
@@ -138,16 +209,15 @@ void match_index_free(struct match_index *m)
 
 static bool weak_present(const struct match_index *m, uint32_t s)
 {
-	uint32_t mixed = mix32(s);
-	uint32_t tag = weak_tag(m, mixed);
+	uint32_t tag = weak_tag(&m->key, m->filter_shift, s);
 	if (!(m->weak_bits[tag >> 3] & (1u << (tag & 7))))
 		return false;
 	if (s == 0)
 		return m->weak_has_zero;
 	/* 0 marks an empty slot: one array, one cache line per probe. */
-	size_t w = mixed & (m->weak_cap - 1);
+	size_t w = weak_hash(&m->key, s) & (m->weak_cap - 1);
 
-	while (m->weak[w]) {
+	for (int i = 0; i < PROBE_LIMIT && m->weak[w]; i++) {
 		if (m->weak[w] == s)
 			return true;
 		w = (w + 1) & (m->weak_cap - 1);
@@ -166,6 +236,7 @@ static size_t slide_to_candidate(const struct match_index *m, const uint8_t *p, 
 {
 	const uint8_t *bits = m->weak_bits;
 	const unsigned shift = m->filter_shift;
+	const struct match_key key = m->key;
 	const uint32_t n = (uint32_t)r->n;
 	uint32_t s1 = r->s1, s2 = r->s2;
 	size_t i = 0;
@@ -175,7 +246,7 @@ static size_t slide_to_candidate(const struct match_index *m, const uint8_t *p, 
 		s1 += in - out;
 		s2 += s1 - n * out;
 		i++;
-		uint32_t tag = mix32((s1 & 0xffff) | (s2 << 16)) >> shift;
+		uint32_t tag = weak_tag(&key, shift, (s1 & 0xffff) | (s2 << 16));
 		if (bits[tag >> 3] & (1u << (tag & 7)))
 			break;
 	}
@@ -199,8 +270,8 @@ static int32_t find_block(const struct match_index *m, uint32_t weak, const uint
 	if (hint >= 0 && hint < h->count && m->sum1[hint] == weak && block_len(h, hint) == len &&
 	    memcmp(m->sum2 + (size_t)hint * n2, strong, n2) == 0)
 		return hint;
-	size_t p = pair_hash(weak, strong, h->s2length) & (m->pair_cap - 1);
-	while (m->pairs[p] >= 0) {
+	size_t p = pair_hash(&m->key, weak, strong, h->s2length) & (m->pair_cap - 1);
+	for (int i = 0; i < PROBE_LIMIT && m->pairs[p] >= 0; i++) {
 		int32_t b = m->pairs[p];
 		if (m->sum1[b] == weak && memcmp(m->sum2 + (size_t)b * n2, strong, n2) == 0) {
 			/* The pair table keeps one block per distinct pair; a block of
@@ -402,9 +473,9 @@ struct inplace_state {
 static ssize_t pair_slot(const struct match_index *m, uint32_t weak, const uint8_t *strong)
 {
 	size_t n2 = (size_t)m->h.s2length;
-	size_t p = pair_hash(weak, strong, m->h.s2length) & (m->pair_cap - 1);
+	size_t p = pair_hash(&m->key, weak, strong, m->h.s2length) & (m->pair_cap - 1);
 
-	while (m->pairs[p] >= 0) {
+	for (int i = 0; i < PROBE_LIMIT && m->pairs[p] >= 0; i++) {
 		int32_t b = m->pairs[p];
 		if (m->sum1[b] == weak && memcmp(m->sum2 + (size_t)b * n2, strong, n2) == 0)
 			return (ssize_t)p;
@@ -438,7 +509,7 @@ static bool inplace_init(struct inplace_state *st, const struct match_index *m)
 		st->head[i] = -1;
 	for (int32_t b = count - 1; b >= 0; b--) {
 		ssize_t p = pair_slot(m, m->sum1[b], m->sum2 + (size_t)b * n2);
-		if (p < 0) {            /* every block is in the table */
+		if (p < 0) {            /* dropped past PROBE_LIMIT: never used */
 			st->next[b] = -1;
 			continue;
 		}

@@ -14,22 +14,35 @@
 #include "proto/checksum.h"
 #include "proto/recvside.h"
 
+/* The per-index secret of the hashes over the peer's sums (from
+ * getrandom()): the peer cannot choose sums that collide. */
+struct match_key {
+	uint64_t filter_mul, filter_add;  /* the filter's multiply-add-shift */
+	uint64_t slot_mul, slot_add;      /* the weak-sum table's */
+	uint64_t pair_mul;                /* folds strong-sum bytes into pairs */
+};
+
 struct match_index {
 	struct sum_head h;
+	struct match_key key;
 	uint32_t *sum1;          /* h.count weak sums */
 	uint8_t *sum2;           /* h.count * h.s2length strong-sum prefixes */
 	uint8_t *weak_bits;      /* filter over the weak sums, ~16 bits a block:
 				  * most byte positions stop at one cache load */
-	unsigned filter_shift;   /* 32 - log2(filter bits) */
+	unsigned filter_shift;   /* 64 - log2(filter bits) */
 	uint32_t *weak;          /* distinct nonzero weak sums (open addressing,
 				  * 0 = empty slot) */
 	bool weak_has_zero;      /* a block's weak sum is 0 */
 	size_t weak_cap;
 	int32_t *pairs;          /* distinct (weak, strong) -> block, -1 empty */
 	size_t pair_cap;
+	size_t dropped;          /* sums not stored: too far from their slot */
 };
 
-/* Index the receiver's block sums (not copied; they must outlive m). */
+/* Index the receiver's block sums (not copied; they must outlive m),
+ * hashed with a fresh secret key. Every insert and lookup probes a
+ * bounded number of slots whatever sums the peer sent. false: out of
+ * memory. */
 bool match_index_build(struct match_index *m, const struct sum_head *h, uint32_t *sum1,
 		       uint8_t *sum2);
 void match_index_free(struct match_index *m);

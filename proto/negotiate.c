@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -258,6 +259,18 @@ bool negotiate_client(struct session *s, int remote_protocol)
 	return start_counting(s);
 }
 
+/* A checksum seed the peer cannot predict (rsync uses time ^ pid << 6,
+ * which a peer can guess and so precompute colliding blocks for). Never
+ * 0: with MD4 that means "no seed". */
+static int32_t random_seed(void)
+{
+	uint32_t v = 0;
+
+	if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v || v == 0)
+		v ^= (uint32_t)time(NULL) ^ ((uint32_t)getpid() << 6);
+	return (int32_t)(v ? v : 1);
+}
+
 bool negotiate_server(struct session *s, int remote_protocol, const char *client_caps)
 {
 	int32_t v;
@@ -305,8 +318,10 @@ bool negotiate_server(struct session *s, int remote_protocol, const char *client
 	}
 	if (!negotiate_strings(s))
 		return false;
-	if (!s->opts->checksum_seed_set) {
-		s->seed = (int32_t)((uint32_t)time(NULL) ^ ((uint32_t)getpid() << 6));
+	/* --checksum-seed=0 asks for the default too (compat.c:
+	 * setup_protocol) */
+	if (!s->opts->checksum_seed_set || s->opts->checksum_seed == 0) {
+		s->seed = random_seed();
 	} else {
 		s->seed = (int32_t)s->opts->checksum_seed;
 	}

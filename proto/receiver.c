@@ -994,7 +994,7 @@ bool receiver_run(struct recv_ctx *rc)
 	r.use_clone = !(no_clone && *no_clone == '1');
 	dir_cursor_init(&r.dirs, rc->rootfd);
 	r.dirs.follow = r.o->keep_dirlinks;
-	r.dirs.beneath = rc->confined;
+	r.dirs.beneath = true; /* as the generator: -K never leaves the destination */
 	r.data = malloc(OUT_BUF);
 	r.out = malloc(OUT_BUF);
 	r.dec = token_dec_new(rc->s->compress, rc->s->protocol, &rc->s->err);

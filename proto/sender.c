@@ -490,6 +490,65 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 static void remove_at(struct snd *d, const struct file_entry *f, int dirfd, const char *leaf,
 		      const char *path, int64_t dev, int64_t ino);
 
+/* Is a component of the relative path dir (modified and restored) a
+ * symlink? */
+static bool has_link_component(int rootfd, char *dir)
+{
+	struct stat st;
+
+	for (char *p = dir; *p; p++) {
+		char *e = strchrnul(p, '/');
+		char was = *e;
+		*e = '\0';
+		bool link = fstatat(rootfd, dir, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+		*e = was;
+		if (link)
+			return true;
+		p = e;
+		if (!*p)
+			break;
+	}
+	return false;
+}
+
+/* -R: the directory holding path (under rootfd, or under / when path is
+ * absolute), reached without following a symlink in any component: the
+ * implied directories of a -R name are the user's tree, where another
+ * user may have swapped one for a link since the file was sent (rsync
+ * sender.c: secure_sender_parent_fd). *leaf points into path. */
+static int open_parent_nofollow(int rootfd, const char *path, const char **leaf)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[MAXPATHLEN_WIRE * 2];
+	int top = -1;
+
+	*leaf = slash ? slash + 1 : path;
+	size_t n = slash ? (size_t)(slash - path) : 0;
+	memcpy(dir, path, n);
+	dir[n] = '\0';
+	char *rel = dir;
+	if (*rel == '/') {
+		top = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (top < 0)
+			return -1;
+		rootfd = top;
+		while (*rel == '/')
+			rel++;
+	}
+	struct dir_cursor c;
+	dir_cursor_init(&c, rootfd);
+	int fd = dir_cursor_open(&c, rel);
+	fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+	int saved = errno;
+	if (fd < 0 && saved == ENOTDIR && has_link_component(rootfd, rel))
+		saved = ELOOP; /* rsync names a link where a directory was a loop */
+	dir_cursor_close(&c);
+	if (top >= 0)
+		close(top);
+	errno = saved;
+	return fd;
+}
+
 static void remove_sent_file(void *ctx, int32_t ndx, int64_t dev, int64_t ino)
 {
 	struct snd *d = ctx;
@@ -507,15 +566,12 @@ static void remove_sent_file(void *ctx, int32_t ndx, int64_t dev, int64_t ino)
 	int plainfd = -1;
 	int dirfd;
 	if (d->sl->open_plain) {
-		/* -R: by the path, as the file was opened (see open_source) */
-		char *slash = strrchr(path, '/');
-		leaf = slash ? slash + 1 : path;
-		if (slash)
-			*slash = '\0';
-		plainfd = openat(d->sl->roots.fds[root], slash ? (*path ? path : "/") : ".",
-				 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (slash)
-			*slash = '/';
+		plainfd = open_parent_nofollow(d->sl->roots.fds[root], path, &leaf);
+		if (plainfd < 0 && errno != ENOENT) {
+			xfer_error(d->s, "sender failed to secure-open-parent %s: %s (%d)", path,
+				   strerror(errno), errno);
+			return;
+		}
 		dirfd = plainfd;
 	} else {
 		dirfd = dir_cursor_parent(&d->rm_dirs[root], path, &leaf);

@@ -614,6 +614,13 @@ int server_run(struct session *s, const struct server_ctx *ctx)
 			session_err(s, "%s", ctx->refusal);
 		return error_exit(s, ctx->refusal_code);
 	}
+	/* a daemon tells its client the timeout in force (main.c:
+	 * start_server), so that the client keeps the link alive within it */
+	if (ctx->remote_protocol && s->opts->timeout > 0 && s->protocol >= 31 &&
+	    !wire_send_msg(&s->out, MSG_IO_TIMEOUT, (uint8_t[4]){(uint8_t)s->opts->timeout,
+			   (uint8_t)(s->opts->timeout >> 8), (uint8_t)(s->opts->timeout >> 16),
+			   (uint8_t)(s->opts->timeout >> 24)}, 4))
+		return finish(s, false);
 	filter_list_init(&filters);
 	struct ferry_opts own = *s->opts;
 	own.server = !ctx->local_child; /* merge files are read only for our own user */

@@ -83,6 +83,26 @@ static uint64_t get_le64(const uint8_t *p)
 	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
 }
 
+/* A daemon's "timeout", told to its client (main.c: start_server). Only
+ * a shorter one is taken, and only by a client: a value of 0 or below
+ * would switch our --timeout off, one above a day is absurd (mirrors
+ * rsync io.c: read_a_msg, MSG_IO_TIMEOUT). */
+static bool on_io_timeout(struct session *s, struct wire_in *in, const uint8_t *payload,
+			  size_t len)
+{
+	if (len != 4 || s->am_server)
+		return wire_fail(&s->err, RERR_STREAMIO, "invalid multi-message %d:%zu [%s]",
+				 MSG_IO_TIMEOUT, len, s->am_server ? "server" : "client");
+	int32_t t = (int32_t)get_le32(payload);
+	if (t <= 0 || t > 86400 || (in->timeout_ms && in->timeout_ms <= t * 1000))
+		return true;
+	if (info_ge(s->opts, INFO_MISC, 2))
+		session_info(s, "Setting --timeout=%d to match server\n", t);
+	in->timeout_ms = t * 1000;
+	s->out.timeout_ms = t * 1000;
+	return true;
+}
+
 static bool on_message(void *ctx, struct wire_in *in, int code, const uint8_t *payload, size_t len)
 {
 	struct session *s = ctx;
@@ -107,17 +127,7 @@ static bool on_message(void *ctx, struct wire_in *in, int code, const uint8_t *p
 			s->io_error |= (int)(get_le32(payload) & IOERR_VALID_MASK);
 		return true;
 	case MSG_IO_TIMEOUT:
-		if (len != 4)
-			return wire_fail(&s->err, RERR_STREAMIO, "invalid MSG_IO_TIMEOUT");
-		{
-			int32_t t = (int32_t)get_le32(payload);
-			if (t > 0 && t <= 86400 &&
-			    (in->timeout_ms == 0 || t * 1000 < in->timeout_ms)) {
-				in->timeout_ms = t * 1000;
-				s->out.timeout_ms = t * 1000;
-			}
-		}
-		return true;
+		return on_io_timeout(s, in, payload, len);
 	case MSG_NOOP:
 		return true;
 	case MSG_NO_SEND:

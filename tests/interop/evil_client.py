@@ -317,7 +317,28 @@ PULL_HEADS = {
     "pull_escape_passwd": (0, 0, 0, 0, 0),
     "pull_escape_deep": (0, 0, 0, 0, 0),
     "hold_count_large": (1 << 26, 700, 2, 0, 1000),  # 400 MB of sums announced
+    "pull_flood": (1 << 18, 700, 2, 0, 1 << 18),    # crafted to collide (flood_sums)
 }
+
+
+def old_unmix32(x):
+    """The inverse of the fixed mixer ferry's block index once used
+    (issue 22): weak sums whose mix has its low 19 bits below 32 all
+    start in the first 32 slots of an unkeyed table of 2^19."""
+    m = 0xFFFFFFFF
+    x ^= x >> 16
+    x = (x * pow(0x846CA68B, -1, 1 << 32)) & m
+    x ^= (x >> 15) ^ (x >> 30)
+    x = (x * pow(0x7FEB352D, -1, 1 << 32)) & m
+    x ^= x >> 16
+    return x
+
+
+def flood_sums(count, blength, s2length, remainder, nsums):
+    """A sum head and nsums distinct weak sums crafted to collide, with
+    equal (zero) strong sums."""
+    return ed.sum_head(count, blength, s2length, remainder) + b"".join(
+        struct.pack("<I", old_unmix32(((i >> 5) + 1) << 19 | (i & 31))) + b"\0" * s2length for i in range(nsums))
 
 
 def pull_path(name, module):
@@ -332,8 +353,10 @@ def pull_session(c, module, name, outdir):
     """A client generator + receiver for the files of one path argument
     (section 9.8's minimal order)."""
     csum = b"xxh64" if name.endswith("xxh64") else b"md5"
-    setup(c, module, [b"--server", b"--sender", b"-rlt" + CAPS, b".", pull_path(name, module)],
-          csum)
+    # EVIL_EXTRA_ARG: one more server option, e.g. --checksum-seed=0
+    extra = [os.environ["EVIL_EXTRA_ARG"].encode()] if os.environ.get("EVIL_EXTRA_ARG") else []
+    setup(c, module, [b"--server", b"--sender", b"-rlt" + CAPS] + extra
+          + [b".", pull_path(name, module)], csum)
     c.send(ed.int32(0))  # empty filter list
     files = read_flist(c)
     log("file list: %r" % files)
@@ -342,9 +365,10 @@ def pull_session(c, module, name, outdir):
     wanted = [i for i, (_, mode, _) in enumerate(files) if stat.S_ISREG(mode)]
     if len(files) > 1:
         raise DaemonError("expected at most one entry, got %d" % len(files))
+    sums = flood_sums if name == "pull_flood" else sum_head
     for ndx in wanted:
         c.send(c.ndx_out.encode(ndx) + struct.pack("<H", ITEM_TRANSFER)
-               + sum_head(count, blength, s2length, remainder, nsums))
+               + sums(count, blength, s2length, remainder, nsums))
     if name.startswith("hold_"):
         print("holding", flush=True)
         time.sleep(3)

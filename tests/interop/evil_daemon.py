@@ -34,7 +34,7 @@ GREETING = b"@RSYNCD: 32.0 sha512 sha256 sha1 md5 md4\n"
 # CF_VARINT_FLIST_FLAGS | CF_ID0_NAMES. No CF_INC_RECURSE: one flat list.
 COMPAT_FLAGS = 0x008 | 0x020 | 0x080 | 0x100
 
-MSG_DATA, MSG_INFO, MSG_ERROR_EXIT = 0, 2, 86
+MSG_DATA, MSG_INFO, MSG_IO_TIMEOUT, MSG_ERROR_EXIT = 0, 2, 33, 86
 MPLEX_BASE = 7
 NDX_DONE = -1
 
@@ -393,7 +393,20 @@ def scenarios(outside):
     s["valid"] = one_file(None)
     # (h) an MSG_INFO frame claiming 0xFFFFFF bytes, sent before the list.
     s["big_message"] = {"early": lambda c: c.send_msg(MSG_INFO, b"x" * 100, 0xFFFFFF)}
+    # (k) MSG_IO_TIMEOUT of 2 s (a module's "timeout", main.c:
+    # start_server), then silence: the client must give up after 2 s.
+    s["io_timeout"] = {"early": lambda c: silent_after_timeout(c, 2)}
     return s
+
+
+def silent_after_timeout(c, secs):
+    c.send_msg(MSG_IO_TIMEOUT, int32(secs))
+    c.sock.settimeout(15)
+    try:
+        while True:
+            c._recv()
+    except PeerGone as e:
+        log("client gave up (%s)" % e)
 
 
 def valid_reply_one_run(c, req, data):

@@ -270,6 +270,42 @@ static void test_malformed(void **state)
 	assert_false(allow_nofwd(longtok, "10.0.0.1", NULL));
 }
 
+struct problems {
+	char seen[8][600];
+	size_t n;
+};
+
+static void note_problem(void *ctx, const char *why)
+{
+	struct problems *p = ctx;
+
+	if (p->n < 8)
+		snprintf(p->seen[p->n++], sizeof p->seen[0], "%s", why);
+}
+
+/* At config load every address pattern that can never match is named in
+ * rsync's words; names, wildcards, netgroups and good patterns are not. */
+static void test_list_problems(void **state)
+{
+	struct problems p = {.n = 0};
+
+	(void)state;
+	assert_int_equal(access_list_problems("10.0.0.0/8, 127.0.0.1/33 *.example.com host.lan "
+					      "@ops 1.2.3.400 ::1/128 fe80::/ffff:: 10.0.0.0/ "
+					      "2001:db8::/129 10.0.0.0/0 192.168.0.0/255.255.0.0",
+					      note_problem, &p), 4);
+	assert_int_equal(p.n, 4);
+	assert_string_equal(p.seen[0], "malformed mask in 127.0.0.1/33");
+	assert_non_null(strstr(p.seen[1], "error matching address 1.2.3.400: "));
+	assert_string_equal(p.seen[2], "malformed mask in 10.0.0.0/");
+	assert_string_equal(p.seen[3], "malformed mask in 2001:db8::/129");
+	p.n = 0;
+	assert_int_equal(access_list_problems(NULL, note_problem, &p), 0);
+	assert_int_equal(access_list_problems("", note_problem, &p), 0);
+	assert_int_equal(access_list_problems("127.0.0.1 ::1 *", note_problem, &p), 0);
+	assert_int_equal(p.n, 0);
+}
+
 static void test_forward_lookup(void **state)
 {
 	char name[64] = "unchanged";
@@ -459,6 +495,7 @@ int main(void)
 		cmocka_unit_test(test_netgroup),
 		cmocka_unit_test(test_precedence),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_list_problems),
 		cmocka_unit_test(test_forward_lookup),
 		cmocka_unit_test(test_client_addr_name_ipv4),
 		cmocka_unit_test(test_client_addr_name_mapped),
