@@ -32,6 +32,10 @@
 #define CONFIG_DEFAULT_PORT 873          /* used when port is 0 and no --port */
 #define CONFIG_DEFAULT_LOCK_FILE "/var/run/rsyncd.lock"
 #define CONFIG_DEFAULT_LOG_FORMAT "%o %h [%a] %m (%u) %f %l"
+/* rsync's is 5: a burst of clients then overflows the queue and the
+ * excess get TCP resets instead of the "max connections" refusal. The
+ * kernel caps it at net.core.somaxconn. */
+#define CONFIG_DEFAULT_LISTEN_BACKLOG 1024
 
 /* Bounds. A config that exceeds one is refused with a message naming it. */
 #define CONFIG_MAX_LINE 8192             /* one logical line, continuations included */
@@ -127,7 +131,7 @@ struct daemon_config {
 	char *address;              /* "address" (rsync's bind_address) */
 	char *proxy_protocol_hosts; /* "proxy protocol hosts" (3.5) */
 	int port;                   /* "port"; 0 (rsync's default): 873 unless --port */
-	int listen_backlog;         /* "listen backlog", 5 */
+	int listen_backlog;         /* "listen backlog", CONFIG_DEFAULT_LISTEN_BACKLOG (rsync: 5) */
 	bool proxy_protocol;        /* "proxy protocol", no */
 
 	/* ferry's SSH listener (daemon/ssh_listen.c); no rsync equivalent. */

@@ -200,7 +200,8 @@ int daemon_listen_socket(const struct ferry_opts *o, const struct daemon_config 
 		/* rsync socket.c: open_socket_in; accepted sockets inherit them */
 		sockopts_apply(fd, o->sockopts ? o->sockopts : cfg->socket_options);
 		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-		    listen(fd, cfg->listen_backlog > 0 ? cfg->listen_backlog : 5) == 0)
+		    listen(fd, cfg->listen_backlog > 0 ? cfg->listen_backlog
+							   : CONFIG_DEFAULT_LISTEN_BACKLOG) == 0)
 			break;
 		close(fd);
 		fd = -1;

@@ -114,7 +114,7 @@ static void test_defaults(void **state)
 		assert_null(c.daemon_chroot);
 		assert_null(c.proxy_protocol_hosts);
 		assert_int_equal(c.port, 0); /* 873 unless --port */
-		assert_int_equal(c.listen_backlog, 5);
+		assert_int_equal(c.listen_backlog, 1024); /* rsync: 5 */
 		assert_false(c.proxy_protocol);
 
 		assert_null(d->path);
