@@ -453,8 +453,10 @@ static void detach_done(int ready_fd)
 {
 	int null = open("/dev/null", O_RDWR);
 
-	if (write(ready_fd, "", 1) != 1)
-		_exit(RERR_IPC); /* the parent is gone: nobody to tell */
+	if (write(ready_fd, "", 1) != 1) {
+		/* The parent was killed while it waited: nobody to tell, and
+		 * the daemon serves on (SIGPIPE is ignored by now). */
+	}
 	close(ready_fd);
 	if (null >= 0) {
 		dup2(null, 0);

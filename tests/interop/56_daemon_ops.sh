@@ -323,4 +323,6 @@ else
     t_skip listen_backlog "ss not found"
 fi
 
+# The daemons' own output (where a sanitizer build reports) is clean.
+t_check no_sanitizer_reports t_no_sanitizer_reports "$T"/*.out
 t_done
