@@ -977,6 +977,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 		o->sender = true;
 		break;
 	case OPT_DAEMON: case OPT_CONFIG: case OPT_DPARAM: case OPT_DETACH:
+	case OPT_CHECK_CONFIG:
 		if (ps->mode == OM_CLIENT)
 			return RESTART_DAEMON;
 		if (sp->id == OPT_DAEMON)
@@ -985,6 +986,8 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 			return set_str(ps, &o->config_file, arg);
 		else if (sp->id == OPT_DETACH)
 			o->no_detach = !v;
+		else if (sp->id == OPT_CHECK_CONFIG)
+			o->check_config = true;
 		else {
 			if (!strchr(arg, '='))
 				return usage_err(ps, "--dparam value is missing an '=': %s", arg);

@@ -315,6 +315,9 @@ const struct opt_spec options_table[] = {
 	  "run as an rsync-compatible daemon" },
 	{ "config", 0, OA_REQ, OM_BOTH, Y, OPT_CONFIG, 1, "FILE", NULL, NULL,
 	  "specify alternate ferryd.conf file" },
+	/* ferry's own, like sshd -t */
+	{ "check-config", 0, OA_NONE, OM_BOTH, Y, OPT_CHECK_CONFIG, 1, NULL, NULL, NULL,
+	  "check the config file, print its errors, and exit" },
 	{ "dparam", 0, OA_REQ, OM_CLIENT, Y, OPT_DPARAM, 1, NULL, NULL, NULL, NULL },
 	{ "dparam", 'M', OA_REQ, OM_DAEMON, Y, OPT_DPARAM, 1, "OVERRIDE", NULL,
 	  NULL, "override global daemon config parameter" },

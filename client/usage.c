@@ -336,7 +336,7 @@ void usage_print_daemon_help(FILE *f)
 {
 	/* The order of rsync's daemon help. */
 	static const char *const order[] = {
-		"daemon", "address", "bwlimit", "config", "dparam", "no-detach",
+		"daemon", "address", "bwlimit", "config", "check-config", "dparam", "no-detach",
 		"port", "log-file", "log-file-format", "sockopts", "verbose",
 		"ipv4", "ipv6", "help", NULL,
 	};

@@ -3,7 +3,10 @@
  * continuations, comments, &include/&merge) and loadparm.c semantics
  * (global defaults copied into each module at its header, [global], the
  * &include save/restore of the defaults, --dparam), made strict: anything
- * rsync would warn about and skip is an error naming file:line.
+ * rsync would warn about and skip is an error naming file:line. Like rsync,
+ * the parser reads on past such a line (so that every mistake is reported
+ * at once), and stops at the errors rsync stops at; either way the load
+ * fails.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -54,10 +57,16 @@ struct parser {
 		ino_t ino;
 	} open[CONFIG_MAX_INCLUDE_DEPTH + 1]; /* files being read, for loops */
 	int nopen;
+	struct {
+		const char *name;
+		int line;
+	} from[CONFIG_MAX_INCLUDE_DEPTH + 1]; /* the &include/&merge lines being followed */
+	int nfrom;
 	const unsigned char *stmt;       /* first byte of the current statement's line */
-	char *err;
+	char *err;                       /* the errors so far, one per line */
 	size_t errsz;
 	bool quiet;                      /* no warnings on stderr */
+	int nerr;
 	char buf[CONFIG_MAX_LINE + 8];   /* name '\0' value '\0' of one statement */
 };
 
@@ -65,35 +74,62 @@ static int parse(struct parser *P, struct src *s);
 
 /* ---------------------------------------------------------------- errors */
 
+/* Append one error to P->err as a line of its own: the message, where it
+ * is, and the &include/&merge lines that led there. An error that does not
+ * fit is counted but not shown. */
+static void record(struct parser *P, const struct src *s, int line, const char *fmt,
+		   va_list ap)
+{
+	char msg[1024];
+	size_t len, used;
+
+	P->nerr++;
+	if (!P->err || !P->errsz)
+		return;
+	len = (size_t)vsnprintf(msg, sizeof msg, fmt, ap);
+	if (len >= sizeof msg)
+		len = sizeof msg - 1;
+	if (s) {
+		len += (size_t)snprintf(msg + len, sizeof msg - len, " at %s:%d", s->name, line);
+		for (int i = P->nfrom - 1; i >= 0 && len < sizeof msg; i--)
+			len += (size_t)snprintf(msg + len, sizeof msg - len,
+						" (included from %s:%d)", P->from[i].name,
+						P->from[i].line);
+	}
+	used = strlen(P->err);
+	if (used + (used > 0) + strlen(msg) >= P->errsz)
+		return;
+	snprintf(P->err + used, P->errsz - used, "%s%s", used > 0 ? "\n" : "", msg);
+}
+
+/* An error the parser cannot read past (rsync stops there too): returns -1. */
 static int perr(struct parser *P, const struct src *s, int line, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static int perr(struct parser *P, const struct src *s, int line, const char *fmt, ...)
 {
-	char msg[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	record(P, s, line, fmt, ap);
 	va_end(ap);
-	if (P->err && P->errsz) {
-		if (s)
-			snprintf(P->err, P->errsz, "%s at %s:%d", msg, s->name, line);
-		else
-			snprintf(P->err, P->errsz, "%s", msg);
-	}
 	return -1;
 }
 
-/* Add " (included from FILE:LINE)" to an error from an included file. */
-static void err_included_from(struct parser *P, const struct src *s, int line)
+/* An error in one statement that rsync would warn about and skip: the load
+ * will fail, but the parser goes on to report the rest. Returns 0, or -1
+ * once CONFIG_MAX_ERRORS have been recorded. */
+static int pskip(struct parser *P, const struct src *s, int line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int pskip(struct parser *P, const struct src *s, int line, const char *fmt, ...)
 {
-	size_t len;
+	va_list ap;
 
-	if (!P->err || !P->errsz)
-		return;
-	len = strlen(P->err);
-	if (len < P->errsz)
-		snprintf(P->err + len, P->errsz - len, " (included from %s:%d)", s->name, line);
+	va_start(ap, fmt);
+	record(P, s, line, fmt, ap);
+	va_end(ap);
+	if (P->nerr < CONFIG_MAX_ERRORS)
+		return 0;
+	return perr(P, NULL, 0, "too many errors, giving up");
 }
 
 /* ----------------------------------------------------------------- lexer */
@@ -307,18 +343,18 @@ static int do_parameter(struct parser *P, const struct src *s, int line, const c
 	void *base;
 
 	if (!p)
-		return perr(P, s, line, "unknown parameter \"%s\"", name);
+		return pskip(P, s, line, "unknown parameter \"%s\"", name);
 	if (P->in_global)
 		base = p->global_only ? (void *)P->c : (void *)&P->c->defaults;
 	else if (p->global_only)
-		return perr(P, s, line,
+		return pskip(P, s, line,
 			    "global parameter \"%s\" in module [%s] (set it before the first "
 			    "module or in a [global] section)",
 			    p->label, P->c->modules[P->cur].name);
 	else
 		base = &P->c->modules[P->cur];
 	if (cfg_param_set(p, base, value, why, sizeof why) < 0)
-		return perr(P, s, line, "%s", why);
+		return pskip(P, s, line, "%s", why);
 	if (!P->quiet && p->type == CT_STRING && strstr(p->label, "hosts"))
 		warn_host_list(s, line, p->label, value);
 	return 0;
@@ -431,11 +467,16 @@ static int parse_file(struct parser *P, const char *path, const struct src *from
 	P->open[P->nopen].dev = st.st_dev;
 	P->open[P->nopen].ino = st.st_ino;
 	P->nopen++;
+	if (from) {
+		P->from[P->nfrom].name = from->name;
+		P->from[P->nfrom].line = line;
+		P->nfrom++;
+	}
 	rc = parse_text(P, path, data, len);
+	if (from)
+		P->nfrom--;
 	P->nopen--;
 	free(data);
-	if (rc < 0 && from)
-		err_included_from(P, from, line);
 	return rc;
 }
 
@@ -648,14 +689,14 @@ static int parameter(struct parser *P, struct src *s, int c, int line)
 			i = continuation(b, i);
 			if (i < 0) {
 				b[end] = '\0';
-				return perr(P, s, line, "badly formed line \"%s\" (no '=')", b);
+				return pskip(P, s, line, "badly formed line \"%s\" (no '=')", b);
 			}
 			end = (i > 0 && b[i - 1] == ' ') ? i - 1 : i;
 			c = nextc(s);
 			break;
 		case EOFC:
 			b[end] = '\0';
-			return perr(P, s, line, "badly formed line \"%s\" (no '=')", b);
+			return pskip(P, s, line, "badly formed line \"%s\" (no '=')", b);
 		case ' ':
 		case '\t':
 			if (i > 0 && b[0] == '&') { /* a directive ends at a blank */
@@ -801,12 +842,14 @@ static int finish(struct parser *P)
 			if (!*ms && *ds && !(*ms = strdup(*ds)))
 				return perr(P, NULL, 0, "out of memory");
 		}
-		if (!m->name || !*m->name || strchr(m->name, '/'))
-			return perr(P, NULL, 0, "module defined at %s has an invalid name \"%s\"",
-				    m->defined_at, m->name ? m->name : "");
-		if (!m->path || !*m->path)
-			return perr(P, NULL, 0, "module [%s] has no \"path\" at %s", m->name,
-				    m->defined_at);
+		if ((!m->name || !*m->name || strchr(m->name, '/')) &&
+		    pskip(P, NULL, 0, "module defined at %s has an invalid name \"%s\"",
+			  m->defined_at, m->name ? m->name : "") < 0)
+			return -1;
+		if ((!m->path || !*m->path) &&
+		    pskip(P, NULL, 0, "module [%s] has no \"path\" at %s", m->name,
+			  m->defined_at) < 0)
+			return -1;
 	}
 	return 0;
 }
@@ -840,6 +883,8 @@ static int load(struct daemon_config *c, const char *path, const char *text,
 		rc = parse_text(P, name ? name : "<string>", text, strlen(text));
 	if (rc == 0)
 		rc = finish(P);
+	if (P->nerr > 0)
+		rc = -1;
 	free(P);
 	if (rc < 0) {
 		free_parsed(&n);

@@ -7,9 +7,13 @@
  * trailing-backslash continuations, # and ; comment lines. Where rsync
  * warns and carries on (an unknown parameter, a bad boolean, a global
  * parameter inside a module, a line with no '='), ferry refuses the file:
- * config_load_* returns -1 and err says what is wrong and where, e.g.
+ * config_load_* returns -1 and err says what is wrong and where, one error
+ * a line (the parser reads past the lines rsync would skip, so every such
+ * mistake is listed, up to CONFIG_MAX_ERRORS), e.g.
  *   unknown parameter "foo" at /etc/ferryd.conf:12
- * The caller prints it as "ferry: %s\n" and exits with RERR_SYNTAX (1).
+ *   badly formed line "hosts allow 10.0.0.0/8" (no '=') at /etc/ferryd.conf:15
+ * The caller prints each line as "ferry: %s\n" and exits with RERR_SYNTAX
+ * (1); a running daemon logs them and keeps its last good configuration.
  *
  * Strings are stored exactly as written (after rsync's trimming) and are NOT
  * %VAR%-expanded at load time: rsync expands them lazily, at first use, so
@@ -28,6 +32,10 @@
 #define CONFIG_DEFAULT_PORT 873          /* used when port is 0 and no --port */
 #define CONFIG_DEFAULT_LOCK_FILE "/var/run/rsyncd.lock"
 #define CONFIG_DEFAULT_LOG_FORMAT "%o %h [%a] %m (%u) %f %l"
+/* rsync's is 5: a burst of clients then overflows the queue and the
+ * excess get TCP resets instead of the "max connections" refusal. The
+ * kernel caps it at net.core.somaxconn. */
+#define CONFIG_DEFAULT_LISTEN_BACKLOG 1024
 
 /* Bounds. A config that exceeds one is refused with a message naming it. */
 #define CONFIG_MAX_LINE 8192             /* one logical line, continuations included */
@@ -36,6 +44,7 @@
 #define CONFIG_MAX_FILES 1024            /* files read by one load */
 #define CONFIG_MAX_MODULES 10000
 #define CONFIG_MAX_DPARAMS 256
+#define CONFIG_MAX_ERRORS 50             /* errors listed before the parser gives up */
 
 #define CONFIG_UNSET (-1)                /* a three-state ("BOOL3") parameter left unset */
 
@@ -122,7 +131,7 @@ struct daemon_config {
 	char *address;              /* "address" (rsync's bind_address) */
 	char *proxy_protocol_hosts; /* "proxy protocol hosts" (3.5) */
 	int port;                   /* "port"; 0 (rsync's default): 873 unless --port */
-	int listen_backlog;         /* "listen backlog", 5 */
+	int listen_backlog;         /* "listen backlog", CONFIG_DEFAULT_LISTEN_BACKLOG (rsync: 5) */
 	bool proxy_protocol;        /* "proxy protocol", no */
 
 	/* ferry's SSH listener (daemon/ssh_listen.c); no rsync equivalent. */
@@ -154,7 +163,7 @@ void config_init(struct daemon_config *c);
 
 /* Parse the config file at path (rsync's lp_load). *c must be zeroed, from
  * config_init(), or from an earlier load (a reload replaces it). Returns 0,
- * or -1 with a message in err; on failure *c is left as it was, so a failed
+ * or -1 with the errors in err, one a line; on failure *c is left as it was, so a failed
  * reload keeps the running configuration. --dparam overrides recorded with
  * config_set_param() are applied where rsync applies them: at the end of
  * the initial global section, just before the first [module] header (or at

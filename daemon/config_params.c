@@ -27,6 +27,10 @@
 	"*.sxg *.sxm *.sxw *.sz *.tbz *.tbz2 *.tgz *.tlz *.ts *.txz *.tzo *.vob *.war " \
 	"*.webm *.webp *.xz *.z *.zip *.zst"
 
+/* A numeric default macro as the config text of a default. */
+#define CFG_STR_(x) #x
+#define CFG_STR(x) CFG_STR_(x)
+
 /* Offsets that only compile when the field has the type the row claims. */
 #define G_(T, f) _Generic(((struct daemon_config *)0)->f, T: offsetof(struct daemon_config, f))
 #define M_(T, f) _Generic(((struct daemon_module *)0)->f, T: offsetof(struct daemon_module, f))
@@ -52,7 +56,8 @@ static const struct config_param params[] = {
 	GSTR("pid file", pid_file, NULL),
 	GSTR("proxy protocol hosts", proxy_protocol_hosts, NULL),
 	GSTR("socket options", socket_options, NULL),
-	GINT("listen backlog", listen_backlog, "5", 0, INT_MAX),
+	/* rsync: 5 (config.h: CONFIG_DEFAULT_LISTEN_BACKLOG says why not) */
+	GINT("listen backlog", listen_backlog, CFG_STR(CONFIG_DEFAULT_LISTEN_BACKLOG), 0, INT_MAX),
 	GINT("port", port, "0", 0, 65535),
 	GBOOL("proxy protocol", proxy_protocol, "no"),
 	/* ferry's SSH listener: not in rsync */

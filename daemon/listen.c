@@ -22,8 +22,10 @@
 #include <unistd.h>
 
 #include "client/connect.h"
+#include "client/exit_line.h"
 #include "client/options.h"
 #include "daemon/daemon.h"
+#include "daemon/pid_file.h"
 #include "daemon/ssh_listen.h"
 #include "daemon/socket_activation.h"
 #include "proto/wire.h"
@@ -124,11 +126,10 @@ static int replace_str(char **field, const char *value)
  * options of the same names). */
 static int override_module_logging(const struct ferry_opts *o, struct daemon_module *m)
 {
-	if ((o->log_file && replace_str(&m->log_file, o->log_file) < 0) ||
-	    (o->log_file_format && replace_str(&m->log_format, o->log_file_format) < 0)) {
-		fprintf(stderr, "ferry: out of memory\n");
+	if (o->log_file && replace_str(&m->log_file, o->log_file) < 0)
 		return -1;
-	}
+	if (o->log_file_format && replace_str(&m->log_format, o->log_file_format) < 0)
+		return -1;
 	return 0;
 }
 
@@ -142,34 +143,55 @@ static int override_logging(const struct ferry_opts *o, struct daemon_config *cf
 	return 0;
 }
 
-/* quiet: no warnings on stderr (a per-connection re-read, or a daemon
- * over a remote shell, whose stderr is the client's) */
-static int load_config(const struct ferry_opts *o, struct daemon_config *cfg, bool quiet)
+/* Load the configuration the daemon options name into *cfg (freshly
+ * initialised; config_free it either way). Returns 0, or -1 with every
+ * error in err, one a line. quiet: no warnings on stderr (a re-read for a
+ * connection, or a daemon over a remote shell, whose stderr is the
+ * client's). */
+static int load_config(const struct ferry_opts *o, struct daemon_config *cfg, bool quiet,
+		       char *err, size_t errsz)
 {
-	char err[1024], cwd[4096];
-	const char *path = o->config_file ? o->config_file : "/etc/ferryd.conf";
+	char cwd[4096];
+	const char *path = o->config_file ? o->config_file : CONFIG_DEFAULT_FILE;
 	int r;
 
 	config_init(cfg);
 	cfg->quiet_load = quiet;
-	for (int i = 0; i < o->ndparam; i++) {
-		if (config_add_dparam(cfg, o->dparam[i], err, sizeof err) < 0) {
-			fprintf(stderr, "ferry: %s\n", err);
+	for (int i = 0; i < o->ndparam; i++)
+		if (config_add_dparam(cfg, o->dparam[i], err, errsz) < 0)
 			return -1;
-		}
-	}
 	if (strcmp(path, DAEMON_DEFAULT_CONFIG_NAME) == 0) {
 		if (!getenv("FERRY_ROOT") && getcwd(cwd, sizeof cwd))
 			setenv("FERRY_ROOT", cwd, 0);
-		r = config_load_string(cfg, default_config, DAEMON_DEFAULT_CONFIG_NAME, err, sizeof err);
+		r = config_load_string(cfg, default_config, DAEMON_DEFAULT_CONFIG_NAME, err, errsz);
 	} else {
-		r = config_load_file(cfg, path, err, sizeof err);
+		r = config_load_file(cfg, path, err, errsz);
 	}
-	if (r < 0) {
-		fprintf(stderr, "ferry: %s\n", err);
-		return -1;
+	if (r == 0 && override_logging(o, cfg) < 0) {
+		snprintf(err, errsz, "out of memory");
+		r = -1;
 	}
-	return override_logging(o, cfg);
+	return r;
+}
+
+/* Each line of a load's errors on stderr, as "ferry: LINE". */
+static void print_config_errors(const char *err)
+{
+	for (const char *p = err; *p;) {
+		size_t n = strcspn(p, "\n");
+		fprintf(stderr, "ferry: %.*s\n", (int)n, p);
+		p += n + (p[n] == '\n');
+	}
+}
+
+/* The same lines in the daemon log that cfg names. */
+static void log_config_errors(const struct daemon_config *cfg, const char *err)
+{
+	for (const char *p = err; *p;) {
+		size_t n = strcspn(p, "\n");
+		daemon_log(cfg, NULL, "config error: %.*s", (int)n, p);
+		p += n + (p[n] == '\n');
+	}
 }
 
 int daemon_listen_socket(const struct ferry_opts *o, const struct daemon_config *cfg, int port)
@@ -203,7 +225,8 @@ int daemon_listen_socket(const struct ferry_opts *o, const struct daemon_config 
 		/* rsync socket.c: open_socket_in; accepted sockets inherit them */
 		sockopts_apply(fd, o->sockopts ? o->sockopts : cfg->socket_options);
 		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-		    listen(fd, cfg->listen_backlog > 0 ? cfg->listen_backlog : 5) == 0)
+		    listen(fd, cfg->listen_backlog > 0 ? cfg->listen_backlog
+							   : CONFIG_DEFAULT_LISTEN_BACKLOG) == 0)
 			break;
 		close(fd);
 		fd = -1;
@@ -215,16 +238,24 @@ int daemon_listen_socket(const struct ferry_opts *o, const struct daemon_config 
 	return fd;
 }
 
-/* Wait for a connection on the TCP listener or the SSH one (sfd, -1 when
- * there is none) and accept it; *is_ssh says which. */
-static int accept_next(int lfd, int sfd, bool *is_ssh)
-{
-	struct pollfd pf[2] = {{.fd = lfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
 
-	if (poll(pf, sfd >= 0 ? 2 : 1, -1) < 0)
-		return -1;
-	*is_ssh = sfd >= 0 && (pf[1].revents & POLLIN) && !(pf[0].revents & POLLIN);
-	return accept4(*is_ssh ? sfd : lfd, NULL, NULL, SOCK_CLOEXEC);
+/* Room for every error of a failed load (config.h: CONFIG_MAX_ERRORS). */
+#define CONFIG_ERRS_SIZE 8192
+
+/* Noted by the listener's signal handlers, acted on by its accept loop
+ * (the signals are blocked everywhere else in it, so none is missed). */
+static volatile sig_atomic_t stop_signal;      /* SIGTERM or SIGINT */
+static volatile sig_atomic_t reload_requested; /* SIGHUP */
+
+static void note_stop(int sig)
+{
+	stop_signal = sig;
+}
+
+static void note_reload(int sig)
+{
+	(void)sig;
+	reload_requested = 1;
 }
 
 static void reap_children(int sig)
@@ -236,30 +267,200 @@ static void reap_children(int sig)
 	errno = saved;
 }
 
-static int write_pid_file(const char *path)
+/* What the listening process holds. */
+struct listener {
+	const struct ferry_opts *o;
+	struct daemon_config cfg;        /* the configuration that last loaded */
+	char last_err[CONFIG_ERRS_SIZE]; /* the errors of the failed reload logged last */
+	int port;
+	int lfd;                         /* the daemon port */
+	struct ssh_listener *ssh;        /* the SSH port, or NULL */
+	struct pid_file pid;
+	sigset_t wait_mask;              /* while waiting: the stop and reload signals let in */
+	sigset_t child_mask;             /* the mask the listener started with */
+};
+
+/* Wait for a connection on the TCP listener or the SSH one and accept it;
+ * *is_ssh says which. Fails with EINTR when a signal came in. */
+static int accept_next(const struct listener *L, bool *is_ssh)
 {
-	if (!path || !*path)
-		return 0;
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0) {
-		fprintf(stderr, "ferry: failed to create pid file %s: %s\n", path, strerror(errno));
+	int sfd = ssh_listener_fd(L->ssh);
+	struct pollfd pf[2] = {{.fd = L->lfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+
+	if (ppoll(pf, sfd >= 0 ? 2 : 1, NULL, &L->wait_mask) < 0)
 		return -1;
-	}
-	dprintf(fd, "%d\n", (int)getpid());
-	close(fd);
-	return 0;
+	*is_ssh = sfd >= 0 && (pf[1].revents & POLLIN) && !(pf[0].revents & POLLIN);
+	return accept4(*is_ssh ? sfd : L->lfd, NULL, NULL, SOCK_CLOEXEC);
 }
 
-static void detach(void)
+/* Read the configuration again, as rsync does for every connection. If it
+ * no longer loads, the last good one stays in force and the errors go to
+ * its log: at once after a SIGHUP (report), else once until they change. */
+static void reload_config(struct listener *L, bool report)
 {
-	pid_t pid = fork();
+	struct daemon_config fresh;
+	char err[CONFIG_ERRS_SIZE];
 
-	if (pid < 0)
+	if (load_config(L->o, &fresh, true, err, sizeof err) == 0) {
+		config_free(&L->cfg);
+		L->cfg = fresh;
+		L->last_err[0] = '\0';
 		return;
-	if (pid > 0)
+	}
+	config_free(&fresh);
+	if (!report && strcmp(err, L->last_err) == 0)
+		return;
+	log_config_errors(&L->cfg, err);
+	daemon_log(&L->cfg, NULL,
+		   "config not reloaded: still serving the last configuration that loaded");
+	log_cache_drop();
+	snprintf(L->last_err, sizeof L->last_err, "%s", err);
+}
+
+/* SIGTERM and SIGINT stop the listener, SIGHUP reloads the configuration
+ * (rsync's listener exits on SIGHUP too; ferry keeps running so that
+ * `systemctl reload` works, contrib/ferryd.service). All three are blocked
+ * but while waiting for a connection. */
+static void listener_signals(struct listener *L)
+{
+	struct sigaction sa = {.sa_handler = reap_children, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
+	sigset_t ours;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGCHLD, &sa, NULL);
+	sa.sa_flags = 0;
+	sa.sa_handler = note_stop;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = note_reload;
+	sigaction(SIGHUP, &sa, NULL);
+	sigemptyset(&ours);
+	sigaddset(&ours, SIGTERM);
+	sigaddset(&ours, SIGINT);
+	sigaddset(&ours, SIGHUP);
+	sigprocmask(SIG_BLOCK, &ours, &L->child_mask);
+	L->wait_mask = L->child_mask;
+	sigdelset(&L->wait_mask, SIGTERM);
+	sigdelset(&L->wait_mask, SIGINT);
+	sigdelset(&L->wait_mask, SIGHUP);
+}
+
+/* A connection's process starts with the signal handling it had before the
+ * listener installed its own: the default for SIGTERM and SIGINT, SIGHUP
+ * ignored, the listener's original mask. */
+static void child_signals(const struct listener *L)
+{
+	signal(SIGCHLD, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGHUP, SIG_IGN);
+	sigprocmask(SIG_SETMASK, &L->child_mask, NULL);
+}
+
+static void __attribute__((noreturn)) serve_in_child(struct listener *L, int cfd, bool is_ssh)
+{
+	close(L->lfd);
+	if (!is_ssh)
+		ssh_listener_close(L->ssh);
+	pid_file_forget(&L->pid);
+	child_signals(L);
+	_exit(is_ssh ? ssh_listener_serve(L->ssh, L->o, &L->cfg, cfd)
+		     : daemon_serve_client(&L->cfg, L->o, cfd, cfd));
+}
+
+/* The listener's exit code on a stop signal: 0 for SIGTERM, as rsync's
+ * listener exits, else 20 with rsync's closing line in the log. */
+static int stop_code(const struct listener *L, int sig)
+{
+	char line[512];
+
+	if (sig == SIGTERM)
+		return 0;
+	exit_line_format(line, sizeof line, RERR_SIGNAL, "Receiver", "listen.c", __LINE__);
+	line[strcspn(line, "\n")] = '\0';
+	daemon_log(&L->cfg, NULL, "%s", line);
+	log_cache_drop();
+	return RERR_SIGNAL;
+}
+
+static int accept_loop(struct listener *L)
+{
+	for (;;) {
+		if (stop_signal)
+			return stop_code(L, stop_signal);
+		if (reload_requested) {
+			reload_requested = 0;
+			reload_config(L, true);
+		}
+		bool is_ssh = false;
+		int cfd = accept_next(L, &is_ssh);
+		if (cfd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
+				continue;
+			daemon_log(&L->cfg, NULL, "accept failed: %s", strerror(errno));
+			log_cache_drop();
+			continue;
+		}
+		reload_config(L, false);
+		pid_t pid = fork();
+		if (pid == 0)
+			serve_in_child(L, cfd, is_ssh);
+		if (pid < 0) {
+			daemon_log(&L->cfg, NULL, "could not create child server process: %s",
+				   strerror(errno));
+			log_cache_drop();
+		}
+		close(cfd);
+	}
+}
+
+/* Go to the background (rsync: become_daemon). The parent stays until the
+ * daemon is listening (a byte on the pipe), then exits 0; if the daemon
+ * fails first, the parent exits with the daemon's code, so a refused start
+ * is not reported as success. Returns, in the daemon, the pipe to signal
+ * readiness on; -1 if fork failed. */
+static int detach_start(void)
+{
+	int p[2], st;
+	char c;
+	ssize_t n;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		setsid();
+		return p[1];
+	}
+	close(p[1]);
+	do
+		n = read(p[0], &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n == 1)
 		_exit(0);
-	setsid();
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : RERR_CRASHED);
+}
+
+/* In the daemon, once listening: release the waiting parent and the
+ * terminal. */
+static void detach_done(int ready_fd)
+{
 	int null = open("/dev/null", O_RDWR);
+
+	if (write(ready_fd, "", 1) != 1) {
+		/* The parent was killed while it waited: nobody to tell, and
+		 * the daemon serves on (SIGPIPE is ignored by now). */
+	}
+	close(ready_fd);
 	if (null >= 0) {
 		dup2(null, 0);
 		dup2(null, 1);
@@ -269,87 +470,113 @@ static void detach(void)
 	}
 }
 
-int daemon_main(const struct ferry_opts *o)
+/* Bind the daemon port (unless socket activation gave it) and the SSH
+ * port. Returns 0 or an exit code, after saying why. */
+static int open_listeners(struct listener *L)
 {
-	struct daemon_config cfg;
+	const struct ferry_opts *o = L->o;
 
-	if (load_config(o, &cfg, o->server) < 0)
-		return RERR_SYNTAX;
+	L->port = o->port ? o->port : L->cfg.port ? L->cfg.port : CONFIG_DEFAULT_PORT;
+	if (L->lfd < 0 && (L->lfd = daemon_listen_socket(o, &L->cfg, L->port)) < 0)
+		return RERR_SOCKETIO;
+	if (ssh_listener_open(o, &L->cfg, &L->ssh) < 0)
+		return RERR_SOCKETIO;
+	return 0;
+}
+
+/* The pid file is taken before the ports, as rsync takes it: a second
+ * daemon on the same pid file says so, whatever its port. */
+static int take_pid_file(struct listener *L)
+{
+	char msg[4200], line[512];
+
+	if (pid_file_create(&L->pid, L->cfg.pid_file, msg, sizeof msg) == 0)
+		return 0;
+	fprintf(stderr, "ferry: %s\n", msg);
+	daemon_log(&L->cfg, NULL, "%s", msg);
+	exit_line_format(line, sizeof line, RERR_FILEIO, "Receiver", "listen.c", __LINE__);
+	line[strcspn(line, "\n")] = '\0';
+	daemon_log(&L->cfg, NULL, "%s", line);
+	log_cache_drop();
+	return RERR_FILEIO;
+}
+
+static int run_listener(struct listener *L)
+{
+	int ready_fd = -1, code;
+
+	if (!L->o->no_detach && (ready_fd = detach_start()) < 0) {
+		fprintf(stderr, "ferry: failed to fork: %s\n", strerror(errno));
+		return RERR_FILEIO;
+	}
+	/* From here a stop signal waits for the accept loop, which removes
+	 * the pid file. */
+	listener_signals(L);
+	if ((code = take_pid_file(L)) != 0)
+		return code;
+	if ((code = open_listeners(L)) != 0) {
+		pid_file_remove(&L->pid);
+		return code;
+	}
+	if (ready_fd >= 0)
+		detach_done(ready_fd);
+	daemon_log(&L->cfg, NULL, "ferry version %s starting, listening on port %d", FERRY_VERSION,
+		   L->port);
+	log_cache_drop();
+	code = accept_loop(L);
+	close(L->lfd);
+	ssh_listener_close(L->ssh);
+	pid_file_remove(&L->pid);
+	return code;
+}
+
+/* Serve the way ferry was started: one client on stdin/stdout (over a
+ * remote shell, or from inetd), or as a listener. */
+static int serve(struct listener *L)
+{
+	const struct ferry_opts *o = L->o;
+	int sotype;
+	socklen_t len = sizeof sotype;
+
 	/* Started over a remote shell (`--server --daemon .`): one client on
 	 * stdin/stdout, the dialogue of a TCP daemon (clientserver.c:
 	 * start_daemon with am_daemon = -1). */
-	if (o->server) {
-		int code = daemon_serve_client(&cfg, o, STDIN_FILENO, STDOUT_FILENO);
-		config_free(&cfg);
-		return code;
-	}
+	if (o->server)
+		return daemon_serve_client(&L->cfg, o, STDIN_FILENO, STDOUT_FILENO);
 	/* systemd socket activation: the listening socket is inherited
 	 * (daemon/socket_activation.c). */
-	int lfd = socket_activation_listener();
-	if (lfd == SOCKET_ACTIVATION_ERROR) {
-		config_free(&cfg);
+	L->lfd = socket_activation_listener();
+	if (L->lfd == SOCKET_ACTIVATION_ERROR)
 		return RERR_SOCKETIO;
-	}
 	/* Started by inetd: the connection is already on stdin. */
-	int sotype;
-	socklen_t len = sizeof sotype;
-	if (lfd < 0 && getsockopt(STDIN_FILENO, SOL_SOCKET, SO_TYPE, &sotype, &len) == 0 &&
-	    !o->no_detach && !o->port) {
-		int code = daemon_serve_client(&cfg, o, STDIN_FILENO, STDOUT_FILENO);
-		config_free(&cfg);
-		return code;
+	if (L->lfd < 0 && getsockopt(STDIN_FILENO, SOL_SOCKET, SO_TYPE, &sotype, &len) == 0 &&
+	    !o->no_detach && !o->port)
+		return daemon_serve_client(&L->cfg, o, STDIN_FILENO, STDOUT_FILENO);
+	return run_listener(L);
+}
+
+int daemon_main(const struct ferry_opts *o)
+{
+	struct listener *L = calloc(1, sizeof *L);
+	char err[CONFIG_ERRS_SIZE];
+	int code;
+
+	if (!L) {
+		fprintf(stderr, "ferry: out of memory\n");
+		return RERR_MALLOC;
 	}
-	int port = o->port ? o->port : cfg.port ? cfg.port : 873;
-	if (lfd < 0)
-		lfd = daemon_listen_socket(o, &cfg, port);
-	if (lfd < 0) {
-		config_free(&cfg);
-		return RERR_SOCKETIO;
+	L->o = o;
+	L->lfd = -1;
+	L->pid.fd = -1;
+	if (load_config(o, &L->cfg, o->server, err, sizeof err) < 0) {
+		print_config_errors(err);
+		code = RERR_SYNTAX;
+	} else if (o->check_config) {
+		code = 0;
+	} else {
+		code = serve(L);
 	}
-	struct ssh_listener *ssh = NULL;
-	if (ssh_listener_open(o, &cfg, &ssh) < 0) {
-		close(lfd);
-		config_free(&cfg);
-		return RERR_SOCKETIO;
-	}
-	if (!o->no_detach)
-		detach();
-	if (write_pid_file(cfg.pid_file) < 0)
-		return RERR_FILEIO;
-	daemon_log(&cfg, NULL, "ferry version %s starting, listening on port %d", FERRY_VERSION,
-		   port);
-	log_cache_drop();
-	signal(SIGPIPE, SIG_IGN);
-	/* Every connection reads the config afresh, so a SIGHUP (rsync's
-	 * "re-read the config") has nothing more to do than not kill us. */
-	signal(SIGHUP, SIG_IGN);
-	struct sigaction sa = {.sa_handler = reap_children, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGCHLD, &sa, NULL);
-	for (;;) {
-		bool is_ssh = false;
-		int cfd = accept_next(lfd, ssh_listener_fd(ssh), &is_ssh);
-		if (cfd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
-				continue;
-			daemon_log(&cfg, NULL, "accept failed: %s", strerror(errno));
-			log_cache_drop();
-			continue;
-		}
-		pid_t pid = fork();
-		if (pid == 0) {
-			close(lfd);
-			if (!is_ssh)
-				ssh_listener_close(ssh);
-			signal(SIGCHLD, SIG_DFL);
-			/* The config is re-read for every connection, as rsync does. */
-			struct daemon_config fresh;
-			int code = RERR_SYNTAX;
-			if (load_config(o, &fresh, true) == 0)
-				code = is_ssh ? ssh_listener_serve(ssh, o, &fresh, cfd)
-					      : daemon_serve_client(&fresh, o, cfd, cfd);
-			_exit(code);
-		}
-		close(cfd);
-	}
+	config_free(&L->cfg);
+	free(L);
+	return code;
 }

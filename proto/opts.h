@@ -54,6 +54,7 @@ struct ferry_opts {
 	bool sender;       /* --sender (with --server) */
 	bool daemon;       /* --daemon */
 	bool no_detach;    /* --no-detach */
+	bool check_config; /* --daemon --check-config: load the config and exit */
 	char *config_file; /* --config */
 	char *dparam[32];  /* --dparam NAME=VALUE, daemon only */
 	int ndparam;

@@ -5,7 +5,8 @@
 # line goes to, and the exit code. Remote-shell cases use a fake remote
 # shell that runs the command here (as in 32_server_over_rsh.sh), both
 # ferry -> rsync --server and rsync -> ferry --server. The --stderr cases
-# need an unreadable file, so they run as nobody (setpriv) when we are root.
+# need an unreadable file, so they run as nobody (setpriv) when we are root,
+# with a copy of ferry nobody can reach (t_runas_nobody).
 # --insecure-links and --confine-root are still refused: checked as such.
 # Check functions are called through t_check, which shellcheck cannot see.
 # shellcheck disable=SC2317
@@ -105,9 +106,19 @@ if [ "$(id -u)" = 0 ] && mknod "$DEV/null" c 1 3 2>/dev/null; then
     HAVE_DEVICE=1
 fi
 
+# As root the --stderr cases run as nobody, with nobody's own copy of ferry
+# (the clone may be out of nobody's reach).
 AS_NOBODY=()
-if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
-    AS_NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+FERRY_RUN=$FERRY
+STDERR_SKIP=""
+if [ "$(id -u)" = 0 ]; then
+    if ! t_runas_nobody; then
+        STDERR_SKIP="running as root, no unreadable file: $T_SKIP_REASON"
+    elif ! t_nobody_can_read "$SRC/a"; then
+        STDERR_SKIP="nobody cannot reach the test tree under ${TMPDIR:-/tmp}"
+    else
+        FERRY_RUN=$FERRY_NOBODY
+    fi
 fi
 
 # ------------------------------------------------------------ --stderr
@@ -140,8 +151,8 @@ same_split() {
     fi
 }
 
-if [ "$(id -u)" = 0 ] && [ ${#AS_NOBODY[@]} -eq 0 ]; then
-    t_skip stderr_modes "running as root without setpriv: no unreadable file"
+if [ -n "$STDERR_SKIP" ]; then
+    t_skip stderr_modes "$STDERR_SKIP"
 else
     # mode option, expected split
     for spec in "e|--stderr=e|out:NS err:E " "errors|--stderr=errors|out:NS err:E " \
@@ -151,7 +162,7 @@ else
         IFS='|' read -r tag opt want <<<"$spec"
         for p in rsync ferry; do
             bin=$RSYNC
-            [ $p = ferry ] && bin=$FERRY
+            [ $p = ferry ] && bin=$FERRY_RUN
             rm -rf "$W/dst_$p"
             run "stderr_${tag}_$p" "${AS_NOBODY[@]}" "$bin" -rv "$opt" "$SRC/" "$W/dst_$p/"
         done
@@ -168,10 +179,10 @@ else
         rm -rf "$W/dst_rsync" "$W/dst_ferry" "$W/dst_rf"
         run "rsh_stderr_${tag}_rsync" "${AS_NOBODY[@]}" "$RSYNC" -rv "$opt" -e "$RSH" \
             "h:$SRC/" "$W/dst_rsync/"
-        run "rsh_stderr_${tag}_ferry" "${AS_NOBODY[@]}" "$FERRY" -rv "$opt" -e "$RSH" \
+        run "rsh_stderr_${tag}_ferry" "${AS_NOBODY[@]}" "$FERRY_RUN" -rv "$opt" -e "$RSH" \
             --rsync-path="$RSYNC" "h:$SRC/" "$W/dst_ferry/"
         run "rsh_stderr_${tag}_rf" "${AS_NOBODY[@]}" "$RSYNC" -rv "$opt" -e "$RSH" \
-            --rsync-path="$FERRY" "h:$SRC/" "$W/dst_rf/"
+            --rsync-path="$FERRY_RUN" "h:$SRC/" "$W/dst_rf/"
         same_split "stderr_${tag}_ferry_pulls_rsync_split" "rsh_stderr_${tag}_rsync" \
             "rsh_stderr_${tag}_ferry" "$want"
         same_rc "stderr_${tag}_ferry_pulls_rsync_rc" "rsh_stderr_${tag}_rsync" \

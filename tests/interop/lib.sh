@@ -9,9 +9,10 @@
 #
 # Functions: t_setup t_track_pid t_pid_alive t_free_port t_port_open
 # t_wait_port t_rsyncd_start t_rsyncd_stop t_ferryd_start t_ferryd_stop
-# t_sshd_start t_mktree t_compare t_pass t_fail t_skip t_check t_require t_done.
+# t_sshd_start t_mktree t_compare t_pass t_fail t_skip t_check t_require t_done
+# t_runas_nobody t_nobody_can_read.
 # Variables: T FERRY FERRY_SRC RSYNC PYTHON RSYNCD_PORT RSYNCD_PID SSHD_PORT
-# SSHD_PID SSH_CMD T_SKIP_REASON FERRYD_PORT FERRYD_PID.
+# SSHD_PID SSH_CMD T_SKIP_REASON FERRYD_PORT FERRYD_PID AS_NOBODY FERRY_NOBODY.
 
 # Variables set here are read by the scripts that source this file.
 # shellcheck disable=SC2034
@@ -34,6 +35,7 @@ export FERRY FERRY_SRC
 T=""
 _T_OWNER=""
 _T_PIDS=()
+_T_EXTRA_DIRS=()
 _T_PORTS=" "
 T_SKIP_REASON=""
 
@@ -98,7 +100,7 @@ t_setup() {
 }
 
 _t_cleanup() {
-    local pid
+    local pid d
     # A forked child that has not exec'd yet still has our traps; if it is
     # signalled in that window it must not tear down the test.
     [ "$BASHPID" = "$_T_OWNER" ] || return 0
@@ -106,6 +108,10 @@ _t_cleanup() {
         _t_kill_pid "$pid"
     done
     _T_PIDS=()
+    for d in "${_T_EXTRA_DIRS[@]}"; do
+        rm -rf "$d"
+    done
+    _T_EXTRA_DIRS=()
     [ -n "$T" ] && [ -d "$T" ] || return 0
     if [ "${KEEP_TMP:-0}" = 1 ]; then
         echo "KEEP_TMP=1: leaving $T" >&2
@@ -145,6 +151,52 @@ _t_kill_pid() {
     t_pid_alive "$pid" && kill -KILL "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     return 0
+}
+
+# -------------------------------------------------------- another user
+
+# t_runas_nobody -- prepare to run programs as nobody: sets AS_NOBODY (a
+# setpriv prefix) and FERRY_NOBODY, a copy of $FERRY in a fresh 0755
+# directory under /tmp (removed with $T). A test must run that copy, never
+# $FERRY: the clone, and so the build, may lie where nobody cannot go (a
+# clone under a 0700 /root gives exit 126). Returns 2 with T_SKIP_REASON set
+# when we are not root, setpriv is missing, or nobody still cannot run it.
+# Whether nobody can reach the test's own files (under $T, so under
+# ${TMPDIR:-/tmp}) is for the caller to check: t_nobody_can_read.
+t_runas_nobody() {
+    local d
+    AS_NOBODY=()
+    FERRY_NOBODY=""
+    if [ "$(id -u)" != 0 ]; then
+        T_SKIP_REASON="only root can switch to nobody"
+        return 2
+    fi
+    if ! command -v setpriv >/dev/null 2>&1; then
+        T_SKIP_REASON="setpriv not found"
+        return 2
+    fi
+    d=$(mktemp -d /tmp/ferry-nobody.XXXXXX) || {
+        T_SKIP_REASON="mktemp under /tmp failed"
+        return 2
+    }
+    _T_EXTRA_DIRS+=("$d")
+    if ! { chmod 0755 "$d" && cp "$FERRY" "$d/ferry" && chmod 0755 "$d/ferry"; }; then
+        T_SKIP_REASON="could not copy $FERRY to $d"
+        return 2
+    fi
+    AS_NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+    if ! "${AS_NOBODY[@]}" "$d/ferry" --version >/dev/null 2>&1; then
+        T_SKIP_REASON="nobody cannot run $d/ferry"
+        AS_NOBODY=()
+        return 2
+    fi
+    FERRY_NOBODY=$d/ferry
+}
+
+# t_nobody_can_read PATH -- after t_runas_nobody: true if nobody can read
+# PATH (the test tree lies under ${TMPDIR:-/tmp}, which may be private).
+t_nobody_can_read() {
+    "${AS_NOBODY[@]}" test -r "$1"
 }
 
 # ------------------------------------------------------------------ ports

@@ -114,7 +114,7 @@ static void test_defaults(void **state)
 		assert_null(c.daemon_chroot);
 		assert_null(c.proxy_protocol_hosts);
 		assert_int_equal(c.port, 0); /* 873 unless --port */
-		assert_int_equal(c.listen_backlog, 5);
+		assert_int_equal(c.listen_backlog, 1024); /* rsync: 5 */
 		assert_false(c.proxy_protocol);
 
 		assert_null(d->path);
@@ -596,6 +596,68 @@ static void test_errors_name_file_line(void **state)
 	assert_int_equal(config_load_file(&c, tpath("missing.conf"), err, sizeof err), -1);
 	assert_non_null(strstr(err, "unable to open config file \""));
 	assert_non_null(strstr(err, "missing.conf\": No such file or directory"));
+}
+
+/* Every error rsync would warn about and skip is listed, one a line, in
+ * file order; an error rsync stops at ends the list. */
+static void test_errors_all_listed(void **state)
+{
+	struct daemon_config c = { 0 };
+	char big[8192], text[1024];
+	int lines = 0;
+
+	assert_int_equal(config_load_string(&c,
+					    "no equals\n"
+					    "bogus = 1\n"
+					    "[m]\n"
+					    "path = /m\n"
+					    "port = 1\n"
+					    "read only = maybe\n",
+					    "t.conf", err, sizeof err),
+			 -1);
+	assert_string_equal(err,
+			    "badly formed line \"no equals\" (no '=') at t.conf:1\n"
+			    "unknown parameter \"bogus\" at t.conf:2\n"
+			    "global parameter \"port\" in module [m] (set it before the first module "
+			    "or in a [global] section) at t.conf:5\n"
+			    "bad boolean \"maybe\" for \"read only\" (use yes/no, true/false or 1/0) "
+			    "at t.conf:6");
+	assert_false(c.loaded);
+
+	load_fails("bogus = 1\n[x\nalso bad\n",
+		   "unknown parameter \"bogus\" at test.conf:1\n"
+		   "section header \"[x\" has no closing ']' at test.conf:2");
+	assert_null(strstr(err, "also bad"));
+	load_fails("[a]\n[b]\n", "module [a] has no \"path\" at test.conf:1\n"
+				   "module [b] has no \"path\" at test.conf:2");
+
+	/* errors in an included file say where it was included, each one */
+	write_file("two.conf", "x\ny = 1\n");
+	snprintf(text, sizeof text, "&merge %s\n", tpath("two.conf"));
+	assert_int_equal(config_load_string(&c, text, "top.conf", err, sizeof err), -1);
+	{
+		char want[1200];
+
+		snprintf(want, sizeof want,
+			 "badly formed line \"x\" (no '=') at %s:1 (included from top.conf:1)\n"
+			 "unknown parameter \"y\" at %s:2 (included from top.conf:1)",
+			 tpath("two.conf"), tpath("two.conf"));
+		assert_string_equal(err, want);
+	}
+
+	/* the list is bounded */
+	{
+		char many[4 * (CONFIG_MAX_ERRORS + 10) + 1] = "";
+
+		for (int i = 0; i < CONFIG_MAX_ERRORS + 10; i++)
+			strcat(many, "xy\n");
+		assert_int_equal(config_load_string(&c, many, "m.conf", big, sizeof big), -1);
+	}
+	for (const char *p = big; (p = strchr(p, '\n')) != NULL; p++)
+		lines++;
+	assert_int_equal(lines + 1, CONFIG_MAX_ERRORS + 1);
+	assert_non_null(strstr(big, "\ntoo many errors, giving up"));
+	config_free(&c);
 }
 
 static void test_nul_byte(void **state)
@@ -1103,6 +1165,7 @@ int main(void)
 		cmocka_unit_test(test_expand_in_config),
 		cmocka_unit_test(test_expand_shell),
 		cmocka_unit_test(test_errors_name_file_line),
+		cmocka_unit_test(test_errors_all_listed),
 		cmocka_unit_test(test_nul_byte),
 		cmocka_unit_test(test_line_length),
 		cmocka_unit_test(test_include_file),

@@ -479,6 +479,15 @@ static void test_daemon_mode(void **state)
 	/* --config first still switches to daemon parsing */
 	assert_int_equal(PARSE(&o, "--config=x", "--daemon"), 0);
 	assert_true(o.daemon);
+	assert_false(o.check_config);
+	options_free(&o);
+	/* ferry's --check-config, before or after --daemon, only with it */
+	assert_int_equal(PARSE(&o, "--check-config", "--daemon", "--config=x"), 0);
+	assert_true(o.daemon);
+	assert_true(o.check_config);
+	options_free(&o);
+	assert_int_equal(PARSE(&o, "--check-config"), RERR_SYNTAX);
+	assert_non_null(strstr(errbuf, "Daemon option(s) used without --daemon."));
 	options_free(&o);
 	assert_int_equal(PARSE(&o, "--daemon", "-a"), RERR_SYNTAX);
 	assert_non_null(strstr(errbuf, "-a: unknown option (in daemon mode)"));
