@@ -548,6 +548,7 @@ static int parse_file(struct pctx *pc, const char *path, uint32_t tflags, bool f
 	if (!fp) {
 		if (!fatal)
 			return 0;
+		fl->open_failed = true;
 		if (pc->src_file) /* nor errno: it says whether the path exists */
 			return rule_err(pc, tflags & FR_INCLUDE ? "failed to open include file"
 								: "failed to open exclude file", path);
@@ -704,6 +705,7 @@ int filter_parse_rule(struct filter_list *fl, const char *text, int flags, char 
 {
 	struct pctx pc = { .fl = fl, .dst = &fl->rules, .err = err, .errsz = errsz };
 
+	fl->open_failed = false;
 	pc.xflags = flags & (FILTER_PARSE_OLD_PREFIXES | FILTER_PARSE_DELETE_EXCLUDED |
 			     FILTER_PARSE_FROM_PEER | FILTER_PARSE_FROM_FILE);
 	if (err && errsz)
@@ -722,6 +724,7 @@ int filter_parse_file(struct filter_list *fl, const char *path, int flags, char 
 {
 	struct pctx pc = { .fl = fl, .dst = &fl->rules, .err = err, .errsz = errsz };
 
+	fl->open_failed = false;
 	pc.xflags = flags & FILTER_PARSE_OLD_PREFIXES;
 	if (err && errsz)
 		*err = '\0';

@@ -91,6 +91,7 @@ struct filter_list {
 	size_t ndms, dmcap;
 	int depth;                 /* filter_push_dir() nesting */
 	int merge_depth;           /* nested merge files being read */
+	bool open_failed;          /* a failed parse could not open a file */
 	/* -vv: each match as rsync's report_filter_result() words it,
 	 * "[sender] hiding file X because of pattern P\n", to report() */
 	void (*report)(void *ctx, const char *line);
@@ -108,7 +109,8 @@ bool filter_list_has_dir_merge(const struct filter_list *fl);
 /* Parse one rule as --filter does (exclude.c: parse_filter_str): short or
  * long rule names, modifiers, the comma form. A merge ('.') rule reads its
  * file now (relative to the cwd; "-" is stdin); '!' clears the list.
- * Returns 0, or -1 with a message naming the bad rule in err. */
+ * Returns 0, or -1 with a message naming the bad rule in err, and
+ * fl->open_failed set when it was a file that could not be opened. */
 int filter_parse_rule(struct filter_list *fl, const char *text, int flags, char *err,
 		      size_t errsz);
 
