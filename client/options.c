@@ -222,7 +222,10 @@ int options_filter_failed(const struct filter_list *fl, const char *err)
 {
 	/* rsync parses them with its options, before any role but "client" */
 	exit_line_set_role("client");
-	fprintf(stderr, "ferry: %s%s\n", fl->open_failed ? "[client] " : "", err);
+	if (fl->open_failed == FILTER_OPEN_HIDDEN)
+		fprintf(stderr, "%s\n", err); /* rsync's bare rprintf */
+	else
+		fprintf(stderr, "ferry: %s%s\n", fl->open_failed ? "[client] " : "", err);
 	return fl->open_failed ? RERR_FILEIO : RERR_SYNTAX;
 }
 

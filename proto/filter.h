@@ -43,6 +43,12 @@ struct session;
 #define FR_FROM_FILE (1u << 21)    /* read from a file: its text is not shown */
 #define FR_SIDES (FR_SENDER_SIDE | FR_RECEIVER_SIDE)
 
+/* How a file named by the rules failed to open: the name and errno are
+ * told (rsync's rsyserr), or, the name being a file's contents, hidden
+ * (exclude.c: parse_filter_file). */
+#define FILTER_OPEN_NAMED 1
+#define FILTER_OPEN_HIDDEN 2
+
 /* filter_parse_rule() flags. */
 #define FILTER_PARSE_OLD_PREFIXES 0x01 /* only "- "/"+ " prefixes (--exclude,
 					* and the list of a protocol < 29 peer) */
@@ -91,7 +97,8 @@ struct filter_list {
 	size_t ndms, dmcap;
 	int depth;                 /* filter_push_dir() nesting */
 	int merge_depth;           /* nested merge files being read */
-	bool open_failed;          /* a failed parse could not open a file */
+	/* a failed parse could not open a file (FILTER_OPEN_*, 0 if not) */
+	int open_failed;
 	/* -vv: each match as rsync's report_filter_result() words it,
 	 * "[sender] hiding file X because of pattern P\n", to report() */
 	void (*report)(void *ctx, const char *line);
