@@ -275,8 +275,13 @@ int daemon_handshake(struct session *s, const struct remote_spec *r, char **args
 	if (!wire_write(&s->out, line, strlen(line)) || !wire_flush(&s->out))
 		goto stream_error;
 	for (;;) {
-		if (!wire_read_line(&s->in, line, sizeof line))
-			goto stream_error;
+		if (!wire_read_line(&s->in, line, sizeof line)) {
+			if (wire_error_code(&s->err) != RERR_STREAMIO)
+				goto stream_error;
+			fprintf(stderr, "ferry: didn't get server startup line\n");
+			*exit_code = RERR_STARTCLIENT;
+			return -1;
+		}
 		if (strncmp(line, "@RSYNCD: AUTHREQD ", 18) == 0) {
 			if (!answer_challenge(s, r, line + 18, peer, exit_code))
 				return -1;

@@ -33,7 +33,9 @@ void rsh_print_argv(const char *prefix, char *const *argv, int n);
  * its pid, or -1 (printed) with both fds -1. */
 pid_t rsh_spawn(char **argv, int *fd_in, int *fd_out);
 
-/* Reap the remote shell; our code wins, else its exit status counts. */
+/* Reap the remote shell; our code wins, else its exit status counts. When
+ * our code says the connection was lost (RERR_STREAMIO, RERR_SOCKETIO), a
+ * higher status of the shell's wins, as it tells why (ssh's 255). */
 int rsh_wait(pid_t pid, int code);
 
 #endif

@@ -369,6 +369,29 @@ dead_daemon() {
 }
 t_check dead_shell_daemon dead_daemon
 
+# A daemon that greets, then ends without answering the module request:
+# "didn't get server startup line", code 5, as rsync.
+cat >"$T/halfd" <<'EOF'
+#!/bin/sh
+head -n 1 >/dev/null
+echo '@RSYNCD: 31.0'
+head -n 1 >/dev/null
+EOF
+chmod 0755 "$T/halfd"
+half_daemon() {
+    local r f
+    norm() { sed -E 's/^(rsync|ferry)( error)?: /P\2: /; s/ at [^ ]+\([0-9]+\) \[([a-zA-Z]+)=[^]]*\]$/ [\1]/'; }
+    r=$(reaped "$RSYNC" -e "$T/halfd" "$@" 2>&1; echo "rc $?")
+    f=$("$FERRY" --ssh=spawn -e "$T/halfd" "$@" 2>&1; echo "rc $?")
+    r=$(echo "$r" | norm)
+    f=$(echo "$f" | norm)
+    echo "rsync: $r"
+    echo "ferry: $f"
+    [ "$r" = "$f" ] && echo "$f" | grep -q "didn't get server startup line"
+}
+t_check half_daemon_module half_daemon h::mod/ "$T/half_dst/"
+t_check half_daemon_listing half_daemon h::
+
 # A real ssh to a port nobody listens on.
 dead_ssh() {
     local port rc
