@@ -243,8 +243,15 @@ int daemon_handshake(struct session *s, const struct remote_spec *r, char **args
 	snprintf(line, sizeof line, "@RSYNCD: %d.0 %s\n", ours, auth_default_list());
 	if (!wire_write(&s->out, line, strlen(line)) || !wire_flush(&s->out))
 		goto stream_error;
-	if (!wire_read_line(&s->in, line, sizeof line))
-		goto stream_error;
+	if (!wire_read_line(&s->in, line, sizeof line)) {
+		if (wire_error_code(&s->err) != RERR_STREAMIO)
+			goto stream_error;
+		/* the end before any greeting (clientserver.c:
+		 * start_inband_exchange) */
+		fprintf(stderr, "ferry: did not see server greeting\n");
+		*exit_code = RERR_STARTCLIENT;
+		return -1;
+	}
 	if (!parse_greeting(line, &peer->version, &peer->sub, peer->digests,
 			    sizeof peer->digests)) {
 		fprintf(stderr, "ferry: server sent \"%s\" rather than greeting\n", line);
@@ -268,8 +275,13 @@ int daemon_handshake(struct session *s, const struct remote_spec *r, char **args
 	if (!wire_write(&s->out, line, strlen(line)) || !wire_flush(&s->out))
 		goto stream_error;
 	for (;;) {
-		if (!wire_read_line(&s->in, line, sizeof line))
-			goto stream_error;
+		if (!wire_read_line(&s->in, line, sizeof line)) {
+			if (wire_error_code(&s->err) != RERR_STREAMIO)
+				goto stream_error;
+			fprintf(stderr, "ferry: didn't get server startup line\n");
+			*exit_code = RERR_STARTCLIENT;
+			return -1;
+		}
 		if (strncmp(line, "@RSYNCD: AUTHREQD ", 18) == 0) {
 			if (!answer_challenge(s, r, line + 18, peer, exit_code))
 				return -1;

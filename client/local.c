@@ -74,8 +74,9 @@ int client_local(const struct ferry_opts *o, char **srcs, int nsrc, const char *
 
 	filter_list_init(&filters);
 	if (filter_list_from_opts(&filters, o, err, sizeof err) < 0) {
-		fprintf(stderr, "ferry: %s\n", err);
-		return RERR_SYNTAX;
+		int code = options_filter_failed(&filters, err);
+		filter_list_free(&filters);
+		return code;
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
 		fprintf(stderr, "ferry: socketpair failed: %s\n", strerror(errno));
@@ -134,8 +135,9 @@ int client_local_list(const struct ferry_opts *o, char **srcs, int nsrc)
 
 	filter_list_init(&filters);
 	if (filter_list_from_opts(&filters, o, err, sizeof err) < 0) {
-		fprintf(stderr, "ferry: %s\n", err);
-		return RERR_SYNTAX;
+		int code = options_filter_failed(&filters, err);
+		filter_list_free(&filters);
+		return code;
 	}
 	session_init(&s, o, -1, -1);
 	struct walk_opts w = {.filters = &filters, .root_fd = AT_FDCWD};

@@ -16,9 +16,11 @@
 #include <strings.h>
 
 #include "client/connect.h"
+#include "client/exit_line.h"
 #include "client/options.h"
 #include "proto/logfmt.h"
 #include "proto/batch.h"
+#include "proto/filter.h"
 #include "proto/token.h"
 #include "proto/checksum.h"
 
@@ -216,6 +218,17 @@ static int add_old_rule(struct pstate *ps, const char *pat, bool include)
 	return add_rule(ps, include ? "+ " : "- ", pat);
 }
 
+int options_filter_failed(const struct filter_list *fl, const char *err)
+{
+	/* rsync parses them with its options, before any role but "client" */
+	exit_line_set_role("client");
+	if (fl->open_failed == FILTER_OPEN_HIDDEN)
+		fprintf(stderr, "%s\n", err); /* rsync's bare rprintf */
+	else
+		fprintf(stderr, "ferry: %s%s\n", fl->open_failed ? "[client] " : "", err);
+	return fl->open_failed ? RERR_FILEIO : RERR_SYNTAX;
+}
+
 /* Read an --exclude-from/--include-from file now, as rsync does
  * (exclude.c: parse_filter_file): one pattern per line (NUL-separated with
  * --from0), CR/LF/CRLF ends a line, empty lines and lines starting with
@@ -235,8 +248,9 @@ static int read_rule_file(struct pstate *ps, const char *fname, bool include)
 				 where_prefix(ps), include ? "in" : "ex");
 	fp = use_stdin ? stdin : fopen(fname, "rb");
 	if (!fp)
-		return other_err(ps, RERR_FILEIO, "failed to open %sclude file %s: %s (%d)",
-				 include ? "in" : "ex", fname, strerror(errno), errno);
+		return other_err(ps, RERR_FILEIO, "[%s] failed to open %sclude file %s: %s (%d)",
+				 ps->o->server ? "server" : "client", include ? "in" : "ex", fname,
+				 strerror(errno), errno);
 	for (;;) {
 		ch = getc(fp);
 		bool eol = ch == EOF || (ps->from0 ? ch == 0 : (ch == '\n' || ch == '\r'));

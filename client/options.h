@@ -229,4 +229,11 @@ extern const struct output_word options_debug_words[];
 int options_parse_words(const struct output_word *words, const char *str, short *levels,
 			bool *set, bool tolerant, char *bad, size_t badsz);
 
+/* The command line's filter rules failed to parse (filter_list_from_opts):
+ * say so as rsync's client does while it reads its options, "[client]"
+ * for a file it cannot open, and return the exit code, RERR_FILEIO for
+ * such a file, else RERR_SYNTAX (exclude.c: parse_filter_file). */
+struct filter_list;
+int options_filter_failed(const struct filter_list *fl, const char *err);
+
 #endif

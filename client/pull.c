@@ -269,8 +269,9 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 
 	filter_list_init(&filters);
 	if (filter_list_from_opts(&filters, o, err, sizeof err) < 0) {
-		fprintf(stderr, "ferry: %s\n", err);
-		return RERR_SYNTAX;
+		int code = options_filter_failed(&filters, err);
+		filter_list_free(&filters);
+		return code;
 	}
 	paths = remote_paths(srcs, nsrc);
 	if (!paths) {
@@ -280,6 +281,8 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 	bool go = transport_open(&s, o, &srcs[0], true, paths, nsrc, &t, &code);
 	free_paths(paths, nsrc);
 	if (!go) {
+		/* before any list, a failed pull is rsync's "Receiver" */
+		exit_line_set_role("Receiver");
 		filter_list_free(&filters);
 		return code;
 	}

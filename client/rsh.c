@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "client/options.h"
+#include "proto/wire.h"
 
 #define MAX_RSH_ARGS 4096
 
@@ -197,31 +198,56 @@ void rsh_print_argv(const char *prefix, char *const *argv, int n)
 	fflush(stdout);
 }
 
-pid_t rsh_spawn(char **argv, int *fd)
+/* Two socketpairs, one each way, as rsync's piped_child has: over one
+ * pair, a shell that dies before reading what we sent would turn its end
+ * into a reset (ECONNRESET) where rsync sees the end of the stream. */
+static bool spawn_pairs(int to_child[2], int from_child[2])
 {
-	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, to_child) < 0)
+		return false;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, from_child) == 0)
+		return true;
+	close(to_child[0]);
+	close(to_child[1]);
+	return false;
+}
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+static void close_pairs(int to_child[2], int from_child[2])
+{
+	close(to_child[0]);
+	close(to_child[1]);
+	close(from_child[0]);
+	close(from_child[1]);
+}
+
+pid_t rsh_spawn(char **argv, int *fd_in, int *fd_out)
+{
+	int to_child[2], from_child[2];
+
+	*fd_in = *fd_out = -1;
+	if (!spawn_pairs(to_child, from_child)) {
 		fprintf(stderr, "ferry: socketpair failed: %s\n", strerror(errno));
 		return -1;
 	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "ferry: fork failed: %s\n", strerror(errno));
-		close(sv[0]);
-		close(sv[1]);
+		close_pairs(to_child, from_child);
 		return -1;
 	}
 	if (pid == 0) {
-		dup2(sv[1], STDIN_FILENO);
-		dup2(sv[1], STDOUT_FILENO);
+		dup2(to_child[1], STDIN_FILENO);
+		dup2(from_child[1], STDOUT_FILENO);
 		signal(SIGPIPE, SIG_DFL);
 		execvp(argv[0], argv);
-		fprintf(stderr, "ferry: failed to exec %s: %s\n", argv[0], strerror(errno));
-		_exit(errno == ENOENT ? 127 : 126);
+		fprintf(stderr, "ferry: Failed to exec %s: %s (%d)\n", argv[0], strerror(errno),
+			errno);
+		_exit(RERR_IPC); /* as rsync's child (pipe.c: piped_child) */
 	}
-	close(sv[1]);
-	*fd = sv[0];
+	close(to_child[1]);
+	close(from_child[1]);
+	*fd_in = from_child[0];
+	*fd_out = to_child[0];
 	return pid;
 }
 
@@ -233,9 +259,14 @@ int rsh_wait(pid_t pid, int code)
 		return code;
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR)
-			return code ? code : 21; /* RERR_WAITCHILD */
+			return code ? code : RERR_WAITCHILD;
 	}
-	if (code)
+	/* The connection ended under us: the shell's own status tells why
+	 * when it is higher, e.g. ssh's 255 for a host it cannot reach
+	 * (cleanup.c: _exit_cleanup takes the child's status over a lower
+	 * code). */
+	bool lost = code == RERR_STREAMIO || code == RERR_SOCKETIO;
+	if (code && !(lost && WIFEXITED(status) && WEXITSTATUS(status) > code))
 		return code;
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);

@@ -28,10 +28,14 @@ char **rsh_remote_command(const struct ferry_opts *o, char **server_args, char *
  * util1.c: print_child_argv). n < 0: up to argv's NULL. */
 void rsh_print_argv(const char *prefix, char *const *argv, int n);
 
-/* Start it with a socketpair as its stdin and stdout; *fd is our end. */
-pid_t rsh_spawn(char **argv, int *fd);
+/* Start it with a socketpair as its stdin and another as its stdout;
+ * we read its output from *fd_in and write its input to *fd_out. Returns
+ * its pid, or -1 (printed) with both fds -1. */
+pid_t rsh_spawn(char **argv, int *fd_in, int *fd_out);
 
-/* Reap the remote shell; our code wins, else its exit status counts. */
+/* Reap the remote shell; our code wins, else its exit status counts. When
+ * our code says the connection was lost (RERR_STREAMIO, RERR_SOCKETIO), a
+ * higher status of the shell's wins, as it tells why (ssh's 255). */
 int rsh_wait(pid_t pid, int code);
 
 #endif

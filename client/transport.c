@@ -100,9 +100,15 @@ static bool try_builtin_ssh(const struct ferry_opts *o, const struct remote_spec
 	return true;
 }
 
-static int fail(struct session *s, struct transport *t, int code)
+/* The end of the stream is told with the role that met it, as rsync's
+ * whine_about_eof does (io.c): "[sender]" pushing, "[Receiver]" pulling. */
+static int fail(struct session *s, struct transport *t, int code, bool server_sends)
 {
-	if (s->err.msg[0] && strcmp(s->err.msg, " ") != 0)
+	static const char eof[] = "connection unexpectedly closed";
+
+	if (strncmp(s->err.msg, eof, sizeof eof - 1) == 0)
+		fprintf(stderr, "ferry: %s [%s]\n", s->err.msg, server_sends ? "Receiver" : "sender");
+	else if (s->err.msg[0] && strcmp(s->err.msg, " ") != 0)
 		fprintf(stderr, "ferry: %s\n", s->err.msg);
 	return transport_close(s, t, code);
 }
@@ -199,17 +205,27 @@ static void open_remote_shell(const struct ferry_opts *o, const struct remote_sp
 			rsh_print_argv("opening connection using:", shown, -1);
 		rsh_free(shown);
 	}
-	if (!try_builtin_ssh(o, r, server_args, paths, on_cmdline, daemon, t, code)) {
+	if (try_builtin_ssh(o, r, server_args, paths, on_cmdline, daemon, t, code)) {
+		/* ssh could not start the daemon: to rsync, whose ssh then
+		 * just closes the pipe, no greeting came */
+		if (daemon && *code == 255) {
+			fprintf(stderr, "ferry: did not see server greeting\n");
+			*code = RERR_STARTCLIENT;
+		}
+	} else {
 		char **argv = rsh_command(o, r, server_args, paths, on_cmdline, daemon);
 		if (argv)
-			t->pid = rsh_spawn(argv, &t->fd);
+			t->pid = rsh_spawn(argv, &t->fd, &t->fd_out);
 		rsh_free(argv);
 		if (t->fd < 0)
 			*code = RERR_IPC;
 	}
+	if (t->fd_out < 0)
+		t->fd_out = t->fd;
 	if (secluded) {
 		server_args[split] = rest0;
-		if (t->fd >= 0 && !*code && !send_secluded(o, t->fd, server_args + split, paths, npaths))
+		if (t->fd >= 0 && !*code &&
+		    !send_secluded(o, t->fd_out, server_args + split, paths, npaths))
 			*code = RERR_STREAMIO;
 	}
 }
@@ -222,6 +238,7 @@ bool transport_open(struct session *s, const struct ferry_opts *o, const struct 
 	int code = 0;
 
 	t->fd = -1;
+	t->fd_out = -1;
 	t->pid = -1;
 	t->prog_pid = -1;
 	t->ssh = NULL;
@@ -229,16 +246,17 @@ bool transport_open(struct session *s, const struct ferry_opts *o, const struct 
 	if (!server_args)
 		return false;
 	bool daemon = r->kind == REMOTE_DAEMON;
-	if (daemon && !o->rsh)
+	if (daemon && !o->rsh) {
 		open_daemon_socket(o, r, t, &code);
-	else
+		t->fd_out = t->fd;
+	} else
 		open_remote_shell(o, r, server_args, paths, npaths, daemon, t, &code);
 	if (t->fd < 0 || code) {
 		options_free_argv(server_args);
 		*exit_code = transport_close(NULL, t, code ? code : RERR_SOCKETIO);
 		return false;
 	}
-	session_init(s, o, t->fd, t->fd);
+	session_init(s, o, t->fd, t->fd_out);
 	s->am_sender = !server_sends;
 	int remote_protocol = 0;
 	if (daemon) {
@@ -250,7 +268,11 @@ bool transport_open(struct session *s, const struct ferry_opts *o, const struct 
 		if (!args)
 			code = RERR_MALLOC;
 		if (hs < 0) {
-			*exit_code = transport_close(s, t, code);
+			int closed = transport_close(s, t, code);
+			/* After a listing (@RSYNCD: EXIT) rsync exits 0 whatever
+			 * the remote shell's end exits with: an rsync daemon
+			 * over stdio ends its listing with 255. */
+			*exit_code = code ? closed : 0;
 			return false;
 		}
 		remote_protocol = s->protocol;
@@ -258,7 +280,7 @@ bool transport_open(struct session *s, const struct ferry_opts *o, const struct 
 		options_free_argv(server_args);
 	}
 	if (!negotiate_client(s, remote_protocol)) {
-		*exit_code = fail(s, t, session_exit_code(s));
+		*exit_code = fail(s, t, session_exit_code(s), server_sends);
 		return false;
 	}
 	/* The server multiplexes its output from here on (protocol >= 23);
@@ -273,9 +295,12 @@ int transport_close(struct session *s, struct transport *t, int code)
 {
 	if (s)
 		session_free(s);
+	if (t->fd_out >= 0 && t->fd_out != t->fd)
+		close(t->fd_out);
 	if (t->fd >= 0)
 		close(t->fd);
 	t->fd = -1;
+	t->fd_out = -1;
 	code = rsh_wait(t->pid, code);
 	t->pid = -1;
 	/* rsync ignores how a connect program ends; the daemon's answer

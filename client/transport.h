@@ -15,7 +15,8 @@
 struct ssh_builtin;
 
 struct transport {
-	int fd;
+	int fd;             /* what we read, and write too but for ... */
+	int fd_out;         /* ... a spawned remote shell: its stdin */
 	pid_t pid;          /* the remote shell, or -1 */
 	pid_t prog_pid;     /* the RSYNC_CONNECT_PROG program, or -1 */
 	struct ssh_builtin *ssh; /* the built-in ssh connection, or NULL */

@@ -548,9 +548,15 @@ static int parse_file(struct pctx *pc, const char *path, uint32_t tflags, bool f
 	if (!fp) {
 		if (!fatal)
 			return 0;
-		if (pc->src_file) /* nor errno: it says whether the path exists */
-			return rule_err(pc, tflags & FR_INCLUDE ? "failed to open include file"
-								: "failed to open exclude file", path);
+		const char *kind = tflags & FR_INCLUDE ? "in" : "ex";
+		fl->open_failed = pc->src_file ? FILTER_OPEN_HIDDEN : FILTER_OPEN_NAMED;
+		/* nor errno then: it says whether the path exists */
+		if (pc->src_file && pc->src_line < 0)
+			return perr(pc, "failed to open %sclude file <rule from %s>", kind,
+				    pc->src_file);
+		if (pc->src_file)
+			return perr(pc, "failed to open %sclude file <rule from %s line %d>", kind,
+				    pc->src_file, pc->src_line);
 		return perr(pc, "failed to open %sclude file %s: %s (%d)",
 			    tflags & FR_INCLUDE ? "in" : "ex", path, strerror(errno), errno);
 	}
@@ -704,6 +710,7 @@ int filter_parse_rule(struct filter_list *fl, const char *text, int flags, char 
 {
 	struct pctx pc = { .fl = fl, .dst = &fl->rules, .err = err, .errsz = errsz };
 
+	fl->open_failed = 0;
 	pc.xflags = flags & (FILTER_PARSE_OLD_PREFIXES | FILTER_PARSE_DELETE_EXCLUDED |
 			     FILTER_PARSE_FROM_PEER | FILTER_PARSE_FROM_FILE);
 	if (err && errsz)
@@ -722,6 +729,7 @@ int filter_parse_file(struct filter_list *fl, const char *path, int flags, char 
 {
 	struct pctx pc = { .fl = fl, .dst = &fl->rules, .err = err, .errsz = errsz };
 
+	fl->open_failed = 0;
 	pc.xflags = flags & FILTER_PARSE_OLD_PREFIXES;
 	if (err && errsz)
 		*err = '\0';

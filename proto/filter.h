@@ -43,6 +43,12 @@ struct session;
 #define FR_FROM_FILE (1u << 21)    /* read from a file: its text is not shown */
 #define FR_SIDES (FR_SENDER_SIDE | FR_RECEIVER_SIDE)
 
+/* How a file named by the rules failed to open: the name and errno are
+ * told (rsync's rsyserr), or, the name being a file's contents, hidden
+ * (exclude.c: parse_filter_file). */
+#define FILTER_OPEN_NAMED 1
+#define FILTER_OPEN_HIDDEN 2
+
 /* filter_parse_rule() flags. */
 #define FILTER_PARSE_OLD_PREFIXES 0x01 /* only "- "/"+ " prefixes (--exclude,
 					* and the list of a protocol < 29 peer) */
@@ -91,6 +97,8 @@ struct filter_list {
 	size_t ndms, dmcap;
 	int depth;                 /* filter_push_dir() nesting */
 	int merge_depth;           /* nested merge files being read */
+	/* a failed parse could not open a file (FILTER_OPEN_*, 0 if not) */
+	int open_failed;
 	/* -vv: each match as rsync's report_filter_result() words it,
 	 * "[sender] hiding file X because of pattern P\n", to report() */
 	void (*report)(void *ctx, const char *line);
@@ -108,7 +116,8 @@ bool filter_list_has_dir_merge(const struct filter_list *fl);
 /* Parse one rule as --filter does (exclude.c: parse_filter_str): short or
  * long rule names, modifiers, the comma form. A merge ('.') rule reads its
  * file now (relative to the cwd; "-" is stdin); '!' clears the list.
- * Returns 0, or -1 with a message naming the bad rule in err. */
+ * Returns 0, or -1 with a message naming the bad rule in err, and
+ * fl->open_failed set when it was a file that could not be opened. */
 int filter_parse_rule(struct filter_list *fl, const char *text, int flags, char *err,
 		      size_t errsz);
 

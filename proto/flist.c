@@ -880,6 +880,11 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 			return false;
 	} else if (is_device(f->mode)) {
 		f->size = 0;
+	} else if (s->protocol < 28) {
+		/* any other entry resets the device number a later
+		 * XMIT_SAME_RDEV_pre28 repeats (flist.c: recv_file_entry) */
+		k->rdev_major = 0;
+		k->rdev_minor = 0;
 	}
 	if (o->links && S_ISLNK(f->mode)) {
 		if (!wire_read_varint30(&s->in, &v))

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "proto/acls.h"
 #include "proto/sendside.h"
@@ -17,6 +18,7 @@ struct send_state {
 	int64_t mtime;
 	int64_t atime; /* -U: starts at 0, as rsync's static */
 	uint32_t mode, uid, gid, rdev_major;
+	uint64_t rdev_pre28; /* before protocol 28 a device number goes whole */
 	int64_t dev;
 	bool first;
 };
@@ -115,13 +117,22 @@ static uint32_t entry_xflags(struct session *s, struct send_state *st, const str
 			x = f->flags & FE_TOP_DIR ? XMIT_TOP_DIR : 0;
 	}
 
-	if (!st->first && f->mode == st->mode)
+	/* mode and time are compared with the last sent even for the first
+	 * entry, against 0 (flist.c: send_file_entry's statics) */
+	if (f->mode == st->mode)
 		x |= XMIT_SAME_MODE;
-	if (o->devices && is_device) {
-		if (f->rdev_major == st->rdev_major && !st->first)
+	/* The previous device number starts at 0 and is not reset by the
+	 * first entry (flist.c: send_file_entry's statics). */
+	if (o->devices && is_device && s->protocol < 28) {
+		if (makedev(f->rdev_major, f->rdev_minor) == st->rdev_pre28)
+			x |= XMIT_SAME_RDEV_PRE28;
+	} else if (o->devices && is_device) {
+		if (f->rdev_major == st->rdev_major)
 			x |= XMIT_SAME_RDEV_MAJOR;
 		if (s->protocol < 30 && f->rdev_minor <= 0xFF)
 			x |= XMIT_RDEV_MINOR_8_PRE30;
+	} else if (o->specials && is_special && s->protocol < 28) {
+		x |= XMIT_SAME_RDEV_PRE28; /* a special's number is never sent */
 	} else if (o->specials && is_special && s->protocol < 31) {
 		x |= XMIT_SAME_RDEV_MAJOR;
 		if (s->protocol < 30)
@@ -131,7 +142,7 @@ static uint32_t entry_xflags(struct session *s, struct send_state *st, const str
 		x |= XMIT_SAME_UID;
 	if (!o->group || (!st->first && f->gid == st->gid))
 		x |= XMIT_SAME_GID;
-	if (!st->first && f->mtime == st->mtime)
+	if (f->mtime == st->mtime)
 		x |= XMIT_SAME_TIME;
 	if (f->mtime_nsec && s->protocol >= 31)
 		x |= XMIT_MOD_NSEC;
@@ -144,22 +155,26 @@ static uint32_t entry_xflags(struct session *s, struct send_state *st, const str
 	return x;
 }
 
-static bool write_flags(struct session *s, uint32_t x, bool is_dir)
+/* A flags value of 0 would end the list, so a bit that means nothing for
+ * the entry is added; the caller goes on with the flags as sent, since
+ * before protocol 28 that bit can be XMIT_LONG_NAME, which decides how
+ * the name's length follows (flist.c: send_file_entry). */
+static bool write_flags(struct session *s, uint32_t *x, bool is_dir)
 {
 	if (s->varint_flist_flags)
-		return wire_write_varint(&s->out, (int32_t)(x ? x : XMIT_EXTENDED_FLAGS));
+		return wire_write_varint(&s->out, (int32_t)(*x ? *x : XMIT_EXTENDED_FLAGS));
 	if (s->protocol >= 28) {
-		if (!x && !is_dir)
-			x |= XMIT_TOP_DIR;
-		if ((x & 0xFF00) || !x) {
-			x |= XMIT_EXTENDED_FLAGS;
-			return wire_write_u16(&s->out, (uint16_t)x);
+		if (!*x && !is_dir)
+			*x |= XMIT_TOP_DIR;
+		if ((*x & 0xFF00) || !*x) {
+			*x |= XMIT_EXTENDED_FLAGS;
+			return wire_write_u16(&s->out, (uint16_t)*x);
 		}
-		return wire_write_u8(&s->out, (uint8_t)x);
+		return wire_write_u8(&s->out, (uint8_t)*x);
 	}
-	if (!(x & 0xFF))
-		x |= is_dir ? XMIT_LONG_NAME : XMIT_TOP_DIR;
-	return wire_write_u8(&s->out, (uint8_t)x);
+	if (!(*x & 0xFF))
+		*x |= is_dir ? XMIT_LONG_NAME : XMIT_TOP_DIR;
+	return wire_write_u8(&s->out, (uint8_t)*x);
 }
 
 /* With incremental recursion there are no id lists: an id's name follows
@@ -180,6 +195,25 @@ static bool write_id_name(struct wire_out *out, const char *name)
 	if (n > 255)
 		n = 255;
 	return wire_write_u8(out, (uint8_t)n) && wire_write(out, name, n);
+}
+
+/* Before protocol 28 a device's number is sent as one int unless it
+ * repeats the last one; any other entry, a special aside, forgets it
+ * (flist.c: send_file_entry). */
+static bool send_rdev_pre28(struct session *s, struct send_state *st, const struct file_entry *f,
+			    uint32_t x, bool is_device, bool is_special)
+{
+	const struct ferry_opts *o = s->opts;
+
+	if (o->devices && is_device) {
+		uint64_t rdev = makedev(f->rdev_major, f->rdev_minor);
+		if (!(x & XMIT_SAME_RDEV_PRE28) && !wire_write_i32(&s->out, (int32_t)(uint32_t)rdev))
+			return false;
+		st->rdev_pre28 = rdev;
+	} else if (!(o->specials && is_special)) {
+		st->rdev_pre28 = 0;
+	}
+	return true;
 }
 
 /* How an entry refers to the first of its hard-link group: the leader's
@@ -233,7 +267,7 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 		x |= XMIT_SAME_NAME;
 	if (l2 > 255)
 		x |= XMIT_LONG_NAME;
-	if (!write_flags(s, x, S_ISDIR(f->mode)))
+	if (!write_flags(s, &x, S_ISDIR(f->mode)))
 		return false;
 	if ((x & XMIT_SAME_NAME) && !wire_write_u8(out, (uint8_t)l1))
 		return false;
@@ -274,18 +308,25 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 	if (o->owner && !(x & XMIT_SAME_UID)) {
 		if (!wire_write_varint30(out, (int32_t)f->uid))
 			return false;
-		if ((x & XMIT_USER_NAME_FOLLOWS) && !write_id_name(out, uname))
+		/* the bit means XMIT_SAME_DEV_pre30 before protocol 30 */
+		if (s->protocol >= 30 && (x & XMIT_USER_NAME_FOLLOWS) &&
+		    !write_id_name(out, uname))
 			return false;
 		note_id(uids, f->uid);
 	}
 	if (o->group && !(x & XMIT_SAME_GID)) {
 		if (!wire_write_varint30(out, (int32_t)f->gid))
 			return false;
-		if ((x & XMIT_GROUP_NAME_FOLLOWS) && !write_id_name(out, gname))
+		/* the bit means XMIT_RDEV_MINOR_8_pre30 before protocol 30 */
+		if (s->protocol >= 30 && (x & XMIT_GROUP_NAME_FOLLOWS) &&
+		    !write_id_name(out, gname))
 			return false;
 		note_id(gids, f->gid);
 	}
-	if ((o->devices && is_device) || (o->specials && is_special && s->protocol < 31)) {
+	if (s->protocol < 28) {
+		if (!send_rdev_pre28(s, st, f, x, is_device, is_special))
+			return false;
+	} else if ((o->devices && is_device) || (o->specials && is_special && s->protocol < 31)) {
 		uint32_t major = is_device ? f->rdev_major : st->rdev_major;
 		uint32_t minor = is_device ? f->rdev_minor : 0;
 		if (!(x & XMIT_SAME_RDEV_MAJOR) && !wire_write_varint30(out, (int32_t)major))
@@ -323,9 +364,11 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 	return true;
 }
 
+/* Newest id first: rsync's sender prepends each id it meets to its list
+ * (uidlist.c: add_to_list), and the list goes out as it stands. */
 static bool send_id_list(struct session *s, const struct id_seen *seen, bool users)
 {
-	for (size_t i = 0; i < seen->count; i++) {
+	for (size_t i = seen->count; i-- > 0;) {
 		uint32_t id = seen->ids[i];
 		char buf[256];
 		if (id == 0 || s->ids_by_number)

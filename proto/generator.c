@@ -1528,7 +1528,13 @@ static void gen_entry(struct gen *g, int32_t ndx)
 			gen_dir_early(g, f, path);
 		return;
 	}
-	if (parent_failed(g->rc, f) || daemon_refuses(g, ndx, f, path))
+	if (parent_failed(g->rc, f)) {
+		/* skipped with its parent: no time is set on it later either
+		 * (rsync's FLAG_MISSING_DIR) */
+		g->rc->state[ndx] |= FS_FAILED;
+		return;
+	}
+	if (daemon_refuses(g, ndx, f, path))
 		return;
 	if (f->mode == 0 && o->missing_args == 2) {
 		if (!o->dry_run)

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,9 @@
 
 #include "client/connect.h"
 #include "client/options.h"
+#include "client/rsh.h"
 #include "client/secluded.h"
+#include "proto/wire.h"
 
 /* Parse {"ferry", args..., NULL} with stderr silenced. */
 static int parse_quiet(struct ferry_opts *o, char **args)
@@ -257,6 +260,55 @@ static void test_sockopts_names(void **state)
 	close(devnull);
 }
 
+/* Run "sh -c script" as the remote shell and reap it with code. */
+static int shell_ends(const char *script, int code)
+{
+	char *argv[] = {"sh", "-c", (char *)script, NULL};
+	int in, out;
+	pid_t pid = rsh_spawn(argv, &in, &out);
+
+	assert_true(pid > 0);
+	assert_true(in >= 0 && out >= 0 && in != out);
+	close(in);
+	close(out);
+	return rsh_wait(pid, code);
+}
+
+/* The shell's status: its own on success, and over a lost connection
+ * when higher (ssh's 255), never over another error of ours. */
+static void test_rsh_wait_codes(void **state)
+{
+	(void)state;
+	assert_int_equal(shell_ends("exit 0", 0), 0);
+	assert_int_equal(shell_ends("exit 3", 0), 3);
+	assert_int_equal(shell_ends("exit 255", RERR_STREAMIO), 255);
+	assert_int_equal(shell_ends("exit 255", RERR_SOCKETIO), 255);
+	assert_int_equal(shell_ends("exit 1", RERR_STREAMIO), RERR_STREAMIO);
+	assert_int_equal(shell_ends("exit 255", RERR_PARTIAL), RERR_PARTIAL);
+	assert_int_equal(shell_ends("kill -9 $$", 0), 125);
+}
+
+/* A shell that ends without reading what we sent: our reading end sees
+ * the end of the stream, not a reset (ECONNRESET, as one socketpair both
+ * ways would give). The shell lives until we have written. */
+static void test_rsh_early_end_is_eof(void **state)
+{
+	char *argv[] = {"sh", "-c", "exec sleep 30", NULL};
+	char buf[16];
+	int in, out;
+
+	(void)state;
+	pid_t pid = rsh_spawn(argv, &in, &out);
+	assert_true(pid > 0);
+	assert_int_equal(write(out, "abcd", 4), 4);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(read(in, buf, sizeof buf), 0);
+	close(in);
+	close(out);
+	/* killed, not exited: our code stands */
+	assert_int_equal(rsh_wait(pid, RERR_STREAMIO), RERR_STREAMIO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -268,6 +320,8 @@ int main(void)
 		cmocka_unit_test(test_environment_defaults),
 		cmocka_unit_test(test_connect_prog_expand),
 		cmocka_unit_test(test_sockopts_names),
+		cmocka_unit_test(test_rsh_wait_codes),
+		cmocka_unit_test(test_rsh_early_end_is_eof),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
