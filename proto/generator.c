@@ -359,7 +359,7 @@ static void settle_in_place(struct gen *g, int dirfd, const char *leaf, const ch
 	if (!o->dry_run)
 		changed = apply_attrs(g->rc, dirfd, leaf, f, st, true);
 	if (info_ge(o, INFO_NAME, 2) && !o->itemize && !log_format_has(o->out_format, 'i'))
-		session_info(g->s, changed ? "%s\n" : "%s is uptodate\n", path);
+		session_client(g->s, changed ? "%s\n" : "%s is uptodate\n", path);
 }
 
 /* mirrors rsync generator.c:dest_mode() for when -p is off */
