@@ -15,6 +15,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "proto/msg.h"
 #include "proto/acls.h"
 #include "proto/batch.h"
 #include "proto/fakesuper.h"
@@ -390,7 +391,7 @@ static void file_error_at(struct gen *g, const char *pre, const char *name, cons
 	char full[PATH_MAX + 8];
 
 	/* the receiver's curr_dir is the destination (main.c: get_local_name) */
-	sender_fname(g->rc->confined, g->rc->dest_rel, name, full, sizeof full);
+	msg_full_name(g->s, g->rc->dest_rel, name, full, sizeof full);
 	session_xfer_err(g->s, "[generator] %s%s%s: %s (%d)", pre, full, post, strerror(e), e);
 }
 

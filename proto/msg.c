@@ -221,6 +221,16 @@ static void clean_join(const char *head, const char *dir, const char *name, char
 	snprintf(out, size, "%s", n ? full : "/");
 }
 
+/* rsync names a directory it works on through its "." as such: keep it. */
+static void keep_dot(const char *name, char *path, size_t size)
+{
+	size_t n = strlen(name), p = strlen(path);
+
+	if (!(n == 1 && name[0] == '.') && !(n >= 2 && strcmp(name + n - 2, "/.") == 0))
+		return;
+	snprintf(path + p, size - p, "%s", p && path[p - 1] == '/' ? "." : "/.");
+}
+
 const char *msg_full_name(const struct session *s, const char *dir, const char *name,
 			  char *out, size_t size)
 {
@@ -230,10 +240,12 @@ const char *msg_full_name(const struct session *s, const char *dir, const char *
 	if (s->module_name) {
 		/* a module's names start at its root (rsync: curr_dir past
 		 * module_dirlen); a name in the root itself as given */
-		if (*d && strcmp(d, ".") != 0)
+		if (*d && strcmp(d, ".") != 0) {
 			clean_join("", d, name, path, sizeof path);
-		else
+			keep_dot(name, path, sizeof path);
+		} else {
 			snprintf(path, sizeof path, "%s", name);
+		}
 		snprintf(out, size, "\"%s\" (in %s)", path, s->module_name);
 		return out;
 	}
@@ -242,6 +254,7 @@ const char *msg_full_name(const struct session *s, const char *dir, const char *
 	else if (!getcwd(cwd, sizeof cwd))
 		snprintf(cwd, sizeof cwd, ".");
 	clean_join(cwd, d, name, path, sizeof path);
+	keep_dot(name, path, sizeof path);
 	snprintf(out, size, "\"%s\"", path);
 	return out;
 }

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/msg.h"
 #include "proto/batch.h"
 #include "proto/xattrs.h"
 #include "proto/fileio.h"
@@ -361,7 +362,7 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		int e = fd < 0 ? open_errno : errno;
 		char full[PATH_MAX + 8];
-		sender_fname(d->sl->confined, source_dir(d->sl, ndx), path, full, sizeof full);
+		msg_full_name(s, source_dir(d->sl, ndx), path, full, sizeof full);
 		/* rsync sender.c: send_files -- a file gone since it was
 		 * listed is only a warning (exit 24) */
 		if (e == ENOENT)

@@ -3,11 +3,13 @@
  */
 #include "proto/tempfile.h"
 
+#include "proto/msg.h"
 #include "proto/syncer.h"
 #include "proto/recvside.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,6 +51,45 @@ void temp_install_signal_cleanup(void)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+const char *recv_dest_dir(const struct recv_ctx *rc, char *buf, size_t size)
+{
+	if (rc->dest_rel)
+		return rc->dest_rel;
+	if (!rc->root_path)
+		return NULL;
+	snprintf(buf, size, "%s", rc->root_path);
+	char *slash = strrchr(buf, '/');
+	if (rc->solo_name) /* a file's new name: its directory */
+		snprintf(slash ? slash : buf, slash ? 2 : size, slash ? "/" : ".");
+	return buf;
+}
+
+/* rsync's message for a temp file it could not make (receiver.c:
+ * "mkstemp %s failed"): the full name of the ".NAME.XXXXXX" tried. */
+static void report_mkstemp(const struct temp_file *t, const char *path)
+{
+	struct recv_ctx *rc = t->rc;
+	const char *tmp_dir = rc->s->opts->temp_dir;
+	char dest[4096], dir[8192], name[8192], full[PATH_MAX + 600];
+	const char *base = recv_dest_dir(rc, dest, sizeof dest);
+	const char *slash = strrchr(path, '/');
+	const char *tmp = t->tmpname[0] ? t->tmpname : t->leaf;
+	int e = errno;
+
+	if (tmp_dir && *tmp_dir == '/')
+		snprintf(dir, sizeof dir, "%s", tmp_dir);
+	else if (tmp_dir)
+		snprintf(dir, sizeof dir, "%s/%s", base ? base : ".", tmp_dir);
+	else
+		snprintf(dir, sizeof dir, "%s", base ? base : "");
+	if (tmp_dir || rc->solo_name || !slash)
+		snprintf(name, sizeof name, "%s", tmp);
+	else
+		snprintf(name, sizeof name, "%.*s/%s", (int)(slash - path), path, tmp);
+	msg_full_name(rc->s, dir, name, full, sizeof full);
+	msg_syserr(rc->s, MC_ERROR_XFER, "receiver", e, "mkstemp %s failed", full);
 }
 
 bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
@@ -98,7 +139,7 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 	if (t->fd >= 0 && rc->s->opts->preallocate && f && f->size > 0 && !t->inplace)
 		fallocate(t->fd, 0, 0, (off_t)f->size); /* best effort, as rsync */
 	if (t->fd < 0) {
-		session_err(rc->s, "mkstemp \"%s\" failed: %s", path, strerror(errno));
+		report_mkstemp(t, path);
 		close(t->dirfd);
 		t->dirfd = -1;
 		return false;
@@ -127,7 +168,7 @@ static bool move_into_place(struct temp_file *t, const struct file_entry *f)
 	if (errno != EXDEV || t->tmpdirfd == t->dirfd)
 		return false;
 	return fs_copy_then_unlink(t->tmpdirfd, t->tmpname, t->dirfd, t->leaf) == 0 &&
-	       apply_attrs(t->rc, t->dirfd, t->leaf, f, NULL, true) >= 0;
+	       apply_attrs_recv(t->rc, t->dirfd, t->leaf, f, NULL, true) >= 0;
 }
 
 /* Move the finished (or partial) temp file into the --partial-dir. */
@@ -193,7 +234,7 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 		ok = false;
 	}
 	/* Attributes go on the temp file, so the final name appears complete. */
-	if (ok && apply_attrs(t->rc, t->tmpdirfd, t->tmpname, f, NULL, true) < 0)
+	if (ok && apply_attrs_recv(t->rc, t->tmpdirfd, t->tmpname, f, NULL, true) < 0)
 		ok = false;
 	if (ok && t->delayed) {
 		ok = move_into_partial_dir(t, "completed file");
