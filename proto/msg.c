@@ -37,13 +37,14 @@ static bool is_error_class(enum msg_class c)
 
 /* The log line: the text without its trailing newline, escaped by
  * logfile_write (--log-file) and by the daemon's log writer. */
-static void log_text(struct session *s, const char *text, size_t len)
+static void log_text(struct session *s, const char *text, size_t len, bool to_log_file)
 {
 	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
 		len--;
 	if (len > INT_MAX)
 		len = INT_MAX;
-	logfile_write(s, "%.*s", (int)len, text);
+	if (to_log_file)
+		logfile_write(s, "%.*s", (int)len, text);
 	if (s->daemon_log_line) {
 		char line[MSG_PAYLOAD_MAX + 1];
 		size_t n = len < MSG_PAYLOAD_MAX ? len : MSG_PAYLOAD_MAX;
@@ -116,18 +117,33 @@ static FILE *local_stream(const struct session *s, enum msg_class c)
 
 void msg_write(struct session *s, enum msg_class c, const char *text, size_t len)
 {
+	bool to_peer = s->am_server && !s->opts->msgs2stderr && s->out.mux;
+
 	if (c == MC_ERROR_XFER)
 		s->got_xfer_error = true;
+	/* the receiving half of a local copy leaves its --log-file lines to
+	 * the client half, which logs what it hears (pipe.c: local_child) */
 	if (c != MC_CLIENT)
-		log_text(s, text, len);
+		log_text(s, text, len, !(to_peer && s->local_copy));
 	if (c == MC_LOG)
 		return;
-	if (s->am_server && !s->opts->msgs2stderr && s->out.mux) {
+	if (to_peer) {
 		/* the client prints what its server has to say */
 		wire_send_msg(&s->out, peer_code(s, c), text, len);
 		return;
 	}
 	print_local(s, s->am_server ? stderr : local_stream(s, c), text, len, false);
+}
+
+void msg_write_lines(struct session *s, enum msg_class c, const char *text, size_t len)
+{
+	while (len > 0) {
+		const char *nl = memchr(text, '\n', len);
+		size_t n = nl ? (size_t)(nl - text) + 1 : len;
+		msg_write(s, n == 1 && nl ? MC_CLIENT : c, text, n);
+		text += n;
+		len -= n;
+	}
 }
 
 void msg_from_peer(struct session *s, int msg_code, const char *text, size_t len)
@@ -139,7 +155,7 @@ void msg_from_peer(struct session *s, int msg_code, const char *text, size_t len
 
 	if (c == MC_ERROR_XFER)
 		s->got_xfer_error = true;
-	log_text(s, text, len);
+	log_text(s, text, len, true);
 	if (c == MC_INFO && s->opts->quiet && !s->am_server)
 		return;
 	if (is_error_class(c))

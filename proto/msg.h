@@ -46,6 +46,11 @@ void msg_write(struct session *s, enum msg_class c, const char *text, size_t len
  * on stderr is remembered in s->peer_exit_line. */
 void msg_from_peer(struct session *s, int msg_code, const char *text, size_t len);
 
+/* Text of several lines (what a printer wrote into a memory stream),
+ * each line its own message: blank ones as MC_CLIENT, as rsync prints
+ * the blank lines of its summary, the others as c. */
+void msg_write_lines(struct session *s, enum msg_class c, const char *text, size_t len);
+
 /* printf into msg_write; the text is taken as it comes (no newline
  * added); an over-long message is cut short with "[...]". */
 void msg_printf(struct session *s, enum msg_class c, const char *fmt, ...)
