@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "proto/outfilter.h"
+#include "proto/progress.h"
 #include "proto/session.h"
 
 /* The MSG_* frame a server sends for a class (rsync's log codes are the
@@ -92,6 +93,27 @@ static void print_local(struct session *s, FILE *fp, const char *text, size_t le
 		fflush(fp);
 }
 
+/* --json on the client: each message is an event on stdout as well, and
+ * information goes there only as events, so stdout stays JSON lines. */
+static bool json_event(struct session *s, enum msg_class c, const char *text, size_t len)
+{
+	char line[MSG_PAYLOAD_MAX + 1];
+
+	if (s->am_server || !s->opts->json)
+		return false;
+	if (len > MSG_PAYLOAD_MAX)
+		len = MSG_PAYLOAD_MAX;
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+		len--;
+	memcpy(line, text, len);
+	line[len] = '\0';
+	if (len > 0)
+		progress_json_message(s, c == MC_WARNING ? "warning"
+				      : is_error_class(c) ? "error"
+							  : "info", line);
+	return !is_error_class(c);
+}
+
 /* A peer's closing line, "... (code N) at FILE(LINE) [ROLE=VERSION]":
  * rsync then prints none of its own. */
 static bool is_exit_line(const char *text, size_t len)
@@ -132,6 +154,8 @@ void msg_write(struct session *s, enum msg_class c, const char *text, size_t len
 		wire_send_msg(&s->out, peer_code(s, c), text, len);
 		return;
 	}
+	if (json_event(s, c, text, len))
+		return;
 	print_local(s, s->am_server ? stderr : local_stream(s, c), text, len, false);
 }
 
@@ -160,6 +184,8 @@ void msg_from_peer(struct session *s, int msg_code, const char *text, size_t len
 		return;
 	if (is_error_class(c))
 		s->peer_exit_line = is_exit_line(text, len);
+	if (json_event(s, c, text, len))
+		return;
 	print_local(s, is_error_class(c) ? stderr : s->info, text, len, true);
 }
 

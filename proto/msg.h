@@ -13,7 +13,9 @@
  *    stream not multiplexed yet, prints it on stderr instead;
  *  - otherwise errors and warnings go to stderr, information to s->info,
  *    control characters (and, without -8, what the locale cannot print)
- *    shown as \#ooo; a leading '\r' and the trailing newline stay raw.
+ *    shown as \#ooo; a leading '\r' and the trailing newline stay raw;
+ *  - with --json a client writes each message as a "message" event on
+ *    stdout as well, and information only so.
  *
  * Text is written as given: like rwrite, msg_write adds no newline (the
  * printf-style helpers below that say so do).

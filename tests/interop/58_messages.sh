@@ -107,6 +107,22 @@ strip_counts() { # byte counts and rates differ between the two tools
 }
 t_check verbose_log_like_rsync diff <(strip_counts "$L/rsync.v.log") <(strip_counts "$L/ferry.v.log")
 
+# --json: the same messages as events, and stdout nothing but JSON lines
+json_messages() {
+    rm -rf "$L/dst.json"
+    "$FERRY" -avL --json "$L/src/" "$L/dst.json/" 2>"$L/json.err" | "$PYTHON" -c '
+import json, sys
+events = [json.loads(line) for line in sys.stdin]
+texts = [(e["level"], e["text"]) for e in events if e["event"] == "message"]
+print(texts)
+sys.exit(0 if ("error", sys.argv[1]) in texts and events[-1]["event"] == "stats" else 1)
+' "symlink has no referent: \"$L/src/dangle\""
+}
+if command -v "$PYTHON" >/dev/null 2>&1; then
+    t_check json_message_events json_messages
+    t_check json_errors_still_on_stderr grep -q "symlink has no referent" "$L/json.err"
+fi
+
 # --------------------------------------------- control bytes in a logged name
 
 N=$T/nl
