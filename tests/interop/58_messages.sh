@@ -172,12 +172,24 @@ daemon_push() { # TOOL PORT
     # a name with a newline in the transfer log
     "$RSYNC" -a "$D/src/" "rsync://127.0.0.1:$2/m/rw/" >>"$D/$1.out" 2>&1
 }
+# a connection's process may still be writing its last log lines when
+# the client is done: let it end before the daemon is stopped
+connections_done() { # DAEMON_PID
+    local _
+    for _ in $(seq 100); do
+        [ -z "$(pgrep -P "$1")" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
 if t_rsyncd_start msg_rsyncd "$MODULES"; then
     daemon_push rsync "$RSYNCD_PORT"
+    connections_done "$RSYNCD_PID"
     t_rsyncd_stop
 fi
 if t_ferryd_start msg_ferryd "$MODULES"; then
     daemon_push ferry "$FERRYD_PORT"
+    connections_done "$FERRYD_PID"
     t_ferryd_stop
 fi
 chmod -R u+w "$D/mod" 2>/dev/null
