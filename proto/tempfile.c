@@ -66,30 +66,47 @@ const char *recv_dest_dir(const struct recv_ctx *rc, char *buf, size_t size)
 	return buf;
 }
 
-/* rsync's message for a temp file it could not make (receiver.c:
- * "mkstemp %s failed"): the full name of the ".NAME.XXXXXX" tried. */
-static void report_mkstemp(const struct temp_file *t, const char *path)
+/* name (a path relative to the destination, or a leaf in dir_override)
+ * as rsync's full_fname() shows it. */
+static const char *dest_full_name(struct recv_ctx *rc, const char *dir_override,
+				  const char *name, char *out, size_t size)
+{
+	char dest[4096], dir[8192];
+	const char *base = recv_dest_dir(rc, dest, sizeof dest);
+
+	if (dir_override && *dir_override == '/')
+		snprintf(dir, sizeof dir, "%s", dir_override);
+	else if (dir_override)
+		snprintf(dir, sizeof dir, "%s/%s", base ? base : ".", dir_override);
+	else
+		snprintf(dir, sizeof dir, "%s", base ? base : "");
+	return msg_full_name(rc->s, dir, name, out, size);
+}
+
+/* The temp file (".NAME.XXXXXX") as rsync names fnametmp: beside the file,
+ * or in --temp-dir. */
+static const char *temp_full_name(const struct temp_file *t, const char *path, char *out,
+				  size_t size)
 {
 	struct recv_ctx *rc = t->rc;
 	const char *tmp_dir = rc->s->opts->temp_dir;
-	char dest[4096], dir[8192], name[8192], full[PATH_MAX + 600];
-	const char *base = recv_dest_dir(rc, dest, sizeof dest);
 	const char *slash = strrchr(path, '/');
 	const char *tmp = t->tmpname[0] ? t->tmpname : t->leaf;
-	int e = errno;
+	char name[8192];
 
-	if (tmp_dir && *tmp_dir == '/')
-		snprintf(dir, sizeof dir, "%s", tmp_dir);
-	else if (tmp_dir)
-		snprintf(dir, sizeof dir, "%s/%s", base ? base : ".", tmp_dir);
-	else
-		snprintf(dir, sizeof dir, "%s", base ? base : "");
 	if (tmp_dir || rc->solo_name || !slash)
 		snprintf(name, sizeof name, "%s", tmp);
 	else
 		snprintf(name, sizeof name, "%.*s/%s", (int)(slash - path), path, tmp);
-	msg_full_name(rc->s, dir, name, full, sizeof full);
-	msg_syserr(rc->s, MC_ERROR_XFER, "receiver", e, "mkstemp %s failed", full);
+	return dest_full_name(rc, tmp_dir, name, out, size);
+}
+
+/* The file's final name, as rsync's full_fname(fname). */
+static const char *final_full_name(const struct temp_file *t, char *out, size_t size)
+{
+	if (t->rc->solo_name)
+		return dest_full_name(t->rc, NULL, t->leaf, out, size);
+	return dest_full_name(t->rc, NULL, t->path, out, size);
 }
 
 bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
@@ -139,7 +156,10 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 	if (t->fd >= 0 && rc->s->opts->preallocate && f && f->size > 0 && !t->inplace)
 		fallocate(t->fd, 0, 0, (off_t)f->size); /* best effort, as rsync */
 	if (t->fd < 0) {
-		report_mkstemp(t, path);
+		int e = errno;
+		char full[PATH_MAX + 600];
+		msg_syserr(rc->s, MC_ERROR_XFER, "receiver", e, "mkstemp %s failed",
+			   temp_full_name(t, path, full, sizeof full));
 		close(t->dirfd);
 		t->dirfd = -1;
 		return false;
@@ -230,7 +250,9 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 			ok = false;
 	}
 	if (ok && s->opts->fsync && !sync_later(t) && fsync(t->fd) < 0) {
-		session_err(s, "fsync \"%s\" failed: %s", t->path, strerror(errno));
+		char full[PATH_MAX + 600];
+		msg_syserr(s, MC_ERROR, "receiver", errno, "fsync failed on %s",
+			   final_full_name(t, full, sizeof full));
 		ok = false;
 	}
 	/* Attributes go on the temp file, so the final name appears complete. */
@@ -247,8 +269,10 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 		ok = false;
 	}
 	if (ok && !t->inplace && !move_into_place(t, f)) {
-		session_err(s, "rename \"%s\" -> \"%s\" failed: %s", t->tmpname, t->path,
-			    strerror(errno));
+		int e = errno;
+		char full[PATH_MAX + 600];
+		msg_syserr(s, MC_ERROR_XFER, "receiver", e, "rename %s -> \"%s\"",
+			   temp_full_name(t, t->path, full, sizeof full), t->path);
 		unlinkat(t->tmpdirfd, t->tmpname, 0);
 		ok = false;
 	}

@@ -165,7 +165,17 @@ prep_module() {
             chmod 0555 "$D/mod/ro"
         fi
 }
+mkdir -p "$D/mod/pull"
+echo ok >"$D/mod/pull/ok"
+echo secret >"$D/mod/pull/secret"
+chmod 0000 "$D/mod/pull/secret"
+ln -s "$D/nowhere" "$D/mod/pull/dangle"
+daemon_pull() { # TOOL PORT: the sender's errors name the module too
+    "$RSYNC" -aL "rsync://127.0.0.1:$2/m/pull/" "$D/pulled.$1/" >/dev/null 2>"$D/$1.pull.err"
+    echo $? >"$D/$1.pull.rc"
+}
 daemon_push() { # TOOL PORT
+    daemon_pull "$1" "$2"
     prep_module || return 1
     "$RSYNC" -a "$D/src/" "rsync://127.0.0.1:$2/m/ro/" >"$D/$1.out" 2>"$D/$1.err"
     echo $? >"$D/$1.rc"
@@ -198,6 +208,9 @@ in_module_lines() { grep -F '(in m)' "$1" >"$1.in_m"; }
 in_module_lines "$T/msg_rsyncd.log"
 in_module_lines "$T/msg_ferryd.log"
 cat "$T/msg_rsyncd.log.in_m" "$T/msg_ferryd.log.in_m"
+t_check daemon_sender_errors_like_rsync same_line_set "$D/rsync.pull.err" "$D/ferry.pull.err"
+t_check daemon_sender_names_module grep -qF 'ferry: [sender] send_files failed to open "/pull/secret" (in m): Permission denied (13)' "$D/ferry.pull.err"
+t_check daemon_sender_exit_like_rsync cmp "$D/rsync.pull.rc" "$D/ferry.pull.rc"
 check_daemon_mkstemp() {
     grep -qE '^ferry: \[receiver\] mkstemp "/ro/\.f\.[A-Za-z0-9]{6}" \(in m\) failed: Permission denied \(13\)$' "$D/ferry.err"
 }
