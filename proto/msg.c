@@ -31,6 +31,19 @@ static int peer_code(const struct session *s, enum msg_class c)
 	}
 }
 
+/* text without its trailing newlines, cut to MSG_PAYLOAD_MAX, into line
+ * (MSG_PAYLOAD_MAX + 1 bytes); returns its length. */
+static size_t trimmed_copy(char *line, const char *text, size_t len)
+{
+	if (len > MSG_PAYLOAD_MAX)
+		len = MSG_PAYLOAD_MAX;
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+		len--;
+	memcpy(line, text, len);
+	line[len] = '\0';
+	return len;
+}
+
 static bool is_error_class(enum msg_class c)
 {
 	return c == MC_ERROR || c == MC_ERROR_XFER || c == MC_WARNING;
@@ -40,19 +53,13 @@ static bool is_error_class(enum msg_class c)
  * logfile_write (--log-file) and by the daemon's log writer. */
 static void log_text(struct session *s, const char *text, size_t len, bool to_log_file)
 {
-	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
-		len--;
-	if (len > INT_MAX)
-		len = INT_MAX;
+	char line[MSG_PAYLOAD_MAX + 1];
+
+	trimmed_copy(line, text, len);
 	if (to_log_file)
-		logfile_write(s, "%.*s", (int)len, text);
-	if (s->daemon_log_line) {
-		char line[MSG_PAYLOAD_MAX + 1];
-		size_t n = len < MSG_PAYLOAD_MAX ? len : MSG_PAYLOAD_MAX;
-		memcpy(line, text, n);
-		line[n] = '\0';
+		logfile_write(s, "%s", line);
+	if (s->daemon_log_line)
 		s->daemon_log_line(s->daemon_log_ctx, line);
-	}
 }
 
 /* The text on our own terminal, as rwrite prints it: first what stdout
@@ -71,12 +78,12 @@ static void print_local(struct session *s, FILE *fp, const char *text, size_t le
 		end = text[--len];
 	if (from_peer) {
 		/* a peer's line gets one newline, whatever it sent */
-		while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
-			len--;
+		len = trimmed_copy(body, text, len);
 		end = '\n';
+	} else {
+		memcpy(body, text, len);
+		body[len] = '\0';
 	}
-	memcpy(body, text, len);
-	body[len] = '\0';
 	if (fp != stdout)
 		fflush(stdout);
 	flockfile(fp);
@@ -101,13 +108,7 @@ static bool json_event(struct session *s, enum msg_class c, const char *text, si
 
 	if (s->am_server || !s->opts->json)
 		return false;
-	if (len > MSG_PAYLOAD_MAX)
-		len = MSG_PAYLOAD_MAX;
-	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
-		len--;
-	memcpy(line, text, len);
-	line[len] = '\0';
-	if (len > 0)
+	if (trimmed_copy(line, text, len) > 0)
 		progress_json_message(s, c == MC_WARNING ? "warning"
 				      : is_error_class(c) ? "error"
 							  : "info", line);
@@ -120,12 +121,7 @@ static bool is_exit_line(const char *text, size_t len)
 {
 	char line[MSG_PAYLOAD_MAX + 1];
 
-	if (len > MSG_PAYLOAD_MAX)
-		len = MSG_PAYLOAD_MAX;
-	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
-		len--;
-	memcpy(line, text, len);
-	line[len] = '\0';
+	len = trimmed_copy(line, text, len);
 	const char *at = strstr(line, " (code ");
 	return at && strstr(at, ") at ") && len > 0 && line[len - 1] == ']';
 }
