@@ -45,6 +45,17 @@ same_line_set() { # the same, in any order (two threads write them)
     diff <(norm "$1" | sort) <(norm "$2" | sort)
 }
 
+# a connection's process may still be writing its last log lines when
+# the client is done: let it end before the daemon is stopped
+connections_done() { # DAEMON_PID
+    local _
+    for _ in $(seq 100); do
+        [ -z "$(pgrep -P "$1")" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
 # --------------------------------------------- mkstemp: full path, role, errno
 
 M=$T/mk
@@ -73,6 +84,33 @@ check_mkstemp_shape() {
 t_check mkstemp_names_path_role_errno check_mkstemp_shape
 t_check mkstemp_lines_like_rsync same_lines "$M/rsync.err" "$M/ferry.err"
 t_check mkstemp_exit_like_rsync cmp "$M/rsync.rc" "$M/ferry.rc"
+
+# a pull names the destination too: the generator's mkdir and the
+# receiver's mkstemp
+PL=$T/pl
+mkdir -p "$PL/src/sub" "$PL/dst"
+echo a >"$PL/src/sub/f"
+chmod -R 0755 "$PL"
+pull_run() { # TOOL BIN PORT
+    rm -rf "$PL/dst/$1" && mkdir "$PL/dst/$1" || return 1
+    [ "$IS_ROOT" = 1 ] || chmod 0555 "$PL/dst/$1"
+    (cd "$PL" && "${RUN_AS[@]}" "$2" -a "rsync://127.0.0.1:$3/p/" "dst/$1/" >/dev/null 2>"$PL/$1.tree.err"
+        "${RUN_AS[@]}" "$2" -a "rsync://127.0.0.1:$3/p/sub/f" "dst/$1/new" >/dev/null 2>"$PL/$1.file.err")
+    chmod 0755 "$PL/dst/$1"
+    # the destination's own name differs between the two runs
+    sed -i "s|/dst/$1/|/dst/D/|" "$PL/$1.tree.err" "$PL/$1.file.err"
+}
+if t_rsyncd_start msg_pull "[p]
+    path = $PL/src"; then
+    pull_run rsync "$RSYNC" "$RSYNCD_PORT"
+    pull_run ferry "$BIN_FERRY" "$RSYNCD_PORT"
+    connections_done "$RSYNCD_PID"
+    t_rsyncd_stop
+    cat "$PL/rsync.tree.err" "$PL/ferry.tree.err" "$PL/rsync.file.err" "$PL/ferry.file.err"
+    t_check pull_generator_errors_like_rsync same_line_set "$PL/rsync.tree.err" "$PL/ferry.tree.err"
+    t_check pull_mkstemp_like_rsync same_lines "$PL/rsync.file.err" "$PL/ferry.file.err"
+    t_check pull_names_destination grep -qF "ferry: [generator] recv_generator: mkdir \"$PL/dst/D/sub\" failed: Permission denied (13)" "$PL/ferry.tree.err"
+fi
 
 # ---------------------------- -L over a dangling link: --log-file as the terminal
 
@@ -181,16 +219,6 @@ daemon_push() { # TOOL PORT
     echo $? >"$D/$1.rc"
     # a name with a newline in the transfer log
     "$RSYNC" -a "$D/src/" "rsync://127.0.0.1:$2/m/rw/" >>"$D/$1.out" 2>&1
-}
-# a connection's process may still be writing its last log lines when
-# the client is done: let it end before the daemon is stopped
-connections_done() { # DAEMON_PID
-    local _
-    for _ in $(seq 100); do
-        [ -z "$(pgrep -P "$1")" ] && return 0
-        sleep 0.1
-    done
-    return 1
 }
 if t_rsyncd_start msg_rsyncd "$MODULES"; then
     daemon_push rsync "$RSYNCD_PORT"
