@@ -992,6 +992,7 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	/* from here the engine's messages name the module and go to its log
 	 * too (log.c: rwrite with am_daemon; util1.c: full_fname) */
 	c->s.module_name = m->name;
+	c->s.module_chrooted = c->chrooted;
 	c->s.daemon_log_line = log_transfer_line;
 	c->s.daemon_log_ctx = c;
 	int code = server_run(&c->s, &ctx);

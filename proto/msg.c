@@ -277,12 +277,14 @@ const char *msg_full_name(const struct session *s, const char *dir, const char *
 
 	if (s->module_name) {
 		/* a module's names start at its root (rsync: curr_dir past
-		 * module_dirlen); a name in the root itself as given */
+		 * module_dirlen); a name in the root itself as given, after
+		 * the "/" that is the root of a chroot */
 		if (*d && strcmp(d, ".") != 0) {
 			clean_join("", d, name, path, sizeof path);
 			keep_dot(name, path, sizeof path);
 		} else {
-			snprintf(path, sizeof path, "%s", name);
+			snprintf(path, sizeof path, "%s%s",
+				 s->module_chrooted && *name != '/' ? "/" : "", name);
 		}
 		snprintf(out, size, "\"%s\" (in %s)", path, s->module_name);
 		return out;

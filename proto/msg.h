@@ -67,7 +67,9 @@ void msg_syserr(struct session *s, enum msg_class c, const char *role, int err,
 /* rsync's full_fname(): name quoted, made absolute from dir (the directory
  * it is relative to: NULL or "" for our working directory), and followed
  * by " (in MODULE)" inside a daemon module (s->module_name). Inside a
- * module the name is shown from the module's root. Returns out. */
+ * module the name is shown from the module's root: "/sub/name" from a
+ * directory, a name in the root as given ("/name" in a chroot). Returns
+ * out. */
 const char *msg_full_name(const struct session *s, const char *dir, const char *name,
 			  char *out, size_t size);
 

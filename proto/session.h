@@ -177,6 +177,7 @@ struct session {
 	 * name, which rsync's full_fname() adds to names as " (in NAME)", and
 	 * the daemon log every message goes to as well (proto/msg.h). */
 	const char *module_name;
+	bool module_chrooted;       /* ... which then names its root "/" */
 	void (*daemon_log_line)(void *ctx, const char *line);
 	void *daemon_log_ctx;
 	/* --info=progress2 / --json: the whole transfer's progress */

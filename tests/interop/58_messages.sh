@@ -195,6 +195,15 @@ MODULES="[m]
     read only = no
     transfer logging = yes
 $MODULE_USER"
+# a chroot names the module's root "/" (only root may chroot)
+if [ "$IS_ROOT" = 1 ]; then
+    MODULES="$MODULES
+[c]
+    path = $D/mod
+    read only = no
+    use chroot = yes
+$MODULE_USER"
+fi
 prep_module() {
     rm -rf "$D/mod/ro" "$D/mod/rw" && mkdir "$D/mod/ro" "$D/mod/rw" &&
         if [ "$IS_ROOT" = 1 ]; then
@@ -219,6 +228,11 @@ daemon_push() { # TOOL PORT
     echo $? >"$D/$1.rc"
     # a name with a newline in the transfer log
     "$RSYNC" -a "$D/src/" "rsync://127.0.0.1:$2/m/rw/" >>"$D/$1.out" 2>&1
+    # a destination that cannot be made, named from the module's root
+    "$RSYNC" -a "$D/src/" "rsync://127.0.0.1:$2/m/ro/sub/" >/dev/null 2>"$D/$1.mkdir.err"
+    if [ "$IS_ROOT" = 1 ]; then
+        "$RSYNC" -a "$D/src/" "rsync://127.0.0.1:$2/c/ro/sub/" >/dev/null 2>>"$D/$1.mkdir.err"
+    fi
 }
 if t_rsyncd_start msg_rsyncd "$MODULES"; then
     daemon_push rsync "$RSYNCD_PORT"
@@ -239,6 +253,11 @@ cat "$T/msg_rsyncd.log.in_m" "$T/msg_ferryd.log.in_m"
 t_check daemon_sender_errors_like_rsync same_line_set "$D/rsync.pull.err" "$D/ferry.pull.err"
 t_check daemon_sender_names_module grep -qF 'ferry: [sender] send_files failed to open "/pull/secret" (in m): Permission denied (13)' "$D/ferry.pull.err"
 t_check daemon_sender_exit_like_rsync cmp "$D/rsync.pull.rc" "$D/ferry.pull.rc"
+t_check daemon_mkdir_like_rsync same_lines "$D/rsync.mkdir.err" "$D/ferry.mkdir.err"
+t_check daemon_mkdir_names_module grep -qF 'ferry: [Receiver] mkdir "ro/sub" (in m) failed: Permission denied (13)' "$D/ferry.mkdir.err"
+if [ "$IS_ROOT" = 1 ]; then
+    t_check daemon_chroot_names_root grep -qF 'ferry: [Receiver] mkdir "/ro/sub" (in c) failed: Permission denied (13)' "$D/ferry.mkdir.err"
+fi
 check_daemon_mkstemp() {
     grep -qE '^ferry: \[receiver\] mkstemp "/ro/\.f\.[A-Za-z0-9]{6}" \(in m\) failed: Permission denied \(13\)$' "$D/ferry.err"
 }

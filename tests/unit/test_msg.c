@@ -185,6 +185,10 @@ static void test_full_name(void **state)
 	/* a name in the module's root as given (rsync without chroot) */
 	assert_string_equal(msg_full_name(&s, NULL, "ro/sub", out, sizeof out),
 			    "\"ro/sub\" (in mod)");
+	s.module_chrooted = true;
+	assert_string_equal(msg_full_name(&s, NULL, "ro/sub", out, sizeof out),
+			    "\"/ro/sub\" (in mod)");
+	assert_string_equal(msg_full_name(&s, "ro", "f", out, sizeof out), "\"/ro/f\" (in mod)");
 }
 
 int main(void)
