@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "client/options.h"
+#include "proto/session.h"
 #include "proto/wire.h"
 
 static const struct {
@@ -73,15 +74,17 @@ size_t exit_line_format(char *buf, size_t size, int code, const char *role, cons
 	return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
 }
 
-void exit_line_print(int code, const char *role, const char *file, int line)
+void exit_line_print(int code, const char *role, const char *file, int line,
+		     const char *log_file)
 {
 	char buf[512];
 
 	if (code == 0 || peer_said)
 		return;
+	size_t n = exit_line_format(buf, sizeof buf, code, role_override ? role_override : role,
+				    file, line);
 	fflush(stdout);
-	fwrite(buf, 1,
-	       exit_line_format(buf, sizeof buf, code, role_override ? role_override : role, file,
-				line),
-	       stderr);
+	fwrite(buf, 1, n, stderr);
+	/* the log gets every error the terminal gets (log.c: rwrite) */
+	logfile_append(log_file, buf);
 }

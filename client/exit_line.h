@@ -11,10 +11,12 @@
 /* rsync's description of an exit code (rerr_names[] in log.c), or NULL. */
 const char *exit_code_name(int code);
 
-/* Print the line on stderr for a non-zero code; role is who_am_i()'s word
- * for the part of the run that failed ("client", "sender", "Receiver",
+/* Print the line on stderr for a non-zero code, and append it to the
+ * --log-file log_file (NULL: none); role is who_am_i()'s word for the
+ * part of the run that failed ("client", "sender", "Receiver",
  * "generator"); file and line say where ferry decided to exit. */
-void exit_line_print(int code, const char *role, const char *file, int line);
+void exit_line_print(int code, const char *role, const char *file, int line,
+		     const char *log_file);
 
 /* The same line, newline included, into buf (a server sends it to its
  * client as rsync's log_exit() does); returns its length. */

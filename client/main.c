@@ -255,7 +255,7 @@ int main(int argc, char **argv)
 			close(o.files_from_fd);
 	}
 	if (client)
-		exit_line_print(rc, role, "main.c", __LINE__);
+		exit_line_print(rc, role, "main.c", __LINE__, o.log_file);
 	options_free(&o);
 	free(merged);
 	secluded_free(secluded);

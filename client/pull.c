@@ -23,6 +23,7 @@
 #include "proto/filter.h"
 #include "proto/fileio.h"
 #include "proto/logfmt.h"
+#include "proto/msg.h"
 #include "proto/progress.h"
 #include "proto/negotiate.h"
 #include "proto/outfilter.h"
@@ -158,10 +159,17 @@ static void print_summary(const struct ferry_opts *o, struct session *s, double 
 	if (o->json) {
 		progress_json_stats(s, session_exit_code(s), elapsed);
 	} else {
-		if (info_ge(o, INFO_STATS, 2))
-			stats_print(stdout, &s->stats, s->protocol, o->human, false);
-		if (info_ge(o, INFO_STATS, 1))
-			summary_print(stdout, &s->stats, elapsed, o->human, o->dry_run);
+		/* through the message path: the log gets them too */
+		char *text = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&text, &len);
+		if (m && info_ge(o, INFO_STATS, 2))
+			stats_print(m, &s->stats, s->protocol, o->human, false);
+		if (m && info_ge(o, INFO_STATS, 1))
+			summary_print(m, &s->stats, elapsed, o->human, o->dry_run);
+		if (m && fclose(m) == 0)
+			msg_write_lines(s, MC_INFO, text, len);
+		free(text);
 	}
 	fflush(stdout);
 	logfile_write(s, "sent %lld bytes  received %lld bytes  total size %lld",

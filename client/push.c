@@ -19,6 +19,7 @@
 #include "proto/copy_as.h"
 #include "proto/filter.h"
 #include "proto/logfmt.h"
+#include "proto/msg.h"
 #include "proto/progress.h"
 #include "proto/negotiate.h"
 #include "proto/sendside.h"
@@ -39,11 +40,18 @@ static void print_summary(const struct ferry_opts *o, struct session *s, time_t 
 	if (o->json) {
 		progress_json_stats(s, session_exit_code(s), (double)(time(NULL) - start));
 	} else {
-		if (info_ge(o, INFO_STATS, 2))
-			stats_print(stdout, &s->stats, s->protocol, o->human, true);
-		if (info_ge(o, INFO_STATS, 1))
-			summary_print(stdout, &s->stats, (double)(time(NULL) - start), o->human,
+		/* through the message path: the log gets them too */
+		char *text = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&text, &len);
+		if (m && info_ge(o, INFO_STATS, 2))
+			stats_print(m, &s->stats, s->protocol, o->human, true);
+		if (m && info_ge(o, INFO_STATS, 1))
+			summary_print(m, &s->stats, (double)(time(NULL) - start), o->human,
 				      o->dry_run);
+		if (m && fclose(m) == 0)
+			msg_write_lines(s, MC_INFO, text, len);
+		free(text);
 	}
 	fflush(stdout);
 	log_totals(s);

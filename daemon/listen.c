@@ -28,6 +28,7 @@
 #include "daemon/pid_file.h"
 #include "daemon/ssh_listen.h"
 #include "daemon/socket_activation.h"
+#include "proto/outfilter.h"
 #include "proto/wire.h"
 
 static const char default_config[] =
@@ -107,7 +108,11 @@ void daemon_log(const struct daemon_config *cfg, const struct daemon_module *m, 
 	int fd = log_fd_for(file);
 	if (fd < 0)
 		return;
-	dprintf(fd, "%s [%d] %s\n", when, (int)getpid(), msg);
+	/* a client's file name must not forge log lines or send escapes to
+	 * the terminal an administrator reads the log on (log.c: logit) */
+	char shown[5 * sizeof msg];
+	out_escape_log(shown, sizeof shown, msg, strlen(msg));
+	dprintf(fd, "%s [%d] %s\n", when, (int)getpid(), shown);
 }
 
 static int replace_str(char **field, const char *value)

@@ -667,7 +667,7 @@ static int serve_expanded(struct conn *c, const struct daemon_module *raw)
 }
 
 /* "transfer logging": the lines the engine makes in the module's log
- * format (proto/attrs.c) go to the module's log. */
+ * format (proto/attrs.c), and its messages, go to the module's log. */
 static void log_transfer_line(void *ctx, const char *line)
 {
 	struct conn *c = ctx;
@@ -989,6 +989,12 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	} else {
 		daemon_log(c->cfg, m, o.sender ? "building file list" : "receiving file list");
 	}
+	/* from here the engine's messages name the module and go to its log
+	 * too (log.c: rwrite with am_daemon; util1.c: full_fname) */
+	c->s.module_name = m->name;
+	c->s.module_chrooted = c->chrooted;
+	c->s.daemon_log_line = log_transfer_line;
+	c->s.daemon_log_ctx = c;
 	int code = server_run(&c->s, &ctx);
 	log_end(c, code, exit_at);
 	path_list_free(&paths);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "daemon/ssh_priv.h"
+#include "proto/outfilter.h"
 #include "proto/session.h"
 #include "proto/wire.h"
 
@@ -37,9 +38,13 @@ void ssh_channel_error(ssh_channel channel, const char *fmt, ...)
 		return;
 	if ((size_t)n > sizeof msg - 2)
 		n = (int)sizeof msg - 2;
-	msg[n++] = '\n';
+	/* escaped as every other message ferry writes (proto/msg.h): the
+	 * daemon's text may carry a client's bytes */
+	char shown[5 * sizeof msg + 1];
+	size_t len = out_escape_log(shown, sizeof shown - 1, msg, (size_t)n);
+	shown[len++] = '\n';
 	ssh_channel_write_stderr(channel, "ferry: ", 7);
-	ssh_channel_write_stderr(channel, msg, (uint32_t)n);
+	ssh_channel_write_stderr(channel, shown, (uint32_t)len);
 }
 
 /* ---- the pump ---- */

@@ -14,9 +14,11 @@
 #include "proto/acls.h"
 #include "proto/fakesuper.h"
 #include "proto/logfmt.h"
+#include "proto/msg.h"
 #include "proto/progress.h"
 #include "proto/outfilter.h"
 #include "proto/recvside.h"
+#include "proto/tempfile.h"
 
 static pthread_mutex_t print_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -35,8 +37,27 @@ bool recv_mtime_differs(const struct ferry_opts *o, const struct stat *st,
 	return diff > o->modify_window || diff < -o->modify_window;
 }
 
-int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct file_entry *f,
-		const struct stat *st, bool set_times)
+/* rsync's rsyserr(FERROR_XFER) from set_file_attrs: "[ROLE] WHAT
+ * "/full/name": ERR (N)" or, with what_failed, "[ROLE] WHAT "/full/name"
+ * failed"; the name is the leaf being changed, beside the entry's path. */
+static void attr_error(struct recv_ctx *rc, const char *role, const struct file_entry *f,
+		       const char *leaf, const char *what, bool what_failed)
+{
+	int e = errno;
+	char path[4096], name[8192], dest[4096], full[8192 + 600];
+	const char *slash = flist_path(f, path, sizeof path) ? strrchr(path, '/') : NULL;
+
+	if (rc->solo_name || !slash)
+		snprintf(name, sizeof name, "%s", leaf);
+	else
+		snprintf(name, sizeof name, "%.*s/%s", (int)(slash - path), path, leaf);
+	msg_full_name(rc->s, recv_dest_dir(rc, dest, sizeof dest), name, full, sizeof full);
+	msg_syserr(rc->s, MC_ERROR_XFER, role, e, what_failed ? "%s %s failed" : "%s %s", what,
+		   full);
+}
+
+static int set_attrs(struct recv_ctx *rc, const char *role, int dirfd, const char *leaf,
+		     const struct file_entry *f, const struct stat *st, bool set_times)
 {
 	const struct ferry_opts *o = rc->s->opts;
 	struct stat now;
@@ -50,7 +71,7 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 	bool exact = !st || (o->checksum && S_ISREG(f->mode));
 	if (!st) {
 		if (fstatat(dirfd, leaf, &now, AT_SYMLINK_NOFOLLOW) < 0) {
-			session_err(rc->s, "stat \"%s\" failed: %s", leaf, strerror(errno));
+			attr_error(rc, role, f, leaf, "stat", true);
 			return -1;
 		}
 		fake_stat(rc->s, dirfd, leaf, leaf, &now);
@@ -69,8 +90,7 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 		if (fchownat(dirfd, leaf, change_uid ? f->uid : (uid_t)-1,
 			     change_gid ? f->gid : (gid_t)-1, AT_SYMLINK_NOFOLLOW) < 0) {
 			if (change_uid || errno != EPERM) {
-				session_err(rc->s, "chown \"%s\" failed: %s", leaf, strerror(errno));
-				rc->s->got_xfer_error = true;
+				attr_error(rc, role, f, leaf, change_uid ? "chown" : "chgrp", true);
 			}
 		} else {
 			changed |= (change_uid ? ITEM_REPORT_OWNER : 0) |
@@ -85,9 +105,7 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 	if (keep_time && differs) {
 		if (fs_set_mtime(dirfd, leaf, f->mtime, f->mtime_nsec) < 0) {
 			if (!S_ISLNK(f->mode)) {
-				session_err(rc->s, "failed to set times on \"%s\": %s", leaf,
-					    strerror(errno));
-				rc->s->got_xfer_error = true;
+				attr_error(rc, role, f, leaf, "failed to set times on", false);
 			}
 		} else {
 			changed |= ITEM_REPORT_TIME;
@@ -97,9 +115,7 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 	if (set_times && o->atimes && !S_ISDIR(f->mode) && !S_ISLNK(f->mode) &&
 	    (exact || st->st_atim.tv_sec != f->atime || st->st_atim.tv_nsec != 0)) {
 		if (fs_set_atime(dirfd, leaf, f->atime) < 0) {
-			session_err(rc->s, "failed to set access time on \"%s\": %s", leaf,
-				    strerror(errno));
-			rc->s->got_xfer_error = true;
+			attr_error(rc, role, f, leaf, "failed to set access time on", false);
 		} else if (st->st_atim.tv_sec != f->atime) {
 			changed |= ITEM_REPORT_ATIME;
 		}
@@ -115,13 +131,24 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 		if (fake) {
 			changed |= ITEM_REPORT_PERMS; /* recorded in the xattr above */
 		} else if (fchmodat(dirfd, leaf, f->mode & 07777, 0) < 0) {
-			session_err(rc->s, "chmod \"%s\" failed: %s", leaf, strerror(errno));
-			rc->s->got_xfer_error = true;
+			attr_error(rc, role, f, leaf, "failed to set permissions on", false);
 		} else {
 			changed |= ITEM_REPORT_PERMS;
 		}
 	}
 	return changed;
+}
+
+int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct file_entry *f,
+		const struct stat *st, bool set_times)
+{
+	return set_attrs(rc, "generator", dirfd, leaf, f, st, set_times);
+}
+
+int apply_attrs_recv(struct recv_ctx *rc, int dirfd, const char *leaf,
+		     const struct file_entry *f, const struct stat *st, bool set_times)
+{
+	return set_attrs(rc, "receiver", dirfd, leaf, f, st, set_times);
 }
 
 /* The format of our item lines, as rsync picks it (options.c). */

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/msg.h"
 #include "proto/fakesuper.h"
 #include "proto/fileio.h"
 #include "proto/filesfrom.h"
@@ -47,40 +48,6 @@ struct walker {
 	const char *base_name; /* the --files-from source directory, as named */
 };
 
-void sender_fname(bool confined, const char *dir, const char *name, char *out, size_t size)
-{
-	char buf[3 * PATH_MAX], full[PATH_MAX];
-	size_t n = 0;
-
-	if (confined) {
-		snprintf(out, size, "\"%s\"", name);
-		return;
-	}
-	if ((dir && *dir == '/') || (!dir && *name == '/'))
-		*full = '\0';
-	else if (!getcwd(full, sizeof full))
-		snprintf(full, sizeof full, ".");
-	snprintf(buf, sizeof buf, "%s/%s/%s", full, dir ? dir : "", name);
-	for (char *save = NULL, *tok = strtok_r(buf, "/", &save); tok;
-	     tok = strtok_r(NULL, "/", &save)) {
-		if (strcmp(tok, ".") == 0)
-			continue;
-		if (strcmp(tok, "..") == 0) {
-			while (n > 0 && full[--n] != '/')
-				;
-			continue;
-		}
-		size_t len = strlen(tok);
-		if (n + 1 + len >= sizeof full)
-			break;
-		full[n++] = '/';
-		memcpy(full + n, tok, len);
-		n += len;
-	}
-	full[n] = '\0';
-	snprintf(out, size, "\"%s\"", n ? full : "/");
-}
-
 /* rsync's rsyserr() as the sender: "[sender] WHAT "/full/name" failed";
  * dir is what name is relative to (NULL: the working directory). */
 static void io_error_in(struct walker *k, int bit, const char *what, const char *dir,
@@ -89,7 +56,7 @@ static void io_error_in(struct walker *k, int bit, const char *what, const char 
 	int e = errno;
 	char full[PATH_MAX + 8];
 
-	sender_fname(k->w->confined, dir, name, full, sizeof full);
+	msg_full_name(k->s, dir, name, full, sizeof full);
 	session_err(k->s, "[sender] %s %s failed: %s (%d)", what, full, strerror(e), e);
 	k->s->io_error |= bit;
 }
@@ -465,7 +432,7 @@ static bool resolve_link(struct walker *k, int dirfd, const char *leaf, const ch
 			return true; /* -k: a dangling link stays a link */
 		/* rsync's own text, unprefixed (flist.c: FERROR_XFER) */
 		char full[PATH_MAX + 8];
-		sender_fname(k->w->confined, cur_dir_name(k), path, full, sizeof full);
+		msg_full_name(k->s, cur_dir_name(k), path, full, sizeof full);
 		session_xfer_err_plain(k->s, "symlink has no referent: %s", full);
 		k->s->io_error |= IOERR_GENERAL;
 		return false;
@@ -1122,7 +1089,7 @@ static bool build_relative(struct walker *k, const char *arg)
 		e = e ? e : ENOENT;
 		char where[MAXPATHLEN_WIRE * 2], full[PATH_MAX + 8];
 		snprintf(where, sizeof where, "%s/%s", k->base_name ? k->base_name : ".", dir);
-		sender_fname(k->w->confined, where, fn, full, sizeof full);
+		msg_full_name(k->s, where, fn, full, sizeof full);
 		session_xfer_err(k->s, "[sender] link_stat %s failed: %s (%d)", full, strerror(e), e);
 		if (e != ENOENT)
 			k->s->io_error |= IOERR_GENERAL;

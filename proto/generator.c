@@ -15,6 +15,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "proto/msg.h"
+#include "proto/tempfile.h"
 #include "proto/acls.h"
 #include "proto/batch.h"
 #include "proto/fakesuper.h"
@@ -359,7 +361,7 @@ static void settle_in_place(struct gen *g, int dirfd, const char *leaf, const ch
 	if (!o->dry_run)
 		changed = apply_attrs(g->rc, dirfd, leaf, f, st, true);
 	if (info_ge(o, INFO_NAME, 2) && !o->itemize && !log_format_has(o->out_format, 'i'))
-		session_info(g->s, changed ? "%s\n" : "%s is uptodate\n", path);
+		session_client(g->s, changed ? "%s\n" : "%s is uptodate\n", path);
 }
 
 /* mirrors rsync generator.c:dest_mode() for when -p is off */
@@ -387,10 +389,10 @@ static uint32_t dest_mode(struct gen *g, uint32_t flist_mode, uint32_t stat_mode
 static void file_error_at(struct gen *g, const char *pre, const char *name, const char *post)
 {
 	int e = errno;
-	char full[PATH_MAX + 8];
+	char full[PATH_MAX + 300], dest[4096];
 
 	/* the receiver's curr_dir is the destination (main.c: get_local_name) */
-	sender_fname(g->rc->confined, g->rc->dest_rel, name, full, sizeof full);
+	msg_full_name(g->s, recv_dest_dir(g->rc, dest, sizeof dest), name, full, sizeof full);
 	session_xfer_err(g->s, "[generator] %s%s%s: %s (%d)", pre, full, post, strerror(e), e);
 }
 
@@ -603,7 +605,7 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 	if (statret != 0 && !g->o->dry_run) {
 		if (mkdirat(dirfd, leaf, (f->mode | 0700) & 07777) < 0 && errno != EEXIST) {
 			file_error(g, "recv_generator: mkdir", path);
-			session_err(g->s, "*** Skipping any contents from this failed directory ***");
+			session_err_plain(g->s, "*** Skipping any contents from this failed directory ***");
 			g->rc->state[ndx] |= FS_FAILED;
 			recv_mark_dir_failed(g->rc, path);
 			return;

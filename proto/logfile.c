@@ -3,6 +3,7 @@
  * stamped "YYYY/MM/DD HH:MM:SS [pid] ": the start ("building file list" /
  * "receiving file list"), one line per changed item in --log-file-format
  * (default "%i %n%L"), deletions, errors, and the byte counts at the end.
+ * Control characters in a line are written as \#ooo.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/outfilter.h"
 #include "proto/session.h"
 
 static pthread_mutex_t logfile_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -31,26 +33,48 @@ void logfile_open(struct session *s)
 	setvbuf(s->log_fp, NULL, _IOLBF, 0);
 }
 
+/* One stamped line, "YYYY/MM/DD HH:MM:SS [pid] TEXT", text without its
+ * trailing newlines and escaped: a hostile file name must not inject
+ * lines or terminal escapes into a log an administrator reads (log.c:
+ * logit). */
+static void write_stamped(FILE *fp, const char *msg, size_t n)
+{
+	char when[64], shown[5 * 8192];
+	struct tm tm;
+
+	time_t t = time(NULL);
+	localtime_r(&t, &tm);
+	strftime(when, sizeof when, "%Y/%m/%d %H:%M:%S", &tm);
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		n--;
+	out_escape_log(shown, sizeof shown, msg, n);
+	pthread_mutex_lock(&logfile_lock);
+	fprintf(fp, "%s [%d] %s\n", when, (int)getpid(), shown);
+	pthread_mutex_unlock(&logfile_lock);
+}
+
 void logfile_write(struct session *s, const char *fmt, ...)
 {
-	char when[64], msg[4096];
-	struct tm tm;
+	char msg[8192];
 	va_list ap;
 
 	if (!s->log_fp)
 		return;
-	time_t t = time(NULL);
-	localtime_r(&t, &tm);
-	strftime(when, sizeof when, "%Y/%m/%d %H:%M:%S", &tm);
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	size_t n = strlen(msg);
-	while (n > 0 && msg[n - 1] == '\n')
-		msg[--n] = '\0';
-	pthread_mutex_lock(&logfile_lock);
-	fprintf(s->log_fp, "%s [%d] %s\n", when, (int)getpid(), msg);
-	pthread_mutex_unlock(&logfile_lock);
+	write_stamped(s->log_fp, msg, strlen(msg));
+}
+
+void logfile_append(const char *file, const char *text)
+{
+	if (!file || !*file)
+		return;
+	FILE *fp = fopen(file, "a");
+	if (!fp)
+		return;
+	write_stamped(fp, text, strlen(text));
+	fclose(fp);
 }
 
 void logfile_close(struct session *s)

@@ -55,3 +55,26 @@ void out_filtered(FILE *f, const char *s, bool allow_8bit, char end)
 	if (end)
 		fputc(end, f);
 }
+
+size_t out_escape_log(char *dst, size_t size, const char *s, size_t len)
+{
+	size_t o = 0;
+
+	if (size == 0)
+		return 0;
+	for (size_t i = 0; i < len && s[i]; i++) {
+		unsigned char c = (unsigned char)s[i];
+		bool esc = (i + 4 < len && is_escape_lookalike(s + i)) ||
+			   (c != '\t' && (c < ' ' || (c >= 0x80 && c <= 0x9f)));
+		size_t need = esc ? 5 : 1;
+		if (o + need >= size)
+			break;
+		if (esc)
+			snprintf(dst + o, 6, "\\#%03o", c);
+		else
+			dst[o] = (char)c;
+		o += need;
+	}
+	dst[o] = '\0';
+	return o;
+}

@@ -12,4 +12,10 @@
 /* Write s followed by end (if not '\0') with rsync's escaping. */
 void out_filtered(FILE *f, const char *s, bool allow_8bit, char end);
 
+/* The log file's escaping (log.c: logit): len bytes of s into dst
+ * (NUL-terminated, cut short at size), control characters other than tab,
+ * the C1 controls 0x80-0x9f and a literal "\#ddd" shown as \#ooo; other
+ * bytes, whatever the locale, as they are. Returns the length written. */
+size_t out_escape_log(char *dst, size_t size, const char *s, size_t len);
+
 #endif

@@ -196,6 +196,18 @@ void progress_json_item(struct session *s, const char *name, const char *item, i
 	fflush(stdout);
 }
 
+void progress_json_message(struct session *s, const char *level, const char *text)
+{
+	flockfile(stdout);
+	fputs("{\"event\":\"message\",\"level\":", stdout);
+	json_string(stdout, level);
+	fputs(",\"text\":", stdout);
+	json_string(stdout, text);
+	fputs("}\n", stdout);
+	funlockfile(stdout);
+	fflush(stdout);
+}
+
 void progress_json_stats(struct session *s, int exit_code, double elapsed)
 {
 	const struct stats *st = &s->stats;

@@ -165,6 +165,10 @@ bool recv_mtime_differs(const struct ferry_opts *o, const struct stat *st,
  * NULL if unknown). Returns the ITEM_REPORT_* bits that changed. */
 int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct file_entry *f,
 		const struct stat *st, bool set_times);
+/* The same from the receiver thread: its errors say "[receiver]" where
+ * apply_attrs's say "[generator]" (rsync's who_am_i()). */
+int apply_attrs_recv(struct recv_ctx *rc, int dirfd, const char *leaf,
+		     const struct file_entry *f, const struct stat *st, bool set_times);
 
 /* Is the entry inside a directory we failed to create? */
 bool parent_failed(struct recv_ctx *rc, const struct file_entry *f);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/msg.h"
 #include "proto/batch.h"
 #include "proto/xattrs.h"
 #include "proto/fileio.h"
@@ -40,30 +41,6 @@ struct snd {
 	int matches;               /* blocks matched, for -vv's report */
 	int64_t hash_hits, false_alarms; /* the matcher's, ditto */
 };
-
-/* An error about one file: to the client as MSG_ERROR_XFER when we are
- * the server, on stderr otherwise; it makes the run exit 23. */
-static void xfer_error(struct session *s, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	int n = vsnprintf(msg, sizeof msg - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n > sizeof msg - 2)
-		n = (int)sizeof msg - 2;
-	if (s->am_server) {
-		char line[1100];
-		int m = snprintf(line, sizeof line, "ferry: %s\n", msg);
-		wire_send_msg(&s->out, MSG_ERROR_XFER, line, (size_t)m);
-	} else {
-		session_err(s, "%s", msg);
-		s->got_xfer_error = true;
-	}
-}
 
 static bool read_request(struct snd *d, int32_t *ndx, int *iflags, uint8_t *type, char *xname,
 			 size_t xsize)
@@ -385,13 +362,13 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		int e = fd < 0 ? open_errno : errno;
 		char full[PATH_MAX + 8];
-		sender_fname(d->sl->confined, source_dir(d->sl, ndx), path, full, sizeof full);
+		msg_full_name(s, source_dir(d->sl, ndx), path, full, sizeof full);
 		/* rsync sender.c: send_files -- a file gone since it was
 		 * listed is only a warning (exit 24) */
 		if (e == ENOENT)
 			session_warn(s, "file has vanished: %s\n", full);
 		else
-			xfer_error(s, "[sender] send_files failed to open %s: %s (%d)", full,
+			session_xfer_err(s, "[sender] send_files failed to open %s: %s (%d)", full,
 				   strerror(e), e);
 		s->io_error |= e == ENOENT ? IOERR_VANISHED : IOERR_GENERAL;
 		/* counted as rsync does, before it opens the file */
@@ -591,20 +568,20 @@ static void remove_at(struct snd *d, const struct file_entry *f, int dirfd, cons
 		if (errno == ENOENT)
 			session_info(d->s, "sender file already removed: %s\n", path);
 		else
-			xfer_error(d->s, "sender failed to re-lstat %s: %s (%d)", path, strerror(errno),
+			session_xfer_err(d->s, "sender failed to re-lstat %s: %s (%d)", path, strerror(errno),
 				   errno);
 		return;
 	}
 	if ((dev || ino) && (int64_t)st.st_dev == dev && (int64_t)st.st_ino == ino) {
-		xfer_error(d->s, "ERROR: Skipping sender remove of destination file: %s", path);
+		session_xfer_err(d->s, "ERROR: Skipping sender remove of destination file: %s", path);
 		return;
 	}
 	if ((S_ISREG(st.st_mode) && st.st_size != f->size) || st.st_mtim.tv_sec != f->mtime) {
-		xfer_error(d->s, "ERROR: Skipping sender remove for changed file: %s", path);
+		session_xfer_err(d->s, "ERROR: Skipping sender remove for changed file: %s", path);
 		return;
 	}
 	if (unlinkat(dirfd, leaf, 0) < 0) {
-		xfer_error(d->s, "sender failed to remove %s: %s (%d)", path, strerror(errno),
+		session_xfer_err(d->s, "sender failed to remove %s: %s (%d)", path, strerror(errno),
 			   errno);
 		return;
 	}

@@ -82,13 +82,6 @@ void send_list_free(struct send_list *sl);
  * s->io_error, and the caller leaves the entry out of its part. */
 bool flist_stat_deferred(struct session *s, struct send_list *sl, size_t i, int dirfd);
 
-/* rsync's full_fname() of a name the sender reports, quoted into out:
- * dir (the source directory name is relative to, or NULL) and name made
- * absolute from our working directory, "." and ".." resolved as rsync's
- * change_dir() leaves its curr_dir; in a daemon module (confined) the
- * name as given. */
-void sender_fname(bool confined, const char *dir, const char *name, char *out, size_t size);
-
 /* The lazy walk: list the directory dirpath (relative to the root, open
  * on dirfd; -1: it could not be opened, errno says why) into *part, a
  * send_list of its own, applying the filters as the whole-tree walk

@@ -3,6 +3,7 @@
  * pulls) or the generator and receiver (a client pushes).
  */
 #include "proto/server.h"
+#include "proto/msg.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -213,12 +214,15 @@ static int mkpath_plain(int rootfd, const char *path)
 
 /* How rsync's full_fname() names a destination path in a message, quoted:
  * over a remote shell or in a local copy prefixed with our working
- * directory; inside a daemon module as given. */
-static void dest_fname(const struct server_ctx *ctx, const char *path, char *out, size_t size)
+ * directory; inside a daemon module as given, and "(in MODULE)". */
+static void dest_fname(const struct session *s, const struct server_ctx *ctx, const char *path,
+		       char *out, size_t size)
 {
 	char cwd[4096];
 
-	if (ctx->confined || *path == '/' || !getcwd(cwd, sizeof cwd))
+	if (ctx->confined && s->module_name)
+		msg_full_name(s, NULL, path, out, size);
+	else if (ctx->confined || *path == '/' || !getcwd(cwd, sizeof cwd))
 		snprintf(out, size, "\"%s\"", path);
 	else
 		snprintf(out, size, "\"%s%s%s\"", cwd, strcmp(cwd, "/") ? "/" : "", path);
@@ -232,7 +236,7 @@ static int dest_syserr(struct session *s, const struct server_ctx *ctx, int code
 {
 	char name[8300], what[8400];
 
-	dest_fname(ctx, path, name, sizeof name);
+	dest_fname(s, ctx, path, name, sizeof name);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 	snprintf(what, sizeof what, fmt, name);

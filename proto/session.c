@@ -5,6 +5,7 @@
 #include "proto/acls.h"
 #include "proto/xattrs.h"
 #include "proto/session.h"
+#include "proto/msg.h"
 #include "proto/outfilter.h"
 #include "proto/filter.h"
 #include "client/exit_line.h"
@@ -19,43 +20,6 @@ static uint32_t get_le32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
 	       (uint32_t)p[3] << 24;
-}
-
-/* Print the peer's text as it came; it normally ends in a newline. */
-/* Before a line of ours: what stdout holds goes first, and a "building
- * file list ... " still waiting for its "done" gets its newline on the
- * stream this line goes to (log.c: rwrite's output_needs_newline). */
-static void line_start(struct session *s, FILE *fp)
-{
-	if (fp != stdout)
-		fflush(stdout);
-	if (s->output_needs_newline) {
-		fputc('\n', fp);
-		s->output_needs_newline = false;
-	}
-}
-
-/* Print the peer's text as rsync's rwrite() does: control characters
- * (a hostile peer's terminal escapes) shown as \#ooo, one newline at the
- * end. */
-static void print_peer_text(struct session *s, FILE *fp, const uint8_t *payload, size_t len)
-{
-	char text[MSG_PAYLOAD_MAX + 1];
-
-	if (len > MSG_PAYLOAD_MAX)
-		len = MSG_PAYLOAD_MAX;
-	memcpy(text, payload, len);
-	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
-		len--;
-	text[len] = '\0';
-	line_start(s, fp);
-	if (fp == stderr) {
-		/* a closing line, "... (code N) at FILE(LINE) [ROLE=VERSION]" */
-		const char *at = strstr(text, " (code ");
-		s->peer_exit_line = at && strstr(at, ") at ") && len > 0 && text[len - 1] == ']';
-	}
-	out_filtered(fp, text, s->opts->eight_bit_output, '\n');
-	fflush(fp);
 }
 
 static bool on_error_exit(struct session *s, const uint8_t *payload, size_t len)
@@ -109,16 +73,10 @@ static bool on_message(void *ctx, struct wire_in *in, int code, const uint8_t *p
 
 	switch (code) {
 	case MSG_INFO:
-		if (!s->opts->quiet || s->am_server)
-			print_peer_text(s, s->info, payload, len);
-		return true;
 	case MSG_ERROR_XFER:
-		s->got_xfer_error = true;
-		print_peer_text(s, stderr, payload, len);
-		return true;
 	case MSG_ERROR:
 	case MSG_WARNING:
-		print_peer_text(s, stderr, payload, len);
+		msg_from_peer(s, code, (const char *)payload, len);
 		return true;
 	case MSG_IO_ERROR:
 		if (len != 4)
@@ -216,33 +174,21 @@ void session_free(struct session *s)
 	xattr_state_free(s);
 }
 
-/* --stderr=all (rsync's msgs2stderr == 1) on a server: every message goes
- * to our own stderr instead of over the connection (log.c: rwrite). A
- * daemon never has it: its stderr leads nowhere (the daemon clears it). */
-static bool server_msgs_to_stderr(const struct session *s)
+/* The five emitters of old, now thin wrappers over the one message path
+ * (proto/msg.h): the class says where a line goes. */
+static void emit_vfmt(struct session *s, enum msg_class c, const char *prefix, bool newline,
+		      const char *fmt, va_list ap)
 {
-	return s->am_server && s->opts->msgs2stderr;
-}
+	char msg[MSG_PAYLOAD_MAX - 64], line[MSG_PAYLOAD_MAX];
 
-static void err_vfmt(struct session *s, const char *prefix, const char *fmt, va_list ap)
-{
-	char msg[1100];
-
-	int n = vsnprintf(msg, sizeof msg - 1, fmt, ap);
+	int n = vsnprintf(msg, sizeof msg, fmt, ap);
 	if (n < 0)
 		return;
-	if ((size_t)n > sizeof msg - 2)
-		n = (int)sizeof msg - 2;
-	if (s->am_server && s->out.mux && !server_msgs_to_stderr(s)) {
-		/* The client prints what the server has to say. */
-		char line[1200];
-		int m = snprintf(line, sizeof line, "%s%s\n", prefix, msg);
-		wire_send_msg(&s->out, MSG_ERROR, line, (size_t)m);
-		return;
-	}
-	line_start(s, stderr);
-	fprintf(stderr, "%s%s\n", prefix, msg);
-	logfile_write(s, "%s%s", prefix, msg);
+	if ((size_t)n >= sizeof msg)
+		memcpy(msg + sizeof msg - 6, "[...]", 6);
+	n = snprintf(line, sizeof line, "%s%s%s", prefix, msg, newline ? "\n" : "");
+	if (n > 0)
+		msg_write(s, c, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
 void session_err(struct session *s, const char *fmt, ...)
@@ -250,7 +196,7 @@ void session_err(struct session *s, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	err_vfmt(s, "ferry: ", fmt, ap);
+	emit_vfmt(s, MC_ERROR, "ferry: ", true, fmt, ap);
 	va_end(ap);
 }
 
@@ -259,31 +205,8 @@ void session_err_plain(struct session *s, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	err_vfmt(s, "", fmt, ap);
+	emit_vfmt(s, MC_ERROR, "", true, fmt, ap);
 	va_end(ap);
-}
-
-static void xfer_err(struct session *s, const char *prefix, const char *msg)
-{
-	s->got_xfer_error = true;
-	if (s->am_server && s->out.mux && !server_msgs_to_stderr(s)) {
-		/* MSG_ERROR_XFER: the client counts it for its exit code 23
-		 * (log.c: rwrite). */
-		char line[1200];
-		int m = snprintf(line, sizeof line, "%s%s\n", prefix, msg);
-		wire_send_msg(&s->out, MSG_ERROR_XFER, line, (size_t)m);
-		return;
-	}
-	line_start(s, stderr);
-	fprintf(stderr, "%s%s\n", prefix, msg);
-}
-
-static void xfer_err_fmt(struct session *s, const char *prefix, const char *fmt, va_list ap)
-{
-	char msg[1100];
-
-	if (vsnprintf(msg, sizeof msg - 1, fmt, ap) >= 0)
-		xfer_err(s, prefix, msg);
 }
 
 void session_xfer_err(struct session *s, const char *fmt, ...)
@@ -291,7 +214,7 @@ void session_xfer_err(struct session *s, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	xfer_err_fmt(s, "ferry: ", fmt, ap);
+	emit_vfmt(s, MC_ERROR_XFER, "ferry: ", true, fmt, ap);
 	va_end(ap);
 }
 
@@ -300,30 +223,17 @@ void session_xfer_err_plain(struct session *s, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	xfer_err_fmt(s, "", fmt, ap);
+	emit_vfmt(s, MC_ERROR_XFER, "", true, fmt, ap);
 	va_end(ap);
 }
 
 void session_warn(struct session *s, const char *fmt, ...)
 {
-	char msg[1100];
 	va_list ap;
 
 	va_start(ap, fmt);
-	int n = vsnprintf(msg, sizeof msg, fmt, ap);
+	emit_vfmt(s, MC_WARNING, "", false, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof msg)
-		n = (int)sizeof msg - 1;
-	if (s->am_server && !server_msgs_to_stderr(s)) {
-		if (s->out.mux)
-			wire_send_msg(&s->out, MSG_WARNING, msg, (size_t)n);
-		return;
-	}
-	line_start(s, stderr);
-	fwrite(msg, 1, (size_t)n, stderr);
-	logfile_write(s, "%.*s", (int)(n && msg[n - 1] == '\n' ? n - 1 : n), msg);
 }
 
 static void report_filter_line(void *ctx, const char *line)
@@ -341,24 +251,20 @@ void session_watch_filters(struct session *s, struct filter_list *fl)
 
 void session_info(struct session *s, const char *fmt, ...)
 {
-	char msg[1100];
 	va_list ap;
 
 	va_start(ap, fmt);
-	int n = vsnprintf(msg, sizeof msg, fmt, ap);
+	emit_vfmt(s, MC_INFO, "", false, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof msg)
-		n = (int)sizeof msg - 1;
-	if (s->am_server && !server_msgs_to_stderr(s)) {
-		if (s->out.mux)
-			wire_send_msg(&s->out, MSG_INFO, msg, (size_t)n);
-		return;
-	}
-	FILE *fp = server_msgs_to_stderr(s) ? stderr : s->info;
-	line_start(s, fp);
-	fwrite(msg, 1, (size_t)n, fp);
+}
+
+void session_client(struct session *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	emit_vfmt(s, MC_CLIENT, "", false, fmt, ap);
+	va_end(ap);
 }
 
 /* mirrors the io_error part of rsync cleanup.c:_exit_cleanup() */

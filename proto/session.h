@@ -173,6 +173,13 @@ struct session {
 	FILE *info;                 /* where MSG_INFO and our -v output go */
 	bool local_copy;            /* a half of a local copy: items show '>' */
 	FILE *log_fp;               /* --log-file, or NULL */
+	/* Inside a daemon module (set by daemon/serve.c; NULL elsewhere): its
+	 * name, which rsync's full_fname() adds to names as " (in NAME)", and
+	 * the daemon log every message goes to as well (proto/msg.h). */
+	const char *module_name;
+	bool module_chrooted;       /* ... which then names its root "/" */
+	void (*daemon_log_line)(void *ctx, const char *line);
+	void *daemon_log_ctx;
 	/* --info=progress2 / --json: the whole transfer's progress */
 	int64_t progress_done;      /* bytes of the files finished so far */
 	int progress_checked;       /* entries of the sorted list passed so far */
@@ -189,6 +196,9 @@ struct session {
 void logfile_open(struct session *s);
 void logfile_write(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void logfile_close(struct session *s);
+/* A line for the --log-file named file after its session has ended (the
+ * client's closing line), stamped and escaped as logfile_write's are. */
+void logfile_append(const char *file, const char *text);
 
 /* Record the peer's name for an id and the local id it maps to. */
 /* The name of our user (is_user) or group id, into buf: from a daemon's
@@ -233,7 +243,8 @@ struct filter_list;
 /* -vv: report what fl's rules match as rsync's --debug=filter does. */
 void session_watch_filters(struct session *s, struct filter_list *fl);
 
-/* Print an error like rsync's rprintf(FERROR): "ferry: ..." on stderr. */
+/* The wrappers below all go through the one message path (proto/msg.h).
+ * Print an error like rsync's rprintf(FERROR): "ferry: ..." on stderr. */
 void session_err(struct session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* As session_err, without the prefix: rsync's rprintf(FERROR) of a line
@@ -252,8 +263,12 @@ void session_xfer_err_plain(struct session *s, const char *fmt, ...)
  * "ferry:" prefix, on stderr (a server sends it as MSG_WARNING). */
 void session_warn(struct session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* Informational output (stdout for a client). */
+/* Informational output (rsync's FINFO): stdout for a client, and the
+ * log. */
 void session_info(struct session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* As session_info, but never logged (rsync's FCLIENT: "is uptodate"). */
+void session_client(struct session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* The final exit code: the stream error if any, else derived from io_error

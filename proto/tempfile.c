@@ -3,11 +3,13 @@
  */
 #include "proto/tempfile.h"
 
+#include "proto/msg.h"
 #include "proto/syncer.h"
 #include "proto/recvside.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,6 +51,62 @@ void temp_install_signal_cleanup(void)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+const char *recv_dest_dir(const struct recv_ctx *rc, char *buf, size_t size)
+{
+	if (rc->dest_rel)
+		return rc->dest_rel;
+	if (!rc->root_path)
+		return NULL;
+	snprintf(buf, size, "%s", rc->root_path);
+	char *slash = strrchr(buf, '/');
+	if (rc->solo_name) /* a file's new name: its directory */
+		snprintf(slash ? slash : buf, slash ? 2 : size, slash ? "/" : ".");
+	return buf;
+}
+
+/* name (a path relative to the destination, or a leaf in dir_override)
+ * as rsync's full_fname() shows it. */
+static const char *dest_full_name(struct recv_ctx *rc, const char *dir_override,
+				  const char *name, char *out, size_t size)
+{
+	char dest[4096], dir[8192];
+	const char *base = recv_dest_dir(rc, dest, sizeof dest);
+
+	if (dir_override && *dir_override == '/')
+		snprintf(dir, sizeof dir, "%s", dir_override);
+	else if (dir_override)
+		snprintf(dir, sizeof dir, "%s/%s", base ? base : ".", dir_override);
+	else
+		snprintf(dir, sizeof dir, "%s", base ? base : "");
+	return msg_full_name(rc->s, dir, name, out, size);
+}
+
+/* The temp file (".NAME.XXXXXX") as rsync names fnametmp: beside the file,
+ * or in --temp-dir. */
+static const char *temp_full_name(const struct temp_file *t, const char *path, char *out,
+				  size_t size)
+{
+	struct recv_ctx *rc = t->rc;
+	const char *tmp_dir = rc->s->opts->temp_dir;
+	const char *slash = strrchr(path, '/');
+	const char *tmp = t->tmpname[0] ? t->tmpname : t->leaf;
+	char name[8192];
+
+	if (tmp_dir || rc->solo_name || !slash)
+		snprintf(name, sizeof name, "%s", tmp);
+	else
+		snprintf(name, sizeof name, "%.*s/%s", (int)(slash - path), path, tmp);
+	return dest_full_name(rc, tmp_dir, name, out, size);
+}
+
+/* The file's final name, as rsync's full_fname(fname). */
+static const char *final_full_name(const struct temp_file *t, char *out, size_t size)
+{
+	if (t->rc->solo_name)
+		return dest_full_name(t->rc, NULL, t->leaf, out, size);
+	return dest_full_name(t->rc, NULL, t->path, out, size);
 }
 
 bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
@@ -98,7 +156,10 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 	if (t->fd >= 0 && rc->s->opts->preallocate && f && f->size > 0 && !t->inplace)
 		fallocate(t->fd, 0, 0, (off_t)f->size); /* best effort, as rsync */
 	if (t->fd < 0) {
-		session_err(rc->s, "mkstemp \"%s\" failed: %s", path, strerror(errno));
+		int e = errno;
+		char full[PATH_MAX + 600];
+		msg_syserr(rc->s, MC_ERROR_XFER, "receiver", e, "mkstemp %s failed",
+			   temp_full_name(t, path, full, sizeof full));
 		close(t->dirfd);
 		t->dirfd = -1;
 		return false;
@@ -127,7 +188,7 @@ static bool move_into_place(struct temp_file *t, const struct file_entry *f)
 	if (errno != EXDEV || t->tmpdirfd == t->dirfd)
 		return false;
 	return fs_copy_then_unlink(t->tmpdirfd, t->tmpname, t->dirfd, t->leaf) == 0 &&
-	       apply_attrs(t->rc, t->dirfd, t->leaf, f, NULL, true) >= 0;
+	       apply_attrs_recv(t->rc, t->dirfd, t->leaf, f, NULL, true) >= 0;
 }
 
 /* Move the finished (or partial) temp file into the --partial-dir. */
@@ -189,11 +250,13 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 			ok = false;
 	}
 	if (ok && s->opts->fsync && !sync_later(t) && fsync(t->fd) < 0) {
-		session_err(s, "fsync \"%s\" failed: %s", t->path, strerror(errno));
+		char full[PATH_MAX + 600];
+		msg_syserr(s, MC_ERROR, "receiver", errno, "fsync failed on %s",
+			   final_full_name(t, full, sizeof full));
 		ok = false;
 	}
 	/* Attributes go on the temp file, so the final name appears complete. */
-	if (ok && apply_attrs(t->rc, t->tmpdirfd, t->tmpname, f, NULL, true) < 0)
+	if (ok && apply_attrs_recv(t->rc, t->tmpdirfd, t->tmpname, f, NULL, true) < 0)
 		ok = false;
 	if (ok && t->delayed) {
 		ok = move_into_partial_dir(t, "completed file");
@@ -206,8 +269,10 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 		ok = false;
 	}
 	if (ok && !t->inplace && !move_into_place(t, f)) {
-		session_err(s, "rename \"%s\" -> \"%s\" failed: %s", t->tmpname, t->path,
-			    strerror(errno));
+		int e = errno;
+		char full[PATH_MAX + 600];
+		msg_syserr(s, MC_ERROR_XFER, "receiver", e, "rename %s -> \"%s\"",
+			   temp_full_name(t, t->path, full, sizeof full), t->path);
 		unlinkat(t->tmpdirfd, t->tmpname, 0);
 		ok = false;
 	}

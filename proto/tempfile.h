@@ -31,6 +31,12 @@ struct temp_file {
 	struct stat placed;
 };
 
+/* The destination directory as messages name it (relative to our working
+ * directory, or absolute): the server's dest_rel, or a pull's named
+ * destination (its directory for a single file's new name); NULL when
+ * unknown. buf holds it when it had to be made. */
+const char *recv_dest_dir(const struct recv_ctx *rc, char *buf, size_t size);
+
 /* Create the temporary file (or open the destination with --inplace). */
 bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
 	       const char *path, const struct file_entry *f);
