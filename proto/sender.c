@@ -545,7 +545,7 @@ static void remove_sent_file(void *ctx, int32_t ndx, int64_t dev, int64_t ino)
 	if (d->sl->open_plain) {
 		plainfd = open_parent_nofollow(d->sl->roots.fds[root], path, &leaf);
 		if (plainfd < 0 && errno != ENOENT) {
-			xfer_error(d->s, "sender failed to secure-open-parent %s: %s (%d)", path,
+			session_xfer_err(d->s, "sender failed to secure-open-parent %s: %s (%d)", path,
 				   strerror(errno), errno);
 			return;
 		}
