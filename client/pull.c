@@ -71,6 +71,24 @@ void list_entry(const struct ferry_opts *o, const struct file_entry *f)
 
 /* Where the entries go (main.c: get_local_name): a directory (rootfd), or
  * for a single non-directory a file name inside the parent directory. */
+/* The destination directory, an operator path: rsync names a refusal
+ * (ELOOP for another user's symlink on the way) by its absolute path. */
+static int open_existing_root(const char *dest, bool insecure)
+{
+	int fd = fs_open_root(dest, false, false, insecure);
+
+	if (fd < 0) {
+		int e = errno;
+		char cwd[4096] = "";
+		if (*dest != '/' && !getcwd(cwd, sizeof cwd))
+			cwd[0] = '\0';
+		fprintf(stderr, "ferry: change_dir#1 \"%s%s%s\" failed: %s (%d)\n", cwd,
+			*cwd ? "/" : "", dest, strerror(e), e);
+		return -RERR_FILESELECT;
+	}
+	return fd;
+}
+
 static int open_destination(const struct ferry_opts *o, struct flist *fl, const char *dest,
 			    struct recv_ctx *rc, char *solo, size_t solosize)
 {
@@ -88,7 +106,7 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 	bool trailing_slash = dlen > 0 && dest[dlen - 1] == '/';
 	int statret = stat(dest, &st);
 	if (statret == 0 && S_ISDIR(st.st_mode))
-		return fs_open_root(dest, false, false);
+		return open_existing_root(dest, o->insecure_links);
 	if (statret == 0 && active > 1) {
 		fprintf(stderr, "ferry: ERROR: destination must be a directory when copying more than 1 file\n");
 		return -RERR_FILESELECT;
@@ -117,9 +135,9 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 					n--;
 				printf("created directory %.*s\n", n, dest);
 			}
-			return fs_open_root("/", false, false);
+			return fs_open_root("/", false, false, false);
 		}
-		int fd = fs_open_root(dest, true, o->mkpath);
+		int fd = fs_open_root(dest, true, o->mkpath, o->insecure_links);
 		rc->root_created = fd >= 0;
 		if (fd < 0) {
 			fprintf(stderr, "ferry: mkdir \"%s\" failed: %s\n", dest, strerror(errno));
@@ -144,7 +162,7 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 		snprintf(parent, sizeof parent, "/");
 	snprintf(solo, solosize, "%s", slash ? slash + 1 : dest);
 	rc->solo_name = solo;
-	return fs_open_root(parent, o->mkpath, o->mkpath);
+	return fs_open_root(parent, o->mkpath, o->mkpath, o->insecure_links);
 }
 
 static void print_summary(const struct ferry_opts *o, struct session *s, double elapsed)

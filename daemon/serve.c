@@ -489,6 +489,7 @@ static int module_filters(const struct daemon_module *m, struct filter_list *fl,
 		     {m->exclude, old | split, false}};
 
 	filter_list_init(fl);
+	fl->insecure_links = m->insecure_links; /* for "exclude from" and merges */
 	for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
 		const char *v = lists[i].v;
 		if (!v || !*v)

@@ -5,6 +5,7 @@
  * (default "%i %n%L"), deletions, errors, and the byte counts at the end.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/oppath.h"
 #include "proto/session.h"
 
 static pthread_mutex_t logfile_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -22,8 +24,13 @@ void logfile_open(struct session *s)
 
 	if (!file || s->log_fp)
 		return;
-	s->log_fp = fopen(file, "a");
+	/* an operator path: no symlink of another user's on the way */
+	int fd = oppath_open(AT_FDCWD, file, O_WRONLY | O_APPEND | O_CREAT, 0666,
+			     s->opts->insecure_links);
+	s->log_fp = fd >= 0 ? fdopen(fd, "a") : NULL;
 	if (!s->log_fp) {
+		if (fd >= 0)
+			close(fd);
 		fprintf(stderr, "ferry: failed to open log-file %s: %s\n", file, strerror(errno));
 		fprintf(stderr, "Ignoring \"--log-file=%s\"\n", file);
 		return;
