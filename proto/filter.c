@@ -518,9 +518,9 @@ static bool read_line(FILE *fp, bool word_split, char *line, size_t max, bool *m
 static int open_merge_file(const struct filter_list *fl, const char *path)
 {
 	if (!fl->from_peer)
-		return oppath_open(AT_FDCWD, path, O_RDONLY, 0, fl->insecure_links);
+		return oppath_open(AT_FDCWD, path, O_RDONLY, 0, fl->oppath_how);
 	const char *leaf;
-	int dir = oppath_open_parent(AT_FDCWD, path, &leaf, fl->insecure_links);
+	int dir = oppath_open_parent(AT_FDCWD, path, &leaf, fl->oppath_how | OPPATH_QUIET);
 	if (dir < 0)
 		return -1;
 	int fd = openat(dir, leaf, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -763,7 +763,7 @@ int filter_list_from_opts(struct filter_list *fl, const struct ferry_opts *o, ch
 
 	if (o->protocol)
 		fl->protocol = o->protocol;
-	fl->insecure_links = o->insecure_links;
+	fl->oppath_how = o->insecure_links ? OPPATH_INSECURE : 0;
 	/* A server's options came from the client: treat its rules so. */
 	if (o->server)
 		flags |= FILTER_PARSE_FROM_PEER;

@@ -20,6 +20,7 @@ struct walk {
 	int dfd;             /* directory reached; AT_FDCWD or the caller's atfd
 			      * until the walk moves (then owned) */
 	bool owned;
+	bool quiet;          /* OPPATH_QUIET */
 	int links_left;
 	char rest[OPPATH_BUF];
 };
@@ -102,7 +103,8 @@ static int walk_follow(struct walk *w, const char *comp, const struct stat *lst,
 	char target[4096], saved_tail[OPPATH_BUF];
 
 	if (!oppath_link_trusted(lst->st_uid)) {
-		fprintf(stderr, "%s\n", OPPATH_REFUSED_HINT);
+		if (!w->quiet)
+			fprintf(stderr, "%s\n", OPPATH_REFUSED_HINT);
 		errno = ELOOP;
 		return -1;
 	}
@@ -133,10 +135,11 @@ static int walk_descend(struct walk *w, const char *comp, mode_t mode, bool mkdi
 /* The walk behind every entry point: resolve path beneath atfd, then open
  * its last component with flags (O_NOFOLLOW added). With mkdirs, every
  * missing directory is created and the last one opened. */
-static int walk_open(int atfd, const char *path, int flags, mode_t mode, bool mkdirs,
-		     bool *created)
+static int walk_open(int atfd, const char *path, int flags, mode_t mode, unsigned how,
+		     bool mkdirs, bool *created)
 {
-	struct walk w = {.dfd = atfd, .owned = false, .links_left = OPPATH_MAX_LINKS};
+	struct walk w = {.dfd = atfd, .owned = false, .quiet = how & OPPATH_QUIET,
+			 .links_left = OPPATH_MAX_LINKS};
 	char comp[4096];
 	const char *tail;
 	int fd = -1;
@@ -176,14 +179,14 @@ out:;
 	return fd;
 }
 
-int oppath_open(int atfd, const char *path, int flags, mode_t mode, bool insecure)
+int oppath_open(int atfd, const char *path, int flags, mode_t mode, unsigned how)
 {
-	if (insecure)
+	if (how & OPPATH_INSECURE)
 		return openat(atfd, path, flags | O_CLOEXEC, mode);
-	return walk_open(atfd, path, flags, mode, false, NULL);
+	return walk_open(atfd, path, flags, mode, how, false, NULL);
 }
 
-int oppath_open_parent(int atfd, const char *path, const char **leaf, bool insecure)
+int oppath_open_parent(int atfd, const char *path, const char **leaf, unsigned how)
 {
 	char dir[OPPATH_BUF];
 	size_t n = strlen(path);
@@ -204,7 +207,7 @@ int oppath_open_parent(int atfd, const char *path, const char **leaf, bool insec
 	}
 	memcpy(dir, path, n);
 	strcpy(dir + n, n ? "" : ".");
-	return oppath_open(atfd, dir, O_RDONLY | O_DIRECTORY, 0, insecure);
+	return oppath_open(atfd, dir, O_RDONLY | O_DIRECTORY, 0, how);
 }
 
 /* --insecure-links: mkdir -p with plain, link-following paths. */
@@ -228,10 +231,10 @@ static int mkdirs_plain(int atfd, const char *path, mode_t mode, bool *created)
 	return openat(atfd, buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
-int oppath_mkdirs(int atfd, const char *path, mode_t mode, bool insecure, bool *created)
+int oppath_mkdirs(int atfd, const char *path, mode_t mode, unsigned how, bool *created)
 {
 	*created = false;
-	if (insecure)
+	if (how & OPPATH_INSECURE)
 		return mkdirs_plain(atfd, path, mode, created);
-	return walk_open(atfd, path, O_RDONLY | O_DIRECTORY, mode, true, created);
+	return walk_open(atfd, path, O_RDONLY | O_DIRECTORY, mode, how, true, created);
 }

@@ -10,15 +10,20 @@
  *
  * The walk goes one component at a time with O_NOFOLLOW; a symlink is
  * followed only when it is owned by root or by the effective uid, else
- * the open fails with ELOOP. `insecure` (--insecure-links on a local
- * command line, or a daemon module's "insecure links = yes"; never a
- * client's flag on a daemon) restores plain open(2) semantics.
+ * the open fails with ELOOP. `how` holds OPPATH_* bits.
  */
 #ifndef FERRY_OPPATH_H
 #define FERRY_OPPATH_H
 
 #include <stdbool.h>
 #include <sys/types.h>
+
+/* OPPATH_INSECURE restores plain open(2) semantics: --insecure-links on a
+ * local command line, or a daemon module's "insecure links = yes"; never
+ * a client's flag on a daemon. It is 1, so that bool may be passed as is. */
+#define OPPATH_INSECURE 1u
+/* No OPPATH_REFUSED_HINT on stderr: a daemon's stderr is not the user's. */
+#define OPPATH_QUIET 2u
 
 /* The line rsync 3.5.0 prints when it refuses such a link. */
 #define OPPATH_REFUSED_HINT                                                        \
@@ -30,19 +35,20 @@
  * open(2)'s flags and mode, following only trusted symlinks on the way and
  * at the leaf. The leaf may be created (O_CREAT) but never through a link.
  * Returns the fd (O_CLOEXEC), or -1 with errno: ELOOP for an untrusted
- * link (after printing OPPATH_REFUSED_HINT on stderr), as open(2) else. */
-int oppath_open(int atfd, const char *path, int flags, mode_t mode, bool insecure);
+ * link (after printing OPPATH_REFUSED_HINT on stderr unless OPPATH_QUIET),
+ * as open(2) else. */
+int oppath_open(int atfd, const char *path, int flags, mode_t mode, unsigned how);
 
 /* Open the directory that holds path's last component (walked as above)
  * and point *leaf at that component inside path. A path ending in '/'
  * names its last directory itself: *leaf is then ".". Returns an
  * O_DIRECTORY fd or -1 with errno. */
-int oppath_open_parent(int atfd, const char *path, const char **leaf, bool insecure);
+int oppath_open_parent(int atfd, const char *path, const char **leaf, unsigned how);
 
 /* Create the directory `path` and every missing one above it (mkdir -p)
  * through the same walk, then open it O_DIRECTORY. *created is set when
  * the last component was made here. Returns the fd or -1 with errno. */
-int oppath_mkdirs(int atfd, const char *path, mode_t mode, bool insecure, bool *created);
+int oppath_mkdirs(int atfd, const char *path, mode_t mode, unsigned how, bool *created);
 
 /* Is this stat of a symlink one an operator path may pass through? */
 bool oppath_link_trusted(uid_t link_owner);
