@@ -191,16 +191,13 @@ int oppath_open_parent(int atfd, const char *path, const char **leaf, unsigned h
 	char dir[OPPATH_BUF];
 	size_t n = strlen(path);
 
-	while (n > 1 && path[n - 1] == '/')
+	while (n > 1 && path[n - 1] == '/') /* "a/b/" names b, as mkdir(2) does */
 		n--;
-	if (n < strlen(path)) { /* "dir/": the directory itself */
-		*leaf = ".";
-		n = strlen(path);
-	} else {
-		const char *slash = memrchr(path, '/', n);
-		*leaf = slash ? slash + 1 : path;
-		n = slash ? (slash == path ? 1 : (size_t)(slash - path)) : 0;
-	}
+	const char *slash = memrchr(path, '/', n);
+	*leaf = slash ? slash + 1 : path;
+	if (!**leaf || **leaf == '/')
+		*leaf = "."; /* "/" itself */
+	n = slash ? (slash == path ? 1 : (size_t)(slash - path)) : 0;
 	if (n >= sizeof dir) {
 		errno = ENAMETOOLONG;
 		return -1;

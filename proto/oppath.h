@@ -40,9 +40,10 @@
 int oppath_open(int atfd, const char *path, int flags, mode_t mode, unsigned how);
 
 /* Open the directory that holds path's last component (walked as above)
- * and point *leaf at that component inside path. A path ending in '/'
- * names its last directory itself: *leaf is then ".". Returns an
- * O_DIRECTORY fd or -1 with errno. */
+ * and point *leaf at that component inside path (with any trailing
+ * slashes, which *at() calls on a directory accept; "." for "/"). The
+ * leaf itself is not looked at: use it with a call that does not follow
+ * it. Returns an O_DIRECTORY fd or -1 with errno. */
 int oppath_open_parent(int atfd, const char *path, const char **leaf, unsigned how);
 
 /* Create the directory `path` and every missing one above it (mkdir -p)
