@@ -6,7 +6,8 @@
 # shell that runs the command here (as in 32_server_over_rsh.sh), both
 # ferry -> rsync --server and rsync -> ferry --server. The --stderr cases
 # need an unreadable file, so they run as nobody (setpriv) when we are root.
-# --insecure-links and --confine-root are still refused: checked as such.
+# --confine-root is still refused: checked as such (--insecure-links is
+# covered by 60_operator_paths.sh).
 # Check functions are called through t_check, which shellcheck cannot see.
 # shellcheck disable=SC2317
 
@@ -351,7 +352,7 @@ same_tree qsort_rsync_pushes_ferry_tree "$W/qs_ref" "$W/qs_rf"
 
 # ------------------------------------------- still refused, not ignored
 
-for opt in --insecure-links --confine-root=/tmp; do
+for opt in --confine-root=/tmp; do
     tag=${opt#--}
     tag=refused_${tag%%=*}
     tag=${tag//-/_}
