@@ -124,7 +124,8 @@ static int open_listed_names(struct session *s, const struct server_ctx *ctx)
 			errno = ENOENT;
 		}
 	} else {
-		fd = openat(ctx->root_fd, path, O_RDONLY | O_CLOEXEC);
+		/* the user's own path on this host: an operator path */
+		fd = oppath_open(ctx->root_fd, path, O_RDONLY, 0, s->opts->insecure_links);
 	}
 	if (fd < 0)
 		session_err(s, "failed to open files-from file %s: %s", path, strerror(errno));
