@@ -38,8 +38,9 @@ static void walk_move(struct walk *w, int next)
 	w->owned = true;
 }
 
-/* Set `rest` to text + tail; an absolute text restarts at "/". */
-static int walk_restart(struct walk *w, int atfd, const char *text, const char *tail)
+/* Set `rest` to text + tail; an absolute text restarts at "/", a relative
+ * one goes on from the directory reached. */
+static int walk_restart(struct walk *w, const char *text, const char *tail)
 {
 	char joined[OPPATH_BUF];
 
@@ -52,8 +53,6 @@ static int walk_restart(struct walk *w, int atfd, const char *text, const char *
 		if (root < 0)
 			return -1;
 		walk_move(w, root);
-	} else if (atfd != -1) {
-		w->dfd = atfd;
 	}
 	const char *p = joined;
 	while (*p == '/')
@@ -71,22 +70,25 @@ static int walk_restart(struct walk *w, int atfd, const char *text, const char *
 }
 
 /* Peel the first component of rest into comp; *tail points at what follows
- * it in rest (from its slash). Returns false when rest is empty. */
-static bool walk_next(struct walk *w, char *comp, size_t size, const char **tail)
+ * it in rest (from its slash). 1, 0 when rest is empty, -1 (ENAMETOOLONG)
+ * for a component that does not fit. */
+static int walk_next(struct walk *w, char *comp, size_t size, const char **tail)
 {
 	char *p = w->rest;
 
 	while (*p == '/')
 		p++;
 	if (!*p)
-		return false;
+		return 0;
 	size_t n = strcspn(p, "/");
-	if (n >= size)
-		n = size - 1;
+	if (n >= size) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
 	memcpy(comp, p, n);
 	comp[n] = '\0';
 	*tail = p + n;
-	return true;
+	return 1;
 }
 
 static bool tail_is_empty(const char *tail)
@@ -117,7 +119,7 @@ static int walk_follow(struct walk *w, const char *comp, const struct stat *lst,
 		return -1;
 	target[n] = '\0';
 	snprintf(saved_tail, sizeof saved_tail, "%s", tail);
-	return walk_restart(w, -1, target, saved_tail);
+	return walk_restart(w, target, saved_tail);
 }
 
 /* Step into the directory comp. With mkdirs, a missing one is made. */
@@ -148,9 +150,10 @@ static int walk_open(int atfd, const char *path, int flags, mode_t mode, unsigne
 		errno = ENOENT;
 		return -1;
 	}
-	if (walk_restart(&w, atfd, path, "") < 0)
+	if (walk_restart(&w, path, "") < 0)
 		goto out;
-	while (walk_next(&w, comp, sizeof comp, &tail)) {
+	int more;
+	while ((more = walk_next(&w, comp, sizeof comp, &tail)) > 0) {
 		bool last = tail_is_empty(tail);
 		struct stat lst;
 		bool exists = fstatat(w.dfd, comp, &lst, AT_SYMLINK_NOFOLLOW) == 0;
@@ -169,6 +172,8 @@ static int walk_open(int atfd, const char *path, int flags, mode_t mode, unsigne
 			goto out;
 		memmove(w.rest, tail, strlen(tail) + 1);
 	}
+	if (more < 0)
+		goto out;
 	/* the path ended in a directory (".", "/", or with mkdirs) */
 	fd = openat(w.dfd, ".", (mkdirs ? O_RDONLY | O_DIRECTORY : flags) | O_CLOEXEC, mode);
 out:;
