@@ -969,6 +969,8 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 		run_opts.temp_dir = m->temp_dir;
 		run_opts.temp_dir_trusted = true;
 	}
+	/* the module's "insecure links" (a client's --insecure-links was refused) */
+	run_opts.insecure_links = m->insecure_links;
 	if (m->open_noatime >= 0) /* the module decides when it says */
 		run_opts.open_noatime = m->open_noatime == 1;
 	if (m->timeout && (!run_opts.timeout || m->timeout < run_opts.timeout))

@@ -112,7 +112,7 @@ int recv_open_side_dirs(struct recv_ctx *rc)
 		/* the module's own "temp dir" is the administrator's path */
 		rc->temp_fd = o->temp_dir_trusted
 				      ? oppath_open(AT_FDCWD, o->temp_dir, O_RDONLY | O_DIRECTORY, 0,
-						    o->insecure_links)
+						    OPPATH_QUIET | o->insecure_links)
 				      : open_side_dir(rc, o->temp_dir, false);
 		if (rc->temp_fd < 0 && errno == ELOOP) {
 			rc->temp_dir_errno = ELOOP; /* each file fails, as in rsync */

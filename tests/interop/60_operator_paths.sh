@@ -3,7 +3,8 @@
 # --partial-dir, --files-from, --exclude-from, merge files, batch files,
 # --password-file, --early-input, the destination; a daemon's secrets file,
 # lock file, module path and "exclude from") follow a symlink only when it
-# is owned by root or by the euid (rsync 3.5.0, CVE-2026-53802/-53803).
+# is owned by root or by the euid (rsync 3.5.0, CVE-2026-53802/-53803);
+# --insecure-links, or a module's "insecure links = yes", turns that off.
 # Each case runs real rsync and ferry on the same fresh tree, with the
 # "other user's" links planted as in rsync's testsuite (ln -s, then
 # chown -h nobody), and compares the exit code, what happened outside the
@@ -15,7 +16,49 @@ t_setup
 
 if [ "$(id -u)" != 0 ] || ! id nobody >/dev/null 2>&1; then
     t_skip 60_operator_paths "needs root and a 'nobody' user to plant another user's symlink"
-    t_done
+    # A module's "insecure links = yes" lets -k follow a link out of the
+# module; without it the link is not followed. Same config for rsyncd and
+# ferry's daemon, pulled by real rsync.
+L=$T/links
+mkdir -p "$L/mod" "$L/outside"
+echo in >"$L/mod/intree"
+echo secret >"$L/outside/secret"
+ln -s ../outside "$L/mod/sub"
+chown -h nobody "$L/mod/sub"
+links_conf="[secure]
+    path = $L/mod
+    use chroot = no
+[insecure]
+    path = $L/mod
+    use chroot = no
+    insecure links = yes"
+pull_links() { # MODULE PORT TOOL
+    local out=$T/links.$1.$3
+    mkdir -p "$out"
+    "$RSYNC" -r --copy-dirlinks "rsync://127.0.0.1:$2/$1/" "$out/" >/dev/null 2>&1
+    echo "exit $?"
+    (cd "$out" && find . | sort)
+}
+if t_rsyncd_start links_rsyncd "$links_conf"; then
+    for m in secure insecure; do pull_links $m "$RSYNCD_PORT" rsync >"$T/links.$m.rsync.state"; done
+    t_rsyncd_stop
+    if t_ferryd_start links_ferryd "$links_conf"; then
+        for m in secure insecure; do pull_links $m "$FERRYD_PORT" ferry >"$T/links.$m.ferry.state"; done
+        t_check module_insecure_links_like_rsync diff "$T/links.insecure.rsync.state" "$T/links.insecure.ferry.state"
+        t_check module_insecure_links_serves_outside grep -q secret "$T/links.insecure.ferry.state"
+        # (without it rsync also lists "sub" and exits 23; ferry leaves the
+        # link out: only the refusal itself is compared here)
+        t_check module_secure_links_refused sh -c "! grep -q secret '$T/links.secure.rsync.state' &&
+            ! grep -q secret '$T/links.secure.ferry.state'"
+        t_ferryd_stop
+    else
+        t_fail ferryd_start "ferry daemon did not start"
+    fi
+else
+    t_fail rsyncd_start "rsync daemon did not start"
+fi
+
+t_done
 fi
 
 ELOOP_TEXT="Too many levels of symbolic links"
@@ -201,6 +244,48 @@ if t_rsyncd_start admin_rsyncd "$admin_conf"; then
             pull_admin "$m" "$FERRYD_PORT" >"$T/admin.$m.ferry"
             t_check "daemon_admin_path_$m" diff "$T/admin.$m.rsync" "$T/admin.$m.ferry"
         done
+        t_ferryd_stop
+    else
+        t_fail ferryd_start "ferry daemon did not start"
+    fi
+else
+    t_fail rsyncd_start "rsync daemon did not start"
+fi
+
+# A module's "insecure links = yes" lets -k follow a link out of the
+# module; without it the link is not followed. Same config for rsyncd and
+# ferry's daemon, pulled by real rsync.
+L=$T/links
+mkdir -p "$L/mod" "$L/outside"
+echo in >"$L/mod/intree"
+echo secret >"$L/outside/secret"
+ln -s ../outside "$L/mod/sub"
+chown -h nobody "$L/mod/sub"
+links_conf="[secure]
+    path = $L/mod
+    use chroot = no
+[insecure]
+    path = $L/mod
+    use chroot = no
+    insecure links = yes"
+pull_links() { # MODULE PORT TOOL
+    local out=$T/links.$1.$3
+    mkdir -p "$out"
+    "$RSYNC" -r --copy-dirlinks "rsync://127.0.0.1:$2/$1/" "$out/" >/dev/null 2>&1
+    echo "exit $?"
+    (cd "$out" && find . | sort)
+}
+if t_rsyncd_start links_rsyncd "$links_conf"; then
+    for m in secure insecure; do pull_links $m "$RSYNCD_PORT" rsync >"$T/links.$m.rsync.state"; done
+    t_rsyncd_stop
+    if t_ferryd_start links_ferryd "$links_conf"; then
+        for m in secure insecure; do pull_links $m "$FERRYD_PORT" ferry >"$T/links.$m.ferry.state"; done
+        t_check module_insecure_links_like_rsync diff "$T/links.insecure.rsync.state" "$T/links.insecure.ferry.state"
+        t_check module_insecure_links_serves_outside grep -q secret "$T/links.insecure.ferry.state"
+        # (without it rsync also lists "sub" and exits 23; ferry leaves the
+        # link out: only the refusal itself is compared here)
+        t_check module_secure_links_refused sh -c "! grep -q secret '$T/links.secure.rsync.state' &&
+            ! grep -q secret '$T/links.secure.ferry.state'"
         t_ferryd_stop
     else
         t_fail ferryd_start "ferry daemon did not start"
