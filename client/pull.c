@@ -71,21 +71,30 @@ void list_entry(const struct ferry_opts *o, const struct file_entry *f)
 
 /* Where the entries go (main.c: get_local_name): a directory (rootfd), or
  * for a single non-directory a file name inside the parent directory. */
-/* The destination directory, an operator path: rsync names a refusal
- * (ELOOP for another user's symlink on the way) by its absolute path. */
+/* The destination directory could not be entered (another user's
+ * symlink on the way: ELOOP): rsync's change_dir message, which names it
+ * by its absolute path (#1: it existed, #2: it was to be made). */
+static int dest_change_dir_failed(int which, const char *dest, int e)
+{
+	char cwd[4096] = "";
+	size_t n = strlen(dest);
+
+	if (*dest != '/' && !getcwd(cwd, sizeof cwd))
+		cwd[0] = '\0';
+	while (which == 2 && n > 1 && dest[n - 1] == '/')
+		n--;
+	fprintf(stderr, "ferry: [Receiver] change_dir#%d \"%s%s%.*s\" failed: %s (%d)\n", which,
+		cwd, *cwd ? "/" : "", (int)n, dest, strerror(e), e);
+	return -RERR_FILESELECT;
+}
+
+/* The existing destination directory, an operator path (oppath.h). */
 static int open_existing_root(const char *dest, bool insecure)
 {
 	int fd = fs_open_root(dest, false, false, insecure);
 
-	if (fd < 0) {
-		int e = errno;
-		char cwd[4096] = "";
-		if (*dest != '/' && !getcwd(cwd, sizeof cwd))
-			cwd[0] = '\0';
-		fprintf(stderr, "ferry: change_dir#1 \"%s%s%s\" failed: %s (%d)\n", cwd,
-			*cwd ? "/" : "", dest, strerror(e), e);
-		return -RERR_FILESELECT;
-	}
+	if (fd < 0)
+		return dest_change_dir_failed(1, dest, errno);
 	return fd;
 }
 
@@ -139,6 +148,8 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 		}
 		int fd = fs_open_root(dest, true, o->mkpath, o->insecure_links);
 		rc->root_created = fd >= 0;
+		if (fd < 0 && errno == ELOOP)
+			return dest_change_dir_failed(2, dest, errno);
 		if (fd < 0) {
 			fprintf(stderr, "ferry: mkdir \"%s\" failed: %s\n", dest, strerror(errno));
 			return -RERR_FILEIO;

@@ -189,6 +189,19 @@ if t_rsyncd_start op_rsyncd "[m]
     same_as_rsync password_file_own_link secret_victim -- -a --password-file=plant/mine/victim "rsync://u@127.0.0.1:$RSYNCD_PORT/auth/" dest/
     same_as_rsync early_input_parent - -- -a --early-input=plant/opd/victim "$url/m/" dest/
     same_as_rsync early_input_insecure - -- -a --insecure-links --early-input=plant/opd/victim "$url/m/" dest/
+    # a pull's destination (client/pull.c), existing and to be made
+    same_as_rsync dest_pull_leaf - -- -a "$url/m/" plant/opd/
+    same_as_rsync dest_pull_own_link - -- -a "$url/m/" plant/mine/
+    # (rsync makes outside/new through the link before it refuses it;
+    # ferry refuses first, so only the exit code and the message agree)
+    check_pull_new() {
+        local b=$T/pull_new
+        make_tree "$b"
+        (cd "$b" && "$FERRY" -a "$url/m/" plant/opd/new/) >"$b.out" 2>"$b.err"
+        local rc=$?
+        [ "$rc" = 3 ] && grep -q "change_dir#2 .*$ELOOP_TEXT" "$b.err" && [ ! -e "$b/outside/new" ]
+    }
+    t_check dest_pull_new_refused check_pull_new
     t_rsyncd_stop
 else
     t_fail rsyncd_start "rsync daemon did not start"
