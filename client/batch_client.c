@@ -20,6 +20,7 @@
 #include "proto/filesfrom.h"
 #include "proto/filter.h"
 #include "proto/negotiate.h"
+#include "proto/oppath.h"
 #include "proto/session.h"
 
 /* One argument, single-quoted so that nothing in it reaches the shell;
@@ -120,7 +121,7 @@ static bool write_script(struct session *s)
 					 "cannot write a filter rule containing a newline to the batch replay script");
 	}
 	snprintf(name, sizeof name, "%s.sh", o->batch_name);
-	int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0700);
+	int fd = oppath_open(AT_FDCWD, name, O_WRONLY | O_CREAT | O_TRUNC, 0700, o->insecure_links);
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
 		int e = errno;
@@ -205,7 +206,7 @@ int client_read_batch(const struct ferry_opts *o)
 		fprintf(stderr, "ferry: remote destination is not allowed with --read-batch\n");
 		return RERR_SYNTAX;
 	}
-	int fd = batch_open_read(o->batch_name, &flags);
+	int fd = batch_open_read(o->batch_name, o->insecure_links, &flags);
 	if (fd < 0)
 		return RERR_FILEIO;
 	if (!replay_options(&ro, o, flags)) {

@@ -19,6 +19,7 @@
 #include "client/secluded.h"
 #include "proto/checksum.h"
 #include "proto/negotiate.h"
+#include "proto/oppath.h"
 
 #define LINE_MAX_LEN 5120
 
@@ -48,7 +49,8 @@ static bool parse_greeting(const char *line, int *version, int *sub, char *diges
 
 /* The password: --password-file, then RSYNC_PASSWORD, then a prompt
  * (authenticate.c: getpassf). */
-static bool read_password_file(const char *name, char *buf, size_t size, int *exit_code)
+static bool read_password_file(const char *name, bool insecure, char *buf, size_t size,
+			       int *exit_code)
 {
 	struct stat st;
 	ssize_t n;
@@ -60,15 +62,8 @@ static bool read_password_file(const char *name, char *buf, size_t size, int *ex
 		return true;
 	}
 	/* A planted symlink could make us send another file's first line to
-	 * the daemon: only follow links owned by root or by us. */
-	if (lstat(name, &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid != 0 &&
-	    st.st_uid != geteuid()) {
-		fprintf(stderr, "ferry: could not open password file %s: refusing a symlink "
-				"owned by another user\n", name);
-		*exit_code = RERR_SYNTAX;
-		return false;
-	}
-	int fd = open(name, O_RDONLY | O_CLOEXEC);
+	 * the daemon: an operator path (oppath.h). */
+	int fd = oppath_open(AT_FDCWD, name, O_RDONLY, 0, insecure);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		fprintf(stderr, "ferry: could not open password file %s: %s (%d)\n", name,
 			strerror(errno), errno);
@@ -100,7 +95,7 @@ static bool read_password_file(const char *name, char *buf, size_t size, int *ex
 static bool get_password(const struct ferry_opts *o, char *buf, size_t size, int *exit_code)
 {
 	if (o->password_file)
-		return read_password_file(o->password_file, buf, size, exit_code);
+		return read_password_file(o->password_file, o->insecure_links, buf, size, exit_code);
 	const char *env = getenv("RSYNC_PASSWORD");
 	if (env) {
 		snprintf(buf, size, "%s", env);
@@ -165,13 +160,7 @@ static bool send_early_input(struct session *s, const char *name, int *exit_code
 
 	*exit_code = RERR_STARTCLIENT;
 	/* A planted symlink must not make us send another user's file. */
-	if (lstat(name, &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid != 0 &&
-	    st.st_uid != geteuid()) {
-		fprintf(stderr, "ferry: failed to open %s: refusing a symlink owned by another "
-				"user\n", name);
-		return false;
-	}
-	int fd = open(name, O_RDONLY | O_CLOEXEC);
+	int fd = oppath_open(AT_FDCWD, name, O_RDONLY, 0, s->opts->insecure_links);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		fprintf(stderr, "ferry: failed to open %s: %s (%d)\n", name, strerror(errno), errno);
 		if (fd >= 0)

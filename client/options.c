@@ -6,6 +6,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -14,11 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "client/connect.h"
 #include "client/exit_line.h"
 #include "client/options.h"
 #include "proto/logfmt.h"
+#include "proto/oppath.h"
 #include "proto/batch.h"
 #include "proto/filter.h"
 #include "proto/token.h"
@@ -233,6 +236,19 @@ int options_filter_failed(const struct filter_list *fl, const char *err)
  * (exclude.c: parse_filter_file): one pattern per line (NUL-separated with
  * --from0), CR/LF/CRLF ends a line, empty lines and lines starting with
  * ';' or '#' are skipped; "-" is stdin. */
+/* An --exclude-from/--include-from file is an operator path (oppath.h);
+ * --insecure-links counts from where it stands on the command line, as in
+ * rsync, which reads the file while parsing. */
+static FILE *open_rule_file(const char *fname, bool insecure)
+{
+	int fd = oppath_open(AT_FDCWD, fname, O_RDONLY, 0, insecure);
+	FILE *fp = fd >= 0 ? fdopen(fd, "rb") : NULL;
+
+	if (!fp && fd >= 0)
+		close(fd);
+	return fp;
+}
+
 static int read_rule_file(struct pstate *ps, const char *fname, bool include)
 {
 	bool use_stdin = !strcmp(fname, "-") && !ps->o->server;
@@ -246,7 +262,7 @@ static int read_rule_file(struct pstate *ps, const char *fname, bool include)
 	if (use_stdin && (ps->flags & OPTS_FROM_REMOTE))
 		return usage_err(ps, "%s--%sclude-from=- is not allowed here",
 				 where_prefix(ps), include ? "in" : "ex");
-	fp = use_stdin ? stdin : fopen(fname, "rb");
+	fp = use_stdin ? stdin : open_rule_file(fname, ps->o->insecure_links);
 	if (!fp)
 		return other_err(ps, RERR_FILEIO, "[%s] failed to open %sclude file %s: %s (%d)",
 				 ps->o->server ? "server" : "client", include ? "in" : "ex", fname,
@@ -835,6 +851,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_KEEP_DIRLINKS: o->keep_dirlinks = v; break;
 	case OPT_SAFE_LINKS: o->safe_links = v; break;
 	case OPT_MUNGE_LINKS: o->munge_links = v; break;
+	case OPT_INSECURE_LINKS: o->insecure_links = v; break;
 	case OPT_ONE_FILE_SYSTEM: o->one_file_system = v ? o->one_file_system + 1 : 0; break;
 	case OPT_MKPATH: o->mkpath = v; break;
 	case OPT_BACKUP: o->backup = v; break;

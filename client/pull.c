@@ -72,6 +72,33 @@ void list_entry(const struct ferry_opts *o, const struct file_entry *f)
 
 /* Where the entries go (main.c: get_local_name): a directory (rootfd), or
  * for a single non-directory a file name inside the parent directory. */
+/* The destination directory could not be entered (another user's
+ * symlink on the way: ELOOP): rsync's change_dir message, which names it
+ * by its absolute path (#1: it existed, #2: it was to be made). */
+static int dest_change_dir_failed(int which, const char *dest, int e)
+{
+	char cwd[4096] = "";
+	size_t n = strlen(dest);
+
+	if (*dest != '/' && !getcwd(cwd, sizeof cwd))
+		cwd[0] = '\0';
+	while (which == 2 && n > 1 && dest[n - 1] == '/')
+		n--;
+	fprintf(stderr, "ferry: [Receiver] change_dir#%d \"%s%s%.*s\" failed: %s (%d)\n", which,
+		cwd, *cwd ? "/" : "", (int)n, dest, strerror(e), e);
+	return -RERR_FILESELECT;
+}
+
+/* The existing destination directory, an operator path (oppath.h). */
+static int open_existing_root(const char *dest, bool insecure)
+{
+	int fd = fs_open_root(dest, false, false, insecure);
+
+	if (fd < 0)
+		return dest_change_dir_failed(1, dest, errno);
+	return fd;
+}
+
 static int open_destination(const struct ferry_opts *o, struct flist *fl, const char *dest,
 			    struct recv_ctx *rc, char *solo, size_t solosize)
 {
@@ -89,7 +116,7 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 	bool trailing_slash = dlen > 0 && dest[dlen - 1] == '/';
 	int statret = stat(dest, &st);
 	if (statret == 0 && S_ISDIR(st.st_mode))
-		return fs_open_root(dest, false, false);
+		return open_existing_root(dest, o->insecure_links);
 	if (statret == 0 && active > 1) {
 		fprintf(stderr, "ferry: ERROR: destination must be a directory when copying more than 1 file\n");
 		return -RERR_FILESELECT;
@@ -118,10 +145,12 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 					n--;
 				printf("created directory %.*s\n", n, dest);
 			}
-			return fs_open_root("/", false, false);
+			return fs_open_root("/", false, false, false);
 		}
-		int fd = fs_open_root(dest, true, o->mkpath);
+		int fd = fs_open_root(dest, true, o->mkpath, o->insecure_links);
 		rc->root_created = fd >= 0;
+		if (fd < 0 && errno == ELOOP)
+			return dest_change_dir_failed(2, dest, errno);
 		if (fd < 0) {
 			fprintf(stderr, "ferry: mkdir \"%s\" failed: %s\n", dest, strerror(errno));
 			return -RERR_FILEIO;
@@ -145,7 +174,7 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 		snprintf(parent, sizeof parent, "/");
 	snprintf(solo, solosize, "%s", slash ? slash + 1 : dest);
 	rc->solo_name = solo;
-	return fs_open_root(parent, o->mkpath, o->mkpath);
+	return fs_open_root(parent, o->mkpath, o->mkpath, o->insecure_links);
 }
 
 static void print_summary(const struct ferry_opts *o, struct session *s, double elapsed)

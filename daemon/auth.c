@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/oppath.h"
 #include "proto/wildmatch.h"
 
 #define CHALLENGE_RANDOM_BYTES 32
@@ -388,13 +389,15 @@ static bool check_secret(const char *path, bool strict_modes, bool am_root,
 		set_err(err, errsz, "no secrets file");
 		return false;
 	}
-	/* O_NOFOLLOW: a planted symlink (to /etc/shadow, say) would otherwise
-	 * pass the mode checks on its target. O_NONBLOCK: a FIFO must not hang
-	 * us; it is refused below. */
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	/* An admin path (oppath.h): a symlink planted by another user, at the
+	 * leaf or in a parent directory, would otherwise make us read another
+	 * file (/etc/shadow, say) as the secrets. The check is never turned
+	 * off here, not even by a module's "insecure links". O_NONBLOCK: a
+	 * FIFO must not hang us; it is refused below. */
+	int fd = oppath_open(AT_FDCWD, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, OPPATH_QUIET);
 	if (fd < 0) {
 		if (errno == ELOOP)
-			set_err(err, errsz, "secrets file %s is a symbolic link: refused", path);
+			set_err(err, errsz, "secrets file %s: %s", path, strerror(errno));
 		else
 			set_err(err, errsz, "no secrets file: cannot open %s: %s", path,
 				strerror(errno));

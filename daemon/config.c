@@ -24,6 +24,7 @@
 #include "daemon/access.h"
 #include "daemon/config.h"
 #include "daemon/config_priv.h"
+#include "proto/oppath.h"
 
 #define EOFC (-1)
 
@@ -369,7 +370,8 @@ static int read_file(const char *path, struct stat *st, char **data, size_t *len
 	char *buf;
 	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* an admin path: no other user's symlink on the way (oppath.h) */
+	fd = oppath_open(AT_FDCWD, path, O_RDONLY | O_NOCTTY, 0, OPPATH_QUIET);
 	if (fd < 0) {
 		snprintf(why, whysz, "%s", strerror(errno));
 		return -1;

@@ -28,6 +28,7 @@
 #include "proto/chmod.h"
 #include "proto/filter.h"
 #include "proto/logfmt.h"
+#include "proto/oppath.h"
 #include "proto/server.h"
 #include "proto/session.h"
 #include "proto/token.h"
@@ -100,7 +101,7 @@ static void send_motd(struct conn *c)
 	if (!c->cfg->motd_file || !*c->cfg->motd_file)
 		return;
 	char *motd = config_expand(c->cfg->motd_file);
-	int fd = motd ? open(motd, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	int fd = motd ? oppath_open(AT_FDCWD, motd, O_RDONLY, 0, OPPATH_QUIET) : -1;
 	free(motd);
 	ssize_t n;
 	while (fd >= 0 && (n = read(fd, buf, sizeof buf)) > 0)
@@ -183,6 +184,13 @@ static void send_listing(struct conn *c)
 		send_line(c, "@RSYNCD: EXIT\n");
 }
 
+/* How a module's admin paths are opened: never with a hint on stderr, and
+ * following any symlink only with "insecure links = yes". */
+static unsigned module_oppath_how(const struct daemon_module *m)
+{
+	return OPPATH_QUIET | (m->insecure_links ? OPPATH_INSECURE : 0);
+}
+
 /* Claim one of the module's `max connections` slots with a record lock on
  * the lock file (connection.c: claim_connection). */
 static bool claim_slot(struct conn *c, const struct daemon_module *m)
@@ -191,7 +199,7 @@ static bool claim_slot(struct conn *c, const struct daemon_module *m)
 
 	if (m->max_connections <= 0)
 		return m->max_connections == 0;
-	c->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	c->lock_fd = oppath_open(AT_FDCWD, lock, O_RDWR | O_CREAT, 0600, module_oppath_how(m));
 	if (c->lock_fd < 0)
 		return false;
 	for (int i = 0; i < m->max_connections; i++) {
@@ -305,22 +313,29 @@ static int enter_module(struct conn *c, const struct daemon_module *m)
 		send_line(c, "@ERROR: invalid uid or gid setting.\n");
 		return -1;
 	}
-	int fd;
-	if (m->use_chroot != 0 && root && chroot(m->path) == 0 && chdir("/") == 0) {
+	/* The module path is the admin's (oppath.h): resolved once, with no
+	 * other user's symlink on the way, and entered by that fd. */
+	int fd = oppath_open(AT_FDCWD, m->path, O_RDONLY | O_DIRECTORY, 0, module_oppath_how(m));
+	int path_errno = errno;
+	if (fd >= 0 && m->use_chroot != 0 && root && fchdir(fd) == 0 && chroot(".") == 0 &&
+	    chdir("/") == 0) {
+		close(fd);
 		fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		c->chrooted = true;
-	} else if (m->use_chroot == 1) {
-		daemon_log(c->cfg, m, "chroot(\"%s\") failed: %s", m->path, strerror(errno));
+	} else if (m->use_chroot == 1 && !(fd < 0 && path_errno == ELOOP)) {
+		daemon_log(c->cfg, m, "chroot(\"%s\") failed: %s", m->path,
+			   strerror(fd < 0 ? path_errno : errno));
 		send_line(c, "@ERROR: chroot failed\n");
-		return -1;
-	} else {
-		fd = open(m->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd >= 0 && fchdir(fd) < 0) {
+		if (fd >= 0)
 			close(fd);
-			fd = -1;
-		}
+		return -1;
+	} else if (fd >= 0 && fchdir(fd) < 0) {
+		path_errno = errno;
+		close(fd);
+		fd = -1;
 	}
 	if (fd < 0) {
+		errno = path_errno;
 		daemon_log(c->cfg, m, "ferry: chdir %s failed: %s (%d)", m->path, strerror(errno),
 			   errno);
 		send_line(c, "@ERROR: chdir failed\n");
@@ -489,6 +504,8 @@ static int module_filters(const struct daemon_module *m, struct filter_list *fl,
 		     {m->exclude, old | split, false}};
 
 	filter_list_init(fl);
+	/* "exclude from" and merge files are admin paths (oppath.h) */
+	fl->oppath_how = module_oppath_how(m);
 	for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
 		const char *v = lists[i].v;
 		if (!v || !*v)
@@ -952,6 +969,8 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 		run_opts.temp_dir = m->temp_dir;
 		run_opts.temp_dir_trusted = true;
 	}
+	/* the module's "insecure links" (a client's --insecure-links was refused) */
+	run_opts.insecure_links = m->insecure_links;
 	if (m->open_noatime >= 0) /* the module decides when it says */
 		run_opts.open_noatime = m->open_noatime == 1;
 	if (m->timeout && (!run_opts.timeout || m->timeout < run_opts.timeout))

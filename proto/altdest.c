@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/oppath.h"
 #include "proto/recvside.h"
 
 /* base + "/" + rel with "." and ".." resolved; false if it climbs above
@@ -53,10 +54,14 @@ static bool join_inside(const char *base, const char *rel, char *out, size_t siz
 static int open_side_dir(struct recv_ctx *rc, const char *dir, bool create)
 {
 	if (!rc->confined) {
-		int at = *dir == '/' ? AT_FDCWD : rc->rootfd;
-		if (create && mkdirat(at, dir, 0777) == 0 && info_ge(rc->s->opts, INFO_BACKUP, 1))
+		/* the operator's path: only trusted symlinks on the way */
+		bool insecure = rc->s->opts->insecure_links, made = false;
+		if (!create)
+			return oppath_open(rc->rootfd, dir, O_RDONLY | O_DIRECTORY, 0, insecure);
+		int fd = oppath_mkdirs(rc->rootfd, dir, 0777, insecure, &made);
+		if (made && info_ge(rc->s->opts, INFO_BACKUP, 1))
 			session_info(rc->s, "(new) backup_dir is %s\n", dir);
-		return openat(at, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		return fd;
 	}
 	char rel[4096];
 	if (!join_inside(rc->dest_rel ? rc->dest_rel : "", dir, rel, sizeof rel)) {
@@ -80,10 +85,13 @@ int recv_open_side_dirs(struct recv_ctx *rc)
 
 	rc->backup_fd = -1;
 	rc->temp_fd = -1;
+	rc->temp_dir_errno = 0;
 	rc->nalt = 0;
 	for (int i = 0; i < o->nalt_dest && i < ALT_DEST_MAX; i++) {
 		rc->alt_fd[i] = open_side_dir(rc, o->alt_dest[i], false);
-		if (rc->alt_fd[i] < 0)
+		/* a refused link was reported by the walk; rsync goes on
+		 * without that basis dir */
+		if (rc->alt_fd[i] < 0 && errno != ELOOP)
 			session_err(rc->s, "--%s arg does not exist: %s", kind[o->alt_dest_mode],
 				    o->alt_dest[i]);
 		rc->nalt = i + 1;
@@ -103,9 +111,12 @@ int recv_open_side_dirs(struct recv_ctx *rc)
 	if (o->temp_dir && !o->dry_run) {
 		/* the module's own "temp dir" is the administrator's path */
 		rc->temp_fd = o->temp_dir_trusted
-				      ? open(o->temp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+				      ? oppath_open(AT_FDCWD, o->temp_dir, O_RDONLY | O_DIRECTORY, 0,
+						    OPPATH_QUIET | o->insecure_links)
 				      : open_side_dir(rc, o->temp_dir, false);
-		if (rc->temp_fd < 0) {
+		if (rc->temp_fd < 0 && errno == ELOOP) {
+			rc->temp_dir_errno = ELOOP; /* each file fails, as in rsync */
+		} else if (rc->temp_fd < 0) {
 			session_err(rc->s, "The temp-dir does not exist: %s", o->temp_dir);
 			return RERR_SYNTAX;
 		}

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/oppath.h"
 #include "proto/session.h"
 #include "proto/token.h"
 
@@ -118,9 +119,10 @@ bool batch_start(struct session *s, bool we_send)
 
 	if (!t)
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
-	/* No symlink at FILE itself: a planted one would make us truncate
-	 * whatever it points to (rsync batch.c: open_batch_files). */
-	t->fd = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* An operator path (oppath.h): a planted symlink would make us
+	 * truncate whatever it points to (rsync batch.c: open_batch_files). */
+	t->fd = oppath_open(AT_FDCWD, name, O_WRONLY | O_CREAT | O_TRUNC, 0600,
+			    s->opts->insecure_links);
 	if (t->fd < 0) {
 		int e = errno;
 		free(t);
@@ -197,7 +199,7 @@ bool batch_finish(struct session *s)
 	return a && b;
 }
 
-int batch_open_read(const char *name, int32_t *flags)
+int batch_open_read(const char *name, bool insecure, int32_t *flags)
 {
 	struct stat st;
 	uint8_t b[4];
@@ -206,7 +208,7 @@ int batch_open_read(const char *name, int32_t *flags)
 	if (strcmp(name, "-") == 0) {
 		fd = STDIN_FILENO;
 	} else {
-		fd = open(name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		fd = oppath_open(AT_FDCWD, name, O_RDONLY, 0, insecure);
 		if (fd < 0) {
 			fprintf(stderr, "ferry: Batch file %s open error: %s\n", name,
 				strerror(errno));

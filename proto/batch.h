@@ -84,9 +84,10 @@ bool batch_finish(struct session *s);
  * --only-write-batch sender diverts from the receiver). */
 bool batch_tee_data(struct batch_tee *t, const void *p, size_t n);
 
-/* --read-batch: open FILE ("-" is stdin), which must be a regular file,
- * and read its stream flags. Returns the fd, or -1 after printing why. */
-int batch_open_read(const char *name, int32_t *flags);
+/* --read-batch: open FILE ("-" is stdin; else an operator path, oppath.h,
+ * insecure being --insecure-links), which must be a regular file, and read
+ * its stream flags. Returns the fd, or -1 after printing why. */
+int batch_open_read(const char *name, bool insecure, int32_t *flags);
 
 /* Apply the batch's stream flags to a copy of the options, as rsync's
  * check_batch_flags() does. False (message printed) when the batch needs

@@ -2,6 +2,7 @@
  * The confined file layer (see fileio.h).
  */
 #include "proto/fileio.h"
+#include "proto/oppath.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -345,27 +346,28 @@ int fs_remove_any(int dirfd, const char *leaf, bool recursive)
 	return -1;
 }
 
-int fs_open_root(const char *path, bool create, bool mkpath)
+int fs_open_root(const char *path, bool create, bool mkpath, bool insecure)
 {
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = oppath_open(AT_FDCWD, path, O_RDONLY | O_DIRECTORY, 0, insecure);
 
 	if (fd >= 0 || errno != ENOENT || !create)
 		return fd;
 	if (mkpath) {
-		char buf[4096];
-		snprintf(buf, sizeof buf, "%s", path);
-		for (char *p = buf + 1; *p; p++) {
-			if (*p != '/')
-				continue;
-			*p = '\0';
-			if (mkdir(buf, 0777) < 0 && errno != EEXIST)
-				return -1;
-			*p = '/';
-		}
+		bool made;
+		return oppath_mkdirs(AT_FDCWD, path, 0777, insecure, &made);
 	}
-	if (mkdir(path, 0777) < 0 && errno != EEXIST)
+	const char *leaf;
+	int parent = oppath_open_parent(AT_FDCWD, path, &leaf, insecure);
+	if (parent < 0)
 		return -1;
-	return open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int r = mkdirat(parent, leaf, 0777);
+	int e = errno;
+	close(parent);
+	if (r < 0 && e != EEXIST) {
+		errno = e;
+		return -1;
+	}
+	return oppath_open(AT_FDCWD, path, O_RDONLY | O_DIRECTORY, 0, insecure);
 }
 
 bool fs_symlink_unsafe(const char *target, const char *path)

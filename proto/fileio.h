@@ -76,9 +76,10 @@ int fs_remove_tree(int dirfd, const char *leaf);
 int fs_remove_any(int dirfd, const char *leaf, bool recursive);
 
 /* Create the destination root directory if it does not exist (only its last
- * component, like rsync; with mkpath all missing components). Returns an
- * O_DIRECTORY fd or -1 with errno. */
-int fs_open_root(const char *path, bool create, bool mkpath);
+ * component, like rsync; with mkpath all missing components). The path is
+ * the operator's (oppath.h: no other user's symlink is followed; insecure
+ * is --insecure-links). Returns an O_DIRECTORY fd or -1 with errno. */
+int fs_open_root(const char *path, bool create, bool mkpath, bool insecure);
 
 /* --mkpath on a server: create every missing directory of relpath under
  * rootfd, following no symlink and refusing "..". 0, or -1 with errno. */

@@ -2,6 +2,7 @@
  * --files-from lists (see filesfrom.h).
  */
 #include "proto/filesfrom.h"
+#include "proto/oppath.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,11 +32,11 @@ void names_from_peer(struct names_source *ns, struct wire_in *in)
 	ns->in = in;
 }
 
-int names_open_local(const char *path)
+int names_open_local(const char *path, bool insecure)
 {
 	if (strcmp(path, "-") == 0)
 		return fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0);
-	return open(path, O_RDONLY | O_CLOEXEC);
+	return oppath_open(AT_FDCWD, path, O_RDONLY, 0, insecure);
 }
 
 /* Refill the buffer of a local list: 1, 0 at its end, -1 on error. */

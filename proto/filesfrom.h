@@ -46,8 +46,9 @@ void names_sanitize(char *p, bool keep_dots);
 void path_sanitize(char *p, int depth, bool keep_dots);
 
 /* Open the --files-from FILE a server was told to read, or "-" for stdin
- * on a client. Returns the fd or -1 with errno. */
-int names_open_local(const char *path);
+ * on a client; FILE is an operator path (oppath.h: insecure is
+ * --insecure-links). Returns the fd or -1 with errno. */
+int names_open_local(const char *path, bool insecure);
 
 /* Forwarding a local list to the sending peer: a thread reads src_fd and
  * writes the names NUL-terminated to the session's output (in MSG_DATA

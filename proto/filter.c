@@ -24,6 +24,7 @@
 
 #include "proto/flist.h"
 #include "proto/opts.h"
+#include "proto/oppath.h"
 #include "proto/session.h"
 #include "proto/wildmatch.h"
 
@@ -511,6 +512,24 @@ static bool read_line(FILE *fp, bool word_split, char *line, size_t max, bool *m
 	return any;
 }
 
+/* A merge file's path is the operator's (oppath.h): no other user's
+ * symlink is followed on the way. On a server the name comes from the
+ * peer's rules, so not even a trusted link is followed at the leaf. */
+static int open_merge_file(const struct filter_list *fl, const char *path)
+{
+	if (!fl->from_peer)
+		return oppath_open(AT_FDCWD, path, O_RDONLY, 0, fl->oppath_how);
+	const char *leaf;
+	int dir = oppath_open_parent(AT_FDCWD, path, &leaf, fl->oppath_how | OPPATH_QUIET);
+	if (dir < 0)
+		return -1;
+	int fd = openat(dir, leaf, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int e = errno;
+	close(dir);
+	errno = e;
+	return fd;
+}
+
 /* exclude.c: parse_filter_file. A missing file is an error only when
  * fatal (a '.' rule); per-directory files are optional. */
 static int parse_file(struct pctx *pc, const char *path, uint32_t tflags, bool fatal)
@@ -539,9 +558,7 @@ static int parse_file(struct pctx *pc, const char *path, uint32_t tflags, bool f
 		if (fd >= 0 && !(fp = fdopen(fd, "rb")))
 			close(fd);
 	} else {
-		/* On a server the file names come from the peer's rules: do
-		 * not let a planted symlink point them elsewhere. */
-		int fd = open(path, O_RDONLY | O_CLOEXEC | (fl->from_peer ? O_NOFOLLOW : 0));
+		int fd = open_merge_file(fl, path);
 		if (fd >= 0 && !(fp = fdopen(fd, "rb")))
 			close(fd);
 	}
@@ -754,6 +771,7 @@ int filter_list_from_opts(struct filter_list *fl, const struct ferry_opts *o, ch
 
 	if (o->protocol)
 		fl->protocol = o->protocol;
+	fl->oppath_how = o->insecure_links ? OPPATH_INSECURE : 0;
 	/* A server's options came from the client: treat its rules so. */
 	if (o->server)
 		flags |= FILTER_PARSE_FROM_PEER;

@@ -89,6 +89,7 @@ struct filter_list {
 	bool cvs_loaded;
 	int protocol;              /* for "-C" rules: perishable if >= 30 */
 	bool from_peer;            /* rules came from the peer (a server) */
+	unsigned oppath_how;       /* OPPATH_* for opening merge files (oppath.h) */
 	bool delete_excluded;      /* parsed for --delete-excluded */
 	char *abs_root;            /* absolute transfer root, for '/' rules */
 	bool abs_root_fixed;       /* set by filter_set_abs_root() */

@@ -394,7 +394,7 @@ static bool following_links(const struct ferry_opts *o)
 static int stat_target(struct walker *k, int dirfd, const char *leaf, const char *path,
 		       struct stat *st)
 {
-	if (!k->w->confined)
+	if (!k->w->confined || k->s->opts->insecure_links) /* module "insecure links" */
 		return fstatat(dirfd, leaf, st, 0);
 	int fd = fs_open_beneath(k->sl->roots.fds[k->root], path, O_PATH);
 	if (fd < 0)
@@ -450,7 +450,7 @@ static int open_subdir(struct walker *k, int dirfd, const char *leaf, const char
 
 	if (fd >= 0 || (errno != ELOOP && errno != ENOTDIR) || !following_links(k->s->opts))
 		return fd;
-	if (!k->w->confined)
+	if (!k->w->confined || k->s->opts->insecure_links)
 		return openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	return fs_open_beneath(k->sl->roots.fds[k->root], sub, O_RDONLY | O_DIRECTORY);
 }

@@ -6,6 +6,7 @@
  * Control characters in a line are written as \#ooo.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/oppath.h"
 #include "proto/outfilter.h"
 #include "proto/session.h"
 
@@ -24,8 +26,13 @@ void logfile_open(struct session *s)
 
 	if (!file || s->log_fp)
 		return;
-	s->log_fp = fopen(file, "a");
+	/* an operator path: no symlink of another user's on the way */
+	int fd = oppath_open(AT_FDCWD, file, O_WRONLY | O_APPEND | O_CREAT, 0666,
+			     s->opts->insecure_links);
+	s->log_fp = fd >= 0 ? fdopen(fd, "a") : NULL;
 	if (!s->log_fp) {
+		if (fd >= 0)
+			close(fd);
 		fprintf(stderr, "ferry: failed to open log-file %s: %s\n", file, strerror(errno));
 		fprintf(stderr, "Ignoring \"--log-file=%s\"\n", file);
 		return;

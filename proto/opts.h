@@ -205,6 +205,9 @@ struct ferry_opts {
 	bool keep_dirlinks;     /* -K */
 	bool safe_links;        /* --safe-links */
 	bool munge_links;       /* --munge-links */
+	bool insecure_links;    /* --insecure-links (local only, never sent on), or
+				 * a daemon module's "insecure links": operator
+				 * paths follow symlinks of any owner (oppath.h) */
 
 	/* limits, safety and extras */
 	int64_t max_size;  /* --max-size in bytes, -1 = none */

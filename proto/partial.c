@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/oppath.h"
 #include "proto/recvside.h"
 
 const char *partial_leaf(const struct recv_ctx *rc, const char *path)
@@ -70,6 +71,26 @@ static int make_partial_dir(struct dir_cursor *c, int base, char *rel)
 	return dir_cursor_open(c, rel);
 }
 
+/* The user's absolute --partial-dir: an operator path (oppath.h), made
+ * private (0700) when missing. */
+static int partial_dir_open_abs(const char *pd, bool create, bool insecure)
+{
+	if (create) {
+		const char *leaf;
+		int parent = oppath_open_parent(AT_FDCWD, pd, &leaf, insecure);
+		if (parent < 0)
+			return -1;
+		int made = mkdirat(parent, leaf, 0700);
+		int e = errno;
+		close(parent);
+		if (made < 0 && e != EEXIST) {
+			errno = e;
+			return -1;
+		}
+	}
+	return oppath_open(AT_FDCWD, pd, O_RDONLY | O_DIRECTORY, 0, insecure);
+}
+
 int partial_dir_open(struct recv_ctx *rc, const char *path, bool create)
 {
 	const char *pd = rc->s->opts->partial_dir;
@@ -78,11 +99,8 @@ int partial_dir_open(struct recv_ctx *rc, const char *path, bool create)
 
 	if (!pd)
 		return -1;
-	if (*pd == '/' && !rc->confined) {
-		if (create && mkdir(pd, 0700) < 0 && errno != EEXIST)
-			return -1;
-		return open(pd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	}
+	if (*pd == '/' && !rc->confined)
+		return partial_dir_open_abs(pd, create, rc->s->opts->insecure_links);
 	if (!partial_dir_rel(rc, path, &base, rel, sizeof rel)) {
 		errno = EINVAL;
 		return -1;

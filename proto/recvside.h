@@ -90,6 +90,8 @@ struct recv_ctx {
 	int backup_fd;            /* --backup-dir, or -1 */
 	bool backup_dir_pending;  /* ... to be made at the first backup */
 	int temp_fd;              /* --temp-dir, or -1 */
+	int temp_dir_errno;       /* ELOOP: the --temp-dir passes a symlink we may
+				   * not follow, so every temp file fails */
 	struct sumcache *sums;    /* --sums-cache, or NULL */
 	struct syncer *syncer;    /* --fsync of in-place files, or NULL */
 };

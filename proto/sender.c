@@ -278,7 +278,7 @@ static int open_source(struct snd *d, int32_t ndx, const struct file_entry *f)
 		return fd;
 	/* An entry reached through a link the file list followed: follow it
 	 * again (in a daemon module never out of the argument's directory). */
-	if (!d->sl->confined)
+	if (!d->sl->confined || o->insecure_links) /* module "insecure links" */
 		return fs_open_source(d->sl->roots.fds[root], path, O_RDONLY | O_CLOEXEC, noatime);
 	return fs_open_beneath(d->sl->roots.fds[root], path, O_RDONLY);
 }

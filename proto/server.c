@@ -20,6 +20,7 @@
 #include "proto/filesfrom.h"
 #include "proto/copy_as.h"
 #include "proto/negotiate.h"
+#include "proto/oppath.h"
 #include "proto/recvside.h"
 #include "proto/sendside.h"
 #include "client/exit_line.h"
@@ -124,7 +125,8 @@ static int open_listed_names(struct session *s, const struct server_ctx *ctx)
 			errno = ENOENT;
 		}
 	} else {
-		fd = openat(ctx->root_fd, path, O_RDONLY | O_CLOEXEC);
+		/* the user's own path on this host: an operator path */
+		fd = oppath_open(ctx->root_fd, path, O_RDONLY, 0, s->opts->insecure_links);
 	}
 	if (fd < 0)
 		session_err(s, "failed to open files-from file %s: %s", path, strerror(errno));
@@ -194,22 +196,16 @@ static int serve_sender(struct session *s, const struct server_ctx *ctx,
 }
 
 /* --mkpath over a remote shell: the user's own path, symlinks and all. */
-static int mkpath_plain(int rootfd, const char *path)
+/* --mkpath for the user's own destination: an operator path (oppath.h). */
+static int mkpath_plain(int rootfd, const char *path, bool insecure)
 {
-	char buf[4096];
+	bool made;
+	int fd = oppath_mkdirs(rootfd, path, 0777, insecure, &made);
 
-	snprintf(buf, sizeof buf, "%s", path);
-	for (char *p = buf + 1;; p++) {
-		if (*p && *p != '/')
-			continue;
-		char c = *p;
-		*p = '\0';
-		if (mkdirat(rootfd, buf, 0777) < 0 && errno != EEXIST)
-			return -1;
-		if (!c)
-			return 0;
-		*p = c;
-	}
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
 }
 
 /* How rsync's full_fname() names a destination path in a message, quoted:
@@ -344,7 +340,7 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 		int made = *target ? missing_dirs(ctx, target) : 0;
 		if (made < 0 || (made && !o->dry_run &&
 				 (ctx->confined ? fs_mkpath_at(ctx->root_fd, target)
-						: mkpath_plain(ctx->root_fd, target)) < 0))
+						: mkpath_plain(ctx->root_fd, target, o->insecure_links)) < 0))
 			return dest_syserr(s, ctx, RERR_FILEIO, errno, "mkdir %s failed", dest);
 		if (made && say)
 			session_info(s, "created %d director%s for %s\n", made, made == 1 ? "y" : "ies",
@@ -398,7 +394,7 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 		snprintf(pbuf, sizeof pbuf, "%.*s", !sl ? 1 : sl == clean ? 1 : (int)(sl - clean),
 			 !sl ? "." : clean);
 		leaf = sl ? sl + 1 : clean;
-		parent = openat(ctx->root_fd, pbuf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		parent = oppath_open(ctx->root_fd, pbuf, O_RDONLY | O_DIRECTORY, 0, o->insecure_links);
 	} else {
 		snprintf(pbuf, sizeof pbuf, "%.*s", sl ? (int)(sl - clean) : 1, sl ? clean : ".");
 		parent = dir_cursor_parent(&c, clean, &leaf);
@@ -409,13 +405,21 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 	if (parent < 0) {
 		int e = errno;
 		dir_cursor_close(&c);
+		if (e == ELOOP) /* another user's symlink on the way (oppath.h) */
+			return dest_syserr(s, ctx, RERR_FILESELECT, e, "change_dir#2 %s failed", clean);
 		if (want_dir)
 			return dest_syserr(s, ctx, RERR_FILEIO, e, "mkdir %s failed", clean);
 		return dest_syserr(s, ctx, RERR_FILESELECT, e, "change_dir#3 %s failed", pbuf);
 	}
 	if (statret == 0 && S_ISDIR(st.st_mode)) {
-		fd = openat(parent, leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
-					      (ctx->confined ? O_NOFOLLOW : 0));
+		fd = ctx->confined ? openat(parent, leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
+				   : oppath_open(parent, leaf, O_RDONLY | O_DIRECTORY, 0,
+						 o->insecure_links);
+		if (fd < 0 && errno == ELOOP) {
+			int e = errno;
+			dir_cursor_close(&c);
+			return dest_syserr(s, ctx, RERR_FILESELECT, e, "change_dir#1 %s failed", dest);
+		}
 	} else if (want_dir) {
 		if (statret == 0) {
 			session_err_plain(s, "ERROR: destination path is not a directory");

@@ -151,7 +151,10 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 		snprintf(t->tmpname, sizeof t->tmpname, "%s", leaf);
 	} else {
 		t->tmpdirfd = rc->temp_fd >= 0 ? rc->temp_fd : t->dirfd;
-		t->fd = fs_create_temp(t->tmpdirfd, leaf, t->tmpname, sizeof t->tmpname);
+		t->fd = rc->temp_dir_errno ? -1
+					   : fs_create_temp(t->tmpdirfd, leaf, t->tmpname, sizeof t->tmpname);
+		if (rc->temp_dir_errno)
+			errno = rc->temp_dir_errno;
 	}
 	if (t->fd >= 0 && rc->s->opts->preallocate && f && f->size > 0 && !t->inplace)
 		fallocate(t->fd, 0, 0, (off_t)f->size); /* best effort, as rsync */

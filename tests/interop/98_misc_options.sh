@@ -7,7 +7,8 @@
 # ferry -> rsync --server and rsync -> ferry --server. The --stderr cases
 # need an unreadable file, so they run as nobody (setpriv) when we are root,
 # with a copy of ferry nobody can reach (t_runas_nobody).
-# --insecure-links and --confine-root are still refused: checked as such.
+# --confine-root is still refused: checked as such (--insecure-links is
+# covered by 60_operator_paths.sh).
 # Check functions are called through t_check, which shellcheck cannot see.
 # shellcheck disable=SC2317
 
@@ -362,7 +363,7 @@ same_tree qsort_rsync_pushes_ferry_tree "$W/qs_ref" "$W/qs_rf"
 
 # ------------------------------------------- still refused, not ignored
 
-for opt in --insecure-links --confine-root=/tmp; do
+for opt in --confine-root=/tmp; do
     tag=${opt#--}
     tag=refused_${tag%%=*}
     tag=${tag//-/_}

@@ -1,0 +1,242 @@
+/*
+ * Operator-supplied paths, resolved one component at a time (see
+ * oppath.h).
+ */
+#include "proto/oppath.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define OPPATH_MAX_LINKS 40   /* like the kernel's limit for one lookup */
+#define OPPATH_BUF 8192
+#define DIR_HOLD_FLAGS (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+/* Where one walk stands: the directory reached and what is left. */
+struct walk {
+	int dfd;             /* directory reached; AT_FDCWD or the caller's atfd
+			      * until the walk moves (then owned) */
+	bool owned;
+	bool quiet;          /* OPPATH_QUIET */
+	int links_left;
+	char rest[OPPATH_BUF];
+};
+
+bool oppath_link_trusted(uid_t link_owner)
+{
+	return link_owner == 0 || link_owner == geteuid();
+}
+
+static void walk_move(struct walk *w, int next)
+{
+	if (w->owned)
+		close(w->dfd);
+	w->dfd = next;
+	w->owned = true;
+}
+
+/* Set `rest` to text + tail; an absolute text restarts at "/", a relative
+ * one goes on from the directory reached. */
+static int walk_restart(struct walk *w, const char *text, const char *tail)
+{
+	char joined[OPPATH_BUF];
+
+	if (snprintf(joined, sizeof joined, "%s%s", text, tail) >= (int)sizeof joined) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (joined[0] == '/') {
+		int root = open("/", DIR_HOLD_FLAGS);
+		if (root < 0)
+			return -1;
+		walk_move(w, root);
+	}
+	const char *p = joined;
+	while (*p == '/')
+		p++;
+	/* a trailing slash demands a directory: make it an explicit "." */
+	size_t n = strlen(p);
+	if (n > 0 && p[n - 1] == '/' &&
+	    snprintf(w->rest, sizeof w->rest, "%s.", p) >= (int)sizeof w->rest) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (n == 0 || p[n - 1] != '/')
+		memmove(w->rest, p, n + 1);
+	return 0;
+}
+
+/* Peel the first component of rest into comp; *tail points at what follows
+ * it in rest (from its slash). 1, 0 when rest is empty, -1 (ENAMETOOLONG)
+ * for a component that does not fit. */
+static int walk_next(struct walk *w, char *comp, size_t size, const char **tail)
+{
+	char *p = w->rest;
+
+	while (*p == '/')
+		p++;
+	if (!*p)
+		return 0;
+	size_t n = strcspn(p, "/");
+	if (n >= size) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(comp, p, n);
+	comp[n] = '\0';
+	*tail = p + n;
+	return 1;
+}
+
+static bool tail_is_empty(const char *tail)
+{
+	while (*tail == '/')
+		tail++;
+	return !*tail;
+}
+
+/* A symlink at comp: refuse an untrusted one, else splice its target in
+ * front of tail. */
+static int walk_follow(struct walk *w, const char *comp, const struct stat *lst, const char *tail)
+{
+	char target[4096], saved_tail[OPPATH_BUF];
+
+	if (!oppath_link_trusted(lst->st_uid)) {
+		if (!w->quiet)
+			fprintf(stderr, "%s\n", OPPATH_REFUSED_HINT);
+		errno = ELOOP;
+		return -1;
+	}
+	if (--w->links_left < 0) {
+		errno = ELOOP;
+		return -1;
+	}
+	ssize_t n = readlinkat(w->dfd, comp, target, sizeof target - 1);
+	if (n < 0)
+		return -1;
+	target[n] = '\0';
+	snprintf(saved_tail, sizeof saved_tail, "%s", tail);
+	return walk_restart(w, target, saved_tail);
+}
+
+/* Step into the directory comp. With mkdirs, a missing one is made. */
+static int walk_descend(struct walk *w, const char *comp, mode_t mode, bool mkdirs, bool *created)
+{
+	if (mkdirs && mkdirat(w->dfd, comp, mode) == 0 && created)
+		*created = true;
+	int next = openat(w->dfd, comp, DIR_HOLD_FLAGS);
+	if (next < 0)
+		return -1;
+	walk_move(w, next);
+	return 0;
+}
+
+/* The walk behind every entry point: resolve path beneath atfd, then open
+ * its last component with flags (O_NOFOLLOW added). With mkdirs, every
+ * missing directory is created and the last one opened. */
+static int walk_open(int atfd, const char *path, int flags, mode_t mode, unsigned how,
+		     bool mkdirs, bool *created)
+{
+	struct walk w = {.dfd = atfd, .owned = false, .quiet = how & OPPATH_QUIET,
+			 .links_left = OPPATH_MAX_LINKS};
+	char comp[4096];
+	const char *tail;
+	int fd = -1;
+
+	if (!path || !*path) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (walk_restart(&w, path, "") < 0)
+		goto out;
+	int more;
+	while ((more = walk_next(&w, comp, sizeof comp, &tail)) > 0) {
+		bool last = tail_is_empty(tail);
+		struct stat lst;
+		bool exists = fstatat(w.dfd, comp, &lst, AT_SYMLINK_NOFOLLOW) == 0;
+		if (exists && S_ISLNK(lst.st_mode)) {
+			if (walk_follow(&w, comp, &lst, tail) < 0)
+				goto out;
+			continue;
+		}
+		if (last && !mkdirs) {
+			fd = openat(w.dfd, comp, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+			goto out;
+		}
+		if (!exists && !mkdirs)
+			goto out; /* errno from fstatat */
+		if (walk_descend(&w, comp, mode, mkdirs && !exists, last ? created : NULL) < 0)
+			goto out;
+		memmove(w.rest, tail, strlen(tail) + 1);
+	}
+	if (more < 0)
+		goto out;
+	/* the path ended in a directory (".", "/", or with mkdirs) */
+	fd = openat(w.dfd, ".", (mkdirs ? O_RDONLY | O_DIRECTORY : flags) | O_CLOEXEC, mode);
+out:;
+	int e = errno;
+	if (w.owned)
+		close(w.dfd);
+	errno = e;
+	return fd;
+}
+
+int oppath_open(int atfd, const char *path, int flags, mode_t mode, unsigned how)
+{
+	if (how & OPPATH_INSECURE)
+		return openat(atfd, path, flags | O_CLOEXEC, mode);
+	return walk_open(atfd, path, flags, mode, how, false, NULL);
+}
+
+int oppath_open_parent(int atfd, const char *path, const char **leaf, unsigned how)
+{
+	char dir[OPPATH_BUF];
+	size_t n = strlen(path);
+
+	while (n > 1 && path[n - 1] == '/') /* "a/b/" names b, as mkdir(2) does */
+		n--;
+	const char *slash = memrchr(path, '/', n);
+	*leaf = slash ? slash + 1 : path;
+	if (!**leaf || **leaf == '/')
+		*leaf = "."; /* "/" itself */
+	n = slash ? (slash == path ? 1 : (size_t)(slash - path)) : 0;
+	if (n >= sizeof dir) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(dir, path, n);
+	strcpy(dir + n, n ? "" : ".");
+	return oppath_open(atfd, dir, O_RDONLY | O_DIRECTORY, 0, how);
+}
+
+/* --insecure-links: mkdir -p with plain, link-following paths. */
+static int mkdirs_plain(int atfd, const char *path, mode_t mode, bool *created)
+{
+	char buf[OPPATH_BUF];
+
+	if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		mkdirat(atfd, buf, mode);
+		*p = '/';
+	}
+	if (mkdirat(atfd, buf, mode) == 0)
+		*created = true;
+	return openat(atfd, buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+int oppath_mkdirs(int atfd, const char *path, mode_t mode, unsigned how, bool *created)
+{
+	*created = false;
+	if (how & OPPATH_INSECURE)
+		return mkdirs_plain(atfd, path, mode, created);
+	return walk_open(atfd, path, O_RDONLY | O_DIRECTORY, mode, how, true, created);
+}

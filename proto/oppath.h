@@ -1,0 +1,57 @@
+/*
+ * Operator-supplied paths (--log-file, --*-dest, --backup-dir, --temp-dir,
+ * --partial-dir, --files-from, --exclude-from, merge files, --password-file,
+ * --early-input, batch files, the destination, and a daemon's lock file,
+ * secrets file, module path and "exclude from"): unlike names from the
+ * peer, these may lie anywhere and may pass through symlinks, but only
+ * through symlinks whose owner we trust. Another user who can write to a
+ * directory on the way (/tmp/somedir/log) must not be able to redirect
+ * the open with a link of their own (rsync 3.5.0, CVE-2026-53802/-53803).
+ *
+ * The walk goes one component at a time with O_NOFOLLOW; a symlink is
+ * followed only when it is owned by root or by the effective uid, else
+ * the open fails with ELOOP. `how` holds OPPATH_* bits.
+ */
+#ifndef FERRY_OPPATH_H
+#define FERRY_OPPATH_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* OPPATH_INSECURE restores plain open(2) semantics: --insecure-links on a
+ * local command line, or a daemon module's "insecure links = yes"; never
+ * a client's flag on a daemon. It is 1, so that bool may be passed as is. */
+#define OPPATH_INSECURE 1u
+/* No OPPATH_REFUSED_HINT on stderr: a daemon's stderr is not the user's. */
+#define OPPATH_QUIET 2u
+
+/* The line rsync 3.5.0 prints when it refuses such a link. */
+#define OPPATH_REFUSED_HINT                                                        \
+	"refusing to follow a symlink owned by an untrusted user; use "            \
+	"--insecure-links locally or \"insecure links = yes\" in a daemon module " \
+	"ONLY if every path component is trusted"
+
+/* Open `path` (absolute, or relative to atfd, which may be AT_FDCWD) with
+ * open(2)'s flags and mode, following only trusted symlinks on the way and
+ * at the leaf. The leaf may be created (O_CREAT) but never through a link.
+ * Returns the fd (O_CLOEXEC), or -1 with errno: ELOOP for an untrusted
+ * link (after printing OPPATH_REFUSED_HINT on stderr unless OPPATH_QUIET),
+ * as open(2) else. */
+int oppath_open(int atfd, const char *path, int flags, mode_t mode, unsigned how);
+
+/* Open the directory that holds path's last component (walked as above)
+ * and point *leaf at that component inside path (with any trailing
+ * slashes, which *at() calls on a directory accept; "." for "/"). The
+ * leaf itself is not looked at: use it with a call that does not follow
+ * it. Returns an O_DIRECTORY fd or -1 with errno. */
+int oppath_open_parent(int atfd, const char *path, const char **leaf, unsigned how);
+
+/* Create the directory `path` and every missing one above it (mkdir -p)
+ * through the same walk, then open it O_DIRECTORY. *created is set when
+ * the last component was made here. Returns the fd or -1 with errno. */
+int oppath_mkdirs(int atfd, const char *path, mode_t mode, unsigned how, bool *created);
+
+/* Is this stat of a symlink one an operator path may pass through? */
+bool oppath_link_trusted(uid_t link_owner);
+
+#endif

@@ -1,0 +1,186 @@
+/*
+ * Unit tests for the operator-path walk (proto/oppath.c): a symlink on the
+ * way is followed only when root or the euid owns it; another user's link,
+ * at the leaf or in a parent, fails with ELOOP, and OPPATH_INSECURE turns
+ * the check off. The "other user" is uid 65534, which only root can give a
+ * link to; those checks are skipped otherwise.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proto/oppath.h"
+
+#define OTHER_UID 65534
+
+static char base[256];
+
+/* base/name as an absolute path, in one of a few rotating buffers. */
+static const char *at(const char *name)
+{
+	static char bufs[4][512];
+	static int next;
+	char *b = bufs[next++ % 4];
+
+	snprintf(b, sizeof bufs[0], "%s/%s", base, name);
+	return b;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A link at name to target, owned by uid (-1: ours). False when uid could
+ * not be set (not root). */
+static bool plant(const char *name, const char *target, int uid)
+{
+	assert_int_equal(symlink(target, at(name)), 0);
+	return uid < 0 || lchown(at(name), (uid_t)uid, (gid_t)uid) == 0;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(base, sizeof base, "/tmp/ferry-oppath.XXXXXX");
+	if (!mkdtemp(base))
+		return -1;
+	mkdir(at("real"), 0755);
+	write_file(at("real/file"), "content\n");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[600];
+	(void)state;
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_own_links_followed(void **state)
+{
+	(void)state;
+	plant("own_dir", "real", -1);
+	plant("own_file", "real/file", -1);
+	plant("own_abs", at("real"), -1);
+	int fd = oppath_open(AT_FDCWD, at("own_dir/file"), O_RDONLY, 0, 0);
+	assert_true(fd >= 0);
+	close(fd);
+	fd = oppath_open(AT_FDCWD, at("own_file"), O_RDONLY, 0, 0);
+	assert_true(fd >= 0);
+	close(fd);
+	/* an absolute target restarts the walk at "/" */
+	fd = oppath_open(AT_FDCWD, at("own_abs/file"), O_RDONLY, 0, 0);
+	assert_true(fd >= 0);
+	close(fd);
+	/* relative to a directory fd, and with a trailing slash */
+	int dir = open(base, O_RDONLY | O_DIRECTORY);
+	fd = oppath_open(dir, "own_dir/", O_RDONLY | O_DIRECTORY, 0, 0);
+	assert_true(fd >= 0);
+	close(fd);
+	close(dir);
+}
+
+static void test_other_users_links_refused(void **state)
+{
+	(void)state;
+	if (!plant("their_dir", at("real"), OTHER_UID) ||
+	    !plant("their_file", at("real/file"), OTHER_UID))
+		skip();
+	/* parent and leaf; quietly: the hint would only clutter the log */
+	errno = 0;
+	assert_int_equal(oppath_open(AT_FDCWD, at("their_dir/file"), O_RDONLY, 0, OPPATH_QUIET), -1);
+	assert_int_equal(errno, ELOOP);
+	assert_int_equal(oppath_open(AT_FDCWD, at("their_file"), O_RDONLY, 0, OPPATH_QUIET), -1);
+	assert_int_equal(errno, ELOOP);
+	/* creating through it makes nothing */
+	assert_int_equal(oppath_open(AT_FDCWD, at("their_dir/new"), O_WRONLY | O_CREAT, 0600,
+				     OPPATH_QUIET),
+			 -1);
+	assert_int_equal(errno, ELOOP);
+	assert_int_equal(access(at("real/new"), F_OK), -1);
+	/* behind one of our own links it is still refused */
+	plant("own_to_their", "their_dir", -1);
+	assert_int_equal(oppath_open(AT_FDCWD, at("own_to_their/file"), O_RDONLY, 0, OPPATH_QUIET),
+			 -1);
+	assert_int_equal(errno, ELOOP);
+	const char *leaf;
+	assert_int_equal(oppath_open_parent(AT_FDCWD, at("their_dir/x"), &leaf, OPPATH_QUIET), -1);
+	bool made;
+	assert_int_equal(oppath_mkdirs(AT_FDCWD, at("their_dir/a/b"), 0755, OPPATH_QUIET, &made),
+			 -1);
+	assert_int_equal(access(at("real/a"), F_OK), -1);
+	/* --insecure-links */
+	int fd = oppath_open(AT_FDCWD, at("their_dir/file"), O_RDONLY, 0, OPPATH_INSECURE);
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+static void test_loops_and_dangling(void **state)
+{
+	(void)state;
+	plant("loop_a", "loop_b", -1);
+	plant("loop_b", "loop_a", -1);
+	assert_int_equal(oppath_open(AT_FDCWD, at("loop_a"), O_RDONLY, 0, 0), -1);
+	assert_int_equal(errno, ELOOP);
+	assert_int_equal(oppath_open(AT_FDCWD, at("real/missing"), O_RDONLY, 0, 0), -1);
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(oppath_open(AT_FDCWD, at("real/file/x"), O_RDONLY, 0, 0), -1);
+	assert_int_equal(errno, ENOTDIR);
+}
+
+static void test_parent_and_mkdirs(void **state)
+{
+	const char *leaf;
+	bool made;
+	(void)state;
+	int fd = oppath_open_parent(AT_FDCWD, at("real/newdir/"), &leaf, 0);
+	assert_true(fd >= 0);
+	assert_string_equal(leaf, "newdir/");
+	assert_int_equal(mkdirat(fd, leaf, 0755), 0);
+	close(fd);
+	fd = oppath_open_parent(AT_FDCWD, "/", &leaf, 0);
+	assert_true(fd >= 0);
+	assert_string_equal(leaf, ".");
+	close(fd);
+	fd = oppath_open_parent(AT_FDCWD, "plain", &leaf, 0);
+	assert_true(fd >= 0);
+	assert_string_equal(leaf, "plain");
+	close(fd);
+	plant("own_real", "real", -1);
+	fd = oppath_mkdirs(AT_FDCWD, at("own_real/m1/m2"), 0755, 0, &made);
+	assert_true(fd >= 0);
+	assert_true(made);
+	close(fd);
+	assert_int_equal(access(at("real/m1/m2"), F_OK), 0);
+	fd = oppath_mkdirs(AT_FDCWD, at("real/m1/m2"), 0755, 0, &made);
+	assert_true(fd >= 0);
+	assert_false(made);
+	close(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_own_links_followed),
+		cmocka_unit_test(test_other_users_links_refused),
+		cmocka_unit_test(test_loops_and_dangling),
+		cmocka_unit_test(test_parent_and_mkdirs),
+	};
+	return cmocka_run_group_tests_name("oppath", tests, setup, teardown);
+}
