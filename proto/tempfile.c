@@ -8,22 +8,20 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The one file being written, for the signal handler. A signal handler
- * cannot be handed a context, so this is the one piece of process-wide
- * state; it is only written by the receiver thread. */
+/* The one file being written, for temp_cleanup_for_exit, which cannot be
+ * handed a context: the one piece of process-wide state here; it is only
+ * written by the receiver thread. */
 static struct temp_file *volatile active_temp;
 
-static void on_fatal_signal(int sig)
+void temp_cleanup_for_exit(void)
 {
 	struct temp_file *t = active_temp;
 
-	(void)sig;
 	if (t && t->fd >= 0 && !t->inplace) {
 		if (t->keep_partial && t->partial_name[0]) {
 			mkdirat(t->dirfd, t->partial_dir, 0700);
@@ -35,20 +33,6 @@ static void on_fatal_signal(int sig)
 			unlinkat(t->tmpdirfd, t->tmpname, 0);
 		}
 	}
-	_exit(20); /* RERR_SIGNAL */
-}
-
-void temp_install_signal_cleanup(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_fatal_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 }
 
 bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
@@ -77,7 +61,7 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 		return false;
 	}
 	snprintf(t->leaf, sizeof t->leaf, "%s", leaf);
-	/* what the signal handler can do for --partial-dir: a relative,
+	/* what the cleanup at exit can do for --partial-dir: a relative,
 	 * one-component dir beside the file */
 	const char *pd = rc->s->opts->partial_dir;
 	if (pd && *pd != '/' && !strchr(pd, '/') && strlen(pd) < sizeof t->partial_dir) {
