@@ -18,16 +18,28 @@
  * written by the receiver thread. */
 static struct temp_file *volatile active_temp;
 
+/* --partial keeps only a file that got data: an empty one would replace
+ * the destination's good copy with nothing (rsync: cleanup_got_literal).
+ * Async-signal-safe. */
+static bool worth_keeping(const struct temp_file *t)
+{
+	struct stat st;
+
+	return t->keep_partial && fstat(t->fd, &st) == 0 && st.st_size > 0;
+}
+
 void temp_cleanup_for_exit(void)
 {
 	struct temp_file *t = active_temp;
 
 	if (t && t->fd >= 0 && !t->inplace) {
-		if (t->keep_partial && t->partial_name[0]) {
+		if (!worth_keeping(t)) {
+			unlinkat(t->tmpdirfd, t->tmpname, 0);
+		} else if (t->partial_name[0]) {
 			mkdirat(t->dirfd, t->partial_dir, 0700);
 			if (renameat(t->tmpdirfd, t->tmpname, t->dirfd, t->partial_name) < 0)
 				unlinkat(t->tmpdirfd, t->tmpname, 0);
-		} else if (t->keep_partial && !t->rc->s->opts->partial_dir) {
+		} else if (!t->rc->s->opts->partial_dir) {
 			renameat(t->tmpdirfd, t->tmpname, t->dirfd, t->leaf);
 		} else {
 			unlinkat(t->tmpdirfd, t->tmpname, 0);
@@ -217,9 +229,10 @@ void temp_discard(struct temp_file *t)
 void temp_abandon(struct temp_file *t)
 {
 	if (t->dirfd >= 0 && !t->inplace) {
-		if (t->keep_partial && t->rc->s->opts->partial_dir)
+		bool keep = t->fd >= 0 && worth_keeping(t);
+		if (keep && t->rc->s->opts->partial_dir)
 			move_into_partial_dir(t, "partial file");
-		else if (t->keep_partial)
+		else if (keep)
 			renameat(t->tmpdirfd, t->tmpname, t->dirfd, t->leaf);
 		else
 			unlinkat(t->tmpdirfd, t->tmpname, 0);
