@@ -258,6 +258,11 @@ int main(int argc, char **argv)
 		if (o.files_from_fd >= 0)
 			close(o.files_from_fd);
 	}
+	/* a stop signal ends the run with its code, whatever the transfer
+	 * managed (rsync.c: sig_int), also when the peer it killed too (ssh
+	 * at a Ctrl-C) was seen to go first */
+	if (client && stop_signal_pending())
+		rc = RERR_SIGNAL;
 	if (client)
 		exit_line_print(rc, role, "main.c", __LINE__);
 	options_free(&o);

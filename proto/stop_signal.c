@@ -66,8 +66,16 @@ static void *watchdog_main(void *arg)
 	}
 	wait_wake(&until);
 	temp_cleanup_for_exit();
-	if (client_role && *client_role)
-		exit_line_print(RERR_SIGNAL, *client_role, "stop_signal.c", __LINE__);
+	if (client_role && *client_role) {
+		/* straight to fd 2: the main thread may be stuck holding
+		 * stdio's lock, in a write to a pipe nobody reads */
+		char line[512];
+		size_t n = exit_line_format(line, sizeof line, RERR_SIGNAL, *client_role,
+					    "stop_signal.c", __LINE__);
+		if (write(STDERR_FILENO, line, n) < 0) {
+			/* nothing left to tell it to */
+		}
+	}
 	_exit(RERR_SIGNAL);
 	return NULL;
 }

@@ -48,6 +48,15 @@ descendants() {
     done
 }
 
+# kill_tree PID -- KILL PID and everything below it, and reap PID
+kill_tree() {
+    local p
+    for p in $(descendants "$1") "$1"; do
+        kill -KILL "$p" 2>/dev/null
+    done
+    wait "$1" 2>/dev/null
+}
+
 # wait_gone PID SECS -- until PID is gone; false after SECS seconds
 wait_gone() {
     local i
@@ -89,14 +98,15 @@ server_below() {
 interrupt() {
     local sig=$1 who=$2 watch=$3 pid victim="" i
     shift 3
-    rm -rf "$watch" && mkdir -p "$watch"
+    mkdir -p "$watch" || return 1
     "$@" >"$T/out" 2>"$T/err" </dev/null &
     pid=$!
     RC=-1 VICTIM_GONE=no
     if ! wait_temp "$watch"; then
-        echo "no temp file appeared in $watch"
-        kill -KILL "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
+        echo "no temp file with data appeared in $watch:"
+        ls -la "$watch"
+        cat "$T/err"
+        kill_tree "$pid"
         return 1
     fi
     case $who in
@@ -106,14 +116,13 @@ interrupt() {
     esac
     if [ -z "$victim" ]; then
         echo "no process to signal ($who)"
-        kill -KILL "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
+        kill_tree "$pid"
         return 1
     fi
     kill "-$sig" "$victim"
     if ! wait_gone "$pid" 30; then
         echo "still running 30 s after SIG$sig"
-        kill -KILL "$pid" 2>/dev/null
+        kill_tree "$pid"
     fi
     wait "$pid"
     RC=$?
@@ -168,57 +177,69 @@ server_case() { # NAME BIN SIG WHO WATCH ARGS...
     t_check "$name.not_placed" test ! -e "$watch/big"
 }
 
+# Every case writes to a directory of its own (NAME below $T/dst or
+# $T/up), so that nothing a case leaves running can touch the next one.
 for bin in "$RSYNC" "$FERRY"; do
     b=$(basename "$bin")
     # ---- a local copy, each signal
     for sig in INT TERM HUP; do
-        client_case "$b.local.$sig" "$bin" "$sig" sender "$T/dst" -a $BW "$T/src/" "$T/dst/"
+        n=$b.local.$sig
+        client_case "$n" "$bin" "$sig" sender "$T/dst/$n" -a $BW "$T/src/" "$T/dst/$n/"
     done
     # ... the whole process group, as Ctrl-C in a terminal signals it
-    t_check "$b.local.group" interrupt INT client "$T/dst" setsid "$bin" -a $BW "$T/src/" "$T/dst/"
-    t_check "$b.local.group.exit20" test "$RC" = 20
-    t_check "$b.local.group.line" grep -Eq "$LINE_RE" "$T/err"
-    t_check "$b.local.group.no_temp" no_temp_left "$T/dst"
+    n=$b.local.group
+    t_check "$n" interrupt INT client "$T/dst/$n" setsid "$bin" -a $BW "$T/src/" "$T/dst/$n/"
+    t_check "$n.exit20" test "$RC" = 20
+    t_check "$n.line" grep -Eq "$LINE_RE" "$T/err"
+    t_check "$n.no_temp" no_temp_left "$T/dst/$n"
     # ... --partial keeps what arrived under the file's name
-    if t_check "$b.local.partial" interrupt TERM client "$T/dst" "$bin" -a --partial $BW \
-        "$T/src/" "$T/dst/"; then
-        t_check "$b.local.partial.exit20" test "$RC" = 20
-        t_check "$b.local.partial.no_temp" no_temp_left "$T/dst"
-        t_check "$b.local.partial.kept" test -s "$T/dst/big"
-        t_check "$b.local.partial.short" test "$(stat -c %s "$T/dst/big" 2>/dev/null)" -lt "$SIZE"
+    n=$b.local.partial
+    if t_check "$n" interrupt TERM client "$T/dst/$n" "$bin" -a --partial $BW \
+        "$T/src/" "$T/dst/$n/"; then
+        t_check "$n.exit20" test "$RC" = 20
+        t_check "$n.no_temp" no_temp_left "$T/dst/$n"
+        t_check "$n.kept" test -s "$T/dst/$n/big"
+        t_check "$n.short" test "$(stat -c %s "$T/dst/$n/big" 2>/dev/null)" -lt "$SIZE"
     fi
     # ---- a background job of a non-interactive shell: SIGINT ignored
-    client_case "$b.bg_sigint_ignored" sh "INT" sender "$T/dst" -c \
-        "trap '' INT; exec \"\$0\" \"\$@\"" "$bin" -a $BW "$T/src/" "$T/dst/"
+    n=$b.bg_sigint_ignored
+    client_case "$n" sh "INT" sender "$T/dst/$n" -c \
+        "trap '' INT; exec \"\$0\" \"\$@\"" "$bin" -a $BW "$T/src/" "$T/dst/$n/"
 
     # ---- a client of a daemon (real rsync's): the daemon logs code 20 too
     : >"$PEER_LOG"
-    client_case "$b.pull_daemon" "$bin" INT generator "$T/dst" -a $BW \
-        "rsync://127.0.0.1:$PEER_PORT/down/" "$T/dst/"
-    t_check "$b.pull_daemon.peer_log" logged_code20 "$PEER_LOG"
+    n=$b.pull_daemon
+    client_case "$n" "$bin" INT generator "$T/dst/$n" -a $BW \
+        "rsync://127.0.0.1:$PEER_PORT/down/" "$T/dst/$n/"
+    t_check "$n.peer_log" logged_code20 "$PEER_LOG"
     : >"$PEER_LOG"
-    client_case "$b.push_daemon" "$bin" TERM sender "$T/up" -a $BW \
-        "$T/src/" "rsync://127.0.0.1:$PEER_PORT/up/"
-    t_check "$b.push_daemon.peer_log" logged_code20 "$PEER_LOG"
+    n=$b.push_daemon
+    client_case "$n" "$bin" TERM sender "$T/up/$n" -a $BW \
+        "$T/src/" "rsync://127.0.0.1:$PEER_PORT/up/$n/"
+    t_check "$n.peer_log" logged_code20 "$PEER_LOG"
 
     # ---- a client over a remote shell (the remote end is real rsync)
-    client_case "$b.pull_rsh" "$bin" HUP generator "$T/dst" -a $BW -e "$T/fakessh" \
-        --rsync-path="$RSYNC" "h:$T/src/" "$T/dst/"
-    client_case "$b.push_rsh" "$bin" INT sender "$T/up" -a $BW -e "$T/fakessh" \
-        --rsync-path="$RSYNC" "$T/src/" "h:$T/up/"
+    n=$b.pull_rsh
+    client_case "$n" "$bin" HUP generator "$T/dst/$n" -a $BW -e "$T/fakessh" \
+        --rsync-path="$RSYNC" "h:$T/src/" "$T/dst/$n/"
+    n=$b.push_rsh
+    client_case "$n" "$bin" INT sender "$T/up/$n" -a $BW -e "$T/fakessh" \
+        --rsync-path="$RSYNC" "$T/src/" "h:$T/up/$n/"
 
     # ---- --server behind a remote shell, real rsync the client: the
-    # client shows the server's closing line and exits 20
+    # client shows the server's closing line (its exit code is 20 or,
+    # when its generator sees the connection close first, 12: real rsync
+    # itself races there)
     for dir in push pull; do
+        n=$b.server_$dir
         if [ $dir = push ]; then
-            args=("$T/src/" "h:$T/up/") watch=$T/up sig=TERM
+            args=("$T/src/" "h:$T/up/$n/") watch=$T/up/$n sig=TERM
         else
-            args=("h:$T/src/" "$T/dst/") watch=$T/dst sig=HUP
+            args=("h:$T/src/" "$T/dst/$n/") watch=$T/dst/$n sig=HUP
         fi
-        server_case "$b.server_$dir" "$RSYNC" "$sig" "server:$$" "$watch" -a $BW \
+        server_case "$n" "$RSYNC" "$sig" "server:$$" "$watch" -a $BW \
             -e "$T/fakessh" --rsync-path="$bin" "${args[@]}"
-        t_check "$b.server_$dir.exit20" test "$RC" = 20
-        t_check "$b.server_$dir.line" said_code20 "$T/err"
+                t_check "$n.line" said_code20 "$T/err"
     done
 done
 
@@ -229,12 +250,13 @@ case $? in
 0)
     for bin in "$RSYNC" "$FERRY"; do
         b=$(basename "$bin")
-        client_case "$b.ssh_client_push" "$bin" INT sender "$T/up" -a $BW -e "$SSH_CMD" \
-            --rsync-path="$RSYNC" "$T/src/" "127.0.0.1:$T/up/"
-        server_case "$b.ssh_server_push" "$RSYNC" TERM "server:$SSHD_PID" "$T/up" -a $BW \
-            -e "$SSH_CMD" --rsync-path="$bin" "$T/src/" "127.0.0.1:$T/up/"
-        t_check "$b.ssh_server_push.exit20" test "$RC" = 20
-        t_check "$b.ssh_server_push.line" said_code20 "$T/err"
+        n=$b.ssh_client_push
+        client_case "$n" "$bin" INT sender "$T/up/$n" -a $BW -e "$SSH_CMD" \
+            --rsync-path="$RSYNC" "$T/src/" "127.0.0.1:$T/up/$n/"
+        n=$b.ssh_server_push
+        server_case "$n" "$RSYNC" TERM "server:$SSHD_PID" "$T/up/$n" -a $BW \
+            -e "$SSH_CMD" --rsync-path="$bin" "$T/src/" "127.0.0.1:$T/up/$n/"
+                t_check "$n.line" said_code20 "$T/err"
     done
     ;;
 2) t_skip ssh "$T_SKIP_REASON" ;;
@@ -256,15 +278,16 @@ path = $T/src" || { t_fail ferryd_start "no ferry daemon"; continue; }
         port=$FERRYD_PORT dpid=$FERRYD_PID log=$T/fd.log
     fi
     : >"$log"
-    server_case "$b.daemon_child_push" "$RSYNC" TERM "child:$dpid" "$T/up" -a $BW \
-        "$T/src/" "rsync://127.0.0.1:$port/up/"
-    t_check "$b.daemon_child_push.log" logged_code20 "$log"
+    n=$b.daemon_child_push
+    server_case "$n" "$RSYNC" TERM "child:$dpid" "$T/up/$n" -a $BW \
+        "$T/src/" "rsync://127.0.0.1:$port/up/$n/"
+    t_check "$n.log" logged_code20 "$log"
     : >"$log"
-    server_case "$b.daemon_child_pull" "$RSYNC" INT "child:$dpid" "$T/dst" -a $BW \
-        "rsync://127.0.0.1:$port/down/" "$T/dst/"
-    t_check "$b.daemon_child_pull.log" logged_code20 "$log"
-    t_check "$b.daemon_child_pull.exit20" test "$RC" = 20
-    t_check "$b.daemon_child_pull.line" said_code20 "$T/err"
+    n=$b.daemon_child_pull
+    server_case "$n" "$RSYNC" INT "child:$dpid" "$T/dst/$n" -a $BW \
+        "rsync://127.0.0.1:$port/down/" "$T/dst/$n/"
+    t_check "$n.log" logged_code20 "$log"
+        t_check "$n.line" said_code20 "$T/err"
     t_check "$b.daemon_listener_up" t_pid_alive "$dpid"
 done
 
