@@ -92,7 +92,7 @@ int client_local(const struct ferry_opts *o, char **srcs, int nsrc, const char *
 	}
 	if (pid == 0) {
 		close(sv[0]);
-		stop_signal_install(NULL); /* the watchdog thread stayed behind */
+		stop_signal_install(NULL); /* a forced exit is the parent's to report */
 		_exit(run_receiver_child(o, sv[1], dest));
 	}
 	close(sv[1]);

@@ -181,7 +181,7 @@ int recv_run(struct recv_ctx *rc)
 		 * come. A generator that already stopped needs no waking, and
 		 * leaving the socket open lets its error reach the client; so
 		 * does a stop signal, which the generator sees itself (and the
-		 * watchdog bounds, stop_signal.h). */
+		 * grace period bounds, stop_signal.h). */
 		shutdown(s->out.fd, SHUT_RDWR);
 	}
 	pthread_join(gen, NULL);

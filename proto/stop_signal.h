@@ -7,24 +7,25 @@
  * run unwinds through its ordinary error paths: the temp file is removed
  * (or kept, with --partial), the peer gets MSG_ERROR_EXIT and the closing
  * line is printed or logged. Worker threads block these signals, so the
- * signal lands on the main thread and interrupts its blocking call. A
- * watchdog bounds the unwinding: a run still alive STOP_SIGNAL_GRACE_MS
- * after the signal removes its temp file and exits 20 by itself.
+ * signal lands on the main thread and interrupts its blocking call. An
+ * alarm bounds the unwinding: a run still alive STOP_SIGNAL_GRACE_S
+ * seconds after the signal, or that gets a second one, removes its temp
+ * file and exits 20 from the handler (SIGALRM is the module's).
  */
 #ifndef FERRY_STOP_SIGNAL_H
 #define FERRY_STOP_SIGNAL_H
 
 #include <pthread.h>
 
-#define STOP_SIGNAL_GRACE_MS 5000
+#define STOP_SIGNAL_GRACE_S 5
 
 /* Install the handler for SIGINT, SIGTERM and SIGHUP, also where the
  * signal was inherited as ignored (a background job of a non-interactive
- * shell), and start the watchdog. Call it from the main thread before any
- * worker thread exists; call it again in a forked child, which has no
- * watchdog of its own. *role, when role is not NULL, names the part of a
- * client's run for the closing line the watchdog prints (exit_line.h); a
- * server or daemon child passes NULL. */
+ * shell), and the one for the grace period's SIGALRM. Call it from the
+ * main thread before any worker thread exists, and again in a forked
+ * child. *role, when role is not NULL, names the part of a client's run
+ * for the closing line of a forced exit (exit_line.h); a server or daemon
+ * child passes NULL. */
 void stop_signal_install(const char *const *role);
 
 /* The stop signal received, 0 while none. Async-signal-safe. */

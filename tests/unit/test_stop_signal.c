@@ -2,8 +2,8 @@
  * The stop signals (proto/stop_signal.h): recorded even where inherited as
  * ignored, blocked in worker threads, turned into the stream's code 20
  * once (later writes still go out), and a run that does not unwind is
- * ended by the watchdog. Each case runs in a child process, since the
- * handler and the watchdog are process-wide.
+ * ended when the grace period is over, or at a second signal. Each case
+ * runs in a child process, since the handlers are process-wide.
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -129,14 +129,30 @@ static int stuck_after_signal(void)
 	stop_signal_install(NULL);
 	kill(getpid(), SIGHUP);
 	for (;;)
-		pause(); /* never unwinds: the watchdog must end it */
+		pause(); /* never unwinds: the alarm must end it */
 	return 0;
 }
 
-static void test_watchdog_ends_a_stuck_run(void **state)
+static void test_grace_ends_a_stuck_run(void **state)
 {
 	(void)state;
-	assert_int_equal(in_child(stuck_after_signal, STOP_SIGNAL_GRACE_MS / 1000 + 15),
+	assert_int_equal(in_child(stuck_after_signal, STOP_SIGNAL_GRACE_S + 15),
+			 RERR_SIGNAL);
+}
+
+static int stuck_after_two_signals(void)
+{
+	stop_signal_install(NULL);
+	kill(getpid(), SIGINT);
+	kill(getpid(), SIGINT);
+	return 0; /* the second one must not return */
+}
+
+static void test_second_signal_ends_at_once(void **state)
+{
+	(void)state;
+	/* well inside the grace period */
+	assert_int_equal(in_child(stuck_after_two_signals, STOP_SIGNAL_GRACE_S - 2),
 			 RERR_SIGNAL);
 }
 
@@ -146,7 +162,8 @@ int main(void)
 		cmocka_unit_test(test_ignored_signal_is_caught),
 		cmocka_unit_test(test_worker_threads_block_the_signals),
 		cmocka_unit_test(test_signal_fails_the_stream_once),
-		cmocka_unit_test(test_watchdog_ends_a_stuck_run),
+		cmocka_unit_test(test_grace_ends_a_stuck_run),
+		cmocka_unit_test(test_second_signal_ends_at_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
