@@ -43,6 +43,7 @@ PEER_LOG=$T/rd.log
 descendants() {
     local c
     for c in $(pgrep -P "$1"); do
+        [ "$c" = "$BASHPID" ] && continue # the $(...) asking
         echo "$c"
         descendants "$c"
     done
@@ -292,4 +293,23 @@ path = $T/src" || { t_fail ferryd_start "no ferry daemon"; continue; }
 done
 
 t_no_sanitizer_reports "$T/fd.out"
+
+# Nothing a case started may outlive the test: stop the daemons, then
+# wait (at most 10 s) for what they and the clients started to end.
+t_rsyncd_stop "$RSYNCD_PID"
+[ -n "${FERRYD_PID:-}" ] && t_ferryd_stop "$FERRYD_PID"
+[ -n "${SSHD_PID:-}" ] && t_rsyncd_stop "$SSHD_PID"
+all_ended() {
+    local i left
+    for i in $(seq 100); do
+        left=$(descendants $$)
+        [ -z "$left" ] && return 0
+        sleep 0.1
+    done
+    echo "still running:"
+    # shellcheck disable=SC2086
+    ps -o pid,ppid,args -p $left
+    return 1
+}
+t_check all_ended all_ended
 t_done
