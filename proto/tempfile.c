@@ -28,6 +28,17 @@ static bool worth_keeping(const struct temp_file *t)
 	return t->keep_partial && fstat(t->fd, &st) == 0 && st.st_size > 0;
 }
 
+/* A partial file kept under the destination's name gets the oldest time
+ * there is, so that --update never takes it for a newer copy and an ls
+ * shows it as unfinished (rsync: cleanup.c, tweak_modtime).
+ * Async-signal-safe. */
+static void mark_unfinished(const struct temp_file *t)
+{
+	const struct timespec times[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = 0, .tv_nsec = 0}};
+
+	futimens(t->fd, times);
+}
+
 void temp_cleanup_for_exit(void)
 {
 	struct temp_file *t = active_temp;
@@ -40,6 +51,7 @@ void temp_cleanup_for_exit(void)
 			if (renameat(t->tmpdirfd, t->tmpname, t->dirfd, t->partial_name) < 0)
 				unlinkat(t->tmpdirfd, t->tmpname, 0);
 		} else if (!t->rc->s->opts->partial_dir) {
+			mark_unfinished(t);
 			renameat(t->tmpdirfd, t->tmpname, t->dirfd, t->leaf);
 		} else {
 			unlinkat(t->tmpdirfd, t->tmpname, 0);
@@ -230,12 +242,14 @@ void temp_abandon(struct temp_file *t)
 {
 	if (t->dirfd >= 0 && !t->inplace) {
 		bool keep = t->fd >= 0 && worth_keeping(t);
-		if (keep && t->rc->s->opts->partial_dir)
+		if (keep && t->rc->s->opts->partial_dir) {
 			move_into_partial_dir(t, "partial file");
-		else if (keep)
+		} else if (keep) {
+			mark_unfinished(t);
 			renameat(t->tmpdirfd, t->tmpname, t->dirfd, t->leaf);
-		else
+		} else {
 			unlinkat(t->tmpdirfd, t->tmpname, 0);
+		}
 	}
 	temp_close(t);
 }

@@ -201,6 +201,17 @@ for bin in "$RSYNC" "$FERRY"; do
         t_check "$n.no_temp" no_temp_left "$T/dst/$n"
         t_check "$n.kept" test -s "$T/dst/$n/big"
         t_check "$n.short" test "$(stat -c %s "$T/dst/$n/big" 2>/dev/null)" -lt "$SIZE"
+        # ... dated 1970, so that --update never takes it for newer
+        t_check "$n.epoch" test "$(stat -c %Y "$T/dst/$n/big" 2>/dev/null)" = 0
+    fi
+    # ... and --partial-dir keeps it there, the destination untouched
+    n=$b.local.partial_dir
+    if t_check "$n" interrupt INT client "$T/dst/$n" "$bin" -a --partial-dir=.part $BW \
+        "$T/src/" "$T/dst/$n/"; then
+        t_check "$n.exit20" test "$RC" = 20
+        t_check "$n.no_temp" no_temp_left "$T/dst/$n"
+        t_check "$n.kept" test -s "$T/dst/$n/.part/big"
+        t_check "$n.not_placed" test ! -e "$T/dst/$n/big"
     fi
     # ---- a background job of a non-interactive shell: SIGINT ignored
     n=$b.bg_sigint_ignored
