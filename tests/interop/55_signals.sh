@@ -223,7 +223,10 @@ for bin in "$RSYNC" "$FERRY"; do
     n=$b.pull_daemon
     client_case "$n" "$bin" INT generator "$T/dst/$n" -a $BW \
         "rsync://127.0.0.1:$PEER_PORT/down/" "$T/dst/$n/"
-    t_check "$n.peer_log" logged_code20 "$PEER_LOG"
+    # real rsync's daemon sometimes hits the reset connection before the
+    # client's MSG_ERROR_EXIT (it logs code 10 then); ferry reads on until
+    # the daemon hangs up, so its daemon always learns why
+    [ "$bin" = "$FERRY" ] && t_check "$n.peer_log" logged_code20 "$PEER_LOG"
     : >"$PEER_LOG"
     n=$b.push_daemon
     client_case "$n" "$bin" TERM sender "$T/up/$n" -a $BW \
