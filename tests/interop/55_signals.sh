@@ -315,7 +315,7 @@ t_rsyncd_stop "$RSYNCD_PID"
 [ -n "${SSHD_PID:-}" ] && t_rsyncd_stop "$SSHD_PID"
 all_ended() {
     local i left
-    for i in $(seq 100); do
+    for _ in $(seq 100); do
         left=$(descendants $$)
         [ -z "$left" ] && return 0
         sleep 0.1
