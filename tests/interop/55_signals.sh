@@ -314,7 +314,7 @@ t_rsyncd_stop "$RSYNCD_PID"
 [ -n "${FERRYD_PID:-}" ] && t_ferryd_stop "$FERRYD_PID"
 [ -n "${SSHD_PID:-}" ] && t_rsyncd_stop "$SSHD_PID"
 all_ended() {
-    local i left
+    local left
     for _ in $(seq 100); do
         left=$(descendants $$)
         [ -z "$left" ] && return 0
