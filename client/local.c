@@ -25,6 +25,7 @@
 #include "proto/filter.h"
 #include "proto/negotiate.h"
 #include "proto/sendside.h"
+#include "proto/stop_signal.h"
 #include "proto/server.h"
 
 /* The capability letters our client would send (options_server_argv):
@@ -92,6 +93,7 @@ int client_local(const struct ferry_opts *o, char **srcs, int nsrc, const char *
 	}
 	if (pid == 0) {
 		close(sv[0]);
+		stop_signal_install(NULL); /* a forced exit is the parent's to report */
 		_exit(run_receiver_child(o, sv[1], dest));
 	}
 	close(sv[1]);

@@ -23,6 +23,7 @@
 #include "proto/chmod.h"
 #include "proto/filesfrom.h"
 #include "proto/server.h"
+#include "proto/stop_signal.h"
 
 #define MAX_SOURCES 64
 
@@ -153,6 +154,7 @@ static int run_client(const struct ferry_opts *o, const char **role)
 			return client_local_list(o, o->args, nsrc);
 		return client_local(o, o->args, nsrc, dest);
 	}
+	*role = "generator"; /* the part a stop signal interrupts */
 	int rc = client_pull(o, srcs, nsrc, o->list_only ? NULL : dest);
 	*role = pull_role(rc);
 	return rc;
@@ -234,6 +236,7 @@ int main(int argc, char **argv)
 			rc = daemon_main(&o); /* also --server --daemon over a remote shell */
 			client = false;
 		} else if (o.server) {
+			stop_signal_install(NULL);
 			rc = run_server(&o);
 			client = false;
 		} else if (!o.nargs) {
@@ -249,11 +252,17 @@ int main(int argc, char **argv)
 				drop_info_output();
 			o.raw_argv = argv; /* for a batch's FILE.sh */
 			o.raw_argc = argc;
+			stop_signal_install(&role);
 			rc = run_client(&o, &role);
 		}
 		if (o.files_from_fd >= 0)
 			close(o.files_from_fd);
 	}
+	/* a stop signal ends the run with its code, whatever the transfer
+	 * managed (rsync.c: sig_int), also when the peer it killed too (ssh
+	 * at a Ctrl-C) was seen to go first */
+	if (client && stop_signal_pending())
+		rc = RERR_SIGNAL;
 	if (client)
 		exit_line_print(rc, role, "main.c", __LINE__, o.log_file);
 	options_free(&o);

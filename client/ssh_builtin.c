@@ -6,6 +6,7 @@
  * the engine keeps working on a file descriptor.
  */
 #include "client/ssh_builtin.h"
+#include "proto/stop_signal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -539,7 +540,7 @@ int ssh_builtin_start(const struct ssh_spec *sp, const char *host, const char *u
 	}
 	b->ours = sv[1];
 	*fd = sv[0];
-	if (pthread_create(&b->pump, NULL, pump_main, b) != 0) {
+	if (stop_signal_thread_create(&b->pump, pump_main, b) != 0) {
 		close(sv[0]);
 		ssh_builtin_stop(b);
 		return fail_msg("cannot start the ssh thread: %s", strerror(errno));

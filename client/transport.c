@@ -17,6 +17,7 @@
 #include "client/secluded.h"
 #include "client/ssh_builtin.h"
 #include "proto/negotiate.h"
+#include "proto/server.h"
 
 /* server_args followed by the paths, as one NULL-terminated vector. */
 static char **join_args(char **server_args, char **paths, int npaths)
@@ -293,6 +294,9 @@ bool transport_open(struct session *s, const struct ferry_opts *o, const struct 
 
 int transport_close(struct session *s, struct transport *t, int code)
 {
+	/* the peer logs why we stopped, as rsync's does */
+	if (s && code == RERR_SIGNAL)
+		error_exit_to_peer(s, code);
 	if (s)
 		session_free(s);
 	if (t->fd_out >= 0 && t->fd_out != t->fd)

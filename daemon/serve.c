@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "client/exit_line.h"
+#include "proto/stop_signal.h"
 #include "client/options.h"
 #include "client/secluded.h"
 #include "daemon/access.h"
@@ -1110,6 +1111,9 @@ int daemon_serve_client(const struct daemon_config *cfg, const struct ferry_opts
 	char line[LINE_MAX_LEN];
 	int code = 0;
 
+	/* the listener ignores SIGHUP and dies by SIGTERM; one connection
+	 * ends as a transfer does, logging code 20 */
+	stop_signal_install(NULL);
 	session_init(&c.s, dopts, fd_in, fd_out);
 	c.s.in.timeout_ms = c.s.out.timeout_ms = 60 * 1000; /* bound the handshake */
 	set_handshake_deadline(&c, cfg->defaults.timeout);

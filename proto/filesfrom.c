@@ -15,6 +15,7 @@
 
 #include "proto/session.h"
 #include "proto/wire.h"
+#include "proto/stop_signal.h"
 
 #define POLL_TICK_MS 200
 
@@ -296,7 +297,7 @@ bool names_forward_start(struct names_forwarder *f, struct session *s, int src_f
 	atomic_init(&f->stop, false);
 	if (!wire_flush(&s->out))
 		return false;
-	if (pthread_create(&f->thread, NULL, forward_main, f) != 0)
+	if (stop_signal_thread_create(&f->thread, forward_main, f) != 0)
 		return wire_fail(&s->err, RERR_IPC, "cannot start the --files-from forwarder");
 	f->running = true;
 	return true;

@@ -2034,8 +2034,10 @@ void *generator_main(void *arg)
 		pthread_mutex_unlock(&rc->lock);
 		/* Wake the receiver if it still waits for the peer. Only the
 		 * reading side: on a socket in and out are one fd, and the error
-		 * message must still reach the client. */
-		shutdown(rc->s->in.fd, SHUT_RD);
+		 * message must still reach the client. A stop signal wakes
+		 * the receiver itself, and the error exit then reads on. */
+		if (wire_error_code(&rc->s->err) != RERR_SIGNAL)
+			shutdown(rc->s->in.fd, SHUT_RD);
 	}
 	pthread_mutex_lock(&rc->lock);
 	rc->generator_stopped = true;

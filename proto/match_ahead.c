@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 
 #include "proto/fileio.h"
+#include "proto/stop_signal.h"
 
 /* Worth a thread only for files this big (the generator's read of the
  * basis must take long enough to hide the work). */
@@ -198,7 +199,7 @@ bool match_ahead_start(struct match_ahead *a, int fd, const struct sum_head *h,
 	int want = file_sum ? 1 : MATCH_AHEAD_THREADS;
 	a->helpers_left = want;
 	for (int i = 0; i < want; i++) {
-		if (pthread_create(&a->threads[i], NULL, ahead_main, a) != 0)
+		if (stop_signal_thread_create(&a->threads[i], ahead_main, a) != 0)
 			break;
 		a->nthreads++;
 	}

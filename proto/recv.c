@@ -17,6 +17,7 @@
 #include "proto/sumcache.h"
 #include "proto/syncer.h"
 #include "proto/tempfile.h"
+#include "proto/stop_signal.h"
 
 void recv_mark_dir_failed(struct recv_ctx *rc, const char *path)
 {
@@ -153,7 +154,6 @@ int recv_run(struct recv_ctx *rc)
 	}
 	s->on_no_send = recv_no_send;
 	s->on_no_send_ctx = rc;
-	temp_install_signal_cleanup();
 	struct sumcache sums;
 	sums_cache_open(rc, &sums);
 	struct syncer syncer;
@@ -162,7 +162,7 @@ int recv_run(struct recv_ctx *rc)
 	rc->syncer = s->opts->fsync && s->opts->inplace && !s->opts->remove_source_files
 			     ? &syncer
 			     : NULL;
-	if (pthread_create(&gen, NULL, generator_main, rc) != 0) {
+	if (stop_signal_thread_create(&gen, generator_main, rc) != 0) {
 		syncer_free(&syncer);
 		rc->syncer = NULL;
 		s->on_no_send = NULL;
@@ -175,10 +175,13 @@ int recv_run(struct recv_ctx *rc)
 	pthread_mutex_lock(&rc->lock);
 	bool gen_running = !rc->generator_stopped;
 	pthread_mutex_unlock(&rc->lock);
-	if (wire_error_code(&s->err) && gen_running) {
+	int failed = wire_error_code(&s->err);
+	if (failed && failed != RERR_SIGNAL && gen_running) {
 		/* Unblock a generator waiting on the peer: nothing more will
 		 * come. A generator that already stopped needs no waking, and
-		 * leaving the socket open lets its error reach the client. */
+		 * leaving the socket open lets its error reach the client; so
+		 * does a stop signal, which the generator sees itself (and the
+		 * grace period bounds, stop_signal.h). */
 		shutdown(s->out.fd, SHUT_RDWR);
 	}
 	pthread_join(gen, NULL);

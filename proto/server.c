@@ -25,16 +25,26 @@
 #include "proto/sendside.h"
 #include "client/exit_line.h"
 
-/* Tell the client our exit code and wait for it to hang up, so it reads
- * our last messages instead of a reset connection (protocol >= 31;
- * cleanup.c: _exit_cleanup, io.c: noop_io_until_death). */
-static int error_exit(struct session *s, int code)
+/* A server stopped by a signal says so to its client in its closing line,
+ * as rsync's log_exit does through the multiplexed stream. */
+static void tell_signal_line(struct session *s, int line)
+{
+	char buf[512];
+	size_t n = exit_line_format(buf, sizeof buf, RERR_SIGNAL,
+				    s->am_sender ? "sender" : "receiver", "server.c", line);
+
+	wire_send_msg(&s->out, MSG_ERROR, buf, n);
+}
+
+int error_exit_to_peer(struct session *s, int code)
 {
 	uint8_t b[4] = {(uint8_t)code, (uint8_t)(code >> 8), (uint8_t)(code >> 16),
 			(uint8_t)(code >> 24)};
 	uint8_t sink[4096];
 
 	wire_flush(&s->out);
+	if (code == RERR_SIGNAL && s->am_server)
+		tell_signal_line(s, __LINE__);
 	if (s->protocol < 31 || !s->out.mux || code == RERR_STREAMIO || code == RERR_SOCKETIO ||
 	    code == RERR_TIMEOUT)
 		return code;
@@ -60,7 +70,7 @@ static int receiver_exit(struct session *s, int code, int line)
 	wire_flush(&s->out);
 	if (s->out.mux)
 		wire_send_msg(&s->out, MSG_ERROR, buf, n);
-	return error_exit(s, code);
+	return error_exit_to_peer(s, code);
 }
 
 /* True if the peer closes the connection within ms (anything else it
@@ -92,7 +102,7 @@ static int finish(struct session *s, bool ok)
 	 * client that is still there. */
 	if (code && ok && peer_closes_within(s, 500))
 		return code;
-	return code ? error_exit(s, code) : 0;
+	return code ? error_exit_to_peer(s, code) : 0;
 }
 
 /* Open the --files-from FILE a client named for us to read: inside the
@@ -170,7 +180,7 @@ static int serve_sender(struct session *s, const struct server_ctx *ctx,
 
 	if (s->opts->files_from) {
 		if (!listed_names_source(s, ctx, &ns, &list_fd))
-			return error_exit(s, RERR_SYNTAX);
+			return error_exit_to_peer(s, RERR_SYNTAX);
 		w.names = &ns;
 	}
 	int64_t t0 = wire_now_ms();
@@ -536,7 +546,7 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 		list_fd = open_listed_names(s, ctx);
 		if (list_fd < 0) {
 			flist_free(&fl);
-			return error_exit(s, RERR_SYNTAX);
+			return error_exit_to_peer(s, RERR_SYNTAX);
 		}
 		if (!names_forward_start(&fw, s, list_fd, s->opts->from0)) {
 			close(list_fd);
@@ -597,6 +607,8 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 	flist_free(&fl);
 	if (code && s->err.msg[0] && strcmp(s->err.msg, " ") != 0)
 		session_err(s, "%s", s->err.msg);
+	if (code == RERR_SIGNAL)
+		return error_exit_to_peer(s, code);
 	wire_flush(&s->out);
 	return code;
 }
@@ -620,7 +632,7 @@ int server_run(struct session *s, const struct server_ctx *ctx)
 			send_verbatim_error(s, ctx->refusal);
 		else
 			session_err(s, "%s", ctx->refusal);
-		return error_exit(s, ctx->refusal_code);
+		return error_exit_to_peer(s, ctx->refusal_code);
 	}
 	/* a daemon tells its client the timeout in force (main.c:
 	 * start_server), so that the client keeps the link alive within it */

@@ -29,4 +29,11 @@ struct server_ctx {
  * client's arguments). Returns the exit code. */
 int server_run(struct session *s, const struct server_ctx *ctx);
 
+/* Tell the peer our exit code (MSG_ERROR_EXIT, protocol >= 31, not for
+ * the codes of a broken stream) and read until it hangs up, for at most
+ * about ten seconds, so it reads our last messages instead of a reset
+ * connection (cleanup.c: _exit_cleanup, io.c: noop_io_until_death). A
+ * server stopped by a signal sends its closing line first. Returns code. */
+int error_exit_to_peer(struct session *s, int code);
+
 #endif

@@ -2,6 +2,7 @@
  * Deferred --fsync of files updated in place (syncer.h).
  */
 #include "proto/syncer.h"
+#include "proto/stop_signal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -67,7 +68,7 @@ bool syncer_add(struct syncer *y, int fd, const char *path)
 	memcpy(it->path, path, n);
 	pthread_mutex_lock(&y->lock);
 	if (!y->started) {
-		if (pthread_create(&y->thread, NULL, syncer_main, y) != 0) {
+		if (stop_signal_thread_create(&y->thread, syncer_main, y) != 0) {
 			pthread_mutex_unlock(&y->lock);
 			free(it);
 			return false;

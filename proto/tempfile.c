@@ -10,47 +10,55 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The one file being written, for the signal handler. A signal handler
- * cannot be handed a context, so this is the one piece of process-wide
- * state; it is only written by the receiver thread. */
+/* The one file being written, for temp_cleanup_for_exit, which cannot be
+ * handed a context: the one piece of process-wide state here; it is only
+ * written by the receiver thread. */
 static struct temp_file *volatile active_temp;
 
-static void on_fatal_signal(int sig)
+/* --partial keeps only a file that got data: an empty one would replace
+ * the destination's good copy with nothing (rsync: cleanup_got_literal).
+ * Async-signal-safe. */
+static bool worth_keeping(const struct temp_file *t)
+{
+	struct stat st;
+
+	return t->keep_partial && fstat(t->fd, &st) == 0 && st.st_size > 0;
+}
+
+/* A partial file kept under the destination's name gets the oldest time
+ * there is, so that --update never takes it for a newer copy and an ls
+ * shows it as unfinished (rsync: cleanup.c, tweak_modtime).
+ * Async-signal-safe. */
+static void mark_unfinished(const struct temp_file *t)
+{
+	const struct timespec times[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = 0, .tv_nsec = 0}};
+
+	futimens(t->fd, times);
+}
+
+void temp_cleanup_for_exit(void)
 {
 	struct temp_file *t = active_temp;
 
-	(void)sig;
 	if (t && t->fd >= 0 && !t->inplace) {
-		if (t->keep_partial && t->partial_name[0]) {
+		if (!worth_keeping(t)) {
+			unlinkat(t->tmpdirfd, t->tmpname, 0);
+		} else if (t->partial_name[0]) {
 			mkdirat(t->dirfd, t->partial_dir, 0700);
 			if (renameat(t->tmpdirfd, t->tmpname, t->dirfd, t->partial_name) < 0)
 				unlinkat(t->tmpdirfd, t->tmpname, 0);
-		} else if (t->keep_partial && !t->rc->s->opts->partial_dir) {
+		} else if (!t->rc->s->opts->partial_dir) {
+			mark_unfinished(t);
 			renameat(t->tmpdirfd, t->tmpname, t->dirfd, t->leaf);
 		} else {
 			unlinkat(t->tmpdirfd, t->tmpname, 0);
 		}
 	}
-	_exit(20); /* RERR_SIGNAL */
-}
-
-void temp_install_signal_cleanup(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_fatal_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 }
 
 const char *recv_dest_dir(const struct recv_ctx *rc, char *buf, size_t size)
@@ -135,7 +143,7 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 		return false;
 	}
 	snprintf(t->leaf, sizeof t->leaf, "%s", leaf);
-	/* what the signal handler can do for --partial-dir: a relative,
+	/* what the cleanup at exit can do for --partial-dir: a relative,
 	 * one-component dir beside the file */
 	const char *pd = rc->s->opts->partial_dir;
 	if (pd && *pd != '/' && !strchr(pd, '/') && strlen(pd) < sizeof t->partial_dir) {
@@ -301,12 +309,15 @@ void temp_discard(struct temp_file *t)
 void temp_abandon(struct temp_file *t)
 {
 	if (t->dirfd >= 0 && !t->inplace) {
-		if (t->keep_partial && t->rc->s->opts->partial_dir)
+		bool keep = t->fd >= 0 && worth_keeping(t);
+		if (keep && t->rc->s->opts->partial_dir) {
 			move_into_partial_dir(t, "partial file");
-		else if (t->keep_partial)
+		} else if (keep) {
+			mark_unfinished(t);
 			renameat(t->tmpdirfd, t->tmpname, t->dirfd, t->leaf);
-		else
+		} else {
 			unlinkat(t->tmpdirfd, t->tmpname, 0);
+		}
 	}
 	temp_close(t);
 }

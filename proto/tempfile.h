@@ -24,7 +24,7 @@ struct temp_file {
 	bool keep_partial;
 	bool delayed;         /* --delay-updates: commit into the partial dir */
 	char partial_name[600]; /* --partial-dir: "DIR/leaf" from dirfd, for the
-				 * signal handler ("" when not usable there) */
+				 * cleanup at exit ("" when not usable there) */
 	char partial_dir[300];  /* ... and "DIR" to create */
 	bool want_placed;       /* stat the file once in place (--sums-cache) */
 	bool placed_ok;
@@ -50,8 +50,9 @@ void temp_discard(struct temp_file *t);
 /* The stream broke: keep the partial file with --partial, else remove. */
 void temp_abandon(struct temp_file *t);
 
-/* Install SIGINT/SIGTERM/SIGHUP/SIGPIPE handlers that clean up the active
- * temporary file before exiting with rsync's code 20. */
-void temp_install_signal_cleanup(void);
+/* A process about to _exit on a stop signal (stop_signal.h) whose receiver
+ * could not unwind: remove the temporary file being written, or keep it
+ * as --partial says. Only async-signal-safe calls. */
+void temp_cleanup_for_exit(void);
 
 #endif

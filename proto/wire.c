@@ -4,6 +4,7 @@
  */
 #include "proto/wire.h"
 #include "proto/batch.h"
+#include "proto/stop_signal.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -25,6 +26,7 @@ void wire_error_init(struct wire_error *e)
 	e->code = 0;
 	e->msg[0] = '\0';
 	e->stop_at = 0;
+	e->signalled = false;
 }
 
 bool wire_fail(struct wire_error *e, int code, const char *fmt, ...)
@@ -295,15 +297,23 @@ size_t wire_buffered(const struct wire_in *in)
  * every read and write waits here first. */
 static int stop_left_ms(const struct wire_error *err);
 
+static bool signal_stops(struct wire_error *err);
+
 static bool wait_fd(struct wire_error *err, int fd, short events, int timeout_ms)
 {
 	struct pollfd p = {.fd = fd, .events = events};
 	int stop_ms = stop_left_ms(err), r;
 	int wait_ms = stop_ms >= 0 && (timeout_ms <= 0 || stop_ms < timeout_ms) ? stop_ms : timeout_ms;
 
-	do {
+	for (;;) {
 		r = poll(&p, 1, wait_ms > 0 ? wait_ms : -1);
-	} while (r < 0 && errno == EINTR);
+		if (r >= 0 || errno != EINTR)
+			break;
+		/* a write goes on: a frame cut short would garble the stream
+		 * that still has to carry the error exit */
+		if ((events & POLLIN) && signal_stops(err))
+			return false;
+	}
 	if (r == 0 && err->stop_at && time(NULL) >= err->stop_at)
 		return wire_fail(err, RERR_TIMEOUT, "stopping at requested limit");
 	if (r == 0 && wait_ms == timeout_ms)
@@ -321,6 +331,23 @@ static int stop_left_ms(const struct wire_error *err)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	int64_t left = ((int64_t)err->stop_at - ts.tv_sec) * 1000 - ts.tv_nsec / 1000000 + 1;
 	return left < 1 ? 1 : left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+/* A stop signal (stop_signal.h) fails the stream once, with rsync's code
+ * 20 and nothing more to say; what is written after it (the error exit to
+ * the peer) still goes out. Checked, as rsync's perform_io checks
+ * got_kill_signal, on every read and before every flush. */
+static bool signal_stops(struct wire_error *err)
+{
+	if (!stop_signal_pending())
+		return false;
+	pthread_mutex_lock(&err->lock);
+	bool first = !err->signalled;
+	err->signalled = true;
+	pthread_mutex_unlock(&err->lock);
+	if (first)
+		wire_fail(err, RERR_SIGNAL, " ");
+	return first;
 }
 
 /* The limit checked on every read and write, as rsync's perform_io does. */
@@ -369,7 +396,7 @@ static bool raw_fill(struct wire_in *in, size_t need)
 			in->end -= in->pos;
 			in->pos = 0;
 		}
-		if (in->err->code || stop_reached(in->err))
+		if (in->err->code || stop_reached(in->err) || signal_stops(in->err))
 			return false;
 		int wait_ms = read_wait_ms(in);
 		if ((wait_ms > 0 || in->err->stop_at) && !wait_fd(in->err, in->fd, POLLIN, wait_ms))
@@ -729,6 +756,8 @@ static void bwlimit_sleep(struct wire_out *out, size_t written)
 	const int64_t usec_per_kib = 1000000 / 1024;
 	struct timespec now, after;
 
+	if (stop_signal_pending()) /* the rest goes out at once */
+		return;
 	out->bw_backlog += (int64_t)written;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (out->bw_prior.tv_sec || out->bw_prior.tv_nsec) {
@@ -744,7 +773,7 @@ static void bwlimit_sleep(struct wire_out *out, size_t written)
 	}
 	struct timespec ts = {.tv_sec = sleep_usec / 1000000,
 			      .tv_nsec = (long)(sleep_usec % 1000000) * 1000};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !stop_signal_pending())
 		;
 	clock_gettime(CLOCK_MONOTONIC, &after);
 	out->bw_slept_ns += (uint64_t)usec_between(&now, &after) * 1000u;
@@ -864,6 +893,9 @@ static bool flush_locked(struct wire_out *out)
 	if (!out->buf)
 		return wire_fail(out->err, RERR_MALLOC, "out of memory");
 	close_frame(out);
+	/* between whole frames: what is buffered goes with the error exit */
+	if (signal_stops(out->err))
+		return false;
 	ok = raw_write_all(out, out->buf, out->len);
 	out->len = 0;
 	return ok;

@@ -80,6 +80,7 @@ struct wire_error {
 	int code;          /* 0 while no error */
 	char msg[512];
 	time_t stop_at;    /* --stop-at/--stop-after: I/O fails from then on */
+	bool signalled;    /* a stop signal has failed the stream (stop_signal.h) */
 };
 void wire_error_init(struct wire_error *e);
 /* Record a failure (the first one wins). Always returns false, so a reader

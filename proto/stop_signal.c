@@ -1,0 +1,106 @@
+/*
+ * The stop signals (see stop_signal.h).
+ */
+#include "proto/stop_signal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/options.h"
+#include "proto/tempfile.h"
+#include "proto/wire.h"
+
+#define STRINGIFY(x) #x
+#define LINE_TEXT(x) STRINGIFY(x)
+
+/* A signal handler cannot be handed a context: what it records, and what
+ * the forced exit needs, is process-wide. */
+static volatile sig_atomic_t stop_signo;
+static const char *const *client_role;
+
+/* Append text to buf[0..*len) within size; async-signal-safe. */
+static void append(char *buf, size_t size, size_t *len, const char *text)
+{
+	while (*text && *len + 1 < size)
+		buf[(*len)++] = *text++;
+}
+
+/* The run did not wind down in time, or a second signal came: remove the
+ * temp file, say so as the closing line would (exit_line.h), exit 20.
+ * Only async-signal-safe calls: it runs in a handler. */
+static void forced_exit(void)
+{
+	temp_cleanup_for_exit();
+	if (client_role && *client_role) {
+		char line[256];
+		size_t n = 0;
+		append(line, sizeof line, &n,
+		       "ferry error: received SIGINT, SIGTERM, or SIGHUP (code 20) at "
+		       "stop_signal.c(" LINE_TEXT(__LINE__) ") [");
+		append(line, sizeof line, &n, *client_role);
+		append(line, sizeof line, &n, "=" FERRY_VERSION "]\n");
+		if (write(STDERR_FILENO, line, n) < 0) {
+			/* nothing left to tell it to */
+		}
+	}
+	_exit(RERR_SIGNAL);
+}
+
+static void on_grace_over(int sig)
+{
+	(void)sig;
+	forced_exit();
+}
+
+static void on_stop_signal(int sig)
+{
+	int saved = errno;
+
+	if (stop_signo)
+		forced_exit(); /* the user means it */
+	stop_signo = sig;
+	alarm(STOP_SIGNAL_GRACE_S);
+	errno = saved;
+}
+
+int stop_signal_pending(void)
+{
+	return stop_signo;
+}
+
+int stop_signal_thread_create(pthread_t *thread, void *(*fn)(void *), void *arg)
+{
+	sigset_t stop, old;
+
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	int r = pthread_create(thread, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+void stop_signal_install(const char *const *role)
+{
+	struct sigaction sa;
+
+	client_role = role;
+	memset(&sa, 0, sizeof sa);
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_grace_over;
+	sigaction(SIGALRM, &sa, NULL);
+	/* a forked child inherits the flag but not the pending alarm */
+	if (stop_signo)
+		alarm(STOP_SIGNAL_GRACE_S);
+	sa.sa_handler = on_stop_signal;
+	/* no SA_RESTART: the main thread's blocking read, write or sleep
+	 * returns EINTR, and the loop around it sees the signal */
+	sa.sa_flags = 0;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}

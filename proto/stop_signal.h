@@ -1,0 +1,39 @@
+/*
+ * SIGINT, SIGTERM and SIGHUP end a transfer with rsync's exit code 20
+ * (rsync.c: sig_int; io.c: handle_kill_signal).
+ *
+ * The handler only records the signal. The stream loops (wire.c) turn it
+ * into the session's error the next time they read, write or sleep, so the
+ * run unwinds through its ordinary error paths: the temp file is removed
+ * (or kept, with --partial), the peer gets MSG_ERROR_EXIT and the closing
+ * line is printed or logged. Worker threads block these signals, so the
+ * signal lands on the main thread and interrupts its blocking call. An
+ * alarm bounds the unwinding: a run still alive STOP_SIGNAL_GRACE_S
+ * seconds after the signal, or that gets a second one, removes its temp
+ * file and exits 20 from the handler (SIGALRM is the module's).
+ */
+#ifndef FERRY_STOP_SIGNAL_H
+#define FERRY_STOP_SIGNAL_H
+
+#include <pthread.h>
+
+#define STOP_SIGNAL_GRACE_S 5
+
+/* Install the handler for SIGINT, SIGTERM and SIGHUP, also where the
+ * signal was inherited as ignored (a background job of a non-interactive
+ * shell), and the one for the grace period's SIGALRM. Call it from the
+ * main thread before any worker thread exists, and again in a forked
+ * child. *role, when role is not NULL, names the part of a client's run
+ * for the closing line of a forced exit (exit_line.h); a server or daemon
+ * child passes NULL. */
+void stop_signal_install(const char *const *role);
+
+/* The stop signal received, 0 while none. Async-signal-safe. */
+int stop_signal_pending(void);
+
+/* pthread_create with SIGINT, SIGTERM and SIGHUP blocked in the new
+ * thread (and in every thread it creates), so that they are delivered to
+ * the main thread. Returns pthread_create's result. */
+int stop_signal_thread_create(pthread_t *thread, void *(*fn)(void *), void *arg);
+
+#endif
