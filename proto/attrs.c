@@ -50,7 +50,7 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 	bool exact = !st || (o->checksum && S_ISREG(f->mode));
 	if (!st) {
 		if (fstatat(dirfd, leaf, &now, AT_SYMLINK_NOFOLLOW) < 0) {
-			session_err(rc->s, "stat \"%s\" failed: %s", leaf, strerror(errno));
+			session_xfer_err(rc->s, "stat \"%s\" failed: %s", leaf, strerror(errno));
 			return -1;
 		}
 		fake_stat(rc->s, dirfd, leaf, leaf, &now);
@@ -69,7 +69,7 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 		if (fchownat(dirfd, leaf, change_uid ? f->uid : (uid_t)-1,
 			     change_gid ? f->gid : (gid_t)-1, AT_SYMLINK_NOFOLLOW) < 0) {
 			if (change_uid || errno != EPERM) {
-				session_err(rc->s, "chown \"%s\" failed: %s", leaf, strerror(errno));
+				session_xfer_err(rc->s, "chown \"%s\" failed: %s", leaf, strerror(errno));
 				rc->s->got_xfer_error = true;
 			}
 		} else {
@@ -85,7 +85,7 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 	if (keep_time && differs) {
 		if (fs_set_mtime(dirfd, leaf, f->mtime, f->mtime_nsec) < 0) {
 			if (!S_ISLNK(f->mode)) {
-				session_err(rc->s, "failed to set times on \"%s\": %s", leaf,
+				session_xfer_err(rc->s, "failed to set times on \"%s\": %s", leaf,
 					    strerror(errno));
 				rc->s->got_xfer_error = true;
 			}
@@ -97,7 +97,7 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 	if (set_times && o->atimes && !S_ISDIR(f->mode) && !S_ISLNK(f->mode) &&
 	    (exact || st->st_atim.tv_sec != f->atime || st->st_atim.tv_nsec != 0)) {
 		if (fs_set_atime(dirfd, leaf, f->atime) < 0) {
-			session_err(rc->s, "failed to set access time on \"%s\": %s", leaf,
+			session_xfer_err(rc->s, "failed to set access time on \"%s\": %s", leaf,
 				    strerror(errno));
 			rc->s->got_xfer_error = true;
 		} else if (st->st_atim.tv_sec != f->atime) {
@@ -115,7 +115,7 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 		if (fake) {
 			changed |= ITEM_REPORT_PERMS; /* recorded in the xattr above */
 		} else if (fchmodat(dirfd, leaf, f->mode & 07777, 0) < 0) {
-			session_err(rc->s, "chmod \"%s\" failed: %s", leaf, strerror(errno));
+			session_xfer_err(rc->s, "chmod \"%s\" failed: %s", leaf, strerror(errno));
 			rc->s->got_xfer_error = true;
 		} else {
 			changed |= ITEM_REPORT_PERMS;

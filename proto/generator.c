@@ -2003,11 +2003,14 @@ void *generator_main(void *arg)
 		wire_fail(&rc->s->err, RERR_STREAMIO, "generator stopped");
 		pthread_mutex_lock(&rc->lock);
 		rc->generator_stopped = true;
+		bool receiver_running = !rc->receiver_failed && !rc->receiver_finished;
 		pthread_mutex_unlock(&rc->lock);
 		/* Wake the receiver if it still waits for the peer. Only the
 		 * reading side: on a socket in and out are one fd, and the error
-		 * message must still reach the client. */
-		shutdown(rc->s->in.fd, SHUT_RD);
+		 * message must still reach the client, which a receiver that
+		 * has stopped may still be waiting to hear from. */
+		if (receiver_running)
+			shutdown(rc->s->in.fd, SHUT_RD);
 	}
 	pthread_mutex_lock(&rc->lock);
 	rc->generator_stopped = true;

@@ -26,24 +26,43 @@
 /* Tell the client our exit code and wait for it to hang up, so it reads
  * our last messages instead of a reset connection (protocol >= 31;
  * cleanup.c: _exit_cleanup, io.c: noop_io_until_death). */
+/* We have said our last: read (and drop) what the client still sends
+ * until it hangs up, at most HANGUP_WAIT_MS, so that it reads our last
+ * messages instead of a reset connection (closing a socket with unread
+ * data resets it). end_ours: end our half first. A client that sees our
+ * end while it is still sending can lose what it had not yet read, so
+ * only one that has no exit message to wait for gets it (rsync's
+ * noop_io_until_death keeps the connection open too). */
+#define HANGUP_WAIT_MS 10000
+static void await_hangup(struct session *s, bool end_ours)
+{
+	static __thread uint8_t sink[64 * 1024];
+	struct pollfd p = {.fd = s->in.fd, .events = POLLIN};
+	int64_t until = wire_now_ms() + HANGUP_WAIT_MS;
+
+	if (end_ours)
+		shutdown(s->out.fd, SHUT_WR);
+	for (int64_t left = HANGUP_WAIT_MS; left > 0; left = until - wire_now_ms()) {
+		int r = poll(&p, 1, (int)left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || read(s->in.fd, sink, sizeof sink) <= 0)
+			break;
+	}
+}
+
 static int error_exit(struct session *s, int code)
 {
 	uint8_t b[4] = {(uint8_t)code, (uint8_t)(code >> 8), (uint8_t)(code >> 16),
 			(uint8_t)(code >> 24)};
-	uint8_t sink[4096];
 
 	wire_flush(&s->out);
 	if (s->protocol < 31 || !s->out.mux || code == RERR_STREAMIO || code == RERR_SOCKETIO ||
 	    code == RERR_TIMEOUT)
 		return code;
-	if (!wire_send_msg(&s->out, MSG_ERROR_EXIT, b, 4))
+	if (!wire_send_msg(&s->out, MSG_ERROR_EXIT, b, 4) || !wire_flush(&s->out))
 		return code;
-	shutdown(s->out.fd, SHUT_WR);
-	struct pollfd p = {.fd = s->in.fd, .events = POLLIN};
-	for (int i = 0; i < 100 && poll(&p, 1, 100) >= 0; i++) {
-		if (p.revents && read(s->in.fd, sink, sizeof sink) <= 0)
-			break;
-	}
+	await_hangup(s, false);
 	return code;
 }
 
@@ -59,6 +78,26 @@ static int receiver_exit(struct session *s, int code, int line)
 	if (s->out.mux)
 		wire_send_msg(&s->out, MSG_ERROR, buf, n);
 	return error_exit(s, code);
+}
+
+/* The receiver stopped mid-transfer (a write into the destination
+ * failed): like rsync's, it says so in its closing line and tells the
+ * client its exit code, which the client then exits with (receiver.c:
+ * receive_data ends in exit_cleanup). */
+static int receiver_stopped(struct session *s, int code, int line)
+{
+	char buf[512];
+	size_t n = exit_line_format(buf, sizeof buf, code, "receiver", "server.c", line);
+
+	if (s->out.mux)
+		wire_send_msg(&s->out, MSG_ERROR, buf, n);
+	if (s->protocol >= 31)
+		return error_exit(s, code);
+	/* no exit message before protocol 31: the client sees the
+	 * connection close after our messages, as from rsync's */
+	if (wire_flush(&s->out))
+		await_hangup(s, true);
+	return code;
 }
 
 /* True if the peer closes the connection within ms (anything else it
@@ -589,6 +628,8 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 	flist_free(&fl);
 	if (code && s->err.msg[0] && strcmp(s->err.msg, " ") != 0)
 		session_err(s, "%s", s->err.msg);
+	if (code == RERR_FILEIO)
+		return receiver_stopped(s, code, __LINE__);
 	wire_flush(&s->out);
 	return code;
 }

@@ -266,6 +266,7 @@ static void xfer_err(struct session *s, const char *prefix, const char *msg)
 	}
 	line_start(s, stderr);
 	fprintf(stderr, "%s%s\n", prefix, msg);
+	logfile_write(s, "%s%s", prefix, msg);
 }
 
 static void xfer_err_fmt(struct session *s, const char *prefix, const char *fmt, va_list ap)

@@ -72,7 +72,7 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 		dirfd = dir_cursor_parent(dirs, path, &leaf);
 	}
 	if (dirfd < 0 || strlen(leaf) >= sizeof t->leaf) {
-		session_err(rc->s, "cannot open the directory of \"%s\": %s", path,
+		session_xfer_err(rc->s, "cannot open the directory of \"%s\": %s", path,
 			    strerror(dirfd < 0 ? errno : ENAMETOOLONG));
 		return false;
 	}
@@ -98,7 +98,7 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 	if (t->fd >= 0 && rc->s->opts->preallocate && f && f->size > 0 && !t->inplace)
 		fallocate(t->fd, 0, 0, (off_t)f->size); /* best effort, as rsync */
 	if (t->fd < 0) {
-		session_err(rc->s, "mkstemp \"%s\" failed: %s", path, strerror(errno));
+		session_xfer_err(rc->s, "mkstemp \"%s\" failed: %s", path, strerror(errno));
 		close(t->dirfd);
 		t->dirfd = -1;
 		return false;
@@ -138,7 +138,7 @@ static bool move_into_partial_dir(struct temp_file *t, const char *what)
 	const char *leaf = partial_leaf(rc, t->path);
 
 	if (pfd < 0) {
-		session_err(rc->s, "Unable to create partial-dir for %s -- discarding %s.", t->path,
+		session_xfer_err(rc->s, "Unable to create partial-dir for %s -- discarding %s.", t->path,
 			    what);
 		unlinkat(t->tmpdirfd, t->tmpname, 0);
 		return false;
@@ -147,7 +147,7 @@ static bool move_into_partial_dir(struct temp_file *t, const char *what)
 	if (r < 0 && errno == EXDEV)
 		r = fs_copy_then_unlink(t->tmpdirfd, t->tmpname, pfd, leaf);
 	if (r < 0) {
-		session_err(rc->s, "rename \"%s\" -> \"%s/%s\" failed: %s", t->tmpname,
+		session_xfer_err(rc->s, "rename \"%s\" -> \"%s/%s\" failed: %s", t->tmpname,
 			    rc->s->opts->partial_dir, leaf, strerror(errno));
 		unlinkat(t->tmpdirfd, t->tmpname, 0);
 	}
@@ -189,7 +189,7 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 			ok = false;
 	}
 	if (ok && s->opts->fsync && !sync_later(t) && fsync(t->fd) < 0) {
-		session_err(s, "fsync \"%s\" failed: %s", t->path, strerror(errno));
+		session_xfer_err(s, "fsync \"%s\" failed: %s", t->path, strerror(errno));
 		ok = false;
 	}
 	/* Attributes go on the temp file, so the final name appears complete. */
@@ -206,7 +206,7 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 		ok = false;
 	}
 	if (ok && !t->inplace && !move_into_place(t, f)) {
-		session_err(s, "rename \"%s\" -> \"%s\" failed: %s", t->tmpname, t->path,
+		session_xfer_err(s, "rename \"%s\" -> \"%s\" failed: %s", t->tmpname, t->path,
 			    strerror(errno));
 		unlinkat(t->tmpdirfd, t->tmpname, 0);
 		ok = false;
