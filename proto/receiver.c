@@ -645,7 +645,7 @@ static void discard_failed(struct rcv *r, int32_t ndx, const char *path, bool re
 				     path, kept);
 		recv_queue_redo(rc, ndx);
 	} else {
-		session_xfer_err(r->s, "ERROR: %s failed verification -- update %s.", path, kept);
+		session_xfer_err_plain(r->s, "ERROR: %s failed verification -- update %s.", path, kept);
 		rc->state[ndx] |= FS_FAILED;
 		r->s->got_xfer_error = true;
 	}
