@@ -149,7 +149,9 @@ static bool receiver_stop(struct rcv *r)
 	pthread_mutex_lock(&rc->lock);
 	rc->receiver_failed = true;
 	pthread_mutex_unlock(&rc->lock);
-	return wire_fail(&r->s->err, RERR_FILEIO, " ");
+	wire_fail(&r->s->err, RERR_FILEIO, " ");
+	recv_note_settled(rc); /* a generator waiting for us stops now */
+	return false;
 }
 
 static bool write_failed(struct rcv *r, const char *path)
