@@ -69,7 +69,8 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 		if (fchownat(dirfd, leaf, change_uid ? f->uid : (uid_t)-1,
 			     change_gid ? f->gid : (gid_t)-1, AT_SYMLINK_NOFOLLOW) < 0) {
 			if (change_uid || errno != EPERM) {
-				session_xfer_err(rc->s, "chown \"%s\" failed: %s", leaf, strerror(errno));
+				session_xfer_err(rc->s, "chown \"%s\" failed: %s", leaf,
+						 strerror(errno));
 				rc->s->got_xfer_error = true;
 			}
 		} else {
@@ -86,7 +87,7 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 		if (fs_set_mtime(dirfd, leaf, f->mtime, f->mtime_nsec) < 0) {
 			if (!S_ISLNK(f->mode)) {
 				session_xfer_err(rc->s, "failed to set times on \"%s\": %s", leaf,
-					    strerror(errno));
+						 strerror(errno));
 				rc->s->got_xfer_error = true;
 			}
 		} else {
@@ -98,7 +99,7 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
 	    (exact || st->st_atim.tv_sec != f->atime || st->st_atim.tv_nsec != 0)) {
 		if (fs_set_atime(dirfd, leaf, f->atime) < 0) {
 			session_xfer_err(rc->s, "failed to set access time on \"%s\": %s", leaf,
-				    strerror(errno));
+					 strerror(errno));
 			rc->s->got_xfer_error = true;
 		} else if (st->st_atim.tv_sec != f->atime) {
 			changed |= ITEM_REPORT_ATIME;

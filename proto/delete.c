@@ -476,7 +476,7 @@ static bool delete_item(struct recv_ctx *rc, int dirfd, const char *leaf, const 
 			return false;
 		}
 		session_xfer_err(rc->s, "delete_file: %s \"%s\" failed: %s",
-			    S_ISDIR(st.st_mode) ? "rmdir" : "unlink", path, strerror(errno));
+				 S_ISDIR(st.st_mode) ? "rmdir" : "unlink", path, strerror(errno));
 		rc->s->got_xfer_error = true;
 		return false;
 	}

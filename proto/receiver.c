@@ -199,8 +199,8 @@ static bool write_piece(struct rcv *r, int fd, const char *path, const uint8_t *
 	if (r->over_basis)
 		r->data_len = 0; /* the write may change what the window holds */
 	bool sparse = r->o->sparse && !r->o->inplace;
-	if (fd >= 0 && !(sparse ? fs_write_sparse(fd, p, n, r->o->preallocate)
-				: fs_write_all(fd, p, n)))
+	if (fd >= 0 &&
+	    !(sparse ? fs_write_sparse(fd, p, n, r->o->preallocate) : fs_write_all(fd, p, n)))
 		return write_failed(r, path);
 	writeback_landed(r, fd, (int64_t)n);
 	return true;
@@ -647,7 +647,8 @@ static void discard_failed(struct rcv *r, int32_t ndx, const char *path, bool re
 				     path, kept);
 		recv_queue_redo(rc, ndx);
 	} else {
-		session_xfer_err_plain(r->s, "ERROR: %s failed verification -- update %s.", path, kept);
+		session_xfer_err_plain(r->s, "ERROR: %s failed verification -- update %s.", path,
+				       kept);
 		rc->state[ndx] |= FS_FAILED;
 		r->s->got_xfer_error = true;
 	}
@@ -714,7 +715,8 @@ static void finish_delayed(struct rcv *r)
 		int pfd = dirfd >= 0 ? partial_dir_open(rc, path, false) : -1;
 		if (pfd < 0) {
 			session_xfer_err(r->s, "rename \"%s/%s\" -> \"%s\" failed: %s",
-				    r->o->partial_dir, partial_leaf(rc, path), path, strerror(errno));
+					 r->o->partial_dir, partial_leaf(rc, path), path,
+					 strerror(errno));
 			r->s->got_xfer_error = true;
 			continue;
 		}
@@ -722,7 +724,8 @@ static void finish_delayed(struct rcv *r)
 			backup_make(rc, dirfd, leaf, path);
 		if (renameat(pfd, partial_leaf(rc, path), dirfd, leaf) < 0) {
 			session_xfer_err(r->s, "rename \"%s/%s\" -> \"%s\" failed: %s",
-				    r->o->partial_dir, partial_leaf(rc, path), path, strerror(errno));
+					 r->o->partial_dir, partial_leaf(rc, path), path,
+					 strerror(errno));
 			r->s->got_xfer_error = true;
 		} else {
 			recv_report_success(rc, ndx, path, true);

@@ -472,10 +472,10 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	    (s->protocol < 27 || wire_write_i32(&s->out, h.s2length)) &&
 	    wire_write_i32(&s->out, h.remainder) &&
 	    token_enc_begin(d->enc, &s->out, s->compress && token_skip_match(d->skip, path)) &&
-	    (d->append ? send_appended(d, fd, st.st_size, append_offset(&h, st.st_size),
-				       &mo.read_errno)
-		       : match_send_file(have_idx ? &idx : NULL, fd, st.st_size,
-					 updating_basis(s, type), &mo)) &&
+	    (d->append
+		 ? send_appended(d, fd, st.st_size, append_offset(&h, st.st_size), &mo.read_errno)
+		 : match_send_file(have_idx ? &idx : NULL, fd, st.st_size, updating_basis(s, type),
+				   &mo)) &&
 	    token_enc_end(d->enc, &s->out)) {
 		if (blockwise)
 			blockwise_end(&tree, d->digest);

@@ -73,7 +73,7 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 	}
 	if (dirfd < 0 || strlen(leaf) >= sizeof t->leaf) {
 		session_xfer_err(rc->s, "cannot open the directory of \"%s\": %s", path,
-			    strerror(dirfd < 0 ? errno : ENAMETOOLONG));
+				 strerror(dirfd < 0 ? errno : ENAMETOOLONG));
 		return false;
 	}
 	snprintf(t->leaf, sizeof t->leaf, "%s", leaf);
@@ -138,8 +138,8 @@ static bool move_into_partial_dir(struct temp_file *t, const char *what)
 	const char *leaf = partial_leaf(rc, t->path);
 
 	if (pfd < 0) {
-		session_xfer_err(rc->s, "Unable to create partial-dir for %s -- discarding %s.", t->path,
-			    what);
+		session_xfer_err(rc->s, "Unable to create partial-dir for %s -- discarding %s.",
+				 t->path, what);
 		unlinkat(t->tmpdirfd, t->tmpname, 0);
 		return false;
 	}
@@ -148,7 +148,7 @@ static bool move_into_partial_dir(struct temp_file *t, const char *what)
 		r = fs_copy_then_unlink(t->tmpdirfd, t->tmpname, pfd, leaf);
 	if (r < 0) {
 		session_xfer_err(rc->s, "rename \"%s\" -> \"%s/%s\" failed: %s", t->tmpname,
-			    rc->s->opts->partial_dir, leaf, strerror(errno));
+				 rc->s->opts->partial_dir, leaf, strerror(errno));
 		unlinkat(t->tmpdirfd, t->tmpname, 0);
 	}
 	close(pfd);
@@ -207,7 +207,7 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 	}
 	if (ok && !t->inplace && !move_into_place(t, f)) {
 		session_xfer_err(s, "rename \"%s\" -> \"%s\" failed: %s", t->tmpname, t->path,
-			    strerror(errno));
+				 strerror(errno));
 		unlinkat(t->tmpdirfd, t->tmpname, 0);
 		ok = false;
 	}
