@@ -23,25 +23,20 @@
 #include "proto/sendside.h"
 #include "client/exit_line.h"
 
-/* Tell the client our exit code and wait for it to hang up, so it reads
- * our last messages instead of a reset connection (protocol >= 31;
- * cleanup.c: _exit_cleanup, io.c: noop_io_until_death). */
-/* We have said our last: read (and drop) what the client still sends
- * until it hangs up, at most HANGUP_WAIT_MS, so that it reads our last
- * messages instead of a reset connection (closing a socket with unread
- * data resets it). end_ours: end our half first. A client that sees our
- * end while it is still sending can lose what it had not yet read, so
- * only one that has no exit message to wait for gets it (rsync's
- * noop_io_until_death keeps the connection open too). */
+/* How long a server that has said its last waits for the client. */
 #define HANGUP_WAIT_MS 10000
-static void await_hangup(struct session *s, bool end_ours)
+
+/* Before protocol 31 there is no exit message: end our half of the
+ * connection and read (and drop) what the client still sends until it
+ * hangs up, so that it reads our last messages and then the end, not a
+ * reset connection (closing a socket with unread data resets it). */
+static void hang_up(struct session *s)
 {
 	static __thread uint8_t sink[64 * 1024];
 	struct pollfd p = {.fd = s->in.fd, .events = POLLIN};
 	int64_t until = wire_now_ms() + HANGUP_WAIT_MS;
 
-	if (end_ours)
-		shutdown(s->out.fd, SHUT_WR);
+	shutdown(s->out.fd, SHUT_WR);
 	for (int64_t left = HANGUP_WAIT_MS; left > 0; left = until - wire_now_ms()) {
 		int r = poll(&p, 1, (int)left);
 		if (r < 0 && errno == EINTR)
@@ -51,6 +46,29 @@ static void await_hangup(struct session *s, bool end_ours)
 	}
 }
 
+/* After our MSG_ERROR_EXIT: read on (data dropped) until the client
+ * answers with its own, hangs up or HANGUP_WAIT_MS pass. rsync's client
+ * answers, then waits for us to close (io.c: noop_io_until_death); one
+ * that saw our end earlier, while still sending, could lose the messages
+ * it had not yet read. */
+static void await_exit_answer(struct session *s)
+{
+	struct wire_error *failed = s->in.err;
+	struct wire_error reading; /* the stream reads nothing after an error */
+	size_t got;
+
+	wire_error_init(&reading);
+	s->in.err = &reading;
+	s->in.timeout_ms = HANGUP_WAIT_MS;
+	s->in.deadline_ms = wire_now_ms() + HANGUP_WAIT_MS;
+	while (s->in.mux && wire_read_some(&s->in, 64 * 1024, &got))
+		;
+	s->in.err = failed;
+}
+
+/* Tell the client our exit code and wait for its answer, so it reads our
+ * last messages instead of a reset connection (protocol >= 31;
+ * cleanup.c: _exit_cleanup). */
 static int error_exit(struct session *s, int code)
 {
 	uint8_t b[4] = {(uint8_t)code, (uint8_t)(code >> 8), (uint8_t)(code >> 16),
@@ -62,7 +80,7 @@ static int error_exit(struct session *s, int code)
 		return code;
 	if (!wire_send_msg(&s->out, MSG_ERROR_EXIT, b, 4) || !wire_flush(&s->out))
 		return code;
-	await_hangup(s, false);
+	await_exit_answer(s);
 	return code;
 }
 
@@ -96,7 +114,7 @@ static int receiver_stopped(struct session *s, int code, int line)
 	/* no exit message before protocol 31: the client sees the
 	 * connection close after our messages, as from rsync's */
 	if (wire_flush(&s->out))
-		await_hangup(s, true);
+		hang_up(s);
 	return code;
 }
 
