@@ -12,6 +12,7 @@
 #    in place); one that grows (a /proc file, 0 bytes by stat) is sent to
 #    its listed length, exit 0.
 set -u
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 t_setup
 t_require rsync
@@ -69,9 +70,9 @@ path = $2
 read only = no
 EOF
 }
-t_rsyncd_start rd "$(mods "$T/ro_r" "$T/shrink_r")" || t_fail rsyncd_start "rsync daemon did not start"
+t_rsyncd_start rd "$(mods "$T/ro_r" "$T/shrink_r")" || { t_fail rsyncd_start "rsync daemon did not start"; t_done; }
 RD=$RSYNCD_PORT
-t_ferryd_start fd "$(mods "$T/ro_f" "$T/shrink_f")" || t_fail ferryd_start "ferry daemon did not start"
+t_ferryd_start fd "$(mods "$T/ro_f" "$T/shrink_f")" || { t_fail ferryd_start "ferry daemon did not start"; t_done; }
 FD=$FERRYD_PORT
 
 # run NAME BIN ARGS... -- exit code in $T/NAME.rc, stderr in $T/NAME.err
@@ -108,7 +109,7 @@ empty_full() { rm -rf "${FULL:?}"/* "$FULL"/.[!.]* 2>/dev/null; }
 # no temporary file is left
 only_first() {
     local got
-    got=$(cd "$FULL" && ls -A | tr '\n' ' ')
+    got=$(find "$FULL" -mindepth 1 -printf '%f\n' | sort | tr '\n' ' ')
     if [ "$got" = "a.txt " ]; then t_pass "$1_stopped_clean"; else t_fail "$1_stopped_clean" "left: $got"; fi
     empty_full
 }
