@@ -289,6 +289,10 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	if (rc.rootfd >= 0)
 		close(rc.rootfd);
 	flist_free(&fl);
+	/* a write into the destination failed and stopped the receiver,
+	 * who ends the run then (receiver.c: receive_data) */
+	if (code == RERR_FILEIO && rc.receiver_failed)
+		exit_line_set_role("receiver");
 	if (code == 0 || code == RERR_PARTIAL || code == RERR_VANISHED || code == RERR_DEL_LIMIT)
 		print_summary(o, s, now_sec() - start);
 	return code;

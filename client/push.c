@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "client/batch_client.h"
+#include "client/exit_line.h"
 #include "client/transport.h"
 #include "client/options.h"
 #include "proto/filesfrom.h"
@@ -146,6 +147,30 @@ int client_push(const struct ferry_opts *o, char **srcs, int nsrc, const struct 
 	return transport_close(&s, &t, code);
 }
 
+/* How long a sender whose connection broke waits for the rest of what
+ * the receiver said. */
+#define LAST_WORDS_WAIT_MS 5000
+
+/* The connection broke while we sent: a receiver that stopped (a full
+ * disk) said why before it hung up, and with which exit code, but we
+ * were writing, not reading. Read the rest of its messages now (data is
+ * dropped; the messages are printed as they come, and MSG_ERROR_EXIT
+ * sets peer_exit_code), up to its end of the connection. */
+static void read_last_words(struct session *s)
+{
+	struct wire_error *broken = s->in.err;
+	struct wire_error reading; /* the stream reads nothing after an error */
+	size_t got;
+
+	wire_error_init(&reading);
+	s->in.err = &reading;
+	s->in.timeout_ms = LAST_WORDS_WAIT_MS;
+	s->in.deadline_ms = wire_now_ms() + LAST_WORDS_WAIT_MS;
+	while (s->in.mux && wire_read_some(&s->in, 64 * 1024, &got))
+		;
+	s->in.err = broken;
+}
+
 int push_run(struct session *s, char **srcs, int nsrc, struct filter_list *filters, time_t start)
 {
 	int code;
@@ -156,6 +181,15 @@ int push_run(struct session *s, char **srcs, int nsrc, struct filter_list *filte
 		print_summary(s->opts, s, start);
 	} else {
 		code = session_exit_code(s);
+		if (code == RERR_STREAMIO && s->peer_exit_code == 0) {
+			read_last_words(s);
+			if (s->peer_exit_code > 0) {
+				/* its code, and no closing line of ours (io.c:
+				 * MSG_ERROR_EXIT exits with a negative line) */
+				code = s->peer_exit_code;
+				exit_line_peer_said();
+			}
+		}
 		if (s->err.msg[0] && strcmp(s->err.msg, " ") != 0)
 			fprintf(stderr, "ferry: %s\n", s->err.msg);
 	}

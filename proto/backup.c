@@ -45,16 +45,16 @@ static int backup_place(struct recv_ctx *rc, int dirfd, const char *leaf, const 
 		return bdir;
 	*slash = '\0';
 	if (fs_mkpath_at(bdir, name) < 0) {
-		session_err(rc->s, "make_bak_dir \"%s\" failed: %s", name, strerror(errno));
+		session_xfer_err(rc->s, "make_bak_dir \"%s\" failed: %s", name, strerror(errno));
 		return -1;
 	}
 	int to_dir = openat(bdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (to_dir < 0)
-		session_err(rc->s, "make_bak_dir \"%s\" failed: %s", name, strerror(errno));
+		session_xfer_err(rc->s, "make_bak_dir \"%s\" failed: %s", name, strerror(errno));
 	*to = slash + 1;
 	return to_dir;
 too_long:
-	session_err(rc->s, "backup name of \"%s\" is too long", path);
+	session_xfer_err(rc->s, "backup name of \"%s\" is too long", path);
 	return -1;
 }
 
@@ -93,7 +93,7 @@ bool backup_make(struct recv_ctx *rc, int dirfd, const char *leaf, const char *p
 	int e = errno;
 	backup_place_done(rc, dirfd, to_dir);
 	if (r < 0) {
-		session_err(rc->s, "backup \"%s\" failed: %s", path, strerror(e));
+		session_xfer_err(rc->s, "backup \"%s\" failed: %s", path, strerror(e));
 		return false;
 	}
 	backup_note(rc, path);
@@ -154,7 +154,7 @@ bool backup_copy(struct recv_ctx *rc, int dirfd, const char *leaf, const char *p
 	backup_place_done(rc, dirfd, to_dir);
 	if (!ok) {
 		if (to_dir >= 0)
-			session_err(rc->s, "backup \"%s\" failed: %s", path, strerror(e));
+			session_xfer_err(rc->s, "backup \"%s\" failed: %s", path, strerror(e));
 		return false;
 	}
 	backup_note(rc, path);

@@ -475,8 +475,8 @@ static bool delete_item(struct recv_ctx *rc, int dirfd, const char *leaf, const 
 			session_info(rc->s, "cannot delete non-empty directory: %s\n", path);
 			return false;
 		}
-		session_err(rc->s, "delete_file: %s \"%s\" failed: %s",
-			    S_ISDIR(st.st_mode) ? "rmdir" : "unlink", path, strerror(errno));
+		session_xfer_err(rc->s, "delete_file: %s \"%s\" failed: %s",
+				 S_ISDIR(st.st_mode) ? "rmdir" : "unlink", path, strerror(errno));
 		rc->s->got_xfer_error = true;
 		return false;
 	}

@@ -2031,12 +2031,14 @@ void *generator_main(void *arg)
 		wire_fail(&rc->s->err, RERR_STREAMIO, "generator stopped");
 		pthread_mutex_lock(&rc->lock);
 		rc->generator_stopped = true;
+		bool receiver_running = !rc->receiver_failed && !rc->receiver_finished;
 		pthread_mutex_unlock(&rc->lock);
 		/* Wake the receiver if it still waits for the peer. Only the
 		 * reading side: on a socket in and out are one fd, and the error
-		 * message must still reach the client. A stop signal wakes
-		 * the receiver itself, and the error exit then reads on. */
-		if (wire_error_code(&rc->s->err) != RERR_SIGNAL)
+		 * message must still reach the client, which a receiver that
+		 * has stopped may still be waiting to hear from. A stop signal
+		 * wakes the receiver itself, and the error exit then reads on. */
+		if (receiver_running && wire_error_code(&rc->s->err) != RERR_SIGNAL)
 			shutdown(rc->s->in.fd, SHUT_RD);
 	}
 	pthread_mutex_lock(&rc->lock);

@@ -299,6 +299,7 @@ struct window {
 	size_t len;          /* valid bytes in buf */
 	int64_t file_len;
 	int64_t bytes_read;  /* by pread, all told */
+	int read_errno;      /* the first failed or short read's error */
 };
 
 /* Make [keep, to) available; data before `keep` may be dropped. A read
@@ -340,8 +341,11 @@ static bool window_need(struct window *w, int64_t keep, int64_t to)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
-			/* The file shrank: what is missing reads as zeros, and
-			 * the whole-file sum the receiver checks will differ. */
+			/* The file shrank: what is missing reads as zeros
+			 * (fileio.c: map_ptr), and the caller spoils the
+			 * whole-file sum so that the receiver drops them. */
+			if (!w->read_errno)
+				w->read_errno = r == 0 ? ENODATA : errno;
 			memset(w->buf + w->len, 0, need - w->len);
 			w->len = need;
 			return r == 0 || errno != EIO ? true : false;
@@ -708,6 +712,7 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 	bool ok = true;
 
 	mo->bytes_read = 0;
+	mo->read_errno = 0;
 	if (!h || h->count == 0 || h->blength == 0) {
 		/* No basis: everything is literal. */
 		while (ok && off < file_len) {
@@ -722,6 +727,7 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 			off = to;
 		}
 		mo->bytes_read = w.bytes_read;
+		mo->read_errno = w.read_errno;
 		free(w.buf);
 		return ok;
 	}
@@ -885,6 +891,7 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 	if (updating_basis)
 		inplace_free(&inplace);
 	mo->bytes_read = w.bytes_read;
+	mo->read_errno = w.read_errno;
 	free(w.buf);
 	return ok;
 }

@@ -145,6 +145,9 @@ struct match_out {
 	bool no_block_data;          /* emit_block needs no data (no compression):
 				      * matched blocks summed ahead are not read */
 	int64_t bytes_read;          /* out: what the matcher read itself */
+	int read_errno;              /* out: the file could not be read to
+				      * its length (ENODATA: it shrank); the
+				      * missing bytes went as zeros */
 	/* out, added to (-vv's report, rsync's match_report): positions
 	 * whose weak sum some block has, or whose strong sum the expected
 	 * block has; and of those, the ones no block's strong sum matched */

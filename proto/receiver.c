@@ -66,6 +66,8 @@ struct rcv {
 	bool writeback_early;
 	int64_t landed;
 	int64_t writeback_from;
+	bool stopped;      /* a write into the destination failed: the
+			    * receiver stops (exit 11, as rsync's does) */
 };
 
 /* Start writing back a temporary file's data every this many bytes. */
@@ -134,13 +136,37 @@ static bool read_sum_head(struct rcv *r, struct sum_head *h)
 	return true;
 }
 
+/* A write into the destination failed (reported): rsync's receiver
+ * stops there with RERR_FILEIO (receiver.c: receive_data), since on a
+ * full disk no later file would land either. Always false. */
+static bool receiver_stop(struct rcv *r)
+{
+	struct recv_ctx *rc = r->rc;
+
+	r->stopped = true;
+	/* before the error code the generator watches for: it then sees a
+	 * receiver that has failed, not one to wake (generator_main) */
+	pthread_mutex_lock(&rc->lock);
+	rc->receiver_failed = true;
+	pthread_mutex_unlock(&rc->lock);
+	wire_fail(&r->s->err, RERR_FILEIO, " ");
+	recv_note_settled(rc); /* a generator waiting for us stops now */
+	return false;
+}
+
+static bool write_failed(struct rcv *r, const char *path)
+{
+	session_xfer_err(r->s, "write failed on \"%s\": %s", path, strerror(errno));
+	return receiver_stop(r);
+}
+
 static bool apply_skip(struct rcv *r, int fd, const char *path)
 {
 	if (r->skip == 0 || fd < 0)
 		return true;
 	if (lseek(fd, (off_t)r->skip, SEEK_CUR) < 0) {
-		session_err(r->s, "lseek of \"%s\" failed: %s", path, strerror(errno));
-		return false;
+		session_xfer_err(r->s, "lseek of \"%s\" failed: %s", path, strerror(errno));
+		return receiver_stop(r);
 	}
 	r->skip = 0;
 	return true;
@@ -173,11 +199,9 @@ static bool write_piece(struct rcv *r, int fd, const char *path, const uint8_t *
 	if (r->over_basis)
 		r->data_len = 0; /* the write may change what the window holds */
 	bool sparse = r->o->sparse && !r->o->inplace;
-	if (fd >= 0 && !(sparse ? fs_write_sparse(fd, p, n, r->o->preallocate)
-				: fs_write_all(fd, p, n))) {
-		session_err(r->s, "write failed on \"%s\": %s", path, strerror(errno));
-		return false;
-	}
+	if (fd >= 0 &&
+	    !(sparse ? fs_write_sparse(fd, p, n, r->o->preallocate) : fs_write_all(fd, p, n)))
+		return write_failed(r, path);
 	writeback_landed(r, fd, (int64_t)n);
 	return true;
 }
@@ -279,8 +303,7 @@ static bool flush_run(struct rcv *r, int basis_fd, int fd, const char *path)
 		writeback_landed(r, fd, want);
 		return true;
 	}
-	session_err(r->s, "write failed on \"%s\": %s", path, strerror(errno));
-	return false;
+	return write_failed(r, path);
 }
 
 /* One block of the basis: its bytes go into the whole-file sum (and a
@@ -367,6 +390,8 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 		const uint8_t *p = NULL;
 		size_t n = 0;
 		int32_t token = 0;
+		if (r->stopped)
+			return false;
 		int kind = token_dec_next(r->dec, &s->in, &p, &n, &token);
 		if (kind == TOKEN_ERROR)
 			return false;
@@ -410,7 +435,7 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 	r->run_len = 0;
 	if (*write_ok && !flush_out(r, fd, path))
 		*write_ok = false;
-	return true;
+	return !r->stopped;
 }
 
 /* -y: a basis named by the sender's echo must be a level we search and a
@@ -622,7 +647,8 @@ static void discard_failed(struct rcv *r, int32_t ndx, const char *path, bool re
 				     path, kept);
 		recv_queue_redo(rc, ndx);
 	} else {
-		session_err(r->s, "ERROR: %s failed verification -- update %s.", path, kept);
+		session_xfer_err_plain(r->s, "ERROR: %s failed verification -- update %s.", path,
+				       kept);
 		rc->state[ndx] |= FS_FAILED;
 		r->s->got_xfer_error = true;
 	}
@@ -688,16 +714,18 @@ static void finish_delayed(struct rcv *r)
 			leaf = rc->solo_name;
 		int pfd = dirfd >= 0 ? partial_dir_open(rc, path, false) : -1;
 		if (pfd < 0) {
-			session_err(r->s, "rename \"%s/%s\" -> \"%s\" failed: %s",
-				    r->o->partial_dir, partial_leaf(rc, path), path, strerror(errno));
+			session_xfer_err(r->s, "rename \"%s/%s\" -> \"%s\" failed: %s",
+					 r->o->partial_dir, partial_leaf(rc, path), path,
+					 strerror(errno));
 			r->s->got_xfer_error = true;
 			continue;
 		}
 		if (r->o->backup)
 			backup_make(rc, dirfd, leaf, path);
 		if (renameat(pfd, partial_leaf(rc, path), dirfd, leaf) < 0) {
-			session_err(r->s, "rename \"%s/%s\" -> \"%s\" failed: %s",
-				    r->o->partial_dir, partial_leaf(rc, path), path, strerror(errno));
+			session_xfer_err(r->s, "rename \"%s/%s\" -> \"%s\" failed: %s",
+					 r->o->partial_dir, partial_leaf(rc, path), path,
+					 strerror(errno));
 			r->s->got_xfer_error = true;
 		} else {
 			recv_report_success(rc, ndx, path, true);
@@ -824,7 +852,8 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	r->written = 0;
 	r->file_size = f->size;
 	if (r->append && write_ok && !skip_appended_prefix(r, &h, basis_fd, tf.fd, &sum)) {
-		session_err(s, "lseek of \"%s\" failed: %s", path, strerror(errno));
+		session_xfer_err(s, "lseek of \"%s\" failed: %s", path, strerror(errno));
+		receiver_stop(r);
 		write_ok = false;
 	}
 	progress_update(s, &r->prog, r->written, f->size);
@@ -901,7 +930,7 @@ static void sync_phase(struct rcv *r)
 	char msg[600];
 
 	if (r->rc->syncer && !syncer_drain(r->rc->syncer, msg, sizeof msg)) {
-		session_err(r->s, "%s", msg);
+		session_xfer_err(r->s, "%s", msg);
 		r->s->got_xfer_error = true;
 	}
 }

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,9 @@
 #include "proto/syncer.h"
 #include "proto/tempfile.h"
 #include "proto/stop_signal.h"
+
+/* Bytes read at a time when input is only being discarded. */
+#define WIRE_DRAIN_STEP (64 * 1024)
 
 void recv_mark_dir_failed(struct recv_ctx *rc, const char *path)
 {
@@ -128,6 +132,31 @@ static void sums_cache_close(struct recv_ctx *rc)
 	rc->sums = NULL;
 }
 
+/* The receiver stopped on a local error (a full disk) while the
+ * generator still runs: a server reads on, discarding, until the
+ * generator has seen the error and stopped, so that a peer blocked
+ * writing to us can go on and read what we say next (the reason, and
+ * the exit code) instead of meeting a reset connection. */
+static void drain_until_generator_stops(struct recv_ctx *rc)
+{
+	struct session *s = rc->s;
+	struct pollfd p = {.fd = s->in.fd, .events = POLLIN};
+	size_t got;
+
+	for (;;) {
+		pthread_mutex_lock(&rc->lock);
+		bool stopped = rc->generator_stopped;
+		pthread_mutex_unlock(&rc->lock);
+		if (stopped)
+			return;
+		int r = poll(&p, 1, 100);
+		if (r < 0 && errno != EINTR)
+			return;
+		if (r > 0 && !wire_read_some(&s->in, WIRE_DRAIN_STEP, &got))
+			return;
+	}
+}
+
 int recv_run(struct recv_ctx *rc)
 {
 	struct session *s = rc->s;
@@ -176,7 +205,9 @@ int recv_run(struct recv_ctx *rc)
 	bool gen_running = !rc->generator_stopped;
 	pthread_mutex_unlock(&rc->lock);
 	int failed = wire_error_code(&s->err);
-	if (failed && failed != RERR_SIGNAL && gen_running) {
+	if (failed == RERR_FILEIO && gen_running && s->am_server)
+		drain_until_generator_stops(rc);
+	else if (failed && failed != RERR_SIGNAL && gen_running) {
 		/* Unblock a generator waiting on the peer: nothing more will
 		 * come. A generator that already stopped needs no waking, and
 		 * leaving the socket open lets its error reach the client; so

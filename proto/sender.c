@@ -296,7 +296,7 @@ static int64_t append_offset(const struct sum_head *h, int64_t size)
 
 /* --append: send the file from `have` on as literal data; with
  * --append-verify the whole file goes into the checksum. */
-static bool send_appended(struct snd *d, int fd, int64_t size, int64_t have)
+static bool send_appended(struct snd *d, int fd, int64_t size, int64_t have, int *read_errno)
 {
 	static __thread uint8_t buf[32 * 1024];
 	int64_t off = 0;
@@ -313,8 +313,12 @@ static bool send_appended(struct snd *d, int fd, int64_t size, int64_t have)
 	for (off = have; off < size;) {
 		size_t want = size - off < (int64_t)sizeof buf ? (size_t)(size - off) : sizeof buf;
 		ssize_t n = fs_pread_full(fd, buf, want, off);
-		if (n <= 0)
-			break; /* shrank under us: the checksum tells the receiver */
+		if (n <= 0) {
+			/* shrank under us: the spoilt checksum tells the
+			 * receiver (send_one) */
+			*read_errno = n == 0 ? ENODATA : errno;
+			break;
+		}
 		if (!out_literal(d, buf, (size_t)n) || !out_feed(d, buf, (size_t)n))
 			return false;
 		off += n;
@@ -331,6 +335,21 @@ static bool updating_basis(const struct session *s, uint8_t type)
 	if (!s->opts->inplace)
 		return false;
 	return s->protocol >= 29 ? type == FNAMECMP_FNAME : !s->opts->backup;
+}
+
+/* The file could not be read to the length it had when opened: the
+ * zeros sent in its place must not be taken for it, so the whole-file
+ * sum goes out wrong (all bits off, or the last one on if that is the
+ * real sum) and the receiver discards the file (match.c: match_sums). */
+static void spoil_digest(uint8_t *digest, size_t len)
+{
+	size_t first_set = 0;
+
+	while (first_set < len && digest[first_set] == 0)
+		first_set++;
+	memset(digest, 0, len);
+	if (first_set == len && len > 0)
+		digest[len - 1] = 1;
 }
 
 static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const char *xname)
@@ -430,20 +449,30 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	    (s->protocol < 27 || wire_write_i32(&s->out, h.s2length)) &&
 	    wire_write_i32(&s->out, h.remainder) &&
 	    token_enc_begin(d->enc, &s->out, s->compress && token_skip_match(d->skip, path)) &&
-	    (d->append ? send_appended(d, fd, st.st_size, append_offset(&h, st.st_size))
-		       : match_send_file(have_idx ? &idx : NULL, fd, st.st_size,
-					 updating_basis(s, type), &mo)) &&
+	    (d->append
+		 ? send_appended(d, fd, st.st_size, append_offset(&h, st.st_size), &mo.read_errno)
+		 : match_send_file(have_idx ? &idx : NULL, fd, st.st_size, updating_basis(s, type),
+				   &mo)) &&
 	    token_enc_end(d->enc, &s->out)) {
 		if (blockwise)
 			blockwise_end(&tree, d->digest);
 		else
 			csum_file_final(&d->sum, d->digest);
 		blockwise = false;
+		if (mo.read_errno)
+			spoil_digest(d->digest, csum_len(s->xfer_csum));
 		ok = wire_write(&s->out, d->digest, csum_len(s->xfer_csum));
 	}
 	if (blockwise)
 		blockwise_end(&tree, d->digest); /* frees it */
 	wire_out_unlock(&s->out);
+	if (ok && mo.read_errno) {
+		char full[PATH_MAX + 8];
+		msg_full_name(s, source_dir(d->sl, ndx), path, full, sizeof full);
+		session_xfer_err(s, "[sender] read errors mapping %s: %s (%d)", full,
+			   strerror(mo.read_errno), mo.read_errno);
+		s->io_error |= IOERR_GENERAL;
+	}
 	d->hash_hits += mo.hash_hits;
 	d->false_alarms += mo.false_alarms;
 	s->stats.total_transferred_size += st.st_size;

@@ -36,11 +36,57 @@ static void tell_signal_line(struct session *s, int line)
 	wire_send_msg(&s->out, MSG_ERROR, buf, n);
 }
 
+/* How long a server that has said its last waits for the client. */
+#define HANGUP_WAIT_MS 10000
+
+/* Before protocol 31 there is no exit message: end our half of the
+ * connection and read (and drop) what the client still sends until it
+ * hangs up, so that it reads our last messages and then the end, not a
+ * reset connection (closing a socket with unread data resets it). */
+static void hang_up(struct session *s)
+{
+	static __thread uint8_t sink[64 * 1024];
+	struct pollfd p = {.fd = s->in.fd, .events = POLLIN};
+	int64_t until = wire_now_ms() + HANGUP_WAIT_MS;
+
+	shutdown(s->out.fd, SHUT_WR);
+	for (int64_t left = HANGUP_WAIT_MS; left > 0; left = until - wire_now_ms()) {
+		int r = poll(&p, 1, (int)left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || read(s->in.fd, sink, sizeof sink) <= 0)
+			break;
+	}
+}
+
+/* After our MSG_ERROR_EXIT: read on (data dropped) until the client
+ * answers with its own, hangs up or HANGUP_WAIT_MS pass. rsync's client
+ * answers, then waits for us to close (io.c: noop_io_until_death); one
+ * that saw our end earlier, while still sending, could lose the messages
+ * it had not yet read. */
+static void await_exit_answer(struct session *s)
+{
+	struct wire_error *failed = s->in.err;
+	struct wire_error reading; /* the stream reads nothing after an error */
+	size_t got;
+
+	wire_error_init(&reading);
+	s->in.err = &reading;
+	s->in.timeout_ms = HANGUP_WAIT_MS;
+	s->in.deadline_ms = wire_now_ms() + HANGUP_WAIT_MS;
+	while (s->in.mux && wire_read_some(&s->in, 64 * 1024, &got))
+		;
+	s->in.err = failed;
+}
+
+/* Tell the client our exit code and wait for its answer, so it reads our
+ * last messages instead of a reset connection (protocol >= 31;
+ * cleanup.c: _exit_cleanup). A server stopped by a signal first says so in
+ * its closing line. */
 int error_exit_to_peer(struct session *s, int code)
 {
 	uint8_t b[4] = {(uint8_t)code, (uint8_t)(code >> 8), (uint8_t)(code >> 16),
 			(uint8_t)(code >> 24)};
-	uint8_t sink[4096];
 
 	wire_flush(&s->out);
 	if (code == RERR_SIGNAL && s->am_server)
@@ -48,14 +94,9 @@ int error_exit_to_peer(struct session *s, int code)
 	if (s->protocol < 31 || !s->out.mux || code == RERR_STREAMIO || code == RERR_SOCKETIO ||
 	    code == RERR_TIMEOUT)
 		return code;
-	if (!wire_send_msg(&s->out, MSG_ERROR_EXIT, b, 4))
+	if (!wire_send_msg(&s->out, MSG_ERROR_EXIT, b, 4) || !wire_flush(&s->out))
 		return code;
-	shutdown(s->out.fd, SHUT_WR);
-	struct pollfd p = {.fd = s->in.fd, .events = POLLIN};
-	for (int i = 0; i < 100 && poll(&p, 1, 100) >= 0; i++) {
-		if (p.revents && read(s->in.fd, sink, sizeof sink) <= 0)
-			break;
-	}
+	await_exit_answer(s);
 	return code;
 }
 
@@ -71,6 +112,26 @@ static int receiver_exit(struct session *s, int code, int line)
 	if (s->out.mux)
 		wire_send_msg(&s->out, MSG_ERROR, buf, n);
 	return error_exit_to_peer(s, code);
+}
+
+/* The receiver stopped mid-transfer (a write into the destination
+ * failed): like rsync's, it says so in its closing line and tells the
+ * client its exit code, which the client then exits with (receiver.c:
+ * receive_data ends in exit_cleanup). */
+static int receiver_stopped(struct session *s, int code, int line)
+{
+	char buf[512];
+	size_t n = exit_line_format(buf, sizeof buf, code, "receiver", "server.c", line);
+
+	if (s->out.mux)
+		wire_send_msg(&s->out, MSG_ERROR, buf, n);
+	if (s->protocol >= 31)
+		return error_exit_to_peer(s, code);
+	/* no exit message before protocol 31: the client sees the
+	 * connection close after our messages, as from rsync's */
+	if (wire_flush(&s->out))
+		hang_up(s);
+	return code;
 }
 
 /* True if the peer closes the connection within ms (anything else it
@@ -609,6 +670,8 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 		session_err(s, "%s", s->err.msg);
 	if (code == RERR_SIGNAL)
 		return error_exit_to_peer(s, code);
+	if (code == RERR_FILEIO)
+		return receiver_stopped(s, code, __LINE__);
 	wire_flush(&s->out);
 	return code;
 }

@@ -138,8 +138,8 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 		dirfd = dir_cursor_parent(dirs, path, &leaf);
 	}
 	if (dirfd < 0 || strlen(leaf) >= sizeof t->leaf) {
-		session_err(rc->s, "cannot open the directory of \"%s\": %s", path,
-			    strerror(dirfd < 0 ? errno : ENAMETOOLONG));
+		session_xfer_err(rc->s, "cannot open the directory of \"%s\": %s", path,
+				 strerror(dirfd < 0 ? errno : ENAMETOOLONG));
 		return false;
 	}
 	snprintf(t->leaf, sizeof t->leaf, "%s", leaf);
@@ -210,8 +210,8 @@ static bool move_into_partial_dir(struct temp_file *t, const char *what)
 	const char *leaf = partial_leaf(rc, t->path);
 
 	if (pfd < 0) {
-		session_err(rc->s, "Unable to create partial-dir for %s -- discarding %s.", t->path,
-			    what);
+		session_xfer_err(rc->s, "Unable to create partial-dir for %s -- discarding %s.",
+				 t->path, what);
 		unlinkat(t->tmpdirfd, t->tmpname, 0);
 		return false;
 	}
@@ -219,8 +219,8 @@ static bool move_into_partial_dir(struct temp_file *t, const char *what)
 	if (r < 0 && errno == EXDEV)
 		r = fs_copy_then_unlink(t->tmpdirfd, t->tmpname, pfd, leaf);
 	if (r < 0) {
-		session_err(rc->s, "rename \"%s\" -> \"%s/%s\" failed: %s", t->tmpname,
-			    rc->s->opts->partial_dir, leaf, strerror(errno));
+		session_xfer_err(rc->s, "rename \"%s\" -> \"%s/%s\" failed: %s", t->tmpname,
+				 rc->s->opts->partial_dir, leaf, strerror(errno));
 		unlinkat(t->tmpdirfd, t->tmpname, 0);
 	}
 	close(pfd);
@@ -262,7 +262,7 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 	}
 	if (ok && s->opts->fsync && !sync_later(t) && fsync(t->fd) < 0) {
 		char full[PATH_MAX + 600];
-		msg_syserr(s, MC_ERROR, "receiver", errno, "fsync failed on %s",
+		msg_syserr(s, MC_ERROR_XFER, "receiver", errno, "fsync failed on %s",
 			   final_full_name(t, full, sizeof full));
 		ok = false;
 	}

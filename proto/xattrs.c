@@ -790,7 +790,8 @@ bool xattr_apply(struct session *s, int dirfd, const char *leaf, const struct fi
 		uint32_t len;
 		const uint8_t *v = value_for(s, x, have_basis ? b : NULL, &len, &owned);
 		if (!v) {
-			session_err(s, "Missing abbreviated xattr value, %s, for \"%s\"", x->name, leaf);
+			session_xfer_err(s, "Missing abbreviated xattr value, %s, for \"%s\"",
+					 x->name, leaf);
 			s->got_xfer_error = true;
 			ok = false;
 			continue;

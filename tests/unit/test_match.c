@@ -14,6 +14,7 @@
  * file the receiver rebuilt (the rule that makes a file changed during the
  * transfer be sent again), and how much the matcher read itself.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -152,6 +153,7 @@ struct run {
 	bool sum_ok;          /* the sender's sum is the rebuilt file's */
 	bool rebuilt_src;     /* the rebuilt file is src (its first file_len bytes) */
 	bool tree_ok;         /* tree: the sender's sum is the rebuilt file's */
+	int read_errno;       /* the matcher could not read the announced length */
 };
 
 static void blockwise_of(const uint8_t *p, size_t n, uint8_t *out)
@@ -274,6 +276,7 @@ static void run_match_with(const uint8_t *basis, size_t blen, const uint8_t *src
 		assert_memory_equal(k.fed, src, file_len);
 	o->literal = k.literal;
 	o->bytes_read = mo.bytes_read;
+	o->read_errno = mo.read_errno;
 	match_index_free(&m);
 	free(k.out);
 	free(k.fed);
@@ -498,12 +501,14 @@ static void test_summed_ahead_length_changes(void **state)
 		run_match_with(basis, len, grown, len + 50 * PAGE + 333, &g);
 		assert_true(g.rebuilt_src);
 		assert_true(g.sum_ok);
+		assert_int_equal(g.read_errno, 0);
 
 		struct run c = {.in_place = in_place, .ahead = true, .file_sum = true,
 				.no_wait = no_wait, .cut_len = 1500 * PAGE + 77, .touch_page = -1};
 		run_match_with(basis, len, src, len, &c);
 		assert_true(c.rebuilt_src);
 		assert_true(c.sum_ok);
+		assert_int_equal(c.read_errno, 0);
 
 		/* announced longer than it is now: the missing bytes read as
 		 * zeros; if what is sent is the file the helper read, the sums
@@ -513,6 +518,8 @@ static void test_summed_ahead_length_changes(void **state)
 				.announce_len = len, .touch_page = -1};
 		run_match_with(basis, len, src, len, &s);
 		assert_true(s.sum_ok || !s.rebuilt_src);
+		/* ... and the sender is told, to spoil the sum it sends */
+		assert_int_equal(s.read_errno, ENODATA);
 	}
 	free(basis);
 	free(src);
@@ -638,6 +645,41 @@ static void test_blockwise_sum(void **state)
 
 /* Sums too short to decide alone: the helper computes weak sums too and
  * the matcher takes both from its table. */
+/* No basis, all literal: a file that ends before its announced length
+ * is sent padded with zeros, and the read error is reported; one read to
+ * its end is not. */
+static void test_literal_short_read(void **state)
+{
+	char path[] = "/tmp/test_match.XXXXXX";
+	int fd = mkstemp(path);
+	uint8_t *src = random_bytes(3 * PAGE, 11);
+
+	(void)state;
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(write(fd, src, 3 * PAGE), 3 * PAGE);
+	for (int shrunk = 0; shrunk < 2; shrunk++) {
+		size_t announce = shrunk ? 5 * PAGE + 17 : 3 * PAGE;
+		struct sink k = {.out = malloc(announce), .out_cap = announce,
+				 .fed = malloc(announce), .no_block_data = true};
+		csum_file_init(&k.sum, FILE_SUM, 0);
+		struct match_out mo = {.ctx = &k, .emit_literal = on_literal,
+				       .emit_block = on_block, .feed = on_feed,
+				       .strong = strong_sum, .file_sum = &k.sum,
+				       .no_block_data = true};
+		assert_true(match_send_file(NULL, fd, (int64_t)announce, false, &mo));
+		assert_int_equal(mo.read_errno, shrunk ? ENODATA : 0);
+		assert_int_equal(k.out_len, announce);
+		assert_memory_equal(k.out, src, 3 * PAGE);
+		for (size_t i = 3 * PAGE; i < announce; i++)
+			assert_int_equal(k.out[i], 0);
+		free(k.out);
+		free(k.fed);
+	}
+	free(src);
+	close(fd);
+}
+
 static void test_short_strong_sums(void **state)
 {
 	strong_len = 4;
@@ -754,6 +796,7 @@ int main(void)
 		cmocka_unit_test(test_blockwise_sum),
 		cmocka_unit_test(test_short_strong_sums),
 		cmocka_unit_test(test_crafted_sums_do_not_flood),
+		cmocka_unit_test(test_literal_short_read),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
