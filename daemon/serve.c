@@ -501,7 +501,7 @@ static int module_filters(const struct daemon_module *m, struct filter_list *fl,
 	return filter_list_count(fl) ? 1 : 0;
 }
 
-static int serve_module(struct conn *c, const struct daemon_module *m_raw);
+static int serve_module(struct conn *c, struct daemon_module *m);
 
 static bool hook_set(const char *cmd)
 {
@@ -657,8 +657,6 @@ static int serve_expanded(struct conn *c, const struct daemon_module *raw)
 		send_line(c, "@ERROR: module configuration error\n");
 		return RERR_STARTCLIENT;
 	}
-	if (xm.path)
-		setenv("RSYNC_MODULE_PATH", xm.path, 1);
 	c->namecvt = (struct xfer_hook){.pid = -1, .arg_fd = -1, .out_fd = -1};
 	int code = serve_module(c, &xm);
 	xfer_hook_cancel(&c->namecvt); /* it ends when its stdin closes */
@@ -793,7 +791,21 @@ static void log_end(struct conn *c, int code, int line)
 	daemon_log(c->cfg, c->m, "%s", end);
 }
 
-static int serve_module(struct conn *c, const struct daemon_module *m)
+/* The path and the hooks see who logged in. A refused hook value ends
+ * the connection without a reply, as rsync's exit_cleanup does there. */
+static bool expand_after_auth(struct conn *c, struct daemon_module *m)
+{
+	char err[512], end[300];
+
+	if (config_module_expand_late(m, err, sizeof err) == 0)
+		return true;
+	daemon_log(c->cfg, m, "%s", err);
+	exit_text(end, sizeof end, RERR_UNSUPPORTED, false, __LINE__);
+	daemon_log(c->cfg, m, "%s", end);
+	return false;
+}
+
+static int serve_module(struct conn *c, struct daemon_module *m)
 {
 	char *user = c->user;
 	bool read_only = m->read_only;
@@ -835,6 +847,8 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 		snprintf(user, sizeof c->user, "%s", c->cfg->login_user);
 	setenv("RSYNC_USER_NAME", user, 1);
 	daemon_log_open(c->cfg, m); /* while we can: before chroot and setuid */
+	if (!expand_after_auth(c, m))
+		return RERR_UNSUPPORTED;
 	struct xfer_hook pre = {.pid = -1, .arg_fd = -1, .out_fd = -1};
 	if (!start_module_hooks(c, m, &pre))
 		return RERR_STARTCLIENT;

@@ -1,0 +1,99 @@
+#!/bin/bash
+# Daemon hook variables and diagnostics, compared with the real rsync: the
+# same module config is served by a real rsync daemon and by the ferry
+# daemon, a real rsync client runs the same requests against both.
+#  - %RSYNC_USER_NAME% and %RSYNC_MODULE_PATH% are expanded in the exec
+#    hooks once the client has logged in, and a value holding a shell
+#    metacharacter or blank is refused with rsync's log message.
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+t_require "$RSYNC"
+t_setup
+
+SRC=$T/src
+mkdir -p "$SRC" "$T/My Dir" "$T/out"
+echo hello >"$SRC/a.txt"
+echo hello >"$T/My Dir/a.txt"
+printf 'alice.b-1_x:pw\nev!l:pw\n' >"$T/secrets"
+chmod 600 "$T/secrets"
+printf 'pw\n' >"$T/pw"
+chmod 600 "$T/pw"
+
+hook_conf() { # DAEMON
+    local d=$1
+    cat <<EOF
+[user]
+    path = $SRC
+    auth users = *
+    secrets file = $T/secrets
+    early exec = printf %s %RSYNC_USER_NAME% >$T/out/$d.early
+    pre-xfer exec = printf %s '%RSYNC_USER_NAME%' >$T/out/$d.pre
+[mpath]
+    path = $SRC
+    pre-xfer exec = printf %s %RSYNC_MODULE_PATH% >$T/out/$d.mpath
+[spaced]
+    path = $T/My Dir
+    pre-xfer exec = printf %s "%RSYNC_MODULE_PATH%" >/dev/null
+EOF
+}
+
+# The daemons inherit a stale value that the module's path must replace.
+export RSYNC_MODULE_PATH=/inherited-value
+t_rsyncd_start hooks_rsyncd "$(hook_conf rsyncd)" || { t_fail rsyncd_start; t_done; }
+t_ferryd_start hooks_ferryd "$(hook_conf ferryd)" || { t_fail ferryd_start; t_done; }
+unset RSYNC_MODULE_PATH
+declare -A PORT=([rsyncd]=$RSYNCD_PORT [ferryd]=$FERRYD_PORT)
+
+pull() { # DAEMON USER@ MODULE -> exit code in $T/DAEMON.MODULE.USER.rc
+    local d=$1 who=$2 mod=$3 dst="$T/dst.$1.$3.$2"
+    rm -rf "$dst"
+    mkdir -p "$dst"
+    "$RSYNC" -r --password-file="$T/pw" "rsync://${who}127.0.0.1:${PORT[$d]}/$mod/" "$dst/" \
+        >"$dst.out" 2>&1
+    echo $? >"$dst.rc"
+}
+
+refused_in_log() { # DAEMON VAR
+    grep -q "refusing to run shell hook: %$2% holds a shell metacharacter" "$T/hooks_$1.log"
+}
+
+for d in rsyncd ferryd; do
+    pull "$d" 'alice.b-1_x@' user
+    pull "$d" '' mpath
+done
+user_hooks() {
+    local d
+    for d in rsyncd ferryd; do
+        [ "$(cat "$T/dst.$d.user.alice.b-1_x@.rc")" = 0 ] || { echo "$d: rc"; return 1; }
+        [ "$(cat "$T/out/$d.early")" = alice.b-1_x ] || { echo "$d: early exec saw $(cat "$T/out/$d.early")"; return 1; }
+        [ "$(cat "$T/out/$d.pre")" = alice.b-1_x ] || { echo "$d: pre-xfer exec saw $(cat "$T/out/$d.pre")"; return 1; }
+    done
+}
+t_check hook_user_name_expanded user_hooks
+
+module_path() {
+    local d
+    for d in rsyncd ferryd; do
+        [ "$(cat "$T/dst.$d.mpath..rc")" = 0 ] || { echo "$d: rc"; return 1; }
+        [ "$(cat "$T/out/$d.mpath")" = "$SRC" ] || { echo "$d: saw $(cat "$T/out/$d.mpath")"; return 1; }
+    done
+}
+t_check hook_module_path_expanded module_path
+
+for d in rsyncd ferryd; do
+    pull "$d" 'ev!l@' user
+    pull "$d" '' spaced
+done
+refusals() {
+    local d
+    for d in rsyncd ferryd; do
+        [ "$(cat "$T/dst.$d.user.ev!l@.rc")" != 0 ] || { echo "$d: hostile user name served"; return 1; }
+        [ "$(cat "$T/dst.$d.spaced..rc")" != 0 ] || { echo "$d: spaced module path served"; return 1; }
+        refused_in_log "$d" RSYNC_USER_NAME || { echo "$d: no user name refusal logged"; return 1; }
+        refused_in_log "$d" RSYNC_MODULE_PATH || { echo "$d: no module path refusal logged"; return 1; }
+        [ ! -e "$T/dst.$d.spaced./a.txt" ] || { echo "$d: file sent"; return 1; }
+    done
+}
+t_check hook_metachar_refused refusals
+
+t_done
