@@ -476,13 +476,15 @@ static bool module_path_args(const struct daemon_module *m, const struct ferry_o
 static int module_filters(const struct daemon_module *m, struct filter_list *fl, char *err,
 			  size_t errsz)
 {
-	const int old = FILTER_PARSE_OLD_PREFIXES, split = FILTER_PARSE_WORD_SPLIT,
-		  inc = FILTER_PARSE_INCLUDE;
+	/* a directory exclude covers its subtree (clientserver.c:
+	 * XFLG_DIR2WILD3), so nothing can be written below it */
+	const int old = FILTER_PARSE_OLD_PREFIXES | FILTER_PARSE_DIR2WILD3,
+		  split = FILTER_PARSE_WORD_SPLIT, inc = FILTER_PARSE_INCLUDE;
 	const struct {
 		const char *v;
 		int flags;
 		bool file;
-	} lists[] = {{m->filter, split, false},
+	} lists[] = {{m->filter, split | FILTER_PARSE_DIR2WILD3, false},
 		     {m->include_from, old | inc, true},
 		     {m->include, old | inc | split, false},
 		     {m->exclude_from, old, true},
@@ -502,6 +504,39 @@ static int module_filters(const struct daemon_module *m, struct filter_list *fl,
 }
 
 static int serve_module(struct conn *c, struct daemon_module *m);
+
+/* Whether a directory the client names lies in what the module's rules
+ * exclude, judged by name once ".." is resolved inside the module. */
+static bool dir_excluded(const struct filter_list *fl, const char *dir)
+{
+	char rel[4096];
+
+	module_relative(dir, "", false, rel, sizeof rel);
+	size_t n = strlen(rel);
+	while (n > 1 && rel[n - 1] == '/')
+		rel[--n] = '\0';
+	if (strcmp(rel, ".") == 0)
+		return false;
+	return filter_check(fl, rel, true, false) < 0;
+}
+
+/* A push's side directories must stay out of the module's excluded names,
+ * as rsync checks them: --temp-dir and --backup-dir while it parses the
+ * options (options.c, exit 4), an absolute --partial-dir and the --*-dest
+ * dirs when the receiver starts (main.c: do_server_recv, exit 1). Returns
+ * 0, or the exit code of the refusal. */
+static int push_dirs_refused(const struct ferry_opts *o, const struct filter_list *fl)
+{
+	if ((o->temp_dir && dir_excluded(fl, o->temp_dir)) ||
+	    (o->backup_dir && dir_excluded(fl, o->backup_dir)))
+		return RERR_UNSUPPORTED;
+	for (int i = 0; i < o->nalt_dest && i < ALT_DEST_MAX; i++)
+		if (o->alt_dest[i] && dir_excluded(fl, o->alt_dest[i]))
+			return RERR_SYNTAX;
+	if (o->partial_dir && *o->partial_dir == '/' && dir_excluded(fl, o->partial_dir))
+		return RERR_SYNTAX;
+	return 0;
+}
 
 static bool hook_set(const char *cmd)
 {
@@ -936,6 +971,16 @@ static int serve_module(struct conn *c, struct daemon_module *m)
 	int nf = module_filters(m, &dfilters, ferr, sizeof ferr);
 	if (nf > 0)
 		ctx.daemon_filters = &dfilters;
+	int dirs_code = nf > 0 && rc == 0 && !o.sender && !ctx.refusal
+				? push_dirs_refused(&o, &dfilters)
+				: 0;
+	if (dirs_code) {
+		/* rsync's wording; only the options.c one carries its name */
+		snprintf(refusal, sizeof refusal, "Your options have been rejected by the server.\n");
+		ctx.refusal = refusal;
+		ctx.refusal_verbatim = dirs_code == RERR_SYNTAX;
+		ctx.refusal_code = dirs_code;
+	}
 	if (nf < 0 && !ctx.refusal) {
 		/* a rule file that cannot be read must not leave the module
 		 * unfiltered (exclude.c: XFLG_FATAL_ERRORS) */

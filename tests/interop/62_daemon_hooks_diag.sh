@@ -5,6 +5,9 @@
 #  - %RSYNC_USER_NAME% and %RSYNC_MODULE_PATH% are expanded in the exec
 #    hooks once the client has logged in, and a value holding a shell
 #    metacharacter or blank is refused with rsync's log message.
+#  - A module's directory exclude covers its subtree: a push into it is
+#    refused ("daemon has excluded destination", exit 3), and so are
+#    --backup-dir, --partial-dir and --link-dest that reach it through "..".
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 t_require "$RSYNC"
@@ -95,5 +98,68 @@ refusals() {
     done
 }
 t_check hook_metachar_refused refusals
+
+t_rsyncd_stop
+t_ferryd_stop
+
+# ------------------------------------------------ module excludes on a push
+X=$T/x
+mkdir -p "$X/src/sub" "$X/excluded" "$X/bare/excluded"
+echo new >"$X/src/f0"
+excl_conf() {
+    cat <<EOF
+[dir]
+    path = $X
+    read only = no
+    exclude = /excluded/
+[bare]
+    path = $X/bare
+    read only = no
+    exclude = /excluded
+EOF
+}
+t_rsyncd_start excl_rsyncd "$(excl_conf)" || { t_fail rsyncd_start; t_done; }
+t_ferryd_start excl_ferryd "$(excl_conf)" || { t_fail ferryd_start; t_done; }
+PORT=([rsyncd]=$RSYNCD_PORT [ferryd]=$FERRYD_PORT)
+
+push() { # DAEMON TAG URL-TAIL [OPTION...] -> $X/DAEMON.TAG.{rc,err,victim,ls}
+    local d=$1 tag=$2 tail=$3
+    shift 3
+    rm -rf "$X/excluded"/* "$X/bare/excluded"/*
+    echo secret >"$X/excluded/f0"
+    mkdir -p "$X/dest"
+    echo old >"$X/dest/f0"
+    "$RSYNC" -a "$@" "$X/src/" "rsync://127.0.0.1:${PORT[$d]}/$tail" >"$X/$d.$tag.out" 2>"$X/$d.$tag.err"
+    echo $? >"$X/$d.$tag.rc"
+    cat "$X/excluded/f0" >"$X/$d.$tag.victim" 2>/dev/null
+    ls "$X/excluded" "$X/bare/excluded" >"$X/$d.$tag.ls"
+}
+for d in rsyncd ferryd; do
+    push "$d" into dir/excluded/sub/
+    push "$d" bare bare/excluded/sub/
+    push "$d" backup dir/dest --backup --backup-dir=/src/sub/../../excluded/
+    push "$d" partial dir/dest --partial-dir=/src/sub/../../excluded/
+    push "$d" linkdest dir/dest --link-dest=/src/sub/../../excluded/
+    push "$d" okbackup dir/dest --backup --backup-dir=/bk/
+done
+same_push() { # TAG RC VICTIM [MESSAGE]
+    local tag=$1 rc=$2 victim=$3 msg=${4:-} d
+    for d in rsyncd ferryd; do
+        [ "$(cat "$X/$d.$tag.rc")" = "$rc" ] || { echo "$d $tag: rc $(cat "$X/$d.$tag.rc"), want $rc"; cat "$X/$d.$tag.err"; return 1; }
+        [ "$(cat "$X/$d.$tag.victim")" = "$victim" ] || { echo "$d $tag: victim is $(cat "$X/$d.$tag.victim")"; return 1; }
+        [ -z "$msg" ] || grep -qF "$msg" "$X/$d.$tag.err" || { echo "$d $tag: no '$msg'"; cat "$X/$d.$tag.err"; return 1; }
+    done
+    cmp -s "$X/rsyncd.$tag.ls" "$X/ferryd.$tag.ls" || { echo "$tag: trees differ"; return 1; }
+}
+t_check excluded_destination_refused same_push into 3 secret 'ERROR: daemon has excluded destination "excluded/sub/"'
+# rsyncd.conf(5): a bare name protects only that name, not its subtree
+bare_lands() {
+    same_push bare 0 secret && grep -qx sub "$X/ferryd.bare.ls"
+}
+t_check bare_exclude_is_name_only bare_lands
+t_check backup_dir_dotdot_refused same_push backup 4 secret 'Your options have been rejected by the server.'
+t_check partial_dir_dotdot_refused same_push partial 1 secret 'Your options have been rejected by the server.'
+t_check link_dest_dotdot_refused same_push linkdest 1 secret 'Your options have been rejected by the server.'
+t_check backup_dir_allowed same_push okbackup 0 secret
 
 t_done
