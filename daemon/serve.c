@@ -337,9 +337,26 @@ static int enter_module(struct conn *c, const struct daemon_module *m)
 	return fd;
 }
 
+/* \X -> X in place: a client escapes wildcards and shell characters in
+ * its option values (options.c: safe_arg), and no remote shell removes the
+ * escapes on the way to a daemon (io.c: unbackslash_arg). */
+static void unbackslash(char *s)
+{
+	char *t = s;
+
+	for (; *s; s++) {
+		if (*s == '\\' && s[1])
+			s++;
+		*t++ = *s;
+	}
+	*t = '\0';
+}
+
 /* The argument vector after "@RSYNCD: OK" (io.c: read_args): NUL- or
  * newline-separated, ended by an empty argument, bounded in count and
- * size. argv[0] is ours ("rsyncd"). */
+ * size. argv[0] is ours ("rsyncd"). The options before the "." are
+ * un-backslashed; the paths after it keep theirs for the module's
+ * wildcard expansion. */
 static char **read_args(struct conn *c, int *argc_out)
 {
 	char sep = c->s.protocol >= 30 ? '\0' : '\n';
@@ -347,6 +364,7 @@ static char **read_args(struct conn *c, int *argc_out)
 	char arg[LINE_MAX_LEN];
 	size_t total = 0;
 	int argc = 0;
+	bool past_dot = false;
 
 	if (!argv)
 		return NULL;
@@ -371,6 +389,9 @@ static char **read_args(struct conn *c, int *argc_out)
 		total += n;
 		if (argc > MAX_DAEMON_ARGS || total > MAX_ARGS_BYTES)
 			goto fail;
+		if (!past_dot)
+			unbackslash(arg);
+		past_dot = past_dot || strcmp(arg, ".") == 0;
 		argv[argc++] = strdup(arg);
 	}
 	*argc_out = argc;

@@ -8,6 +8,8 @@
 #  - A module's directory exclude covers its subtree: a push into it is
 #    refused ("daemon has excluded destination", exit 3), and so are
 #    --backup-dir, --partial-dir and --link-dest that reach it through "..".
+#  - Wildcards in option values reach the daemon intact, with and without
+#    --secluded-args.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 t_require "$RSYNC"
@@ -128,7 +130,7 @@ push() { # DAEMON TAG URL-TAIL [OPTION...] -> $X/DAEMON.TAG.{rc,err,victim,ls}
     rm -rf "$X/excluded"/* "$X/bare/excluded"/*
     echo secret >"$X/excluded/f0"
     mkdir -p "$X/dest"
-    echo old >"$X/dest/f0"
+    echo "older, longer" >"$X/dest/f0"
     "$RSYNC" -a "$@" "$X/src/" "rsync://127.0.0.1:${PORT[$d]}/$tail" >"$X/$d.$tag.out" 2>"$X/$d.$tag.err"
     echo $? >"$X/$d.$tag.rc"
     cat "$X/excluded/f0" >"$X/$d.$tag.victim" 2>/dev/null
@@ -161,5 +163,60 @@ t_check backup_dir_dotdot_refused same_push backup 4 secret 'Your options have b
 t_check partial_dir_dotdot_refused same_push partial 1 secret 'Your options have been rejected by the server.'
 t_check link_dest_dotdot_refused same_push linkdest 1 secret 'Your options have been rejected by the server.'
 t_check backup_dir_allowed same_push okbackup 0 secret
+
+t_rsyncd_stop
+t_ferryd_stop
+
+# ------------------------------------- option values with wildcards, -s
+# A client escapes wildcards in option values only in the normal argument
+# list (safe_arg); with --secluded-args it sends them raw. A daemon
+# removes the escapes from the normal list (read_args).
+W=$T/w
+mkdir -p "$W/src" "$W/mod"
+echo new >"$W/src/f0"
+wild_conf() {
+    cat <<EOF
+[w]
+    path = $W/mod
+    read only = no
+EOF
+}
+t_rsyncd_start wild_rsyncd "$(wild_conf)" || { t_fail rsyncd_start; t_done; }
+t_ferryd_start wild_ferryd "$(wild_conf)" || { t_fail ferryd_start; t_done; }
+
+wild_push() { # CLIENT PORT [OPTION...] -> the name of the backup made
+    local client=$1 port=$2
+    shift 2
+    rm -rf "$W/mod"/*
+    echo "older, longer" >"$W/mod/f0"
+    "$client" -r --backup --suffix='.[1]*' "$@" "$W/src/" "rsync://127.0.0.1:$port/w/" >&2 || return 1
+    (cd "$W/mod" && ls)
+}
+wild_suffix() { # CLIENT PORT [OPTION...]
+    local got
+    got=$(wild_push "$@") || { echo "push failed"; return 1; }
+    [ "$got" = "$(printf 'f0\nf0.[1]*')" ] || { echo "backup names: $got"; return 1; }
+}
+t_check suffix_wild_rsync_to_ferryd wild_suffix "$RSYNC" "$FERRYD_PORT"
+t_check suffix_wild_rsync_to_ferryd_secluded wild_suffix "$RSYNC" "$FERRYD_PORT" --secluded-args
+t_check suffix_wild_ferry_to_rsyncd wild_suffix "$FERRY" "$RSYNCD_PORT"
+t_check suffix_wild_ferry_to_rsyncd_secluded wild_suffix "$FERRY" "$RSYNCD_PORT" --secluded-args
+
+# --groupmap=*:GID (rsync #829), as root where the group can be set
+if [ "$(id -u)" = 0 ]; then
+    GID=$(getent group | awk -F: '$3 != 0 {print $3; exit}')
+    groupmap_push() { # CLIENT PORT [OPTION...]
+        local client=$1 port=$2
+        shift 2
+        rm -rf "$W/mod"/*
+        chgrp 0 "$W/src/f0"
+        "$client" -rg --groupmap="*:$GID" "$@" "$W/src/f0" "rsync://127.0.0.1:$port/w/" >&2 || { echo "push failed"; return 1; }
+        [ "$(stat -c %g "$W/mod/f0")" = "$GID" ] || { echo "gid $(stat -c %g "$W/mod/f0")"; return 1; }
+    }
+    t_check groupmap_wild_rsync_to_ferryd groupmap_push "$RSYNC" "$FERRYD_PORT"
+    t_check groupmap_wild_ferry_to_rsyncd_secluded groupmap_push "$FERRY" "$RSYNCD_PORT" --secluded-args
+else
+    t_skip groupmap_wild "needs root to set a file's group"
+fi
 
 t_done
