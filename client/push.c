@@ -18,6 +18,7 @@
 #include "proto/filesfrom.h"
 #include "proto/copy_as.h"
 #include "proto/filter.h"
+#include "proto/heap_stats.h"
 #include "proto/logfmt.h"
 #include "proto/progress.h"
 #include "proto/negotiate.h"
@@ -39,6 +40,7 @@ static void print_summary(const struct ferry_opts *o, struct session *s, time_t 
 	if (o->json) {
 		progress_json_stats(s, session_exit_code(s), (double)(time(NULL) - start));
 	} else {
+		heap_stats_report(s, "sender");
 		if (info_ge(o, INFO_STATS, 2))
 			stats_print(stdout, &s->stats, s->protocol, o->human, true);
 		if (info_ge(o, INFO_STATS, 1))

@@ -10,6 +10,8 @@
 #    --backup-dir, --partial-dir and --link-dest that reach it through "..".
 #  - Wildcards in option values reach the daemon intact, with and without
 #    --secluded-args.
+#  - --debug=NSTR and --debug=FUZZY print rsync's lines, --info=stats3 a
+#    heap statistics block per role, --daemon --help rsync's usage line.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 t_require "$RSYNC"
@@ -218,5 +220,78 @@ if [ "$(id -u)" = 0 ]; then
 else
     t_skip groupmap_wild "needs root to set a file's group"
 fi
+
+t_rsyncd_stop
+t_ferryd_stop
+
+# ------------------------------------------------------------ diagnostics
+D=$T/diag
+mkdir -p "$D/s/sub" "$D/fz/s" "$D/fz/d"
+echo hello >"$D/s/a"
+echo world >"$D/s/sub/b"
+head -c 3000 /dev/zero | tr '\0' x >"$D/fz/s/archive-v2.tar"
+cp "$D/fz/s/archive-v2.tar" "$D/fz/d/archive-v1.tar"
+
+# --debug=NSTR: the checksum and compressor lines, rsync's words and levels
+nstr_same() {
+    local args
+    for args in "-a" "-az" "-a -c --checksum-choice=md5" "-a --checksum-choice=md5,xxh64" \
+        "-az --compress-choice=zlibx" "-az --compress-choice=lz4" \
+        "-az --compress-choice=zlib --compress-level=9" "-az --protocol=29"; do
+        rm -rf "$D/d1" "$D/d2"
+        # shellcheck disable=SC2086
+        "$RSYNC" $args --debug=NSTR "$D/s/" "$D/d1/" >"$D/nstr.rsync" 2>&1
+        # shellcheck disable=SC2086
+        "$FERRY" $args --debug=NSTR "$D/s/" "$D/d2/" >"$D/nstr.ferry" 2>&1
+        grep -q 'checksum: ' "$D/nstr.rsync" || { echo "rsync printed no NSTR line for $args"; return 1; }
+        diff "$D/nstr.rsync" "$D/nstr.ferry" || { echo "differs for $args"; return 1; }
+    done
+}
+t_check debug_nstr_lines nstr_same
+
+# --debug=FUZZY names the basis it chose
+fuzzy_same() {
+    local t
+    for t in "$RSYNC" "$FERRY"; do
+        rm -rf "$D/fz/d2"
+        cp -a "$D/fz/d" "$D/fz/d2"
+        "$t" -ry --debug=FUZZY "$D/fz/s/" "$D/fz/d2/" >"$D/fuzzy.$(basename "$t")" 2>&1 || return 1
+    done
+    grep -qx 'fuzzy basis selected for archive-v2.tar: archive-v1.tar' "$D/fuzzy.ferry" ||
+        { cat "$D/fuzzy.ferry"; return 1; }
+    diff "$D/fuzzy.$(basename "$RSYNC")" "$D/fuzzy.ferry"
+}
+t_check debug_fuzzy_basis fuzzy_same
+
+# --info=stats3: one heap statistics block per role (sender, server
+# receiver, server generator in a local copy), rsync's fields in order
+heap_blocks() {
+    rm -rf "$D/d1" "$D/d2"
+    "$RSYNC" -r --info=stats3 "$D/s/" "$D/d1/" >"$D/heap.rsync" 2>&1 || return 1
+    "$FERRY" -r --info=stats3 "$D/s/" "$D/d2/" >"$D/heap.ferry" 2>&1 || return 1
+    local want got
+    want=$(sed -n 's/^rsync\[[0-9]*\] \((.*)\) heap statistics:$/\1/p' "$D/heap.rsync" | sort)
+    got=$(sed -n 's/^ferry\[[0-9]*\] \((.*)\) heap statistics:$/\1/p' "$D/heap.ferry" | sort)
+    [ -n "$want" ] && [ "$want" = "$got" ] || { echo "roles: rsync [$want] ferry [$got]"; return 1; }
+    diff <(sed -n 's/^  \([a-z]*\): *[0-9]* *\(.*\)$/\1 \2/p' "$D/heap.rsync") \
+        <(sed -n 's/^  \([a-z]*\): *[0-9]* *\(.*\)$/\1 \2/p' "$D/heap.ferry") || return 1
+    # honest numbers: allmem is arena + hblkhd, and something is in use
+    awk '/^  arena:/{a=$2} /^  hblkhd:/{h=$2} /^  allmem:/{if ($2 != a + h) bad=1}
+         /^  uordblks:/{if ($2 <= 0) bad=1} END{exit bad}' "$D/heap.ferry"
+}
+t_check info_stats3_heap_blocks heap_blocks
+
+# --daemon --help: the usage line names the program as it was started
+daemon_usage() {
+    mkdir -p "$D/bin"
+    ln -sf "$FERRY" "$D/bin/rsync"
+    "$D/bin/rsync" --daemon --help >"$D/dhelp.ferry" || return 1
+    "$RSYNC" --daemon --help >"$D/dhelp.rsync" || return 1
+    grep -x 'Usage: rsync --daemon \[OPTION\]\.\.\.' "$D/dhelp.rsync" >/dev/null || return 1
+    grep -x 'Usage: rsync --daemon \[OPTION\]\.\.\.' "$D/dhelp.ferry" >/dev/null ||
+        { cat "$D/dhelp.ferry"; return 1; }
+    grep -q -- '^--no-detach ' "$D/dhelp.ferry"
+}
+t_check daemon_help_usage daemon_usage
 
 t_done
