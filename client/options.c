@@ -67,7 +67,7 @@ struct pstate {
 
 /* The --debug words behind enum debug_word. */
 static const char *const debug_names[DEBUG_COUNT] = {"DELTASUM", "FILTER", "FLIST", "CMD",
-						      "CONNECT"};
+						      "CONNECT",  "NSTR",   "FUZZY"};
 
 /* Where --help, --version and --info=help print: stdout, or stderr with
  * --stderr=all, where rsync sends every message (log.c: rwrite). */
@@ -1172,12 +1172,13 @@ static void settle_info_levels(struct pstate *ps)
 	for (int i = 0; i < INFO_COUNT; i++)
 		if (ps->info_user_set[i])
 			o->info_level[i] = ps->info_user[i];
-	/* -vv: each at 1; -vvv: DELTASUM2, FILTER2, FLIST2, CONNECT2;
-	 * -vvvv: DELTASUM3, FLIST3, CMD2; -vvvvv: DELTASUM4, FLIST4
+	/* -vv: each at 1 but NSTR and FUZZY; -vvv: DELTASUM2, FILTER2,
+	 * FLIST2, CONNECT2, FUZZY; -vvvv: DELTASUM3, FLIST3, CMD2;
+	 * -vvvvv: DELTASUM4, FLIST4, FUZZY2; NSTR only by name
 	 * (options.c: debug_verbosity) */
 	static const short by_verbosity[6][DEBUG_COUNT] = {
-		{0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, {1, 1, 1, 1, 1},
-		{2, 2, 2, 1, 2}, {3, 2, 3, 2, 2}, {4, 2, 4, 2, 2},
+		{0, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0, 0}, {1, 1, 1, 1, 1, 0, 0},
+		{2, 2, 2, 1, 2, 0, 1}, {3, 2, 3, 2, 2, 0, 1}, {4, 2, 4, 2, 2, 0, 2},
 	};
 	int v = o->verbose < 0 ? 0 : o->verbose > 5 ? 5 : o->verbose;
 	for (int i = 0; i < DEBUG_COUNT; i++)

@@ -196,7 +196,8 @@ time_t stop_at_parse(const char *arg, time_t now);
  * the supported options in the main list and the others named in a short
  * "Recognised but not supported yet" section. */
 void usage_print_help(FILE *f);
-/* The daemon-mode help ("ferry --daemon --help"). */
+/* The daemon-mode help ("ferry --daemon --help"); its usage line names
+ * the program as it was invoked. */
 void usage_print_daemon_help(FILE *f);
 /* rsync's --version layout: version line, capabilities, lists, warranty. */
 void usage_print_version(FILE *f);

@@ -366,10 +366,10 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		pushf(&a, "--bwlimit=%ld", o->bwlimit);
 	if (o->backup_dir) {
 		pushs(&a, "--backup-dir");
-		push(&a, options_safe_arg("", o->backup_dir, false));
+		push(&a, options_remote_arg(o, "", o->backup_dir, false));
 	}
 	if (o->suffix && strcmp(o->suffix, o->backup_dir ? "" : "~") != 0)
-		push(&a, options_safe_arg("--suffix", o->suffix, false));
+		push(&a, options_remote_arg(o, "--suffix", o->suffix, false));
 	if (o->checksum_choice)
 		push(&a, options_remote_arg(o, "--checksum-choice", o->checksum_choice, false));
 	if (cpres == 2)
@@ -427,11 +427,11 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 	if (o->checksum_seed)
 		pushf(&a, "--checksum-seed=%ld", (long)(int32_t)o->checksum_seed);
 	if (o->sums_cache && am_sender) /* only a ferry receiver knows it */
-		push(&a, options_safe_arg("--sums-cache", o->sums_cache, false));
+		push(&a, options_remote_arg(o, "--sums-cache", o->sums_cache, false));
 	if (o->partial_dir && am_sender) {
 		if (!o->partial_dir_implied) {
 			pushs(&a, "--partial-dir");
-			push(&a, options_safe_arg("", o->partial_dir, false));
+			push(&a, options_remote_arg(o, "", o->partial_dir, false));
 		}
 		if (o->delay_updates)
 			pushs(&a, "--delay-updates");
@@ -452,16 +452,16 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 		pushs(&a, "--qsort");
 	if (am_sender) {
 		if (o->usermap)
-			push(&a, options_safe_arg("--usermap", o->usermap, false));
+			push(&a, options_remote_arg(o, "--usermap", o->usermap, false));
 		if (o->groupmap)
-			push(&a, options_safe_arg("--groupmap", o->groupmap, false));
+			push(&a, options_remote_arg(o, "--groupmap", o->groupmap, false));
 		if (o->ignore_existing)
 			pushs(&a, "--ignore-existing");
 		if (o->existing)
 			pushs(&a, "--existing");
 		if (o->temp_dir) {
 			pushs(&a, "--temp-dir");
-			push(&a, options_safe_arg("", o->temp_dir, false));
+			push(&a, options_remote_arg(o, "", o->temp_dir, false));
 		}
 		if (o->fsync)
 			pushs(&a, "--fsync");
@@ -469,7 +469,7 @@ char **options_server_argv(const struct ferry_opts *o, bool server_is_sender, in
 							"--link-dest"};
 		for (i = 0; i < o->nalt_dest; i++) {
 			pushs(&a, alt_names[o->alt_dest_mode]);
-			push(&a, options_safe_arg("", o->alt_dest[i], false));
+			push(&a, options_remote_arg(o, "", o->alt_dest[i], false));
 		}
 	}
 	{

@@ -19,6 +19,7 @@
 #include "proto/filesfrom.h"
 #include "proto/copy_as.h"
 #include "proto/filter.h"
+#include "proto/heap_stats.h"
 #include "proto/logfmt.h"
 #include "proto/msg.h"
 #include "proto/progress.h"
@@ -41,6 +42,7 @@ static void print_summary(const struct ferry_opts *o, struct session *s, time_t 
 	if (o->json) {
 		progress_json_stats(s, session_exit_code(s), (double)(time(NULL) - start));
 	} else {
+		heap_stats_report(s, "sender");
 		/* through the message path: the log gets them too */
 		char *text = NULL;
 		size_t len = 0;

@@ -4,6 +4,7 @@
  * options.c: output_item_help). The option lists come from options_table[],
  * so they only ever list what the parser accepts.
  */
+#include <errno.h> /* program_invocation_short_name */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -344,7 +345,8 @@ void usage_print_daemon_help(FILE *f)
 
 	usage_print_version(f);
 	fprintf(f, "\n");
-	fprintf(f, "Usage: ferry --daemon [OPTION]...\n");
+	/* the name it was started by: "rsync" when installed in rsync's place */
+	fprintf(f, "Usage: %s --daemon [OPTION]...\n", program_invocation_short_name);
 	for (k = 0; order[k]; k++) {
 		for (i = 0; i < options_table_len; i++) {
 			const struct opt_spec *sp = &options_table[i];

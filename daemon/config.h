@@ -217,11 +217,20 @@ char *config_expand(const char *s);
 char *config_expand_shell(const char *s, char *err, size_t errsz);
 
 /* Deep copy of m with every string %VAR%-expanded in the current
- * environment (the exec hooks and name converter with config_expand_shell).
- * Returns 0, or -1 with err set (*out is then empty). Free with
- * config_module_free(). */
+ * environment, except path and the four shell hooks, which are copied as
+ * written for config_module_expand_late(). Returns 0, or -1 with err set
+ * (*out is then empty). Free with config_module_free(). */
 int config_module_expand(const struct daemon_module *m, struct daemon_module *out,
 			 char *err, size_t errsz);
+
+/* Once the connection is authenticated (RSYNC_USER_NAME set): expand m's
+ * path in place, export it as RSYNC_MODULE_PATH, then expand the early,
+ * pre-xfer and post-xfer exec and name converter with config_expand_shell,
+ * so they see both (clientserver.c: rsync_module reads them in that order).
+ * m must come from config_module_expand() and be expanded late only once.
+ * Returns 0, or -1 with err set (the refusal of a %RSYNC_*% value holding
+ * a shell metacharacter, or out of memory); m stays freeable either way. */
+int config_module_expand_late(struct daemon_module *m, char *err, size_t errsz);
 void config_module_free(struct daemon_module *m);
 
 /* ------------------------------------------------------ the parameter table */

@@ -569,6 +569,48 @@ static bool is_shell_param(const struct config_param *p)
 	       p->offset == offsetof(struct daemon_module, name_converter);
 }
 
+/* The parameters rsync first reads after authentication, when
+ * RSYNC_USER_NAME (and, for the hooks, RSYNC_MODULE_PATH) is set. */
+static bool is_late_param(const struct config_param *p)
+{
+	return is_shell_param(p) || p->offset == offsetof(struct daemon_module, path);
+}
+
+static int expand_hooks(struct daemon_module *out, char *err, size_t errsz)
+{
+	for (size_t i = 0; i < NPARAMS; i++) {
+		const struct config_param *p = &params[i];
+		char **sp = field(p, out), *x;
+		char why[256] = "out of memory";
+
+		if (p->global_only || !is_shell_param(p) || !*sp)
+			continue;
+		if (!(x = config_expand_shell(*sp, why, sizeof why))) {
+			snprintf(err, errsz, "%s", why);
+			return -1;
+		}
+		free(*sp);
+		*sp = x;
+	}
+	return 0;
+}
+
+int config_module_expand_late(struct daemon_module *m, char *err, size_t errsz)
+{
+	if (m->path) {
+		char *x = config_expand(m->path);
+
+		if (!x) {
+			snprintf(err, errsz, "out of memory");
+			return -1;
+		}
+		free(m->path);
+		m->path = x;
+		setenv("RSYNC_MODULE_PATH", x, 1);
+	}
+	return expand_hooks(m, err, errsz);
+}
+
 int config_module_expand(const struct daemon_module *m, struct daemon_module *out,
 			 char *err, size_t errsz)
 {
@@ -584,18 +626,9 @@ int config_module_expand(const struct daemon_module *m, struct daemon_module *ou
 		if (p->global_only || !is_string(p))
 			continue;
 		sp = field(p, out);
-		if (!*sp)
+		if (!*sp || is_late_param(p))
 			continue;
-		if (is_shell_param(p)) {
-			char why[256] = "out of memory";
-
-			if (!(x = config_expand_shell(*sp, why, sizeof why))) {
-				snprintf(err, errsz, "module [%s] \"%s\": %s", m->name ? m->name : "",
-					 p->label, why);
-				config_module_free(out);
-				return -1;
-			}
-		} else if (!(x = config_expand(*sp)))
+		if (!(x = config_expand(*sp)))
 			goto oom;
 		free(*sp);
 		*sp = x;

@@ -353,9 +353,26 @@ static int enter_module(struct conn *c, const struct daemon_module *m)
 	return fd;
 }
 
+/* \X -> X in place: a client escapes wildcards and shell characters in
+ * its option values (options.c: safe_arg), and no remote shell removes the
+ * escapes on the way to a daemon (io.c: unbackslash_arg). */
+static void unbackslash(char *s)
+{
+	char *t = s;
+
+	for (; *s; s++) {
+		if (*s == '\\' && s[1])
+			s++;
+		*t++ = *s;
+	}
+	*t = '\0';
+}
+
 /* The argument vector after "@RSYNCD: OK" (io.c: read_args): NUL- or
  * newline-separated, ended by an empty argument, bounded in count and
- * size. argv[0] is ours ("rsyncd"). */
+ * size. argv[0] is ours ("rsyncd"). The options before the "." are
+ * un-backslashed; the paths after it keep theirs for the module's
+ * wildcard expansion. */
 static char **read_args(struct conn *c, int *argc_out)
 {
 	char sep = c->s.protocol >= 30 ? '\0' : '\n';
@@ -363,6 +380,7 @@ static char **read_args(struct conn *c, int *argc_out)
 	char arg[LINE_MAX_LEN];
 	size_t total = 0;
 	int argc = 0;
+	bool past_dot = false;
 
 	if (!argv)
 		return NULL;
@@ -387,6 +405,9 @@ static char **read_args(struct conn *c, int *argc_out)
 		total += n;
 		if (argc > MAX_DAEMON_ARGS || total > MAX_ARGS_BYTES)
 			goto fail;
+		if (!past_dot)
+			unbackslash(arg);
+		past_dot = past_dot || strcmp(arg, ".") == 0;
 		argv[argc++] = strdup(arg);
 	}
 	*argc_out = argc;
@@ -492,13 +513,15 @@ static bool module_path_args(const struct daemon_module *m, const struct ferry_o
 static int module_filters(const struct daemon_module *m, struct filter_list *fl, char *err,
 			  size_t errsz)
 {
-	const int old = FILTER_PARSE_OLD_PREFIXES, split = FILTER_PARSE_WORD_SPLIT,
-		  inc = FILTER_PARSE_INCLUDE;
+	/* a directory exclude covers its subtree (clientserver.c:
+	 * XFLG_DIR2WILD3), so nothing can be written below it */
+	const int old = FILTER_PARSE_OLD_PREFIXES | FILTER_PARSE_DIR2WILD3,
+		  split = FILTER_PARSE_WORD_SPLIT, inc = FILTER_PARSE_INCLUDE;
 	const struct {
 		const char *v;
 		int flags;
 		bool file;
-	} lists[] = {{m->filter, split, false},
+	} lists[] = {{m->filter, split | FILTER_PARSE_DIR2WILD3, false},
 		     {m->include_from, old | inc, true},
 		     {m->include, old | inc | split, false},
 		     {m->exclude_from, old, true},
@@ -519,7 +542,40 @@ static int module_filters(const struct daemon_module *m, struct filter_list *fl,
 	return filter_list_count(fl) ? 1 : 0;
 }
 
-static int serve_module(struct conn *c, const struct daemon_module *m_raw);
+static int serve_module(struct conn *c, struct daemon_module *m);
+
+/* Whether a directory the client names lies in what the module's rules
+ * exclude, judged by name once ".." is resolved inside the module. */
+static bool dir_excluded(const struct filter_list *fl, const char *dir)
+{
+	char rel[4096];
+
+	module_relative(dir, "", false, rel, sizeof rel);
+	size_t n = strlen(rel);
+	while (n > 1 && rel[n - 1] == '/')
+		rel[--n] = '\0';
+	if (strcmp(rel, ".") == 0)
+		return false;
+	return filter_check(fl, rel, true, false) < 0;
+}
+
+/* A push's side directories must stay out of the module's excluded names,
+ * as rsync checks them: --temp-dir and --backup-dir while it parses the
+ * options (options.c, exit 4), an absolute --partial-dir and the --*-dest
+ * dirs when the receiver starts (main.c: do_server_recv, exit 1). Returns
+ * 0, or the exit code of the refusal. */
+static int push_dirs_refused(const struct ferry_opts *o, const struct filter_list *fl)
+{
+	if ((o->temp_dir && dir_excluded(fl, o->temp_dir)) ||
+	    (o->backup_dir && dir_excluded(fl, o->backup_dir)))
+		return RERR_UNSUPPORTED;
+	for (int i = 0; i < o->nalt_dest && i < ALT_DEST_MAX; i++)
+		if (o->alt_dest[i] && dir_excluded(fl, o->alt_dest[i]))
+			return RERR_SYNTAX;
+	if (o->partial_dir && *o->partial_dir == '/' && dir_excluded(fl, o->partial_dir))
+		return RERR_SYNTAX;
+	return 0;
+}
 
 static bool hook_set(const char *cmd)
 {
@@ -675,8 +731,6 @@ static int serve_expanded(struct conn *c, const struct daemon_module *raw)
 		send_line(c, "@ERROR: module configuration error\n");
 		return RERR_STARTCLIENT;
 	}
-	if (xm.path)
-		setenv("RSYNC_MODULE_PATH", xm.path, 1);
 	c->namecvt = (struct xfer_hook){.pid = -1, .arg_fd = -1, .out_fd = -1};
 	int code = serve_module(c, &xm);
 	xfer_hook_cancel(&c->namecvt); /* it ends when its stdin closes */
@@ -811,7 +865,21 @@ static void log_end(struct conn *c, int code, int line)
 	daemon_log(c->cfg, c->m, "%s", end);
 }
 
-static int serve_module(struct conn *c, const struct daemon_module *m)
+/* The path and the hooks see who logged in. A refused hook value ends
+ * the connection without a reply, as rsync's exit_cleanup does there. */
+static bool expand_after_auth(struct conn *c, struct daemon_module *m)
+{
+	char err[512], end[300];
+
+	if (config_module_expand_late(m, err, sizeof err) == 0)
+		return true;
+	daemon_log(c->cfg, m, "%s", err);
+	exit_text(end, sizeof end, RERR_UNSUPPORTED, false, __LINE__);
+	daemon_log(c->cfg, m, "%s", end);
+	return false;
+}
+
+static int serve_module(struct conn *c, struct daemon_module *m)
 {
 	char *user = c->user;
 	bool read_only = m->read_only;
@@ -853,6 +921,8 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 		snprintf(user, sizeof c->user, "%s", c->cfg->login_user);
 	setenv("RSYNC_USER_NAME", user, 1);
 	daemon_log_open(c->cfg, m); /* while we can: before chroot and setuid */
+	if (!expand_after_auth(c, m))
+		return RERR_UNSUPPORTED;
 	struct xfer_hook pre = {.pid = -1, .arg_fd = -1, .out_fd = -1};
 	if (!start_module_hooks(c, m, &pre))
 		return RERR_STARTCLIENT;
@@ -940,6 +1010,16 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	int nf = module_filters(m, &dfilters, ferr, sizeof ferr);
 	if (nf > 0)
 		ctx.daemon_filters = &dfilters;
+	int dirs_code = nf > 0 && rc == 0 && !o.sender && !ctx.refusal
+				? push_dirs_refused(&o, &dfilters)
+				: 0;
+	if (dirs_code) {
+		/* rsync's wording; only the options.c one carries its name */
+		snprintf(refusal, sizeof refusal, "Your options have been rejected by the server.\n");
+		ctx.refusal = refusal;
+		ctx.refusal_verbatim = dirs_code == RERR_SYNTAX;
+		ctx.refusal_code = dirs_code;
+	}
 	if (nf < 0 && !ctx.refusal) {
 		/* a rule file that cannot be read must not leave the module
 		 * unfiltered (exclude.c: XFLG_FATAL_ERRORS) */

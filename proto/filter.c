@@ -438,19 +438,26 @@ static int add_rule(struct pctx *pc, const char *pat, size_t len, uint32_t f)
 		len--;
 		f |= FR_DIRECTORY;
 	}
+	const char *suffix = "";
+	if (pc->xflags & FILTER_PARSE_DIR2WILD3 && (f & (FR_DIRECTORY | FR_INCLUDE)) == FR_DIRECTORY) {
+		f &= ~FR_DIRECTORY;
+		suffix = "/***";
+	}
+	size_t slen = strlen(suffix);
 	if (pc->xflags & X_PERDIR && *pat == '/' && !(f & (FR_ABS_PATH | FR_MERGE_FILE))) {
 		pre = pc->anchor;
 		plen = strlen(pre);
 		if (pc->anchor_abs)
 			f |= FR_ABS_PATH;
 	}
-	if (!(r = calloc(1, sizeof *r)) || !(r->pattern = malloc(plen + len + 1))) {
+	if (!(r = calloc(1, sizeof *r)) || !(r->pattern = malloc(plen + len + slen + 1))) {
 		free(r);
 		return perr(pc, "out of memory");
 	}
 	memcpy(r->pattern, pre, plen);
 	memcpy(r->pattern + plen, pat, len);
-	r->pattern[plen + len] = '\0';
+	memcpy(r->pattern + plen + len, suffix, slen + 1);
+	len += slen;
 	for (cp = r->pattern; *cp; cp++)
 		r->slash_cnt += *cp == '/';
 	if (strpbrk(r->pattern, "*[?")) {
@@ -729,7 +736,8 @@ int filter_parse_rule(struct filter_list *fl, const char *text, int flags, char 
 
 	fl->open_failed = 0;
 	pc.xflags = flags & (FILTER_PARSE_OLD_PREFIXES | FILTER_PARSE_DELETE_EXCLUDED |
-			     FILTER_PARSE_FROM_PEER | FILTER_PARSE_FROM_FILE);
+			     FILTER_PARSE_FROM_PEER | FILTER_PARSE_FROM_FILE |
+			     FILTER_PARSE_DIR2WILD3);
 	if (err && errsz)
 		*err = '\0';
 	if (flags & FILTER_PARSE_FROM_PEER)
@@ -747,7 +755,7 @@ int filter_parse_file(struct filter_list *fl, const char *path, int flags, char 
 	struct pctx pc = { .fl = fl, .dst = &fl->rules, .err = err, .errsz = errsz };
 
 	fl->open_failed = 0;
-	pc.xflags = flags & FILTER_PARSE_OLD_PREFIXES;
+	pc.xflags = flags & (FILTER_PARSE_OLD_PREFIXES | FILTER_PARSE_DIR2WILD3);
 	if (err && errsz)
 		*err = '\0';
 	return parse_file(&pc, path, flags & FILTER_PARSE_INCLUDE ? FR_INCLUDE : 0, true) < 0 ? -1

@@ -62,6 +62,9 @@ struct session;
 #define FILTER_PARSE_WORD_SPLIT 0x20   /* whitespace separates rules, and a
 					* rule's prefix from its pattern (a
 					* daemon module's filter/exclude) */
+#define FILTER_PARSE_DIR2WILD3 0x40    /* a directory exclude "d/" becomes
+					* "d" + "/" + "***", covering its subtree
+					* (a daemon module's rules) */
 
 /* filter_check_flags() flags. */
 #define FILTER_CHECK_DIR 0x01

@@ -26,6 +26,7 @@
 #include "proto/fileio.h"
 #include "proto/filter.h"
 #include "proto/fuzzy.h"
+#include "proto/heap_stats.h"
 #include "proto/hlink.h"
 #include "proto/recvside.h"
 #include "proto/sendside.h"
@@ -1108,8 +1109,8 @@ static int fuzzy_level_dir(struct gen *g, int level, int dirfd)
 
 /* -y/-yy: a missing file's basis from a similar file beside it
  * (generator.c: recv_generator's fuzzy_basis branch, find_fuzzy). */
-static bool fuzzy_basis(struct gen *g, const struct file_entry *f, int dirfd, struct basis *b,
-			struct stat *bst)
+static bool fuzzy_basis(struct gen *g, const struct file_entry *f, const char *path, int dirfd,
+			struct basis *b, struct stat *bst)
 {
 	int levels = g->o->fuzzy > 1 ? g->rc->nalt + 1 : 1;
 	int level = 0;
@@ -1132,6 +1133,13 @@ static bool fuzzy_basis(struct gen *g, const struct file_entry *f, int dirfd, st
 		return false;
 	*b = (struct basis){.dirfd = bdir, .leaf = c->name, .st = bst,
 			    .alt = FNAMECMP_FUZZY + level, .xname = c->name};
+	if (debug_ge(g->o, DEBUG_FUZZY, 1)) {
+		/* the basis by its name in the transfer, beside path */
+		const char *slash = strrchr(path, '/');
+		int dirlen = slash ? (int)(slash - path + 1) : 0;
+		session_info(g->s, "fuzzy basis selected for %s: %.*s%s\n", path, dirlen, path,
+			     c->name);
+	}
 	return true;
 }
 
@@ -1319,7 +1327,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 			return REG_REQUESTED;
 		}
 		if (!b.st && o->fuzzy)
-			fuzzy_basis(g, f, dirfd, &b, &bst);
+			fuzzy_basis(g, f, path, dirfd, &b, &bst);
 		request_from(g, ndx, &b, ITEM_IS_NEW, false);
 		return REG_REQUESTED;
 	}
@@ -2000,6 +2008,9 @@ static bool generate_files(struct gen *g)
 	pthread_mutex_unlock(&rc->lock);
 	if (!ok)
 		return false;
+	/* --info=stats3, as rsync's receiver and generator each end */
+	heap_stats_report(s, "receiver");
+	heap_stats_report(s, "generator");
 	/* E: the final goodbye */
 	return send_done(g) && wire_flush(&s->out);
 }

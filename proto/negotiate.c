@@ -112,6 +112,25 @@ static bool compress_wanted(struct session *s, int *want)
  * (unless --checksum-choice) and then its compression list (only for -z
  * without a forced algorithm), then reads the peer's. A peer that cannot
  * negotiate (no CF_VARINT_FLIST_FLAGS) implies md5/md4 and zlib. */
+/* --debug=NSTR on the client (checksum.c: parse_checksum_choice, compat.c:
+ * parse_compress_choice): the checksum and compressor in use, and whether
+ * the two lists chose them. A server would print these at NSTR3 only;
+ * ferry's server does not. */
+static void report_choices(struct session *s, bool csum_negotiated, bool cpres_negotiated)
+{
+	const struct ferry_opts *o = s->opts;
+
+	if (s->am_server || !debug_ge(o, DEBUG_NSTR, 1))
+		return;
+	session_info(s, "Client%s checksum: %s\n", csum_negotiated ? " negotiated" : "",
+		     o->checksum_choice && !csum_negotiated ? o->checksum_choice
+							     : csum_name(s->xfer_csum));
+	if (s->compress != CPRES_NONE || o->compress_level_set)
+		session_info(s, "Client%s compress: %s (level %d)\n",
+			     cpres_negotiated ? " negotiated" : "", token_alg_name(s->compress),
+			     s->compress_level);
+}
+
 static bool negotiate_strings(struct session *s)
 {
 	const struct ferry_opts *o = s->opts;
@@ -173,6 +192,7 @@ static bool negotiate_strings(struct session *s)
 	s->compress_level = token_resolve_level(
 		&s->compress, o->compress_level_set ? o->compress_level : TOKEN_LEVEL_DEFAULT);
 	s->compress_adaptive = !o->compress_level_set;
+	report_choices(s, csum_list && !o->checksum_choice, cpres_list);
 	return true;
 }
 

@@ -45,7 +45,8 @@ enum info_word {
 
 /* The --debug words ferry reports on (rsync's debug_words, a subset). */
 enum debug_word {
-	DEBUG_DELTASUM, DEBUG_FILTER, DEBUG_FLIST, DEBUG_CMD, DEBUG_CONNECT, DEBUG_COUNT
+	DEBUG_DELTASUM, DEBUG_FILTER, DEBUG_FLIST, DEBUG_CMD, DEBUG_CONNECT, DEBUG_NSTR,
+	DEBUG_FUZZY, DEBUG_COUNT
 };
 
 struct ferry_opts {

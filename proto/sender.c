@@ -17,6 +17,7 @@
 #include "proto/batch.h"
 #include "proto/xattrs.h"
 #include "proto/fileio.h"
+#include "proto/heap_stats.h"
 #include "proto/match.h"
 #include "proto/progress.h"
 #include "proto/sendside.h"
@@ -794,6 +795,7 @@ bool sender_finish(struct session *s)
 	struct snd d = {.s = s, .sl = &none};
 
 	if (s->am_server) {
+		heap_stats_report(s, "sender"); /* before the totals, as rsync's report() */
 		int64_t written = (int64_t)(s->out.total_written + s->out.len);
 		if (!wire_write_varlong30(&s->out, (int64_t)s->in.total_read, 3) ||
 		    !wire_write_varlong30(&s->out, written, 3) ||

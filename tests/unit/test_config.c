@@ -511,19 +511,28 @@ static void test_expand_in_config(void **state)
 	assert_false(mod(&c, "home")->read_only);
 
 	assert_int_equal(config_module_expand(mod(&c, "home"), &x, err, sizeof err), 0);
-	assert_string_equal(x.path, "/home/alice");
 	assert_string_equal(x.comment, "100%% for alice");
-	/* %RSYNC_*% in a shell hook is quoted for where it lands */
-	assert_string_equal(x.pre_xfer_exec, "/bin/check 'alice' 'alice'");
+	/* path and hooks wait until the user is known */
+	assert_string_equal(x.path, "/home/%RSYNC_USER_NAME%");
+	assert_string_equal(x.pre_xfer_exec, "/bin/check %RSYNC_USER_NAME% '%RSYNC_USER_NAME%'");
 	assert_int_equal(x.timeout, 45);
 	assert_string_equal(x.defined_at, "test.conf:1");
+	setenv("RSYNC_MODULE_PATH", "/inherited", 1);
+	assert_int_equal(config_module_expand_late(&x, err, sizeof err), 0);
+	assert_string_equal(x.path, "/home/alice");
+	assert_string_equal(getenv("RSYNC_MODULE_PATH"), "/home/alice");
+	/* %RSYNC_*% in a shell hook is quoted for where it lands */
+	assert_string_equal(x.pre_xfer_exec, "/bin/check 'alice' 'alice'");
 	config_module_free(&x);
 
 	/* a peer-supplied value with a shell metacharacter is refused */
 	setenv("RSYNC_USER_NAME", "a;rm -rf /", 1);
-	assert_int_equal(config_module_expand(mod(&c, "home"), &x, err, sizeof err), -1);
+	assert_int_equal(config_module_expand(mod(&c, "home"), &x, err, sizeof err), 0);
+	assert_int_equal(config_module_expand_late(&x, err, sizeof err), -1);
 	assert_non_null(strstr(err, "refusing to run shell hook: %RSYNC_USER_NAME% holds a shell metacharacter"));
+	config_module_free(&x);
 	unsetenv("RSYNC_USER_NAME");
+	unsetenv("RSYNC_MODULE_PATH");
 	config_free(&c);
 
 	load_fails("timeout = %FERRY_T_RO%\n", "bad number \"no\" (from \"%FERRY_T_RO%\") for \"timeout\"");

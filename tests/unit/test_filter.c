@@ -831,6 +831,43 @@ static void test_match_sides(void **state)
 	filter_list_free(&fl);
 }
 
+/* A daemon module's "exclude = /d/" covers d's subtree (clientserver.c:
+ * XFLG_DIR2WILD3); a bare "/d", and an include "d/", do not change. */
+static void test_dir2wild3(void **state)
+{
+	const int daemon = FILTER_PARSE_OLD_PREFIXES | FILTER_PARSE_DIR2WILD3;
+	struct filter_list fl;
+
+	(void)state;
+	filter_list_init(&fl);
+	assert_int_equal(filter_parse_rule(&fl, "/secret/", daemon, NULL, 0), 0);
+	assert_int_equal(filter_check(&fl, "secret", true, false), -1);
+	/* "d/" + "***" matches d itself only as a directory, as in rsync */
+	assert_int_equal(filter_check(&fl, "secret", false, false), 0);
+	assert_int_equal(filter_check(&fl, "secret/x/y", false, false), -1);
+	assert_int_equal(filter_check(&fl, "secrets", true, false), 0);
+	filter_list_free(&fl);
+
+	filter_list_init(&fl);
+	assert_int_equal(filter_parse_rule(&fl, "/secret", daemon, NULL, 0), 0);
+	assert_int_equal(filter_check(&fl, "secret", true, false), -1);
+	assert_int_equal(filter_check(&fl, "secret/x", false, false), 0);
+	filter_list_free(&fl);
+
+	filter_list_init(&fl);
+	assert_int_equal(filter_parse_rule(&fl, "+ /open/", daemon, NULL, 0), 0);
+	assert_int_equal(filter_check(&fl, "open", true, false), 1);
+	assert_int_equal(filter_check(&fl, "open/x", false, false), 0);
+	filter_list_free(&fl);
+
+	/* without the flag "/secret/" is a directory rule only */
+	filter_list_init(&fl);
+	assert_int_equal(filter_parse_rule(&fl, "/secret/", FILTER_PARSE_OLD_PREFIXES, NULL, 0), 0);
+	assert_int_equal(filter_check(&fl, "secret", false, false), 0);
+	assert_int_equal(filter_check(&fl, "secret/x", false, false), 0);
+	filter_list_free(&fl);
+}
+
 static void test_match_abs_modifier(void **state)
 {
 	struct filter_list fl;
@@ -1395,6 +1432,7 @@ static void test_wire_roundtrip(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dir2wild3),
 		cmocka_unit_test(test_wildtest_table),
 		cmocka_unit_test(test_wildmatch_basics),
 		cmocka_unit_test(test_wildmatch_where),
