@@ -2,7 +2,12 @@
 # Limits on what a peer can make a ferry client or daemon hold: the HTTP
 # proxy's answer (RSYNC_PROXY) is shown escaped, bounded and waited for only
 # so long; the TCP daemon's `max connections per host` refuses the excess
-# in the listener, before a child is forked.
+# in the listener, before a child is forked; `ssh max startups` drops SSH
+# connections while too many are unauthenticated.
+# Check functions are called through t_check, which shellcheck cannot see.
+# shellcheck disable=SC2317
+
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 t_setup
 
@@ -197,10 +202,12 @@ if ! command -v ssh >/dev/null || ! command -v ssh-keygen >/dev/null; then
 fi
 K=$T/keys
 mkdir -p "$K"
-ssh-keygen -q -t ed25519 -N '' -C host -f "$K/host" </dev/null &&
-    ssh-keygen -q -t ed25519 -N '' -C client -f "$K/client" </dev/null &&
-    cp "$K/client.pub" "$K/authorized_keys" && chmod 600 "$K/authorized_keys" ||
-    { t_fail ssh_keys "ssh-keygen failed"; t_done; }
+make_keys() {
+    ssh-keygen -q -t ed25519 -N '' -C host -f "$K/host" </dev/null &&
+        ssh-keygen -q -t ed25519 -N '' -C client -f "$K/client" </dev/null &&
+        cp "$K/client.pub" "$K/authorized_keys" && chmod 600 "$K/authorized_keys"
+}
+t_check ssh_keys make_keys || t_done
 SSH_PORT=$(t_free_port) || t_done
 t_ferryd_start sshlim "ssh port = $SSH_PORT
 ssh host key = $K/host
