@@ -261,5 +261,6 @@ t_check ssh_grace_frees_startup served_after_grace
 release "$SSH_HOLD"
 release "$SESS_PID"
 t_check ssh_ferryd_stop t_ferryd_stop
+t_check no_sanitizer_reports t_no_sanitizer_reports "$T/lim.out" "$T/sshlim.out"
 
 t_done
