@@ -5,15 +5,22 @@
  * "Proxy-Authorization: Basic base64(USER:PASS)".
  */
 #include "client/connect.h"
+#include "proto/outfilter.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PROXY_BUF 1024          /* a request or one response line */
 #define PROXY_MAX_HEADER_LINES 100
+/* rsync waits for a proxy's answer forever; a silent proxy must not hang
+ * a client (or a cron job) for good, so without --contimeout we give up
+ * after this long. */
+#define PROXY_DEFAULT_TIMEOUT_SEC 60
 
 struct proxy_spec {
 	char user[256], pass[256];
@@ -81,15 +88,45 @@ static void base64(const unsigned char *in, size_t len, char *out)
 	*out = '\0';
 }
 
+static long long monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait until fd is readable; false (with *timed_out set) when the
+ * monotonic clock reaches deadline_ms first. */
+static bool wait_readable(int fd, long long deadline_ms, bool *timed_out)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int r;
+
+	do {
+		long long left = deadline_ms - monotonic_ms();
+		r = left <= 0 ? 0 : poll(&p, 1, left > 60000 ? 60000 : (int)left);
+	} while ((r < 0 && errno == EINTR) || (r == 0 && monotonic_ms() < deadline_ms));
+	*timed_out = r == 0;
+	return r > 0;
+}
+
 /* Read one line (up to '\n', byte by byte so nothing after the header is
- * consumed); "\r\n" and "\n" are stripped. false on EOF, error or a line
- * longer than size - 1. */
-static bool read_proxy_line(int fd, char *buf, size_t size, const char **why)
+ * consumed), giving up at deadline_ms; "\r\n" and "\n" are stripped.
+ * false on EOF, error, timeout (*timed_out set) or a line longer than
+ * size - 1. */
+static bool read_proxy_line(int fd, char *buf, size_t size, long long deadline_ms,
+			    bool *timed_out, const char **why)
 {
 	size_t n = 0;
 
 	for (;;) {
 		char c;
+		if (!wait_readable(fd, deadline_ms, timed_out)) {
+			*why = *timed_out ? "timed out waiting for the proxy's answer"
+					  : strerror(errno);
+			return false;
+		}
 		ssize_t r = read(fd, &c, 1);
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -138,11 +175,15 @@ static bool status_ok(const char *line)
 	return *line == '2';
 }
 
-/* Send CONNECT for host:port and read the answer up to the blank line. */
-static bool proxy_handshake(int fd, const struct proxy_spec *ps, const char *host, int port)
+/* Send CONNECT for host:port and read the answer up to the blank line,
+ * all of it within timeout_sec (*timed_out set when that is why it
+ * failed). */
+static bool proxy_handshake(int fd, const struct proxy_spec *ps, const char *host, int port,
+			    int timeout_sec, bool *timed_out)
 {
 	char req[PROXY_BUF], auth[PROXY_BUF], line[PROXY_BUF];
 	const char *why = NULL;
+	long long deadline_ms = monotonic_ms() + (long long)timeout_sec * 1000;
 
 	for (const unsigned char *c = (const unsigned char *)host; *c; c++) {
 		if (*c < 0x20 || *c == 0x7f) {
@@ -170,12 +211,15 @@ static bool proxy_handshake(int fd, const struct proxy_spec *ps, const char *hos
 		fprintf(stderr, "ferry: failed to write to proxy: %s\n", strerror(errno));
 		return false;
 	}
-	if (!read_proxy_line(fd, line, sizeof line, &why)) {
+	if (!read_proxy_line(fd, line, sizeof line, deadline_ms, timed_out, &why)) {
 		fprintf(stderr, "ferry: failed to read from proxy: %s\n", why);
 		return false;
 	}
 	if (!status_ok(line)) {
-		fprintf(stderr, "ferry: bad response from proxy -- %s\n", line);
+		/* The proxy's words go to a terminal: escaped as rsync's rprintf
+		 * escapes them, so a hostile proxy cannot drive it. */
+		fputs("ferry: bad response from proxy -- ", stderr);
+		out_filtered(stderr, line, false, '\n');
 		return false;
 	}
 	for (int n = 0;; n++) {
@@ -184,7 +228,7 @@ static bool proxy_handshake(int fd, const struct proxy_spec *ps, const char *hos
 				PROXY_MAX_HEADER_LINES);
 			return false;
 		}
-		if (!read_proxy_line(fd, line, sizeof line, &why)) {
+		if (!read_proxy_line(fd, line, sizeof line, deadline_ms, timed_out, &why)) {
 			fprintf(stderr, "ferry: failed to read from proxy: %s\n", why);
 			return false;
 		}
@@ -205,10 +249,12 @@ int proxy_connect(const char *spec, const struct connect_req *req, int *exit_cod
 	to_proxy.host = ps.host;
 	to_proxy.port = ps.port;
 	int fd = tcp_connect(&to_proxy, exit_code);
-	if (fd >= 0 && !proxy_handshake(fd, &ps, req->host, req->port)) {
+	int timeout_sec = req->timeout_sec > 0 ? req->timeout_sec : PROXY_DEFAULT_TIMEOUT_SEC;
+	bool timed_out = false;
+	if (fd >= 0 && !proxy_handshake(fd, &ps, req->host, req->port, timeout_sec, &timed_out)) {
 		close(fd);
 		fd = -1;
-		*exit_code = 10;
+		*exit_code = timed_out ? 35 : 10;
 	}
 	memset(&ps, 0, sizeof ps);
 	return fd;

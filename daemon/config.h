@@ -114,6 +114,24 @@ struct daemon_module {
 	char *defined_at;         /* "file:line" of the [section] header; NULL in defaults */
 };
 
+/* OpenSSH's MaxStartups: connections that have not authenticated yet are
+ * refused at random from start on, with probability rate% rising linearly
+ * to 100% at full. */
+struct max_startups {
+	int start, rate, full;
+};
+
+/* The bound on "ssh max startups"' full: the listener polls each
+ * unauthenticated connection's startup pipe. */
+#define CONFIG_MAX_STARTUPS_FULL 10000
+
+/* Parse "start:rate:full" (or "full" alone: start = full, as sshd reads a
+ * single number) into *out. Requires 1 <= start <= full <=
+ * CONFIG_MAX_STARTUPS_FULL and 0 <= rate <= 100 (rate must be below 100
+ * only when start < full, as sshd). Returns 0, or -1 leaving *out as it
+ * was. */
+int config_parse_max_startups(const char *s, struct max_startups *out);
+
 /* A --dparam NAME=VALUE override, kept across reloads. */
 struct config_dparam {
 	char *name;
@@ -139,6 +157,8 @@ struct daemon_config {
 	char *ssh_host_key;         /* "ssh host key": private key files, blank separated */
 	int ssh_login_grace_time;   /* "ssh login grace time", seconds to get to a command, 30 */
 	int ssh_max_auth_tries;     /* "ssh max auth tries", 6 */
+	struct max_startups ssh_max_startups; /* "ssh max startups", 10:30:100 */
+	int max_connections_per_host; /* "max connections per host", 0 = unlimited */
 	/* Set by the SSH listener in the copy it serves one login with: the
 	 * SSH user, who stands as the module's authenticated user (%u,
 	 * RSYNC_USER_NAME) since the key replaced "auth users". */
@@ -242,6 +262,7 @@ enum config_type {
 	CT_BOOL,     /* config_parse_bool */
 	CT_BOOL3,    /* a boolean, or "unset" / -1 */
 	CT_FACILITY, /* a syslog facility name, or a positive number */
+	CT_STARTUPS, /* OpenSSH's MaxStartups "start:rate:full" (struct max_startups) */
 };
 
 struct config_param {

@@ -38,6 +38,8 @@
 #define GSTR(label, f, def) { label, CT_STRING, true, G_(char *, f), def, 0, 0 }
 #define GINT(label, f, def, lo, hi) { label, CT_INT, true, G_(int, f), def, lo, hi }
 #define GBOOL(label, f, def) { label, CT_BOOL, true, G_(bool, f), def, 0, 0 }
+#define GSTARTUPS(label, f, def) \
+	{ label, CT_STARTUPS, true, G_(struct max_startups, f), def, 0, 0 }
 #define MSTR(label, f, def) { label, CT_STRING, false, M_(char *, f), def, 0, 0 }
 #define MPATH(label, f, def) { label, CT_PATH, false, M_(char *, f), def, 0, 0 }
 #define MINT(label, f, def, lo, hi) { label, CT_INT, false, M_(int, f), def, lo, hi }
@@ -65,6 +67,8 @@ static const struct config_param params[] = {
 	GINT("ssh port", ssh_port, "0", 0, 65535),
 	GINT("ssh login grace time", ssh_login_grace_time, "30", 1, 3600),
 	GINT("ssh max auth tries", ssh_max_auth_tries, "6", 1, 100),
+	GSTARTUPS("ssh max startups", ssh_max_startups, "10:30:100"),
+	GINT("max connections per host", max_connections_per_host, "0", 0, INT_MAX),
 
 	/* Locals (module parameters, also allowed in the global section) */
 	MSTR("auth digest", auth_digest, NULL),
@@ -243,6 +247,41 @@ static int parse_int(const char *s, long *out)
 	return *end ? -1 : 0;
 }
 
+/* One number of a MaxStartups value, ending at stop (':' or '\0'). */
+static bool startups_number(const char **s, char stop, int *out)
+{
+	char *end;
+
+	if (**s < '0' || **s > '9')
+		return false;
+	errno = 0;
+	long n = strtol(*s, &end, 10);
+	if (errno || *end != stop || n > INT_MAX)
+		return false;
+	*out = (int)n;
+	*s = *end ? end + 1 : end;
+	return true;
+}
+
+int config_parse_max_startups(const char *s, struct max_startups *out)
+{
+	struct max_startups m;
+
+	if (!strchr(s, ':')) {
+		if (!startups_number(&s, '\0', &m.full))
+			return -1;
+		m.start = m.full;
+		m.rate = 100;
+	} else if (!startups_number(&s, ':', &m.start) || !startups_number(&s, ':', &m.rate) ||
+		   !startups_number(&s, '\0', &m.full)) {
+		return -1;
+	}
+	if (m.start < 1 || m.start > m.full || m.full > CONFIG_MAX_STARTUPS_FULL || m.rate > 100)
+		return -1;
+	*out = m;
+	return 0;
+}
+
 int cfg_param_set(const struct config_param *p, void *base, const char *value, char *why,
 		  size_t whysz)
 {
@@ -330,6 +369,15 @@ int cfg_param_set(const struct config_param *p, void *base, const char *value, c
 		}
 		break;
 	}
+	case CT_STARTUPS:
+		if (config_parse_max_startups(val, field(p, base)) < 0) {
+			snprintf(why, whysz,
+				 "bad value %s for \"%s\" (use start:rate:full, with 1 <= start "
+				 "<= full <= %d and rate from 0 to 100)",
+				 shown, p->label, CONFIG_MAX_STARTUPS_FULL);
+			rc = -1;
+		}
+		break;
 	default:
 		snprintf(why, whysz, "internal error: bad type for \"%s\"", p->label);
 		rc = -1;
@@ -372,6 +420,9 @@ int cfg_class_copy(bool global, void *dst, const void *src)
 		}
 		case CT_BOOL:
 			*(bool *)d = *(const bool *)s;
+			break;
+		case CT_STARTUPS:
+			memcpy(d, s, sizeof(struct max_startups));
 			break;
 		default:
 			*(int *)d = *(const int *)s;

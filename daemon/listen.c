@@ -24,11 +24,14 @@
 #include "client/connect.h"
 #include "client/exit_line.h"
 #include "client/options.h"
+#include "daemon/auth.h"
+#include "daemon/conn_limits.h"
 #include "daemon/daemon.h"
 #include "daemon/pid_file.h"
 #include "daemon/ssh_listen.h"
 #include "daemon/socket_activation.h"
 #include "proto/outfilter.h"
+#include "proto/session.h"
 #include "proto/wire.h"
 
 static const char default_config[] =
@@ -263,13 +266,11 @@ static void note_reload(int sig)
 	reload_requested = 1;
 }
 
-static void reap_children(int sig)
+/* Only interrupts the wait for a connection: the accept loop reaps, so
+ * that it knows which connections ended (daemon/conn_limits.h). */
+static void note_child(int sig)
 {
-	int saved = errno;
 	(void)sig;
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
-	errno = saved;
 }
 
 /* What the listening process holds. */
@@ -281,21 +282,54 @@ struct listener {
 	int lfd;                         /* the daemon port */
 	struct ssh_listener *ssh;        /* the SSH port, or NULL */
 	struct pid_file pid;
-	sigset_t wait_mask;              /* while waiting: the stop and reload signals let in */
+	struct conn_table conns;         /* the live connections' children */
+	struct linger_set refused;       /* refused connections, closing */
+	sigset_t wait_mask;              /* while waiting: the stop, reload and child signals let in */
 	sigset_t child_mask;             /* the mask the listener started with */
 };
 
 /* Wait for a connection on the TCP listener or the SSH one and accept it;
- * *is_ssh says which. Fails with EINTR when a signal came in. */
-static int accept_next(const struct listener *L, bool *is_ssh)
+ * *is_ssh says which, addr (CONN_ADDR_MAX) the peer's address. Meanwhile
+ * notes the SSH logins that authenticated and tends the refused
+ * connections. Fails with EINTR when a signal came in, EAGAIN when
+ * something else did. */
+static int accept_next(struct listener *L, bool *is_ssh, char *addr)
 {
 	int sfd = ssh_listener_fd(L->ssh);
-	struct pollfd pf[2] = {{.fd = L->lfd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+	size_t npipes = conn_table_unauthenticated(&L->conns);
+	struct pollfd *pf = calloc(2 + LINGER_MAX + npipes, sizeof *pf);
+	struct sockaddr_storage ss;
+	socklen_t sslen = sizeof ss;
 
-	if (ppoll(pf, sfd >= 0 ? 2 : 1, NULL, &L->wait_mask) < 0)
+	if (!pf) {
+		errno = ENOMEM;
 		return -1;
-	*is_ssh = sfd >= 0 && (pf[1].revents & POLLIN) && !(pf[0].revents & POLLIN);
-	return accept4(*is_ssh ? sfd : L->lfd, NULL, NULL, SOCK_CLOEXEC);
+	}
+	pf[0] = (struct pollfd){.fd = L->lfd, .events = POLLIN};
+	pf[1] = (struct pollfd){.fd = sfd, .events = POLLIN};
+	size_t nlinger = linger_pollfds(&L->refused, pf + 2);
+	struct pollfd *pipes = pf + 2 + nlinger;
+	npipes = conn_table_startup_pollfds(&L->conns, pipes, npipes);
+	int wait_ms = linger_timeout_ms(&L->refused);
+	struct timespec ts = {.tv_sec = wait_ms / 1000, .tv_nsec = (long)(wait_ms % 1000) * 1000000};
+	int r = ppoll(pf, 2 + nlinger + npipes, wait_ms < 0 ? NULL : &ts, &L->wait_mask);
+	linger_service(&L->refused, pf + 2, r > 0 ? nlinger : 0);
+	for (size_t i = 0; r > 0 && i < npipes; i++)
+		if (pipes[i].revents)
+			conn_table_startup_done(&L->conns, pipes[i].fd);
+	bool tcp = r > 0 && (pf[0].revents & POLLIN);
+	*is_ssh = r > 0 && !tcp && sfd >= 0 && (pf[1].revents & POLLIN);
+	free(pf);
+	if (r < 0)
+		return -1;
+	if (!tcp && !*is_ssh) {
+		errno = EAGAIN;
+		return -1;
+	}
+	int cfd = accept4(*is_ssh ? sfd : L->lfd, (struct sockaddr *)&ss, &sslen, SOCK_CLOEXEC);
+	if (cfd >= 0)
+		conn_peer_addr((struct sockaddr *)&ss, sslen, addr, CONN_ADDR_MAX);
+	return cfd;
 }
 
 /* Read the configuration again, as rsync does for every connection. If it
@@ -324,11 +358,12 @@ static void reload_config(struct listener *L, bool report)
 
 /* SIGTERM and SIGINT stop the listener, SIGHUP reloads the configuration
  * (rsync's listener exits on SIGHUP too; ferry keeps running so that
- * `systemctl reload` works, contrib/ferryd.service). All three are blocked
- * but while waiting for a connection. */
+ * `systemctl reload` works, contrib/ferryd.service), SIGCHLD has the
+ * children reaped. All four are blocked but while waiting for a
+ * connection. */
 static void listener_signals(struct listener *L)
 {
-	struct sigaction sa = {.sa_handler = reap_children, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
+	struct sigaction sa = {.sa_handler = note_child, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
 	sigset_t ours;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -344,11 +379,13 @@ static void listener_signals(struct listener *L)
 	sigaddset(&ours, SIGTERM);
 	sigaddset(&ours, SIGINT);
 	sigaddset(&ours, SIGHUP);
+	sigaddset(&ours, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &ours, &L->child_mask);
 	L->wait_mask = L->child_mask;
 	sigdelset(&L->wait_mask, SIGTERM);
 	sigdelset(&L->wait_mask, SIGINT);
 	sigdelset(&L->wait_mask, SIGHUP);
+	sigdelset(&L->wait_mask, SIGCHLD);
 }
 
 /* A connection's process starts with the signal handling it had before the
@@ -363,15 +400,97 @@ static void child_signals(const struct listener *L)
 	sigprocmask(SIG_SETMASK, &L->child_mask, NULL);
 }
 
-static void __attribute__((noreturn)) serve_in_child(struct listener *L, int cfd, bool is_ssh)
+static void __attribute__((noreturn)) serve_in_child(struct listener *L, int cfd, bool is_ssh,
+							int startup_fd)
 {
 	close(L->lfd);
 	if (!is_ssh)
 		ssh_listener_close(L->ssh);
+	conn_table_free(&L->conns);
+	linger_free(&L->refused);
 	pid_file_forget(&L->pid);
 	child_signals(L);
-	_exit(is_ssh ? ssh_listener_serve(L->ssh, L->o, &L->cfg, cfd)
+	_exit(is_ssh ? ssh_listener_serve(L->ssh, L->o, &L->cfg, cfd, startup_fd)
 		     : daemon_serve_client(&L->cfg, L->o, cfd, cfd));
+}
+
+/* `max connections per host`: refuse a TCP connection from addr, which
+ * already has that many, in the listener itself -- no child is forked for
+ * it. The client gets the greeting and rsync's refusal form, as for `max
+ * connections`, so it reports the reason and exits 5. */
+static bool host_limit_refused(struct listener *L, int cfd, const char *addr)
+{
+	int max = L->cfg.max_connections_per_host;
+	char msg[256];
+
+	if (max <= 0 || conn_table_host_count(&L->conns, addr) < (size_t)max)
+		return false;
+	daemon_log(&L->cfg, NULL, "max connections per host (%d) reached for %s", max, addr);
+	log_cache_drop();
+	int len = snprintf(msg, sizeof msg,
+			   "@RSYNCD: %d.0 %s\n@ERROR: max connections per host (%d) reached -- "
+			   "try again later\n",
+			   PROTOCOL_NEWEST, auth_default_list(), max);
+	/* The listener must never block on a client: what the socket buffer
+	 * does not take is lost. The connection then lingers (conn_limits.h:
+	 * linger_set) so that the client reads the refusal, not a reset. */
+	fcntl(cfd, F_SETFL, fcntl(cfd, F_GETFL) | O_NONBLOCK);
+	if (len > 0 && (size_t)len < sizeof msg)
+		(void)send(cfd, msg, (size_t)len, MSG_NOSIGNAL);
+	shutdown(cfd, SHUT_WR);
+	int kept = dup(cfd);
+	if (kept >= 0) {
+		fcntl(kept, F_SETFD, FD_CLOEXEC);
+		linger_add(&L->refused, kept);
+	}
+	return true;
+}
+
+/* `ssh max startups`: OpenSSH's random early drop of SSH connections while
+ * too many have not authenticated yet. */
+static bool startups_dropped(struct listener *L, const char *addr)
+{
+	const struct max_startups *m = &L->cfg.ssh_max_startups;
+	size_t pending = conn_table_unauthenticated(&L->conns);
+
+	if (!max_startups_should_drop(m, pending, arc4random_uniform(100)))
+		return false;
+	daemon_log(&L->cfg, NULL,
+		   "ssh: drop connection from %s: %zu not yet authenticated (ssh max startups "
+		   "%d:%d:%d)",
+		   addr, pending, m->start, m->rate, m->full);
+	log_cache_drop();
+	return true;
+}
+
+/* Fork the child that serves cfd and record it. An SSH child gets the
+ * write end of its startup pipe. */
+static void spawn_child(struct listener *L, int cfd, bool is_ssh, const char *addr)
+{
+	int sp[2] = {-1, -1};
+
+	if (is_ssh && pipe2(sp, O_CLOEXEC) < 0) {
+		daemon_log(&L->cfg, NULL, "ssh: cannot create a startup pipe: %s", strerror(errno));
+		log_cache_drop();
+		return;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (sp[0] >= 0)
+			close(sp[0]);
+		serve_in_child(L, cfd, is_ssh, sp[1]);
+	}
+	if (sp[1] >= 0)
+		close(sp[1]);
+	if (pid < 0) {
+		daemon_log(&L->cfg, NULL, "could not create child server process: %s",
+			   strerror(errno));
+		log_cache_drop();
+	}
+	if (pid < 0 || conn_table_add(&L->conns, pid, addr, is_ssh, sp[0]) < 0) {
+		if (sp[0] >= 0)
+			close(sp[0]);
+	}
 }
 
 /* The listener's exit code on a stop signal: 0 for SIGTERM, as rsync's
@@ -398,8 +517,10 @@ static int accept_loop(struct listener *L)
 			reload_requested = 0;
 			reload_config(L, true);
 		}
+		conn_table_reap(&L->conns);
 		bool is_ssh = false;
-		int cfd = accept_next(L, &is_ssh);
+		char addr[CONN_ADDR_MAX];
+		int cfd = accept_next(L, &is_ssh, addr);
 		if (cfd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
 				continue;
@@ -408,14 +529,8 @@ static int accept_loop(struct listener *L)
 			continue;
 		}
 		reload_config(L, false);
-		pid_t pid = fork();
-		if (pid == 0)
-			serve_in_child(L, cfd, is_ssh);
-		if (pid < 0) {
-			daemon_log(&L->cfg, NULL, "could not create child server process: %s",
-				   strerror(errno));
-			log_cache_drop();
-		}
+		if (is_ssh ? !startups_dropped(L, addr) : !host_limit_refused(L, cfd, addr))
+			spawn_child(L, cfd, is_ssh, addr);
 		close(cfd);
 	}
 }
@@ -529,6 +644,8 @@ static int run_listener(struct listener *L)
 		   L->port);
 	log_cache_drop();
 	code = accept_loop(L);
+	conn_table_free(&L->conns);
+	linger_free(&L->refused);
 	close(L->lfd);
 	ssh_listener_close(L->ssh);
 	pid_file_remove(&L->pid);

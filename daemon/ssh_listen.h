@@ -42,9 +42,12 @@ int ssh_listener_fd(const struct ssh_listener *l);
 
 /* In the child forked for a connection accepted on the listener: run the
  * whole SSH session on cfd with the connection's freshly loaded config
- * (changed in place to the login's view of it). Returns the exit code. */
+ * (changed in place to the login's view of it). startup_fd (or -1) is
+ * closed once a key is accepted, telling the listener that the connection
+ * no longer counts against `ssh max startups` (daemon/conn_limits.h).
+ * Returns the exit code. */
 int ssh_listener_serve(struct ssh_listener *l, const struct ferry_opts *o,
-		       struct daemon_config *cfg, int cfd);
+		       struct daemon_config *cfg, int cfd, int startup_fd);
 
 /* Close the socket and free the keys (also in a TCP connection's child). */
 void ssh_listener_close(struct ssh_listener *l);

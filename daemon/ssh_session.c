@@ -49,6 +49,7 @@ struct conn {
 	bool give_up;                /* too many failures: disconnect */
 	bool have_command;
 	struct ssh_cmd cmd;
+	int startup_fd;              /* closed at login: the listener stops counting us */
 };
 
 /* ---- identity and modules ---- */
@@ -215,6 +216,10 @@ static int on_auth_pubkey(ssh_session session, const char *user, struct ssh_key_
 	snprintf(c->cfg->login_user, sizeof c->cfg->login_user, "%s", user);
 	snprintf(c->fingerprint, sizeof c->fingerprint, "%s", fp);
 	c->authenticated = true;
+	if (c->startup_fd >= 0) {
+		close(c->startup_fd);
+		c->startup_fd = -1;
+	}
 	daemon_log(c->cfg, NULL, "ssh login: user %s key %s from %s port %s; modules: %s", user, fp,
 		   c->addr, c->port, names);
 	return SSH_AUTH_SUCCESS;
@@ -456,9 +461,9 @@ static int run_command(struct conn *c)
 }
 
 int ssh_listener_serve(struct ssh_listener *l, const struct ferry_opts *o,
-		       struct daemon_config *cfg, int cfd)
+		       struct daemon_config *cfg, int cfd, int startup_fd)
 {
-	struct conn c = {.cfg = cfg, .o = o};
+	struct conn c = {.cfg = cfg, .o = o, .startup_fd = startup_fd};
 
 	/* The whole way to a running command is bounded, as sshd's
 	 * LoginGraceTime bounds authentication. */

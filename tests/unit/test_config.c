@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "daemon/config.h"
+#include "daemon/conn_limits.h"
 
 static char tmpdir[64];
 static char err[2048];
@@ -116,6 +117,10 @@ static void test_defaults(void **state)
 		assert_int_equal(c.port, 0); /* 873 unless --port */
 		assert_int_equal(c.listen_backlog, 1024); /* rsync: 5 */
 		assert_false(c.proxy_protocol);
+		assert_int_equal(c.max_connections_per_host, 0); /* off */
+		assert_int_equal(c.ssh_max_startups.start, 10); /* sshd's 10:30:100 */
+		assert_int_equal(c.ssh_max_startups.rate, 30);
+		assert_int_equal(c.ssh_max_startups.full, 100);
 
 		assert_null(d->path);
 		assert_null(d->comment);
@@ -172,7 +177,7 @@ static void test_table_complete(void **state)
 		"address", "daemon chroot", "daemon gid", "daemon uid", "motd file", "pid file",
 		"proxy protocol hosts", "socket options", "listen backlog", "port",
 		"proxy protocol", "ssh host key", "ssh port", "ssh login grace time",
-		"ssh max auth tries",
+		"ssh max auth tries", "ssh max startups", "max connections per host",
 	};
 	static const char *locals[] = {
 		"auth digest", "auth users", "charset", "comment", "dont compress", "early exec",
@@ -443,6 +448,60 @@ static void test_integers(void **state)
 	load_fails("port = 70000\n", "value \"70000\" for \"port\" is out of range (0 to 65535)");
 	load_fails("max connections = 99999999999\n", "value \"99999999999\" for \"max connections\" is out of range");
 	load_fails("max connections = 999999999999999999999\n", "bad number \"999999999999999999999\"");
+}
+
+static void test_connection_limits(void **state)
+{
+	struct daemon_config c = { 0 };
+	struct max_startups m = {1, 2, 3};
+
+	load_ok(&c, "max connections per host = 4\nssh max startups = 5:50:20\n[m]\npath=/m\n");
+	assert_int_equal(c.max_connections_per_host, 4);
+	assert_int_equal(c.ssh_max_startups.start, 5);
+	assert_int_equal(c.ssh_max_startups.rate, 50);
+	assert_int_equal(c.ssh_max_startups.full, 20);
+	config_free(&c);
+	memset(&c, 0, sizeof c);
+	load_ok(&c, "ssh max startups = 7\n"); /* sshd: start = full */
+	assert_int_equal(c.ssh_max_startups.start, 7);
+	assert_int_equal(c.ssh_max_startups.rate, 100);
+	assert_int_equal(c.ssh_max_startups.full, 7);
+	config_free(&c);
+
+	load_fails("[m]\npath=/m\nmax connections per host = 2\n",
+		   "global parameter \"max connections per host\" in module [m]");
+	load_fails("max connections per host = -1\n", "is out of range (0 to");
+	load_fails("ssh max startups = 10:30\n", "bad value \"10:30\" for \"ssh max startups\"");
+	for (const char *bad = "20:30:10\0" "0:30:10\0" "1:101:10\0" "1:30:10001\0" ":30:10\0"
+			       "1:30:10:4\0" "a\0" "-1\0" "1::10\0" "10:30:100 \0" "99999999999\0";
+	     *bad; bad += strlen(bad) + 1)
+		assert_int_equal(config_parse_max_startups(bad, &m), -1);
+	assert_int_equal(m.start, 1); /* untouched on failure */
+	assert_int_equal(config_parse_max_startups("1:0:10000", &m), 0);
+	assert_int_equal(m.full, 10000);
+}
+
+/* sshd's should_drop_startup: none below start, all at full, in between
+ * rate% rising to 100%. */
+static void test_max_startups_drop(void **state)
+{
+	const struct max_startups m = {10, 30, 100};
+	unsigned drops = 0;
+
+	for (unsigned r = 0; r < 100; r++) {
+		assert_false(max_startups_should_drop(&m, 9, r));
+		assert_true(max_startups_should_drop(&m, 100, r));
+		assert_true(max_startups_should_drop(&m, 5000, r));
+		drops += max_startups_should_drop(&m, 10, r);
+	}
+	assert_int_equal(drops, 30);
+	drops = 0;
+	for (unsigned r = 0; r < 100; r++)
+		drops += max_startups_should_drop(&m, 55, r); /* 30 + 70 * 45 / 90 */
+	assert_int_equal(drops, 65);
+	const struct max_startups one = {1, 100, 1};
+	assert_false(max_startups_should_drop(&one, 0, 0));
+	assert_true(max_startups_should_drop(&one, 1, 99));
 }
 
 static void test_syslog_facility(void **state)
@@ -1170,6 +1229,8 @@ int main(void)
 		cmocka_unit_test(test_booleans),
 		cmocka_unit_test(test_integers),
 		cmocka_unit_test(test_syslog_facility),
+		cmocka_unit_test(test_connection_limits),
+		cmocka_unit_test(test_max_startups_drop),
 		cmocka_unit_test(test_expand),
 		cmocka_unit_test(test_expand_in_config),
 		cmocka_unit_test(test_expand_shell),
