@@ -26,7 +26,7 @@ MAIN_OBJ  := $(BUILD)/client/main.o
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all ferry deps check check-asan unit run install uninstall clean deps-build bench bench-quick bench-deps
+.PHONY: all ferry deps check check-asan unit run install uninstall clean deps-build deb bench bench-quick bench-deps
 
 all: ferry
 
@@ -119,6 +119,17 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(SYSTEMD_UNIT_DIR)/,$(UNITS))
 	rm -f $(DESTDIR)$(DOC_DIR)/ferryd.conf.example
 	-rmdir $(DESTDIR)$(DOC_DIR)
+
+# A Debian package (debian/, debhelper) built from a copy of the tree in
+# $(DEB_DIR)/src, so the package build's clean step cannot touch build/ here;
+# the .deb lands in $(DEB_DIR). Needs debhelper (make deps installs it).
+DEB_DIR ?= build/deb
+deb:
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src
+	tar -cf - --exclude=./build --exclude=./.git --exclude=./ferry --exclude=./bench/scratch \
+	  --exclude=./tests/tmp --exclude=__pycache__ . | \
+	  tar -xf - -C $(DEB_DIR)/src
+	cd $(DEB_DIR)/src && dpkg-buildpackage -us -uc
 
 clean:
 	rm -rf build ferry

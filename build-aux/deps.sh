@@ -34,6 +34,8 @@ postgresql         file:/usr/lib/postgresql/*/bin/initdb
 postgresql-contrib file:/usr/lib/postgresql/*/lib/pg_stat_statements.so
 acl                cmd:setfacl
 attr               cmd:setfattr
+debhelper          cmd:dh
+lintian            cmd:lintian
 '
 
 # probe_met PROBE: true when the probe finds the need met on this machine.
