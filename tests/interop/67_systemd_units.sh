@@ -32,6 +32,7 @@ if ! command -v systemd-analyze >/dev/null 2>&1; then
     t_skip units_verify "systemd-analyze not found"
     t_skip units_exposure "systemd-analyze not found"
 else
+    # shellcheck disable=SC2086 # UNITS is a list of names
     (cd "$T/units" && systemd-analyze verify --man=no $UNITS) >"$T/verify.out" 2>&1
     rc=$?
     cat "$T/verify.out"
@@ -86,7 +87,7 @@ t_check units_keep_privileges units_keep_privileges
 # --bounding-set argument (-all,+sys_chroot,...).
 setpriv_caps() {
     sed -n 's/^CapabilityBoundingSet=//p' "$1" | tr ' ' '\n' | sed -n 's/^CAP_//p' |
-        tr 'A-Z' 'a-z' | sed 's/^/+/' | paste -sd, | sed 's/^/-all,/'
+        tr '[:upper:]' '[:lower:]' | sed 's/^/+/' | paste -sd, | sed 's/^/-all,/'
 }
 
 # run_sandboxed_daemon CAPS -- t_ferryd_start with ferry under
@@ -243,7 +244,7 @@ else
     PATH=$T/bin sh "$FERRY_SRC/build-aux/deps.sh" test >"$T/deps2.out" 2>&1
     rc_test=$?
     mkdir -p "$T/nopc"
-    PATH=$T/bin PKG_CONFIG_LIBDIR=$T/nopc PKG_CONFIG_PATH= \
+    PATH=$T/bin PKG_CONFIG_LIBDIR=$T/nopc PKG_CONFIG_PATH='' \
         sh "$FERRY_SRC/build-aux/deps.sh" build >"$T/deps3.out" 2>&1
     rc_nolib=$?
     cat "$T/deps1.out" "$T/deps2.out" "$T/deps3.out"

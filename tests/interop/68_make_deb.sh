@@ -25,7 +25,7 @@ DEB_DIR=$T/deb
 DEB_BUILD_OPTIONS=parallel=2 make -s -C "$FERRY_SRC" deb DEB_DIR="$DEB_DIR" >"$T/deb.out" 2>&1
 rc=$?
 tail -n 20 "$T/deb.out"
-deb=$(ls "$DEB_DIR"/ferry_*_*.deb 2>/dev/null | head -n 1)
+deb=$(find "$DEB_DIR" -maxdepth 1 -name "ferry_*_*.deb" ! -name "*dbgsym*" | head -n 1)
 if [ "$rc" = 0 ] && [ -f "$deb" ]; then
     t_pass deb_builds
 else
@@ -81,7 +81,7 @@ serve_packaged_module() {
     if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
         chmod 755 "$T" "$X" "$X/usr" "$X/usr/share" "$X/usr/share/doc"
         caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$X/lib/systemd/system/ferryd.service" |
-            tr ' ' '\n' | sed -n 's/^CAP_//p' | tr 'A-Z' 'a-z' | sed 's/^/+/' | paste -sd,)
+            tr ' ' '\n' | sed -n 's/^CAP_//p' | tr '[:upper:]' '[:lower:]' | sed 's/^/+/' | paste -sd,)
         run=(setpriv --no-new-privs "--bounding-set=-all,$caps" "${run[@]}")
     else
         # Not root: no chroot, no uid switch.
