@@ -2,7 +2,8 @@
 # Issue 25, "systemd and install": the contrib/ units pass
 # `systemd-analyze verify` and rate an exposure of at most 5.0; the daemon
 # still chroots, switches uid and preserves owners inside the units'
-# NoNewPrivileges and capability bounding set; `make install` puts the
+# NoNewPrivileges and capability bounding set, listening (ferryd.service)
+# and inetd-style (ferryd-inetd@.service); `make install` puts the
 # units (with PREFIX in place of /usr/local/bin), the example config and
 # byte code that does not name the DESTDIR staging path, and `make
 # uninstall` takes exactly that away; `make deps` needs no dpkg-query where
@@ -10,7 +11,8 @@
 # only.
 #
 # systemd is not PID 1 in the test environment, so the units are not
-# started for real; the sandbox's privilege part is emulated with setpriv.
+# started for real; the sandbox's privilege part is emulated with setpriv
+# (the syscall filter and mount namespaces are not).
 . "$(dirname "$0")/lib.sh"
 t_setup
 
@@ -163,6 +165,50 @@ else
     else
         t_fail units_sandbox_control "owner=$PUSH_OWNER without CAP_CHOWN"
     fi
+fi
+
+# ferryd-inetd@.service: systemd accepts, ferry serves the socket on
+# stdin. A one-shot acceptor stands in for systemd; ferry runs with that
+# unit's privileges (no CAP_NET_BIND_SERVICE) and must still chroot and
+# drop to nobody.
+inetd_check() {
+    local caps pid port="" i
+    caps=$(setpriv_caps "$CONTRIB/ferryd-inetd@.service")
+    rm -rf "$T/inetd.port" "$T/got-inetd"
+    "$PYTHON" - "$T/inetd.port" setpriv --no-new-privs --bounding-set="$caps" \
+        "$FERRY" --daemon --config="$T/sandboxed.conf" >"$T/inetd.out" 2>&1 <<'EOF2' &
+import os, socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(1)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(s.getsockname()[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+c, _ = s.accept()
+s.close()
+os.dup2(c.fileno(), 0)
+os.dup2(c.fileno(), 1)
+os.execvp(sys.argv[2], sys.argv[2:])
+EOF2
+    pid=$!
+    t_track_pid "$pid"
+    for i in $(seq 100); do
+        [ -s "$T/inetd.port" ] && break
+        sleep 0.1
+    done
+    port=$(cat "$T/inetd.port" 2>/dev/null)
+    [ -n "$port" ] || return 2
+    "$RSYNC" -a "rsync://127.0.0.1:$port/pub/" "$T/got-inetd/" >"$T/inetd-pull.out" 2>&1
+    echo "inetd pull: exit $? after $i polls"
+    cat "$T/inetd-pull.out" "$T/inetd.out"
+    wait "$pid" 2>/dev/null
+    _t_untrack_pid "$pid"
+    [ "$(cat "$T/got-inetd/open" 2>/dev/null)" = public ] && [ ! -e "$T/got-inetd/closed" ]
+}
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 && [ -f "$T/sandboxed.conf" ]; then
+    t_check units_inetd_sandbox_chroot_uid inetd_check
+else
+    t_skip units_inetd_sandbox_chroot_uid "needs root, setpriv and the sandboxed daemon's config"
 fi
 
 # ----------------------------------------------------- install, uninstall
