@@ -26,7 +26,7 @@ MAIN_OBJ  := $(BUILD)/client/main.o
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all ferry deps check check-asan unit run install clean bench bench-quick bench-deps
+.PHONY: all ferry deps check check-asan unit run install uninstall clean deps-build deb bench bench-quick bench-deps
 
 all: ferry
 
@@ -52,22 +52,15 @@ unit: $(UNIT_BINS)
 
 -include $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d)
 
-# Build and test dependencies, Debian 12 package names. Only what is missing
-# is installed, so a second run costs one dpkg-query.
-BUILD_DEPS := gcc make pkg-config libssh-dev zlib1g-dev libxxhash-dev libbsd-dev \
-              libmd-dev libzstd-dev liblz4-dev libcmocka-dev
-TEST_DEPS  := rsync openssh-server openssh-client python3 procps iproute2 strace \
-              postgresql postgresql-contrib acl attr
-
+# Build and test dependencies, Debian 12 package names (the lists and the
+# probes are in build-aux/deps.sh). Only what is missing is installed; a
+# library pkg-config finds counts as present even where dpkg-query is not.
+# `make run` needs only the build half; `make check` needs everything.
 deps:
-	@missing=""; for p in $(BUILD_DEPS) $(TEST_DEPS); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  if [ "$$(id -u)" != 0 ]; then echo "make deps: need root to install:$$missing" >&2; exit 1; fi; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
-	fi
+	@sh build-aux/deps.sh test
+
+deps-build:
+	@sh build-aux/deps.sh build
 
 check: deps
 	$(MAKE) all unit
@@ -80,23 +73,63 @@ check-asan: deps
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" unit build/asan/ferry
 	tests/check.sh build/asan
 
-run: deps all
+run: deps-build
+	@# A new make: pkg-config is read when the Makefile is, before deps-build.
+	@$(MAKE) --no-print-directory all
 	@FERRY_PORT=$${FERRY_PORT:-8873}; FERRY_ROOT=$${FERRY_ROOT:-$$(pwd)}; \
 	echo "ferry daemon: module 'files' serving $$FERRY_ROOT on 127.0.0.1:$$FERRY_PORT"; \
 	echo "connect with:  rsync rsync://127.0.0.1:$$FERRY_PORT/files/"; \
 	FERRY_ROOT=$$FERRY_ROOT exec ./ferry --daemon --no-detach --config=@default \
 	  --address=127.0.0.1 --port=$$FERRY_PORT
 
+# Installed files. The units name $(PREFIX)/bin/ferry in place of the
+# /usr/local/bin/ferry they carry in contrib/; systemd reads units from
+# /usr/local/lib/systemd/system as well as /usr/lib/systemd/system.
+SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
+UNITS   := ferryd.service ferryd.socket ferryd-inetd@.service ferryd-inetd.socket
+DOC_DIR := $(PREFIX)/share/doc/ferry
+PY_DIR  := $(PREFIX)/lib/ferry
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5
 	install -m 755 ferry $(DESTDIR)$(PREFIX)/bin/ferry
 	install -m 644 man/ferry.1 $(DESTDIR)$(PREFIX)/share/man/man1/ferry.1
 	install -m 644 man/ferryd.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/ferryd.conf.5
-	install -d $(DESTDIR)$(PREFIX)/lib/ferry
-	install -m 644 contrib/ferry_pg_mirror.py $(DESTDIR)$(PREFIX)/lib/ferry/ferry_pg_mirror.py
-	-python3 -m compileall -q $(DESTDIR)$(PREFIX)/lib/ferry
+	install -d $(DESTDIR)$(PY_DIR)
+	install -m 644 contrib/ferry_pg_mirror.py $(DESTDIR)$(PY_DIR)/ferry_pg_mirror.py
+	@# -d: the byte code names the installed path, not the DESTDIR staging one.
+	-python3 -m compileall -q -d $(PY_DIR) $(DESTDIR)$(PY_DIR)
 	install -m 755 contrib/ferry-pg-mirror $(DESTDIR)$(PREFIX)/bin/ferry-pg-mirror
 	install -m 644 man/ferry-pg-mirror.1 $(DESTDIR)$(PREFIX)/share/man/man1/ferry-pg-mirror.1
+	install -d $(DESTDIR)$(SYSTEMD_UNIT_DIR)
+	for u in $(UNITS); do \
+	  sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' contrib/$$u > $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$u && \
+	  chmod 644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$u || exit 1; \
+	done
+	install -d $(DESTDIR)$(DOC_DIR)
+	install -m 644 contrib/ferryd.conf $(DESTDIR)$(DOC_DIR)/ferryd.conf.example
+
+# Removes what install put there, and the directories only ferry uses.
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/ferry $(DESTDIR)$(PREFIX)/bin/ferry-pg-mirror
+	rm -f $(DESTDIR)$(PREFIX)/share/man/man1/ferry.1 $(DESTDIR)$(PREFIX)/share/man/man1/ferry-pg-mirror.1
+	rm -f $(DESTDIR)$(PREFIX)/share/man/man5/ferryd.conf.5
+	rm -f $(DESTDIR)$(PY_DIR)/ferry_pg_mirror.py $(DESTDIR)$(PY_DIR)/__pycache__/ferry_pg_mirror.*.pyc
+	-rmdir $(DESTDIR)$(PY_DIR)/__pycache__ $(DESTDIR)$(PY_DIR)
+	rm -f $(addprefix $(DESTDIR)$(SYSTEMD_UNIT_DIR)/,$(UNITS))
+	rm -f $(DESTDIR)$(DOC_DIR)/ferryd.conf.example
+	-rmdir $(DESTDIR)$(DOC_DIR)
+
+# A Debian package (debian/, debhelper) built from a copy of the tree in
+# $(DEB_DIR)/src, so the package build's clean step cannot touch build/ here;
+# the .deb lands in $(DEB_DIR). Needs debhelper (make deps installs it).
+DEB_DIR ?= build/deb
+deb:
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/src
+	tar -cf - --exclude=./build --exclude=./.git --exclude=./ferry --exclude=./bench/scratch \
+	  --exclude=./tests/tmp --exclude=__pycache__ . | \
+	  tar -xf - -C $(DEB_DIR)/src
+	cd $(DEB_DIR)/src && dpkg-buildpackage -us -uc
 
 clean:
 	rm -rf build ferry
