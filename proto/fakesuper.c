@@ -142,8 +142,12 @@ bool fake_stat_store(struct session *s, int dirfd, const char *leaf, const char 
 	uid_t uid = o->owner ? f->uid : real.st_uid;
 	gid_t gid = o->group ? f->gid : real.st_gid;
 
-	if (!S_ISLNK(real.st_mode) && (real.st_mode & (S_IFMT | 07777)) != want)
-		fchmodat(dirfd, leaf, want & 07777, 0);
+	if (!S_ISLNK(real.st_mode) && (real.st_mode & (S_IFMT | 07777)) != want &&
+	    fchmodat(dirfd, leaf, want & 07777, 0) < 0) {
+		session_xfer_err(s, "failed to set permissions on %s: %s (%d)", shown,
+				 strerror(errno), errno);
+		return false;
+	}
 	if (!is_device(real.st_mode))
 		real.st_rdev = 0;
 	if (want == fmode && real.st_rdev == rdev && real.st_uid == uid && real.st_gid == gid) {
