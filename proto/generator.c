@@ -469,6 +469,17 @@ static int solo_dir(struct gen *g)
 	return g->rc->rootfd;
 }
 
+/* The directory a non-directory entry is written in and its name there:
+ * the single-file destination's name when the destination names the file
+ * (main.c: a lone source given a new name), else the list path's. */
+static int entry_dir(struct gen *g, const char *path, const char **leaf)
+{
+	if (!g->rc->solo_name)
+		return parent_of(g, path, leaf);
+	*leaf = g->rc->solo_name;
+	return solo_dir(g);
+}
+
 /* In a dry run a directory we would have created does not exist, so
  * everything below it is simply new (generator.c: dry_missing_dir). */
 static bool dry_missing(struct gen *g, int dirfd)
@@ -651,7 +662,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	const char *leaf;
 	struct stat st;
 	char cur[MAXPATHLEN_WIRE + 1];
-	int dirfd = parent_of(g, path, &leaf);
+	int dirfd = entry_dir(g, path, &leaf);
 	int iflags = ITEM_LOCAL_CHANGE | ITEM_REPORT_CHANGE;
 
 	if (g->o->safe_links && fs_symlink_unsafe(f->link, path)) {
@@ -691,6 +702,10 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 				}
 			}
 			iflags |= attr_change_bits_for(g, f, &st, ITEM_LOCAL_CHANGE);
+			/* -b: the old link is kept too (generator.c: make_backup
+			 * before atomic_create) */
+			if (g->o->backup && !g->o->dry_run && !backup_make(g->rc, dirfd, leaf, path))
+				return;
 		} else {
 			if (!clear_way(g, dirfd, leaf, path, &st, f->mode))
 				return;
@@ -745,7 +760,7 @@ static void gen_device(struct gen *g, int32_t ndx, struct file_entry *f, const c
 	const char *leaf;
 	struct stat st;
 	dev_t rdev = makedev(f->rdev_major, f->rdev_minor);
-	int dirfd = parent_of(g, path, &leaf);
+	int dirfd = entry_dir(g, path, &leaf);
 
 	if (dry_missing(g, dirfd)) {
 		report_item(g, ndx, ITEM_LOCAL_CHANGE | ITEM_IS_NEW, NULL);
