@@ -362,13 +362,16 @@ static void settle_in_place(struct gen *g, int dirfd, const char *leaf, const ch
 		session_info(g->s, changed ? "%s\n" : "%s is uptodate\n", path);
 }
 
-/* mirrors rsync generator.c:dest_mode() for when -p is off */
-static uint32_t dest_mode(struct gen *g, uint32_t flist_mode, uint32_t stat_mode, bool exists)
+/* mirrors rsync generator.c:dest_mode() for when -p is off; a new entry
+ * in directory dirfd gets the permissions that directory's default ACL
+ * allows, or else those the umask allows (acls.c: default_perms_for_dir) */
+static uint32_t dest_mode(struct gen *g, uint32_t flist_mode, uint32_t stat_mode, bool exists,
+			  int dirfd)
 {
 	uint32_t m;
 
 	if (!exists)
-		return flist_mode & (~07777u | g->dflt_perms);
+		return flist_mode & (~07777u | acl_default_perms(dirfd, g->dflt_perms));
 	m = (flist_mode & ~07777u) | (stat_mode & 07777u);
 	if (g->o->executability && S_ISREG(flist_mode)) {
 		if (!(flist_mode & 0111))
@@ -548,6 +551,14 @@ static bool alt_dir_stat(struct gen *g, const struct file_entry *f, const char *
 	return found;
 }
 
+/* Without -p, a directory we just made keeps the setgid bit it took from
+ * its parent (rsync.c: set_file_attrs, "make sure it stays on"). */
+static void keep_inherited_setgid(struct gen *g, struct file_entry *f, const struct stat *made)
+{
+	if (!g->o->perms && (made->st_mode & S_ISGID))
+		f->mode |= S_ISGID;
+}
+
 static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
 {
 	const char *leaf;
@@ -599,7 +610,9 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 	bool made_early = statret == 0 && (f->flags & FE_DIR_CREATED);
 	bool exists = statret == 0 && !made_early;
 	if (!g->o->perms)
-		f->mode = dest_mode(g, f->mode, exists ? st.st_mode : 0, exists);
+		f->mode = dest_mode(g, f->mode, exists ? st.st_mode : 0, exists, dirfd);
+	if (made_early)
+		keep_inherited_setgid(g, f, &st);
 	/* The transfer root we created counts as new (FLAG_DIR_CREATED). */
 	bool created_root = (strcmp(path, ".") == 0 && g->rc->root_created) || made_early;
 	struct stat ast;
@@ -623,6 +636,7 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 			file_error(g, "stat", path);
 			return;
 		}
+		keep_inherited_setgid(g, f, &st);
 		if (iflags & ITEM_IS_NEW) {
 			g->s->stats.created_dirs++;
 			g->s->stats.created_files++;
@@ -1310,7 +1324,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 		if (defer_missing)
 			return REG_DEFERRED;
 		if (!o->perms)
-			f->mode = dest_mode(g, f->mode, 0, false);
+			f->mode = dest_mode(g, f->mode, 0, false, dirfd);
 		struct basis b = {.dirfd = dirfd, .leaf = leaf, .st = NULL, .alt = -1};
 		struct stat bst;
 		int pfd;
@@ -1355,7 +1369,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 		if (!clear_way(g, dirfd, leaf, path, &st, f->mode))
 			return REG_SKIPPED;
 		if (!o->perms)
-			f->mode = dest_mode(g, f->mode, 0, false);
+			f->mode = dest_mode(g, f->mode, 0, false, dirfd);
 		request_file(g, ndx, f, dirfd, leaf, NULL, ITEM_IS_NEW, false);
 		return REG_REQUESTED;
 	}
@@ -1369,7 +1383,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 	if (replace_by_alt(g, ndx, f, path, dirfd, leaf, &st))
 		return REG_IN_PLACE;
 	if (!o->perms)
-		f->mode = dest_mode(g, f->mode, st.st_mode, true);
+		f->mode = dest_mode(g, f->mode, st.st_mode, true, dirfd);
 	int iflags = attr_change_bits(g, f, &st);
 	if (regular_up_to_date(g, f, dirfd, leaf, &st)) {
 		report_item(g, ndx, iflags, NULL);
