@@ -75,7 +75,7 @@ int client_local(const struct ferry_opts *o, char **srcs, int nsrc, const char *
 	filter_list_init(&filters);
 	if (filter_list_from_opts(&filters, o, err, sizeof err) < 0) {
 		fprintf(stderr, "ferry: %s\n", err);
-		return RERR_SYNTAX;
+		return filters.err_io ? RERR_FILEIO : RERR_SYNTAX;
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
 		fprintf(stderr, "ferry: socketpair failed: %s\n", strerror(errno));
@@ -135,7 +135,7 @@ int client_local_list(const struct ferry_opts *o, char **srcs, int nsrc)
 	filter_list_init(&filters);
 	if (filter_list_from_opts(&filters, o, err, sizeof err) < 0) {
 		fprintf(stderr, "ferry: %s\n", err);
-		return RERR_SYNTAX;
+		return filters.err_io ? RERR_FILEIO : RERR_SYNTAX;
 	}
 	session_init(&s, o, -1, -1);
 	struct walk_opts w = {.filters = &filters, .root_fd = AT_FDCWD};

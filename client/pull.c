@@ -270,7 +270,7 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 	filter_list_init(&filters);
 	if (filter_list_from_opts(&filters, o, err, sizeof err) < 0) {
 		fprintf(stderr, "ferry: %s\n", err);
-		return RERR_SYNTAX;
+		return filters.err_io ? RERR_FILEIO : RERR_SYNTAX;
 	}
 	paths = remote_paths(srcs, nsrc);
 	if (!paths) {

@@ -121,7 +121,7 @@ int client_push(const struct ferry_opts *o, char **srcs, int nsrc, const struct 
 	filter_list_init(&filters);
 	if (filter_list_from_opts(&filters, o, err, sizeof err) < 0) {
 		fprintf(stderr, "ferry: %s\n", err);
-		return RERR_SYNTAX;
+		return filters.err_io ? RERR_FILEIO : RERR_SYNTAX;
 	}
 	if (dest->kind == REMOTE_DAEMON)
 		snprintf(path, sizeof path, "%s/%s", dest->module, dest->path);

@@ -91,6 +91,9 @@ struct filter_list {
 	size_t ndms, dmcap;
 	int depth;                 /* filter_push_dir() nesting */
 	int merge_depth;           /* nested merge files being read */
+	bool err_io;               /* the last error was a merge file that could
+				    * not be opened or nested too deep (exit 11,
+				    * RERR_FILEIO), not a bad rule (exit 1) */
 	/* -vv: each match as rsync's report_filter_result() words it,
 	 * "[sender] hiding file X because of pattern P\n", to report() */
 	void (*report)(void *ctx, const char *line);

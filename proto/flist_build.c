@@ -522,9 +522,17 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 	}
 	bool pushed = false;
 	if (k->w->filters) {
+		struct filter_list *filters = (struct filter_list *)k->w->filters;
 		snprintf(fsdir, sizeof fsdir, "/proc/self/fd/%d", dirfd);
-		pushed = filter_push_dir((struct filter_list *)k->w->filters, fsdir, relpath, k->err,
-					 sizeof k->err) == 0;
+		pushed = filter_push_dir(filters, fsdir, relpath, k->err, sizeof k->err) == 0;
+		/* a bad rule or merge file in a directory ends the transfer
+		 * (exclude.c: parse_filter_file, exit_cleanup) */
+		if (!pushed && *k->err) {
+			dir_reader_close(&d);
+			session_err(k->s, "%s", k->err);
+			return wire_fail(&k->s->err, filters->err_io ? RERR_FILEIO : RERR_SYNTAX,
+					 " ");
+		}
 	}
 	size_t first = fl->count;
 	const struct dirent *de;
