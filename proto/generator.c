@@ -975,6 +975,14 @@ static bool alt_attrs_match(struct gen *g, const struct file_entry *f, const str
 	       (!o->group || f->gid == (int64_t)st->st_gid);
 }
 
+/* A --link-dest file linked in must carry the entry's xattrs too
+ * (generator.c: unchanged_attrs with xattr_diff). */
+static bool alt_xattrs_match(struct gen *g, const struct file_entry *f, int adir,
+			     const char *aleaf)
+{
+	return xattr_same(g->s, adir, aleaf, f);
+}
+
 /* Does what is at the destination carry the entry's preserved times,
  * permissions (not a symlink's) and ownership? (generator.c:
  * unchanged_attrs) */
@@ -1004,7 +1012,10 @@ static bool copy_from_alt(struct gen *g, const struct file_entry *f, int adir, c
 		close(in);
 	if (out < 0)
 		return false;
+	/* the copy takes the entry's xattrs, values known by digest from
+	 * the file copied (rsync.c: set_file_attrs with fnamecmp) */
 	bool ok = close(out) == 0 && n >= 0 && apply_attrs(g->rc, dirfd, tmp, f, NULL, true) >= 0 &&
+		  xattr_apply_gen(g->s, dirfd, tmp, f, adir, aleaf) &&
 		  renameat(dirfd, tmp, dirfd, leaf) == 0;
 	if (!ok)
 		unlinkat(dirfd, tmp, 0);
@@ -1049,7 +1060,7 @@ static bool try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f, cons
 		if (o->alt_dest_mode == ALT_DEST_COMPARE) {
 			done = true;
 		} else if (!o->dry_run && o->alt_dest_mode == ALT_DEST_LINK &&
-			   alt_attrs_match(g, f, &ast)) {
+			   alt_attrs_match(g, f, &ast) && alt_xattrs_match(g, f, adir, aleaf)) {
 			done = linkat(adir, aleaf, dirfd, leaf, 0) == 0 ||
 			       copy_from_alt(g, f, adir, aleaf, dirfd, leaf);
 		} else if (!o->dry_run) {
@@ -1061,7 +1072,8 @@ static bool try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f, cons
 			g->s->stats.created_files++, g->s->stats.created_reg++;
 		/* a link shows as 'h' (generator.c: itemize with
 		 * ITEM_XNAME_FOLLOWS and an empty name) */
-		bool linked = o->alt_dest_mode == ALT_DEST_LINK && alt_attrs_match(g, f, &ast);
+		bool linked = o->alt_dest_mode == ALT_DEST_LINK && alt_attrs_match(g, f, &ast) &&
+			      alt_xattrs_match(g, f, adir, aleaf);
 		if (o->itemize > 1 || info_ge(o, INFO_NAME, 2))
 			report_item(g, ndx, o->alt_dest_mode == ALT_DEST_COMPARE ? 0 : ITEM_LOCAL_CHANGE,
 				    linked ? "" : NULL);
@@ -1089,7 +1101,7 @@ static bool replace_by_alt(struct gen *g, int32_t ndx, struct file_entry *f, con
 		struct stat ast;
 		int adir = alt_regular(g, i, path, &aleaf, &ast);
 		if (adir < 0 || !regular_up_to_date(g, f, adir, aleaf, &ast) ||
-		    !alt_attrs_match(g, f, &ast))
+		    !alt_attrs_match(g, f, &ast) || !alt_xattrs_match(g, f, adir, aleaf))
 			continue;
 		bool link = o->alt_dest_mode == ALT_DEST_LINK;
 		if (link && ast.st_dev == st->st_dev && ast.st_ino == st->st_ino)

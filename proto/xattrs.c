@@ -551,8 +551,9 @@ bool xattr_request_follows(const struct session *s, int iflags)
 	       !(optim && (iflags & ITEM_XNAME_FOLLOWS) && (iflags & ITEM_LOCAL_CHANGE));
 }
 
-/* mirrors rsync xattrs.c:xattr_diff(file, sxp, find_all=1) */
-static bool sets_differ(struct xa_set *snd, const struct xa_set *rec)
+/* mirrors rsync xattrs.c:xattr_diff(file, sxp, find_all): with mark, the
+ * abbreviated values that differ are flagged to be asked for */
+static bool sets_differ(struct xa_set *snd, const struct xa_set *rec, bool mark)
 {
 	uint32_t si = 0, ri = 0;
 	bool equal = snd->count == rec->count;
@@ -571,7 +572,7 @@ static bool sets_differ(struct xa_set *snd, const struct xa_set *rec)
 				digest(b->datum, b->datum_len, d);
 				same = memcmp(d, a->datum, XA_DIGEST_LEN) == 0;
 			}
-			if (!same && a->state == XSTATE_ABBREV)
+			if (!same && mark && a->state == XSTATE_ABBREV)
 				a->state = XSTATE_TODO;
 		} else {
 			same = cmp == 0 && a->datum_len == b->datum_len &&
@@ -598,9 +599,24 @@ int xattr_item_bits(struct session *s, int dirfd, const char *leaf, const struct
 	if (dirfd >= 0 && leaf && fd_path(p, sizeof p, dirfd, leaf) &&
 	    !read_set(s, p, leaf, false, false, &have))
 		return 0;
-	bool differ = sets_differ(snd, &have);
+	bool differ = sets_differ(snd, &have, true);
 	set_free(&have);
 	return differ ? ITEM_REPORT_XATTR : 0;
+}
+
+bool xattr_same(struct session *s, int dirfd, const char *leaf, const struct file_entry *f)
+{
+	struct xa_set *snd = entry_set(s, f);
+	struct xa_set have = {0};
+	char p[MAXPATHLEN_WIRE + 64];
+
+	if (!s->opts->xattrs || !snd)
+		return true;
+	if (!fd_path(p, sizeof p, dirfd, leaf) || !read_set(s, p, leaf, false, false, &have))
+		return false;
+	bool differ = sets_differ(snd, &have, false);
+	set_free(&have);
+	return !differ;
 }
 
 bool xattr_gen_request(struct session *s, const struct file_entry *f, int iflags)
@@ -789,8 +805,23 @@ static bool in_set(const struct xa_set *set, const char *name)
 	return false;
 }
 
+static bool apply_set(struct session *s, int dirfd, const char *leaf, const struct file_entry *f,
+		      int basis_dirfd, const char *basis_leaf, bool generator);
+
 bool xattr_apply(struct session *s, int dirfd, const char *leaf, const struct file_entry *f,
 		 int basis_dirfd, const char *basis_leaf)
+{
+	return apply_set(s, dirfd, leaf, f, basis_dirfd, basis_leaf, false);
+}
+
+bool xattr_apply_gen(struct session *s, int dirfd, const char *leaf, const struct file_entry *f,
+		     int basis_dirfd, const char *basis_leaf)
+{
+	return apply_set(s, dirfd, leaf, f, basis_dirfd, basis_leaf, true);
+}
+
+static bool apply_set(struct session *s, int dirfd, const char *leaf, const struct file_entry *f,
+		      int basis_dirfd, const char *basis_leaf, bool generator)
 {
 	struct xa_set *set = entry_set(s, f);
 	char p[MAXPATHLEN_WIRE + 64], b[MAXPATHLEN_WIRE + 64];
@@ -804,6 +835,8 @@ bool xattr_apply(struct session *s, int dirfd, const char *leaf, const struct fi
 		uint8_t *owned;
 		uint32_t len;
 		const uint8_t *v = value_for(s, x, have_basis ? b : NULL, &len, &owned);
+		if (!v && generator)
+			continue;
 		if (!v) {
 			session_err(s, "Missing abbreviated xattr value, %s, for \"%s\"", x->name, leaf);
 			s->got_xfer_error = true;
