@@ -210,4 +210,67 @@ check_selfmerge() {
 }
 t_check merge_nesting_capped_at_32 check_selfmerge
 
+# ------------------------------------------------------------------- -X
+
+# xattr_list DIR -- every user xattr below DIR, by path
+xattr_list() { (cd "$1" && getfattr -R -d -m '^user\.' . 2>/dev/null); }
+
+LONGV="a value longer than thirty-two bytes, sent as a digest first"
+if command -v setfattr >/dev/null && touch "$T/xtry" && setfattr -n user.t -v 1 "$T/xtry" 2>/dev/null; then
+    # a directory below the top level, under incremental recursion
+    xdeep() {
+        mkdir -p "$1/src/foo/bar" "$1/src/foo/baz" && echo 1 >"$1/src/foo/bar/f" &&
+            setfattr -n user.a -v 1 "$1/src/foo" && setfattr -n user.b -v "$LONGV" "$1/src/foo/bar" &&
+            setfattr -n user.c -v 3 "$1/src/foo/bar/f"
+    }
+    both xdeep xdeep -aX src/ dst/
+    check_xdeep() {
+        same_rc xdeep && [ "$(cat "$T/xdeep.fc")" = 0 ] &&
+            diff <(xattr_list "$T/xdeep.f/src") <(xattr_list "$T/xdeep.f/dst")
+    }
+    t_check xattrs_on_dirs_below_top_incremental check_xdeep
+
+    # an abbreviated value shared by several files (here hard links) that
+    # the destination already holds for an earlier one, whose other
+    # xattr changed
+    xhlink() {
+        mkdir -p "$1/src" "$1/dst" && echo a >"$1/src/a" && echo same >"$1/src/h1" &&
+            ln "$1/src/h1" "$1/src/h2" && cp -a "$1/src/a" "$1/dst/a" &&
+            setfattr -n user.s -v old "$1/dst/a" && setfattr -n user.long -v "$LONGV" "$1/dst/a" &&
+            for f in a h1; do
+                setfattr -n user.s -v new "$1/src/$f" && setfattr -n user.long -v "$LONGV" "$1/src/$f" ||
+                    return 1
+            done
+    }
+    both xhlink xhlink -aHX src/ dst/
+    check_xhlink() {
+        same_rc xhlink && [ "$(cat "$T/xhlink.fc")" = 0 ] &&
+            diff <(xattr_list "$T/xhlink.f/src") <(xattr_list "$T/xhlink.f/dst")
+    }
+    t_check xattrs_abbreviated_value_shared check_xhlink
+
+    # --copy-dest copies carry the xattrs; --link-dest links only a
+    # file whose xattrs match
+    xalt() {
+        mkdir -p "$1/src" "$1/alt" && echo hi >"$1/src/f" && echo hi >"$1/src/g" &&
+            setfattr -n user.a -v val "$1/src/f" && setfattr -n user.long -v "$LONGV" "$1/src/f" &&
+            setfattr -n user.a -v new "$1/src/g" && cp -a "$1/src/f" "$1/src/g" "$1/alt/" &&
+            setfattr -n user.a -v old "$1/alt/g"
+    }
+    both xcopy xalt -aX --copy-dest=../alt src/ dst/
+    check_xcopy() {
+        same_rc xcopy && diff <(xattr_list "$T/xcopy.f/src") <(xattr_list "$T/xcopy.f/dst")
+    }
+    t_check xattrs_copy_dest check_xcopy
+    both xlink xalt -aX --link-dest=../alt src/ dst/
+    check_xlink() {
+        same_rc xlink && diff <(xattr_list "$T/xlink.f/src") <(xattr_list "$T/xlink.f/dst") &&
+            [ "$(stat -c %h "$T/xlink.f/dst/f")" = "$(stat -c %h "$T/xlink.r/dst/f")" ] &&
+            [ "$(stat -c %h "$T/xlink.f/dst/g")" = "$(stat -c %h "$T/xlink.r/dst/g")" ]
+    }
+    t_check xattrs_link_dest_only_when_equal check_xlink
+else
+    t_skip xattrs "no user xattrs here"
+fi
+
 t_done
