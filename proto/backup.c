@@ -198,6 +198,35 @@ static int backup_move(struct recv_ctx *rc, int dirfd, const char *leaf, int to_
 	return made;
 }
 
+/* --safe-links: an unsafe symlink is not kept as a backup but removed as
+ * it is (backup.c: "not backing up unsafe symlink"); an unreadable target
+ * counts as unsafe. Returns 1 when st was such a link and is gone, 0 when
+ * it is to be backed up, -1 after a reported failure. */
+static int unsafe_link_dropped(struct recv_ctx *rc, int dirfd, const char *leaf,
+				const char *path, const struct stat *st)
+{
+	const struct ferry_opts *o = rc->s->opts;
+	char target[4096];
+
+	if (!S_ISLNK(st->st_mode) || !o->links || !o->safe_links)
+		return 0;
+	ssize_t n = readlinkat(dirfd, leaf, target, sizeof target - 1);
+	if (n >= 0) {
+		target[n] = '\0';
+		if (!fs_symlink_unsafe(target, path))
+			return 0;
+	}
+	if (info_ge(o, INFO_SYMSAFE, 1) && n >= 0)
+		session_info(rc->s, "not backing up unsafe symlink \"%s\" -> \"%s\"\n", path, target);
+	else if (info_ge(o, INFO_SYMSAFE, 1))
+		session_info(rc->s, "not backing up symlink with unreadable target \"%s\"\n", path);
+	if (unlinkat(dirfd, leaf, 0) < 0 && errno != ENOENT) {
+		session_err(rc->s, "delete_file: unlink \"%s\" failed: %s", path, strerror(errno));
+		return -1;
+	}
+	return 1;
+}
+
 bool backup_make(struct recv_ctx *rc, int dirfd, const char *leaf, const char *path)
 {
 	char name[4096];
@@ -208,6 +237,9 @@ bool backup_make(struct recv_ctx *rc, int dirfd, const char *leaf, const char *p
 		return errno == ENOENT;
 	if (S_ISDIR(st.st_mode))
 		return true; /* directories are not backed up, their files are */
+	int dropped = unsafe_link_dropped(rc, dirfd, leaf, path, &st);
+	if (dropped != 0)
+		return dropped > 0;
 	int to_dir = backup_place(rc, dirfd, leaf, path, name, sizeof name, &to);
 	if (to_dir < 0)
 		return false;

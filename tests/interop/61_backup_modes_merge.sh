@@ -80,6 +80,20 @@ check_suffixed() {
 }
 t_check backup_suffixed_name_not_again check_suffixed
 
+# --safe-links: an unsafe link is dropped, not kept as a backup; a safe
+# one is kept
+safelink() {
+    mkdir -p "$1/s" "$1/d" && echo r >"$1/s/escape" && echo o >"$1/s/ok" &&
+        ln -s ../../sensitive "$1/d/escape" && ln -s keep "$1/d/ok"
+}
+both safelink safelink -a --backup --suffix=.bak --safe-links --info=symsafe s/ d/
+check_safelink() {
+    same_rc safelink && [ ! -L "$T/safelink.f/d/escape.bak" ] &&
+        [ "$(readlink "$T/safelink.f/d/ok.bak")" = keep ] && same_tree safelink.f &&
+        diff "$T/safelink.fo" "$T/safelink.ro"
+}
+t_check backup_safe_links_drops_unsafe_link check_safelink
+
 # --backup-dir on another file system: each kind is recreated there, and
 # a FIFO is never opened (it would wait for a writer)
 XDEV=""
