@@ -1028,11 +1028,11 @@ static int dm_read(struct pctx *pc, struct filter_dm *dm, const char *dir_fs)
 	pc->dir_fs = dir_fs;
 	if (dm->owner->flags & FR_FROM_FILE)
 		pc->next_desc = "a file read earlier";
-	if (pc->dir_fd >= 0 && pc->dir_fs_of_fd && strcmp(dir_fs, pc->dir_fs_of_fd) == 0) {
-		pc->open_in_dir = true;
-		return parse_file(pc, dm->fname, dm->owner->flags, false);
-	}
-	return parse_file(pc, path, dm->owner->flags, false);
+	bool in_dir = pc->dir_fd >= 0 && pc->dir_fs_of_fd && strcmp(dir_fs, pc->dir_fs_of_fd) == 0;
+	pc->open_in_dir = in_dir;
+	int rc = parse_file(pc, in_dir ? dm->fname : path, dm->owner->flags, false);
+	pc->next_desc = NULL; /* not left for a later file when this one was not read */
+	return rc;
 }
 
 /* exclude.c: setup_merge_file. A dir-merge name with a directory part
