@@ -1020,9 +1020,11 @@ static int dm_read(struct pctx *pc, struct filter_dm *dm, const char *dir_fs)
 
 	if (dm_add_level(dm, pc->fl->depth) < 0)
 		return perr(pc, "out of memory");
-	if (snprintf(path, sizeof path, "%s/%s", dir_fs, dm->fname) >= (int)sizeof path)
+	if (snprintf(path, sizeof path, "%s/%s", dir_fs, dm->fname) >= (int)sizeof path) {
+		pc->fl->err_soft = true;
 		return perr(pc, "cannot add local filter rules in long-named directory: %s",
 			    dir_fs);
+	}
 	pc->dst = &dm->rules;
 	pc->dm = dm;
 	pc->dir_fs = dir_fs;
@@ -1139,14 +1141,16 @@ int filter_push_dir_at(struct filter_list *fl, int dirfd, const char *fsdir, con
 	n = strlen(relpath);
 	while (n && relpath[n - 1] == '/')
 		n--;
-	if (n >= sizeof rel - 1)
+	fl->err_io = fl->err_soft = false;
+	if (n >= sizeof rel - 1) {
+		fl->err_soft = true;
 		return perr(&pc, "directory name too long: %s", relpath);
+	}
 	memcpy(rel, relpath, n);
 	rel[n] = '\0';
 	snprintf(anchor, sizeof anchor, "%s%s", n ? "/" : "", rel);
 	if (err && errsz)
 		*err = '\0';
-	fl->err_io = false;
 	fl->depth++;
 	if (fl->depth == 1 && !fl->abs_root_fixed)
 		derive_abs_root(fl, fsdir, rel);

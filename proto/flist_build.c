@@ -527,7 +527,9 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 		pushed = filter_push_dir(filters, fsdir, relpath, k->err, sizeof k->err) == 0;
 		/* a bad rule or merge file in a directory ends the transfer
 		 * (exclude.c: parse_filter_file, exit_cleanup) */
-		if (!pushed && *k->err) {
+		if (!pushed && *k->err && filters->err_soft) {
+			session_xfer_err(k->s, "%s", k->err);
+		} else if (!pushed && *k->err) {
 			dir_reader_close(&d);
 			session_err(k->s, "%s", k->err);
 			return wire_fail(&k->s->err, filters->err_io ? RERR_FILEIO : RERR_SYNTAX,
