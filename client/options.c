@@ -225,11 +225,14 @@ int options_filter_failed(const struct filter_list *fl, const char *err)
 {
 	/* rsync parses them with its options, before any role but "client" */
 	exit_line_set_role("client");
-	if (fl->open_failed == FILTER_OPEN_HIDDEN)
-		fprintf(stderr, "%s\n", err); /* rsync's bare rprintf */
+	/* a merge file named in another one, or merge files nested too
+	 * deep: rsync's bare rprintf(FERROR); a file named on the command
+	 * line that cannot be opened: its rsyserr */
+	if (fl->open_failed == FILTER_OPEN_HIDDEN || (fl->err_io && !fl->open_failed))
+		fprintf(stderr, "%s\n", err);
 	else
 		fprintf(stderr, "ferry: %s%s\n", fl->open_failed ? "[client] " : "", err);
-	return fl->open_failed ? RERR_FILEIO : RERR_SYNTAX;
+	return fl->open_failed || fl->err_io ? RERR_FILEIO : RERR_SYNTAX;
 }
 
 /* Read an --exclude-from/--include-from file now, as rsync does

@@ -823,3 +823,24 @@ int acl_apply(struct session *s, int dirfd, const char *leaf, const struct file_
 		return 0;
 	return acl_sync(s, dirfd, leaf, f, cur_mode, true);
 }
+
+uint32_t acl_default_perms(int dirfd, uint32_t umask_perms)
+{
+	/* 1024 entries: more than a file system keeps; an ACL too big to
+	 * read falls back on the umask, as a read error does */
+	uint8_t buf[4 + 8 * 1024];
+	struct racl r = empty_racl;
+
+	if (dirfd < 0)
+		return umask_perms;
+	ssize_t n = fgetxattr(dirfd, XATTR_DEFAULT, buf, sizeof buf);
+	if (n < 0 || !parse_kacl(buf, (size_t)n, &r))
+		return umask_perms;
+	uint32_t perms = umask_perms;
+	if (r.user_obj != NO_ENTRY)
+		perms = (uint32_t)r.user_obj << 6 |
+			(uint32_t)(r.mask_obj != NO_ENTRY ? r.mask_obj : r.group_obj) << 3 |
+			(r.other_obj != NO_ENTRY ? r.other_obj : 0);
+	racl_free(&r);
+	return perms;
+}

@@ -48,6 +48,11 @@ int acl_item_bits(struct session *s, int dirfd, const char *leaf, const struct f
 int acl_apply(struct session *s, int dirfd, const char *leaf, const struct file_entry *f,
 	      uint32_t *cur_mode);
 
+/* The permission bits a new entry in directory dirfd may have without -p:
+ * those of the directory's default ACL (user, mask or else group, other)
+ * when it has one, else umask_perms (acls.c: default_perms_for_dir). */
+uint32_t acl_default_perms(int dirfd, uint32_t umask_perms);
+
 void acl_state_free(struct session *s);
 
 #endif

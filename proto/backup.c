@@ -74,6 +74,159 @@ static void backup_note(struct recv_ctx *rc, const char *path)
 			     path, backup_suffix(o));
 }
 
+/* What already holds the backup name (an older backup, or a directory
+ * of that name) gives way to the new backup (backup.c: delete_item with
+ * DEL_FOR_BACKUP before the second link_or_rename). */
+static bool backup_clear_name(int to_dir, const char *to)
+{
+	struct stat st;
+
+	if (fstatat(to_dir, to, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT;
+	return fs_remove_any(to_dir, to, S_ISDIR(st.st_mode)) == 0;
+}
+
+/* The owner, mode and time of the old entry st go to its recreated
+ * backup to_dir/to; a symlink keeps its own mode (set_file_attrs). */
+static void backup_recreated_attrs(struct recv_ctx *rc, int to_dir, const char *to,
+				   const struct stat *st)
+{
+	const struct ferry_opts *o = rc->s->opts;
+	int nofollow = AT_SYMLINK_NOFOLLOW;
+
+	if (rc->s->am_root && (o->owner || o->group))
+		fchownat(to_dir, to, o->owner ? st->st_uid : (uid_t)-1,
+			 o->group ? st->st_gid : (gid_t)-1, nofollow);
+	if (!S_ISLNK(st->st_mode))
+		fchmodat(to_dir, to, st->st_mode & 07777, 0);
+	if (o->times) {
+		struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, st->st_mtim};
+		utimensat(to_dir, to, ts, nofollow);
+	}
+}
+
+/* Copy the regular file from_dir/from to to_dir/to. It is opened
+ * non-blocking: should a FIFO take its place meanwhile, the open must not
+ * wait for a writer. */
+static int backup_copy_regular(int from_dir, const char *from, int to_dir, const char *to)
+{
+	struct stat st;
+	int in = openat(from_dir, from, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+		if (in >= 0)
+			close(in);
+		errno = EXDEV;
+		return -1;
+	}
+	int out = openat(to_dir, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int64_t n = out >= 0 ? fs_copy_range(in, NULL, out, -1) : -1;
+	int e = errno;
+	close(in);
+	if (out >= 0 && close(out) < 0 && n >= 0) {
+		e = errno;
+		n = -1;
+	}
+	if (n < 0 && out >= 0)
+		unlinkat(to_dir, to, 0);
+	errno = e;
+	return n < 0 ? -1 : 0;
+}
+
+/* Across file systems the old entry st at dirfd/leaf is recreated at
+ * to_dir/to by kind: a copy of a file, a new link with the same target,
+ * a new node for a device (as root with -D) or special (--specials).
+ * Returns 1 when a backup was made, 0 when the kind is not kept (rsync:
+ * "make_bak: skipping non-regular file"), -1 with errno on failure. */
+static int backup_recreate(struct recv_ctx *rc, int dirfd, const char *leaf, int to_dir,
+			   const char *to, const struct stat *st)
+{
+	const struct ferry_opts *o = rc->s->opts;
+	int r;
+
+	if (S_ISREG(st->st_mode)) {
+		r = backup_copy_regular(dirfd, leaf, to_dir, to);
+	} else if (S_ISLNK(st->st_mode) && o->links) {
+		char target[4096];
+		ssize_t n = readlinkat(dirfd, leaf, target, sizeof target - 1);
+		if (n < 0)
+			return -1;
+		target[n] = '\0';
+		r = symlinkat(target, to_dir, to);
+	} else if (((S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) && rc->s->am_root &&
+		    o->devices) ||
+		   ((S_ISFIFO(st->st_mode) || S_ISSOCK(st->st_mode)) && o->specials)) {
+		r = mknodat(to_dir, to, (st->st_mode & S_IFMT) | 0600, st->st_rdev);
+	} else {
+		if (info_ge(o, INFO_NONREG, 1))
+			session_info(rc->s, "make_bak: skipping non-regular file %s\n", leaf);
+		return 0;
+	}
+	if (r < 0)
+		return -1;
+	backup_recreated_attrs(rc, to_dir, to, st);
+	return 1;
+}
+
+/* Move dirfd/leaf to to_dir/to, or recreate it there when they are on
+ * different file systems; the old entry is gone either way on success.
+ * Returns 1 when backed up, 0 when removed without a backup, -1 with errno. */
+static int backup_move(struct recv_ctx *rc, int dirfd, const char *leaf, int to_dir,
+		       const char *to, const struct stat *st)
+{
+	int r = renameat(dirfd, leaf, to_dir, to);
+
+	if (r < 0 && (errno == EEXIST || errno == EISDIR || errno == ENOTEMPTY)) {
+		if (!backup_clear_name(to_dir, to))
+			return -1;
+		r = renameat(dirfd, leaf, to_dir, to);
+	}
+	if (r == 0)
+		return 1;
+	if (errno != EXDEV || !backup_clear_name(to_dir, to))
+		return -1;
+	int made = backup_recreate(rc, dirfd, leaf, to_dir, to, st);
+	if (made < 0)
+		return -1;
+	if (unlinkat(dirfd, leaf, 0) < 0) {
+		int e = errno;
+		if (made)
+			unlinkat(to_dir, to, 0);
+		errno = e;
+		return -1;
+	}
+	return made;
+}
+
+/* --safe-links: an unsafe symlink is not kept as a backup but removed as
+ * it is (backup.c: "not backing up unsafe symlink"); an unreadable target
+ * counts as unsafe. Returns 1 when st was such a link and is gone, 0 when
+ * it is to be backed up, -1 after a reported failure. */
+static int unsafe_link_dropped(struct recv_ctx *rc, int dirfd, const char *leaf,
+				const char *path, const struct stat *st)
+{
+	const struct ferry_opts *o = rc->s->opts;
+	char target[4096];
+
+	if (!S_ISLNK(st->st_mode) || !o->links || !o->safe_links)
+		return 0;
+	ssize_t n = readlinkat(dirfd, leaf, target, sizeof target - 1);
+	if (n >= 0) {
+		target[n] = '\0';
+		if (!fs_symlink_unsafe(target, path))
+			return 0;
+	}
+	if (info_ge(o, INFO_SYMSAFE, 1) && n >= 0)
+		session_info(rc->s, "not backing up unsafe symlink \"%s\" -> \"%s\"\n", path, target);
+	else if (info_ge(o, INFO_SYMSAFE, 1))
+		session_info(rc->s, "not backing up symlink with unreadable target \"%s\"\n", path);
+	if (unlinkat(dirfd, leaf, 0) < 0 && errno != ENOENT) {
+		session_err(rc->s, "delete_file: unlink \"%s\" failed: %s", path, strerror(errno));
+		return -1;
+	}
+	return 1;
+}
+
 bool backup_make(struct recv_ctx *rc, int dirfd, const char *leaf, const char *path)
 {
 	char name[4096];
@@ -84,19 +237,21 @@ bool backup_make(struct recv_ctx *rc, int dirfd, const char *leaf, const char *p
 		return errno == ENOENT;
 	if (S_ISDIR(st.st_mode))
 		return true; /* directories are not backed up, their files are */
+	int dropped = unsafe_link_dropped(rc, dirfd, leaf, path, &st);
+	if (dropped != 0)
+		return dropped > 0;
 	int to_dir = backup_place(rc, dirfd, leaf, path, name, sizeof name, &to);
 	if (to_dir < 0)
 		return false;
-	int r = renameat(dirfd, leaf, to_dir, to);
-	if (r < 0 && errno == EXDEV)
-		r = fs_copy_then_unlink(dirfd, leaf, to_dir, to);
+	int r = backup_move(rc, dirfd, leaf, to_dir, to, &st);
 	int e = errno;
 	backup_place_done(rc, dirfd, to_dir);
 	if (r < 0) {
 		session_xfer_err(rc->s, "backup \"%s\" failed: %s", path, strerror(e));
 		return false;
 	}
-	backup_note(rc, path);
+	if (r > 0)
+		backup_note(rc, path);
 	return true;
 }
 

@@ -447,6 +447,17 @@ static bool delete_dir_contents(struct recv_ctx *rc, int dirfd, const char *leaf
 	return all;
 }
 
+/* Does leaf already carry the backup suffix, with no --backup-dir? Such a
+ * name is deleted as it is, not backed up a second time as name~~
+ * (delete.c: is_backup_file). */
+static bool is_backup_name(const struct ferry_opts *o, const char *leaf)
+{
+	const char *suffix = o->suffix ? o->suffix : "~";
+	size_t n = strlen(leaf), k = strlen(suffix);
+
+	return !o->backup_dir && k > 0 && n > k && strcmp(leaf + n - k, suffix) == 0;
+}
+
 /* Delete one entry, a directory with its contents unless the caller
  * already went through them (contents_gone). --max-delete is checked
  * after the contents, before the entry itself (delete.c: delete_item). */
@@ -461,7 +472,8 @@ static bool delete_item(struct recv_ctx *rc, int dirfd, const char *leaf, const 
 		return false;
 	if (!may_delete_more(rc))
 		return false;
-	if (!rc->s->opts->dry_run && !S_ISDIR(st.st_mode) && rc->s->opts->backup) {
+	if (!rc->s->opts->dry_run && !S_ISDIR(st.st_mode) && rc->s->opts->backup &&
+	    !is_backup_name(rc->s->opts, leaf)) {
 		/* -b: a deleted file is kept as its backup */
 		if (!backup_make(rc, dirfd, leaf, path)) {
 			rc->s->got_xfer_error = true;

@@ -78,8 +78,10 @@ struct pctx {
 	int dir_fd;             /* a directory the caller opened, or -1 */
 	const char *dir_fs_of_fd; /* ... and its name: files there go by dir_fd */
 	bool open_in_dir;       /* the next parse_file opens its name in dir_fd */
-	const char *src_file;   /* reading this file's contents */
-	int src_line;           /* its line (-1: word split) */
+	const char *src_file;   /* reading this file's contents: its name, or
+				 * what stands for a name that came from a file */
+	int src_line;           /* its line (-1: word split, or not said) */
+	const char *next_desc;  /* the next parse_file's file goes by this */
 	char *err;
 	size_t errsz;
 };
@@ -102,13 +104,58 @@ static int perr(struct pctx *pc, const char *fmt, ...)
 /* "msg: rule", or where the rule came from instead if it is a file's
  * contents (exclude.c: rule_text): a per-directory file may hold anything
  * on the sending side, and errors must not echo it to the peer. */
+static void rule_where(const struct pctx *pc, char *buf, size_t size)
+{
+	char dir[PATH_MAX];
+	const char *file = pc->src_file;
+	const char *slash = strrchr(file, '/');
+
+	/* a per-directory file read through the walker's fd goes by the
+	 * directory's real name */
+	if (strncmp(file, "/proc/self/fd/", 14) == 0 && slash && slash > file + 14) {
+		char fdir[64];
+		snprintf(fdir, sizeof fdir, "%.*s", (int)(slash - file), file);
+		if (realpath(fdir, dir)) {
+			if (pc->src_line < 0)
+				snprintf(buf, size, "%s%s", dir, slash);
+			else
+				snprintf(buf, size, "%s%s line %d", dir, slash, pc->src_line);
+			return;
+		}
+	}
+	if (pc->src_line < 0)
+		snprintf(buf, size, "%s", file);
+	else
+		snprintf(buf, size, "%s line %d", file, pc->src_line);
+}
+
+static int rule_err_sep(struct pctx *pc, const char *msg, const char *sep, const char *text)
+{
+	char where[PATH_MAX * 2 + 64];
+
+	if (!pc->src_file)
+		return perr(pc, "%s%s%s", msg, sep, text);
+	rule_where(pc, where, sizeof where);
+	return perr(pc, "%s%s<rule from %s>", msg, sep, where);
+}
+
 static int rule_err(struct pctx *pc, const char *msg, const char *text)
 {
-	if (!pc->src_file)
-		return perr(pc, "%s: %s", msg, text);
-	if (pc->src_line < 0)
-		return perr(pc, "%s: <rule from %s>", msg, pc->src_file);
-	return perr(pc, "%s: <rule from %s line %d>", msg, pc->src_file, pc->src_line);
+	return rule_err_sep(pc, msg, ": ", text);
+}
+
+/* The name a merge file named by a rule in the file being read goes by:
+ * where that rule is, never the name, which the file's contents gave
+ * (exclude.c: "a file named at"). Returns a string to free, or NULL. */
+static char *named_at(const struct pctx *pc)
+{
+	char where[PATH_MAX * 2 + 64];
+	char *desc;
+
+	rule_where(pc, where, sizeof where);
+	if (asprintf(&desc, "a file named at %s", where) < 0)
+		return NULL;
+	return desc;
 }
 
 /* ------------------------------------------------------ rule storage */
@@ -551,9 +598,12 @@ static int parse_file(struct pctx *pc, const char *path, uint32_t tflags, bool f
 
 	if (!*path)
 		return 0;
-	if (fl->merge_depth >= MAX_MERGE_DEPTH)
-		return fatal ? rule_err(pc, "merge-file include depth limit (32) exceeded at",
-					path) : 0;
+	if (fl->merge_depth >= MAX_MERGE_DEPTH) {
+		if (!fatal)
+			return 0;
+		fl->err_io = true;
+		return rule_err_sep(pc, "merge-file include depth limit (32) exceeded at", " ", path);
+	}
 	bool in_dir = pc->open_in_dir; /* only this file, not the ones it merges */
 	pc->open_in_dir = false;
 	if (use_stdin) {
@@ -569,18 +619,17 @@ static int parse_file(struct pctx *pc, const char *path, uint32_t tflags, bool f
 		if (fd >= 0 && !(fp = fdopen(fd, "rb")))
 			close(fd);
 	}
+	const char *desc = pc->next_desc;
+	pc->next_desc = NULL;
 	if (!fp) {
 		if (!fatal)
 			return 0;
-		const char *kind = tflags & FR_INCLUDE ? "in" : "ex";
+		fl->err_io = true;
 		fl->open_failed = pc->src_file ? FILTER_OPEN_HIDDEN : FILTER_OPEN_NAMED;
-		/* nor errno then: it says whether the path exists */
-		if (pc->src_file && pc->src_line < 0)
-			return perr(pc, "failed to open %sclude file <rule from %s>", kind,
-				    pc->src_file);
-		if (pc->src_file)
-			return perr(pc, "failed to open %sclude file <rule from %s line %d>", kind,
-				    pc->src_file, pc->src_line);
+		if (pc->src_file) /* nor errno: it says whether the path exists */
+			return rule_err_sep(pc, tflags & FR_INCLUDE ? "failed to open include file"
+								    : "failed to open exclude file",
+					    " ", path);
 		return perr(pc, "failed to open %sclude file %s: %s (%d)",
 			    tflags & FR_INCLUDE ? "in" : "ex", path, strerror(errno), errno);
 	}
@@ -589,9 +638,14 @@ static int parse_file(struct pctx *pc, const char *path, uint32_t tflags, bool f
 			fclose(fp);
 		return perr(pc, "out of memory");
 	}
+	/* a file named by another file's contents goes by where it was
+	 * named, as one the caller describes goes by that */
+	char *own = !desc && pc->src_file ? named_at(pc) : NULL;
+	if (own)
+		desc = own;
 	fl->merge_depth++;
-	pc->src_file = path;
-	pc->src_line = word_split ? -1 : 0;
+	pc->src_file = desc ? desc : path;
+	pc->src_line = word_split || desc ? -1 : 0;
 	while (rc == 0 && more && read_line(fp, word_split, line, MAX_LINE, &more)) {
 		if (pc->src_line >= 0)
 			pc->src_line++;
@@ -602,6 +656,7 @@ static int parse_file(struct pctx *pc, const char *path, uint32_t tflags, bool f
 	fl->merge_depth--;
 	pc->src_file = save_file;
 	pc->src_line = save_line;
+	free(own);
 	free(line);
 	if (fp != stdin)
 		fclose(fp);
@@ -623,7 +678,11 @@ static bool has_dotdot(const char *p)
  * one with a slash inside a per-directory file is relative to it. */
 static int merge_now(struct pctx *pc, const struct tok *t)
 {
-	size_t dl = pc->dir_fs ? strlen(pc->dir_fs) + 1 : 0;
+	/* rsync reads directories' files from the transfer root, so there a
+	 * bare name is the root's */
+	const char *base = pc->dir_fs && !memchr(t->pat, '/', t->len) && pc->fl->abs_root
+				   ? pc->fl->abs_root : pc->dir_fs;
+	size_t dl = base ? strlen(base) + 1 : 0;
 	char *path = malloc(dl + t->len + 1);
 	int saved = pc->xflags, rc;
 
@@ -636,9 +695,9 @@ static int merge_now(struct pctx *pc, const struct tok *t)
 	} else if (pc->fl->from_peer && (*path == '/' || has_dotdot(path))) {
 		rc = rule_err(pc, "merge-file name outside the transfer", path);
 	} else {
-		if (dl && *path != '/' && strchr(path, '/')) {
+		if (dl && *path != '/' && (strchr(path, '/') || base != pc->dir_fs)) {
 			memmove(path + dl, path, t->len + 1);
-			memcpy(path, pc->dir_fs, dl - 1);
+			memcpy(path, base, dl - 1);
 			path[dl - 1] = '/';
 		}
 		/* a merged file's rules are global ones (XFLG_FATAL_ERRORS only) */
@@ -735,6 +794,7 @@ int filter_parse_rule(struct filter_list *fl, const char *text, int flags, char 
 	struct pctx pc = { .fl = fl, .dst = &fl->rules, .err = err, .errsz = errsz };
 
 	fl->open_failed = 0;
+	fl->err_io = false;
 	pc.xflags = flags & (FILTER_PARSE_OLD_PREFIXES | FILTER_PARSE_DELETE_EXCLUDED |
 			     FILTER_PARSE_FROM_PEER | FILTER_PARSE_FROM_FILE |
 			     FILTER_PARSE_DIR2WILD3);
@@ -755,6 +815,7 @@ int filter_parse_file(struct filter_list *fl, const char *path, int flags, char 
 	struct pctx pc = { .fl = fl, .dst = &fl->rules, .err = err, .errsz = errsz };
 
 	fl->open_failed = 0;
+	fl->err_io = false;
 	pc.xflags = flags & (FILTER_PARSE_OLD_PREFIXES | FILTER_PARSE_DIR2WILD3);
 	if (err && errsz)
 		*err = '\0';
@@ -960,11 +1021,16 @@ static void clean_path(char *p)
 		} else {
 			memmove(out, in, n);
 			out += n;
-			*out++ = '/';
+			/* only between components: after the last one this
+			 * would overwrite the terminator we still have to see */
+			if (e)
+				*out++ = '/';
 		}
-		in += n + (e != NULL);
+		if (!e)
+			break;
+		in = e + 1;
 	}
-	if (out > p + 1)
+	if (out > p + 1 && out[-1] == '/')
 		out--;
 	*out = '\0';
 }
@@ -990,17 +1056,21 @@ static int dm_read(struct pctx *pc, struct filter_dm *dm, const char *dir_fs)
 
 	if (dm_add_level(dm, pc->fl->depth) < 0)
 		return perr(pc, "out of memory");
-	if (snprintf(path, sizeof path, "%s/%s", dir_fs, dm->fname) >= (int)sizeof path)
+	if (snprintf(path, sizeof path, "%s/%s", dir_fs, dm->fname) >= (int)sizeof path) {
+		pc->fl->err_soft = true;
 		return perr(pc, "cannot add local filter rules in long-named directory: %s",
 			    dir_fs);
+	}
 	pc->dst = &dm->rules;
 	pc->dm = dm;
 	pc->dir_fs = dir_fs;
-	if (pc->dir_fd >= 0 && pc->dir_fs_of_fd && strcmp(dir_fs, pc->dir_fs_of_fd) == 0) {
-		pc->open_in_dir = true;
-		return parse_file(pc, dm->fname, dm->owner->flags, false);
-	}
-	return parse_file(pc, path, dm->owner->flags, false);
+	if (dm->owner->flags & FR_FROM_FILE)
+		pc->next_desc = "a file read earlier";
+	bool in_dir = pc->dir_fd >= 0 && pc->dir_fs_of_fd && strcmp(dir_fs, pc->dir_fs_of_fd) == 0;
+	pc->open_in_dir = in_dir;
+	int rc = parse_file(pc, in_dir ? dm->fname : path, dm->owner->flags, false);
+	pc->next_desc = NULL; /* not left for a later file when this one was not read */
+	return rc;
 }
 
 /* exclude.c: setup_merge_file. A dir-merge name with a directory part
@@ -1107,8 +1177,11 @@ int filter_push_dir_at(struct filter_list *fl, int dirfd, const char *fsdir, con
 	n = strlen(relpath);
 	while (n && relpath[n - 1] == '/')
 		n--;
-	if (n >= sizeof rel - 1)
+	fl->err_io = fl->err_soft = false;
+	if (n >= sizeof rel - 1) {
+		fl->err_soft = true;
 		return perr(&pc, "directory name too long: %s", relpath);
+	}
 	memcpy(rel, relpath, n);
 	rel[n] = '\0';
 	snprintf(anchor, sizeof anchor, "%s%s", n ? "/" : "", rel);

@@ -103,6 +103,12 @@ struct filter_list {
 	int merge_depth;           /* nested merge files being read */
 	/* a failed parse could not open a file (FILTER_OPEN_*, 0 if not) */
 	int open_failed;
+	bool err_io;               /* the last error was a merge file that could
+				    * not be opened or nested too deep (exit 11,
+				    * RERR_FILEIO), not a bad rule (exit 1) */
+	bool err_soft;             /* filter_push_dir() failed only for this
+				    * directory (a name too long): the transfer
+				    * goes on without its rules, exit 23 */
 	/* -vv: each match as rsync's report_filter_result() words it,
 	 * "[sender] hiding file X because of pattern P\n", to report() */
 	void (*report)(void *ctx, const char *line);

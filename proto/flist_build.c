@@ -489,9 +489,19 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 	}
 	bool pushed = false;
 	if (k->w->filters) {
+		struct filter_list *filters = (struct filter_list *)k->w->filters;
 		snprintf(fsdir, sizeof fsdir, "/proc/self/fd/%d", dirfd);
-		pushed = filter_push_dir((struct filter_list *)k->w->filters, fsdir, relpath, k->err,
-					 sizeof k->err) == 0;
+		pushed = filter_push_dir(filters, fsdir, relpath, k->err, sizeof k->err) == 0;
+		/* a bad rule or merge file in a directory ends the transfer
+		 * (exclude.c: parse_filter_file, exit_cleanup) */
+		if (!pushed && *k->err && filters->err_soft) {
+			session_xfer_err(k->s, "%s", k->err);
+		} else if (!pushed && *k->err) {
+			dir_reader_close(&d);
+			session_err(k->s, "%s", k->err);
+			return wire_fail(&k->s->err, filters->err_io ? RERR_FILEIO : RERR_SYNTAX,
+					 " ");
+		}
 	}
 	size_t first = fl->count;
 	const struct dirent *de;
@@ -686,6 +696,20 @@ static bool can_walk_lazily(const struct walker *k, int nargs)
 	       !filter_list_has_dir_merge(k->w->daemon_filters);
 }
 
+/* Stat a top-level name with flags; a dangling symlink followed is still
+ * a symlink to send (flist.c: link_stat does not follow a plain name). */
+static int stat_arg(int dirfd, const char *name, int flags, struct stat *st)
+{
+	if (fstatat(dirfd, name, st, flags) == 0)
+		return 0;
+	if (errno != ENOENT || flags != 0 || fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -1;
+	if (S_ISLNK(st->st_mode))
+		return 0;
+	errno = ENOENT;
+	return -1;
+}
+
 /* The top directory named by the argument: is it reached without a
  * symlink (a link the user named is followed by the whole-tree walk,
  * but the lazy walk opens each part one component at a time)? */
@@ -721,7 +745,7 @@ static bool build_one(struct walker *k, const char *arg)
 		return wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
 	}
 	int flags = strcmp(name, ".") == 0 || !k->w->confined ? 0 : AT_SYMLINK_NOFOLLOW;
-	if (strcmp(name, ".") == 0 ? fstat(bfd, &st) < 0 : fstatat(bfd, name, &st, flags) < 0) {
+	if (strcmp(name, ".") == 0 ? fstat(bfd, &st) < 0 : stat_arg(bfd, name, flags, &st) < 0) {
 		if (errno == ENOENT && o->missing_args == 1)
 			return true; /* --ignore-missing-args */
 		if (errno == ENOENT && o->missing_args == 2) {

@@ -37,6 +37,7 @@
 struct lazy_store {
 	struct send_list list;
 	struct file_entry **v; /* list.fl.files in the receiver's order */
+	struct file_entry **kept; /* v[k]'s copy on the dir list, or NULL */
 };
 
 struct inc_part {
@@ -372,6 +373,7 @@ static void store_free(struct lazy_store *st)
 {
 	if (st) {
 		free(st->v);
+		free(st->kept);
 		send_list_free(&st->list);
 		free(st);
 	}
@@ -418,7 +420,8 @@ static bool order_store(struct session *s, struct send_list *sl, struct lazy_sto
 	const char *dirname = NULL;
 
 	st->v = malloc((n ? n : 1) * sizeof *st->v);
-	if (!st->v)
+	st->kept = calloc(n ? n : 1, sizeof *st->kept);
+	if (!st->v || !st->kept)
 		return no_memory(s);
 	for (size_t i = 0; i < n; i++)
 		st->v[i] = &st->list.fl.files[i];
@@ -431,6 +434,7 @@ static bool order_store(struct session *s, struct send_list *sl, struct lazy_sto
 		struct file_entry *keep = keep_dir(s, sl, st->v[k], path, &dirname);
 		if (!keep || !add_dir(s, p, keep))
 			return no_memory(s);
+		st->kept[k] = keep;
 	}
 	return push_subdirs(s, p, from, p->ndirs);
 }
@@ -478,6 +482,17 @@ static bool send_store(struct session *s, struct send_list *sl, const struct inc
 	bool ok = flist_send_part(s, &view, part->store->v, part->count, io_err, NULL,
 				  part->ndx_start);
 	sl->enc = view.enc; /* the encoder made for the first part sent */
+	/* the ACL and xattr indexes were given as the part was sent, after
+	 * its directories were copied to the dir list, where a request for a
+	 * directory looks its xattrs up (flist_send_entry) */
+	for (size_t k = 0; ok && k < part->count; k++) {
+		struct file_entry *kept = part->store->kept[k];
+		if (kept) {
+			kept->acl_ndx = part->store->v[k]->acl_ndx;
+			kept->defacl_ndx = part->store->v[k]->defacl_ndx;
+			kept->xattr_ndx = part->store->v[k]->xattr_ndx;
+		}
+	}
 	/* what follows needs only the entries (flist_send_root: one root) */
 	free(part->store->list.info);
 	part->store->list.info = NULL;

@@ -365,13 +365,16 @@ static void settle_in_place(struct gen *g, int dirfd, const char *leaf, const ch
 		session_client(g->s, changed ? "%s\n" : "%s is uptodate\n", path);
 }
 
-/* mirrors rsync generator.c:dest_mode() for when -p is off */
-static uint32_t dest_mode(struct gen *g, uint32_t flist_mode, uint32_t stat_mode, bool exists)
+/* mirrors rsync generator.c:dest_mode() for when -p is off; a new entry
+ * in directory dirfd gets the permissions that directory's default ACL
+ * allows, or else those the umask allows (acls.c: default_perms_for_dir) */
+static uint32_t dest_mode(struct gen *g, uint32_t flist_mode, uint32_t stat_mode, bool exists,
+			  int dirfd)
 {
 	uint32_t m;
 
 	if (!exists)
-		return flist_mode & (~07777u | g->dflt_perms);
+		return flist_mode & (~07777u | acl_default_perms(dirfd, g->dflt_perms));
 	m = (flist_mode & ~07777u) | (stat_mode & 07777u);
 	if (g->o->executability && S_ISREG(flist_mode)) {
 		if (!(flist_mode & 0111))
@@ -472,6 +475,17 @@ static int solo_dir(struct gen *g)
 	return g->rc->rootfd;
 }
 
+/* The directory a non-directory entry is written in and its name there:
+ * the single-file destination's name when the destination names the file
+ * (main.c: a lone source given a new name), else the list path's. */
+static int entry_dir(struct gen *g, const char *path, const char **leaf)
+{
+	if (!g->rc->solo_name)
+		return parent_of(g, path, leaf);
+	*leaf = g->rc->solo_name;
+	return solo_dir(g);
+}
+
 /* In a dry run a directory we would have created does not exist, so
  * everything below it is simply new (generator.c: dry_missing_dir). */
 static bool dry_missing(struct gen *g, int dirfd)
@@ -540,6 +554,14 @@ static bool alt_dir_stat(struct gen *g, const struct file_entry *f, const char *
 	return found;
 }
 
+/* Without -p, a directory we just made keeps the setgid bit it took from
+ * its parent (rsync.c: set_file_attrs, "make sure it stays on"). */
+static void keep_inherited_setgid(struct gen *g, struct file_entry *f, const struct stat *made)
+{
+	if (!g->o->perms && (made->st_mode & S_ISGID))
+		f->mode |= S_ISGID;
+}
+
 static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
 {
 	const char *leaf;
@@ -591,7 +613,9 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 	bool made_early = statret == 0 && (f->flags & FE_DIR_CREATED);
 	bool exists = statret == 0 && !made_early;
 	if (!g->o->perms)
-		f->mode = dest_mode(g, f->mode, exists ? st.st_mode : 0, exists);
+		f->mode = dest_mode(g, f->mode, exists ? st.st_mode : 0, exists, dirfd);
+	if (made_early)
+		keep_inherited_setgid(g, f, &st);
 	/* The transfer root we created counts as new (FLAG_DIR_CREATED). */
 	bool created_root = (strcmp(path, ".") == 0 && g->rc->root_created) || made_early;
 	struct stat ast;
@@ -615,6 +639,7 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 			file_error(g, "stat", path);
 			return;
 		}
+		keep_inherited_setgid(g, f, &st);
 		if (iflags & ITEM_IS_NEW) {
 			g->s->stats.created_dirs++;
 			g->s->stats.created_files++;
@@ -654,7 +679,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	const char *leaf;
 	struct stat st;
 	char cur[MAXPATHLEN_WIRE + 1];
-	int dirfd = parent_of(g, path, &leaf);
+	int dirfd = entry_dir(g, path, &leaf);
 	int iflags = ITEM_LOCAL_CHANGE | ITEM_REPORT_CHANGE;
 
 	if (g->o->safe_links && fs_symlink_unsafe(f->link, path)) {
@@ -694,6 +719,10 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 				}
 			}
 			iflags |= attr_change_bits_for(g, f, &st, ITEM_LOCAL_CHANGE);
+			/* -b: the old link is kept too (generator.c: make_backup
+			 * before atomic_create) */
+			if (g->o->backup && !g->o->dry_run && !backup_make(g->rc, dirfd, leaf, path))
+				return;
 		} else {
 			if (!clear_way(g, dirfd, leaf, path, &st, f->mode))
 				return;
@@ -748,7 +777,7 @@ static void gen_device(struct gen *g, int32_t ndx, struct file_entry *f, const c
 	const char *leaf;
 	struct stat st;
 	dev_t rdev = makedev(f->rdev_major, f->rdev_minor);
-	int dirfd = parent_of(g, path, &leaf);
+	int dirfd = entry_dir(g, path, &leaf);
 
 	if (dry_missing(g, dirfd)) {
 		report_item(g, ndx, ITEM_LOCAL_CHANGE | ITEM_IS_NEW, NULL);
@@ -949,6 +978,14 @@ static bool alt_attrs_match(struct gen *g, const struct file_entry *f, const str
 	       (!o->group || f->gid == (int64_t)st->st_gid);
 }
 
+/* A --link-dest file linked in must carry the entry's xattrs too
+ * (generator.c: unchanged_attrs with xattr_diff). */
+static bool alt_xattrs_match(struct gen *g, const struct file_entry *f, int adir,
+			     const char *aleaf)
+{
+	return xattr_same(g->s, adir, aleaf, f);
+}
+
 /* Does what is at the destination carry the entry's preserved times,
  * permissions (not a symlink's) and ownership? (generator.c:
  * unchanged_attrs) */
@@ -978,7 +1015,10 @@ static bool copy_from_alt(struct gen *g, const struct file_entry *f, int adir, c
 		close(in);
 	if (out < 0)
 		return false;
+	/* the copy takes the entry's xattrs, values known by digest from
+	 * the file copied (rsync.c: set_file_attrs with fnamecmp) */
 	bool ok = close(out) == 0 && n >= 0 && apply_attrs(g->rc, dirfd, tmp, f, NULL, true) >= 0 &&
+		  xattr_apply_gen(g->s, dirfd, tmp, f, adir, aleaf) &&
 		  renameat(dirfd, tmp, dirfd, leaf) == 0;
 	if (!ok)
 		unlinkat(dirfd, tmp, 0);
@@ -1023,7 +1063,7 @@ static bool try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f, cons
 		if (o->alt_dest_mode == ALT_DEST_COMPARE) {
 			done = true;
 		} else if (!o->dry_run && o->alt_dest_mode == ALT_DEST_LINK &&
-			   alt_attrs_match(g, f, &ast)) {
+			   alt_attrs_match(g, f, &ast) && alt_xattrs_match(g, f, adir, aleaf)) {
 			done = linkat(adir, aleaf, dirfd, leaf, 0) == 0 ||
 			       copy_from_alt(g, f, adir, aleaf, dirfd, leaf);
 		} else if (!o->dry_run) {
@@ -1035,7 +1075,8 @@ static bool try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f, cons
 			g->s->stats.created_files++, g->s->stats.created_reg++;
 		/* a link shows as 'h' (generator.c: itemize with
 		 * ITEM_XNAME_FOLLOWS and an empty name) */
-		bool linked = o->alt_dest_mode == ALT_DEST_LINK && alt_attrs_match(g, f, &ast);
+		bool linked = o->alt_dest_mode == ALT_DEST_LINK && alt_attrs_match(g, f, &ast) &&
+			      alt_xattrs_match(g, f, adir, aleaf);
 		if (o->itemize > 1 || info_ge(o, INFO_NAME, 2))
 			report_item(g, ndx, o->alt_dest_mode == ALT_DEST_COMPARE ? 0 : ITEM_LOCAL_CHANGE,
 				    linked ? "" : NULL);
@@ -1063,7 +1104,7 @@ static bool replace_by_alt(struct gen *g, int32_t ndx, struct file_entry *f, con
 		struct stat ast;
 		int adir = alt_regular(g, i, path, &aleaf, &ast);
 		if (adir < 0 || !regular_up_to_date(g, f, adir, aleaf, &ast) ||
-		    !alt_attrs_match(g, f, &ast))
+		    !alt_attrs_match(g, f, &ast) || !alt_xattrs_match(g, f, adir, aleaf))
 			continue;
 		bool link = o->alt_dest_mode == ALT_DEST_LINK;
 		if (link && ast.st_dev == st->st_dev && ast.st_ino == st->st_ino)
@@ -1305,7 +1346,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 		if (defer_missing)
 			return REG_DEFERRED;
 		if (!o->perms)
-			f->mode = dest_mode(g, f->mode, 0, false);
+			f->mode = dest_mode(g, f->mode, 0, false, dirfd);
 		struct basis b = {.dirfd = dirfd, .leaf = leaf, .st = NULL, .alt = -1};
 		struct stat bst;
 		int pfd;
@@ -1350,7 +1391,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 		if (!clear_way(g, dirfd, leaf, path, &st, f->mode))
 			return REG_SKIPPED;
 		if (!o->perms)
-			f->mode = dest_mode(g, f->mode, 0, false);
+			f->mode = dest_mode(g, f->mode, 0, false, dirfd);
 		request_file(g, ndx, f, dirfd, leaf, NULL, ITEM_IS_NEW, false);
 		return REG_REQUESTED;
 	}
@@ -1364,7 +1405,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 	if (replace_by_alt(g, ndx, f, path, dirfd, leaf, &st))
 		return REG_IN_PLACE;
 	if (!o->perms)
-		f->mode = dest_mode(g, f->mode, st.st_mode, true);
+		f->mode = dest_mode(g, f->mode, st.st_mode, true, dirfd);
 	int iflags = attr_change_bits(g, f, &st);
 	if (regular_up_to_date(g, f, dirfd, leaf, &st)) {
 		report_item(g, ndx, iflags, NULL);

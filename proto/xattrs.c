@@ -52,7 +52,7 @@ struct xattr_state {
 	size_t count, cap;
 	int32_t *table;      /* sender: open-addressing index of sets by key */
 	size_t table_cap;
-	pthread_mutex_t lock; /* full/full_len: receiver writes, generator reads */
+	pthread_mutex_t lock; /* full/full_len: set once, by whichever side has the value first */
 };
 
 static bool abbrev(const struct xa_item *x)
@@ -551,8 +551,9 @@ bool xattr_request_follows(const struct session *s, int iflags)
 	       !(optim && (iflags & ITEM_XNAME_FOLLOWS) && (iflags & ITEM_LOCAL_CHANGE));
 }
 
-/* mirrors rsync xattrs.c:xattr_diff(file, sxp, find_all=1) */
-static bool sets_differ(struct xa_set *snd, const struct xa_set *rec)
+/* mirrors rsync xattrs.c:xattr_diff(file, sxp, find_all): with mark, the
+ * abbreviated values that differ are flagged to be asked for */
+static bool sets_differ(struct xa_set *snd, const struct xa_set *rec, bool mark)
 {
 	uint32_t si = 0, ri = 0;
 	bool equal = snd->count == rec->count;
@@ -571,7 +572,7 @@ static bool sets_differ(struct xa_set *snd, const struct xa_set *rec)
 				digest(b->datum, b->datum_len, d);
 				same = memcmp(d, a->datum, XA_DIGEST_LEN) == 0;
 			}
-			if (!same && a->state == XSTATE_ABBREV)
+			if (!same && mark && a->state == XSTATE_ABBREV)
 				a->state = XSTATE_TODO;
 		} else {
 			same = cmp == 0 && a->datum_len == b->datum_len &&
@@ -598,9 +599,24 @@ int xattr_item_bits(struct session *s, int dirfd, const char *leaf, const struct
 	if (dirfd >= 0 && leaf && fd_path(p, sizeof p, dirfd, leaf) &&
 	    !read_set(s, p, leaf, false, false, &have))
 		return 0;
-	bool differ = sets_differ(snd, &have);
+	bool differ = sets_differ(snd, &have, true);
 	set_free(&have);
 	return differ ? ITEM_REPORT_XATTR : 0;
+}
+
+bool xattr_same(struct session *s, int dirfd, const char *leaf, const struct file_entry *f)
+{
+	struct xa_set *snd = entry_set(s, f);
+	struct xa_set have = {0};
+	char p[MAXPATHLEN_WIRE + 64];
+
+	if (!s->opts->xattrs || !snd)
+		return true;
+	if (!fd_path(p, sizeof p, dirfd, leaf) || !read_set(s, p, leaf, false, false, &have))
+		return false;
+	bool differ = sets_differ(snd, &have, false);
+	set_free(&have);
+	return !differ;
 }
 
 bool xattr_gen_request(struct session *s, const struct file_entry *f, int iflags)
@@ -710,10 +726,7 @@ bool xattr_recv_values(struct session *s, const struct file_entry *f)
 		struct xa_item *x = requested_item(s, set, &num, rel, f);
 		if (!x)
 			return false;
-		pthread_mutex_lock(&s->xattr_state->lock);
-		bool fetched = x->full != NULL;
-		pthread_mutex_unlock(&s->xattr_state->lock);
-		if (!abbrev(x) || fetched)
+		if (!abbrev(x))
 			return wire_fail(&s->err, RERR_PROTOCOL, "internal abbrev error on %s (%s, len=%u)!",
 					 f->basename, x->name, x->datum_len);
 		if (!wire_read_varint(&s->in, &len))
@@ -727,10 +740,16 @@ bool xattr_recv_values(struct session *s, const struct file_entry *f)
 			free(v);
 			return false;
 		}
+		/* a value cached from a matching basis meanwhile is the same
+		 * (its digest matched): the first one stays */
 		pthread_mutex_lock(&s->xattr_state->lock);
-		x->full = v;
-		x->full_len = (uint32_t)len;
+		if (!x->full) {
+			x->full = v;
+			x->full_len = (uint32_t)len;
+			v = NULL;
+		}
 		pthread_mutex_unlock(&s->xattr_state->lock);
+		free(v);
 	}
 	return false;
 }
@@ -739,7 +758,7 @@ bool xattr_recv_values(struct session *s, const struct file_entry *f)
 
 /* The value to set for x: fetched, literal, or (for a digest) the
  * basis's value when it matches. NULL when there is nothing usable. */
-static const uint8_t *value_for(struct session *s, const struct xa_item *x, const char *basis,
+static const uint8_t *value_for(struct session *s, struct xa_item *x, const char *basis,
 				uint32_t *len, uint8_t **owned)
 {
 	*owned = NULL;
@@ -758,8 +777,20 @@ static const uint8_t *value_for(struct session *s, const struct xa_item *x, cons
 	if (v && *len == x->datum_len) {
 		digest(v, *len, d);
 		if (memcmp(d, x->datum, XA_DIGEST_LEN) == 0) {
+			/* kept for the later entries sharing this set, such as
+			 * hard links, which will not ask for it again
+			 * (xattrs.c: rsync_xal_set caches the local value) */
+			pthread_mutex_lock(&s->xattr_state->lock);
+			if (!x->full) {
+				x->full = v;
+				x->full_len = *len;
+				v = NULL;
+			}
+			full = x->full;
+			*len = x->full_len;
+			pthread_mutex_unlock(&s->xattr_state->lock);
 			*owned = v;
-			return v;
+			return full;
 		}
 	}
 	free(v);
@@ -774,10 +805,25 @@ static bool in_set(const struct xa_set *set, const char *name)
 	return false;
 }
 
+static bool apply_set(struct session *s, int dirfd, const char *leaf, const struct file_entry *f,
+		      int basis_dirfd, const char *basis_leaf, bool generator);
+
 bool xattr_apply(struct session *s, int dirfd, const char *leaf, const struct file_entry *f,
 		 int basis_dirfd, const char *basis_leaf)
 {
-	const struct xa_set *set = entry_set(s, f);
+	return apply_set(s, dirfd, leaf, f, basis_dirfd, basis_leaf, false);
+}
+
+bool xattr_apply_gen(struct session *s, int dirfd, const char *leaf, const struct file_entry *f,
+		     int basis_dirfd, const char *basis_leaf)
+{
+	return apply_set(s, dirfd, leaf, f, basis_dirfd, basis_leaf, true);
+}
+
+static bool apply_set(struct session *s, int dirfd, const char *leaf, const struct file_entry *f,
+		      int basis_dirfd, const char *basis_leaf, bool generator)
+{
+	struct xa_set *set = entry_set(s, f);
 	char p[MAXPATHLEN_WIRE + 64], b[MAXPATHLEN_WIRE + 64];
 	bool ok = true;
 
@@ -785,10 +831,12 @@ bool xattr_apply(struct session *s, int dirfd, const char *leaf, const struct fi
 		return true;
 	bool have_basis = basis_leaf && fd_path(b, sizeof b, basis_dirfd, basis_leaf);
 	for (uint32_t i = 0; i < set->count; i++) {
-		const struct xa_item *x = &set->items[i];
+		struct xa_item *x = &set->items[i];
 		uint8_t *owned;
 		uint32_t len;
 		const uint8_t *v = value_for(s, x, have_basis ? b : NULL, &len, &owned);
+		if (!v && generator)
+			continue;
 		if (!v) {
 			session_xfer_err(s, "Missing abbreviated xattr value, %s, for \"%s\"",
 					 x->name, leaf);

@@ -45,6 +45,11 @@ bool xattr_sender_read_request(struct session *s, struct file_entry *f);
 bool xattr_sender_send_values(struct session *s, int rootfd, const char *path,
 			      struct file_entry *f);
 
+/* Do the xattrs of dirfd/leaf equal the entry's (digests compared for
+ * abbreviated values, nothing flagged)? True without -X. (generator.c:
+ * unchanged_attrs, xattr_diff without find_all) */
+bool xattr_same(struct session *s, int dirfd, const char *leaf, const struct file_entry *f);
+
 /* Receiver: read the values that follow an echoed item. */
 bool xattr_recv_values(struct session *s, const struct file_entry *f);
 
@@ -53,6 +58,12 @@ bool xattr_recv_values(struct session *s, const struct file_entry *f);
  * false after reporting a failure. */
 bool xattr_apply(struct session *s, int dirfd, const char *leaf, const struct file_entry *f,
 		 int basis_dirfd, const char *basis_leaf);
+
+/* Generator: as xattr_apply, but a value known only by its digest that the
+ * basis does not hold is left alone, not an error (rsync_xal_set: "generator
+ * items stay abbreviated"). */
+bool xattr_apply_gen(struct session *s, int dirfd, const char *leaf, const struct file_entry *f,
+		     int basis_dirfd, const char *basis_leaf);
 
 void xattr_state_free(struct session *s);
 
