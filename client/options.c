@@ -561,8 +561,8 @@ static void opt_label(const struct opt_spec *sp, const char *elem, char *buf, si
 }
 
 /* --max-alloc=SIZE (rsync parse_arguments: parse_size_arg with a 1 MiB
- * minimum, 0 for unlimited). ferry bounds its own allocations per field; the
- * value is kept to be forwarded to the remote rsync. */
+ * minimum, 0 for unlimited). The parsed value becomes the process's
+ * allocation limit (proto/alloc.h); the text is forwarded to the remote. */
 static int set_max_alloc(struct pstate *ps, const char *arg)
 {
 	const char *err;
@@ -574,6 +574,7 @@ static int set_max_alloc(struct pstate *ps, const char *arg)
 	if (size > 0 && size < 1024 * 1024)
 		return usage_err(ps, "--max-alloc=%s is too small (min: 1.00M or 0 for unlimited)",
 				 arg);
+	ps->o->max_alloc_bytes = size;
 	return set_str(ps, &ps->o->max_alloc, arg);
 }
 
