@@ -573,16 +573,27 @@ bool flist_sort_and_clean(struct session *s, struct flist *fl)
 
 /* ---- receiving ---- */
 
+/* A non-incremental list holds at most this many entries, as many as an
+ * incremental one (flist_inc_recv.c: INC_MAX_FILES); --max-alloc may stop
+ * it sooner (112-byte entries: about 9.5 million at the default 1 GiB). */
+#define FLIST_MAX_FILES ((size_t)1 << 24)
+
 static struct file_entry *new_entry(struct session *s, struct flist *fl)
 {
 	if (fl->count == fl->cap && fl->inc && !flist_inc_grow(s, fl))
 		return NULL;
 	if (fl->count == fl->cap) {
-		size_t cap = fl->cap ? fl->cap * 2 : 1024;
-		if (cap > (size_t)INT32_MAX) {
-			wire_fail(&s->err, RERR_PROTOCOL, "file list too long");
+		if (fl->count >= FLIST_MAX_FILES) {
+			wire_fail(&s->err, RERR_PROTOCOL, "file list too long (%zu entries)", fl->count);
 			return NULL;
 		}
+		size_t cap = fl->cap ? fl->cap * 2 : 1024;
+		/* the last doubling must not refuse a list that fits the limit */
+		size_t most = alloc_limit() / sizeof *fl->files - 1;
+		if (cap > most && fl->count < most)
+			cap = most;
+		if (cap > FLIST_MAX_FILES)
+			cap = FLIST_MAX_FILES;
 		struct file_entry *files = xrealloc_array(&s->err, fl->files, cap, sizeof *files);
 		if (!files)
 			return NULL;
