@@ -226,7 +226,7 @@ int main(int argc, char **argv)
 	/* a daemon's children set their own limit from the client's options */
 	if (rc == 0)
 		alloc_limit_set(alloc_limit_for(o.max_alloc != NULL, (size_t)o.max_alloc_bytes,
-						false));
+						false, ALLOC_DEFAULT_LIMIT));
 
 	/* where a client's failure is reported from (rsync: log_exit); a
 	 * daemon or a server says nothing of the kind */

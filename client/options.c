@@ -1344,7 +1344,10 @@ static int finish(struct pstate *ps)
 		if (!ps->daemon_opt)
 			return usage_err(ps, "Daemon option(s) used without --daemon.");
 		o->daemon = true;
-		return 0;
+		/* the daemon's own allocation limit, which its clients can
+		 * lower but not lift (proto/alloc.h) */
+		const char *env = getenv("RSYNC_MAX_ALLOC");
+		return env && *env ? set_max_alloc(ps, env) : 0;
 	}
 	if (ps->version_cnt) {
 		if (ps->flags & OPTS_FROM_REMOTE)

@@ -873,7 +873,7 @@ static int serve_module(struct conn *c, const struct daemon_module *m)
 	free(refused);
 	if (rc == 0)
 		alloc_limit_set(alloc_limit_for(o.max_alloc != NULL, (size_t)o.max_alloc_bytes,
-						true));
+						true, alloc_limit()));
 	/* with -s the hooks and the log see the second list (clientserver.c) */
 	char **req_argv = merged ? merged : argv;
 	int req_argc = 0;

@@ -25,11 +25,13 @@ size_t alloc_limit(void)
 	return limit;
 }
 
-size_t alloc_limit_for(bool given_set, size_t given, bool daemon)
+size_t alloc_limit_for(bool given_set, size_t given, bool daemon, size_t own)
 {
-	if (!given_set || (given == 0 && daemon))
-		return ALLOC_DEFAULT_LIMIT;
-	return given ? given : SIZE_MAX;
+	size_t asked = given ? given : SIZE_MAX;
+
+	if (!given_set)
+		return own;
+	return daemon && asked > own ? own : asked;
 }
 
 bool alloc_fits(size_t n, size_t size, size_t lim)

@@ -24,9 +24,12 @@ void alloc_limit_set(size_t limit);
 size_t alloc_limit(void);
 
 /* The limit a process applies for --max-alloc given as `given` bytes
- * (given_set false: the option was absent). A daemon keeps the default
- * when a client asks for 0, so a client cannot lift the daemon's cap. */
-size_t alloc_limit_for(bool given_set, size_t given, bool daemon);
+ * (given_set false: the option was absent; 0: no limit) when its own limit
+ * is `own` (ALLOC_DEFAULT_LIMIT for a client or server; for a daemon's
+ * child, the daemon's own from its start-up options). A daemon takes a
+ * client's value only when it is lower than its own: a client cannot lift
+ * the daemon's cap, with 0 or with a huge value (rsync 3.5.0 lets it). */
+size_t alloc_limit_for(bool given_set, size_t given, bool daemon, size_t own);
 
 /* True when an array of n items of size bytes can be asked for under
  * `limit`: n * size does not overflow and stays below limit (rsync refuses

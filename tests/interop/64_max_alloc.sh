@@ -6,6 +6,14 @@
 # "exceeded --max-alloc=1048576 setting" message, having created nothing.
 # The same through RSYNC_MAX_ALLOC, and a limit under the minimum is a
 # usage error (exit 1) for both.
+#
+# A ferry daemon started with RSYNC_MAX_ALLOC=1M keeps that limit for a
+# pushing client's whole (non-incremental) list however the client asks:
+# without the option, with --max-alloc=0 and with --max-alloc=2G its
+# receiver stops with exit 22. That is issue 22's rule and stricter than
+# rsync 3.5.0, whose daemon takes a client's 0 or 2G (measured by hand: a
+# 140,000-file push to "RSYNC_MAX_ALLOC=1M rsync --daemon" exits 22 without
+# the option, 0 with --max-alloc=0 or =2G).
 
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -90,5 +98,47 @@ for prog in rsync ferry; do
         t_fail "too_small_$prog" "exit $rc: $(head -n 1 "$T/small.$prog.log")"
     fi
 done
+
+# The daemon side: 12,000 entries are over 1 MiB of ferry's 112-byte
+# entries (rsync's list needs 131,072 to reach it, so only ferry is pushed).
+mkdir -p "$T/many" "$T/mod"
+"$PYTHON" -c '
+import sys
+for i in range(12000):
+    open("%s/f%05d" % (sys.argv[1], i), "w").close()
+' "$T/many"
+if ! RSYNC_MAX_ALLOC=1M t_ferryd_start ferryd "[mod]
+path = $T/mod
+read only = no"; then
+    t_fail daemon_limit "ferry daemon did not start"
+    t_done
+fi
+for opt in none 0 2G; do
+    args=()
+    [ "$opt" != none ] && args=(--max-alloc="$opt")
+    timeout 120 "$FERRY" -r --no-inc-recursive "${args[@]}" "$T/many/" "rsync://127.0.0.1:$FERRYD_PORT/mod/" \
+        >"$T/push.$opt.log" 2>&1 </dev/null
+    rc=$?
+    sed "s/^/   push $opt: /" "$T/push.$opt.log" >&2
+    if [ "$rc" -eq 22 ] &&
+        grep -q 'exceeded --max-alloc=1048576 setting' "$T/push.$opt.log"; then
+        t_pass "daemon_limit_$opt"
+    else
+        t_fail "daemon_limit_$opt" "exit $rc: $(head -n 1 "$T/push.$opt.log")"
+    fi
+done
+t_ferryd_stop
+# The control: the same push to a daemon with the default limit succeeds.
+if t_ferryd_start ferryd2 "[mod]
+path = $T/mod
+read only = no"; then
+    t_check daemon_default_limit timeout 120 "$FERRY" -r "$T/many/" \
+        "rsync://127.0.0.1:$FERRYD_PORT/mod/"
+    n=$(find "$T/mod" -type f | wc -l)
+    [ "$n" -eq 12000 ] || t_fail daemon_default_count "$n files arrived, expected 12000"
+    t_ferryd_stop
+else
+    t_fail daemon_default_limit "ferry daemon did not start"
+fi
 
 t_done

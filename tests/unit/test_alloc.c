@@ -41,14 +41,19 @@ static void test_fits_limit(void **state)
 static void test_limit_for(void **state)
 {
 	(void)state;
-	size_t gib = (size_t)1 << 30;
-	assert_int_equal(alloc_limit_for(false, 0, false), gib);
-	assert_int_equal(alloc_limit_for(false, 0, true), gib);
-	assert_int_equal(alloc_limit_for(true, 2 * gib, false), 2 * gib);
-	assert_int_equal(alloc_limit_for(true, 1 << 20, true), 1 << 20);
+	size_t gib = (size_t)1 << 30, mib = 1 << 20;
+	assert_int_equal(alloc_limit_for(false, 0, false, gib), gib);
+	assert_int_equal(alloc_limit_for(false, 0, true, mib), mib);
+	assert_int_equal(alloc_limit_for(true, 2 * gib, false, gib), 2 * gib);
+	assert_int_equal(alloc_limit_for(true, mib, true, gib), mib);
 	/* 0 lifts the limit for a client, never for a daemon */
-	assert_int_equal(alloc_limit_for(true, 0, false), SIZE_MAX);
-	assert_int_equal(alloc_limit_for(true, 0, true), gib);
+	assert_int_equal(alloc_limit_for(true, 0, false, gib), SIZE_MAX);
+	assert_int_equal(alloc_limit_for(true, 0, true, gib), gib);
+	assert_int_equal(alloc_limit_for(true, 0, true, mib), mib);
+	/* nor can a daemon's client raise it */
+	assert_int_equal(alloc_limit_for(true, 2 * gib, true, gib), gib);
+	/* an operator's "no limit" stays theirs to give */
+	assert_int_equal(alloc_limit_for(true, 0, true, SIZE_MAX), SIZE_MAX);
 }
 
 static void test_refusal_message(void **state)
