@@ -775,7 +775,7 @@ static int32_t hl_group_for(struct session *s, int64_t dev, int64_t ino, int32_t
 	/* Linear probing in a table that stays under half full. */
 	if (k->hl_count * 2 >= k->hl_cap) {
 		size_t cap = k->hl_cap ? k->hl_cap * 2 : 1024;
-		struct hl_pair *t = calloc(cap, sizeof *t);
+		struct hl_pair *t = xcalloc_array(&s->err, cap, sizeof *t);
 		if (!t)
 			return -2;
 		for (size_t i = 0; i < k->hl_cap; i++) {
