@@ -20,6 +20,7 @@
 #include "client/remote.h"
 #include "client/secluded.h"
 #include "daemon/daemon.h"
+#include "proto/alloc.h"
 #include "proto/chmod.h"
 #include "proto/filesfrom.h"
 #include "proto/server.h"
@@ -223,6 +224,11 @@ int main(int argc, char **argv)
 		options_free(&o);
 		rc = merged ? options_parse(&o, margc, merged) : RERR_PROTOCOL;
 	}
+
+	/* a daemon's children set their own limit from the client's options */
+	if (rc == 0)
+		alloc_limit_set(alloc_limit_for(o.max_alloc != NULL, (size_t)o.max_alloc_bytes,
+						false, ALLOC_DEFAULT_LIMIT));
 
 	/* where a client's failure is reported from (rsync: log_exit); a
 	 * daemon or a server says nothing of the kind */

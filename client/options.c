@@ -580,8 +580,8 @@ static void opt_label(const struct opt_spec *sp, const char *elem, char *buf, si
 }
 
 /* --max-alloc=SIZE (rsync parse_arguments: parse_size_arg with a 1 MiB
- * minimum, 0 for unlimited). ferry bounds its own allocations per field; the
- * value is kept to be forwarded to the remote rsync. */
+ * minimum, 0 for unlimited). The parsed value becomes the process's
+ * allocation limit (proto/alloc.h); the text is forwarded to the remote. */
 static int set_max_alloc(struct pstate *ps, const char *arg)
 {
 	const char *err;
@@ -593,6 +593,7 @@ static int set_max_alloc(struct pstate *ps, const char *arg)
 	if (size > 0 && size < 1024 * 1024)
 		return usage_err(ps, "--max-alloc=%s is too small (min: 1.00M or 0 for unlimited)",
 				 arg);
+	ps->o->max_alloc_bytes = size;
 	return set_str(ps, &ps->o->max_alloc, arg);
 }
 
@@ -1364,7 +1365,10 @@ static int finish(struct pstate *ps)
 		if (!ps->daemon_opt)
 			return usage_err(ps, "Daemon option(s) used without --daemon.");
 		o->daemon = true;
-		return 0;
+		/* the daemon's own allocation limit, which its clients can
+		 * lower but not lift (proto/alloc.h) */
+		const char *env = getenv("RSYNC_MAX_ALLOC");
+		return env && *env ? set_max_alloc(ps, env) : 0;
 	}
 	if (ps->version_cnt) {
 		if (ps->flags & OPTS_FROM_REMOTE)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "client/exit_line.h"
+#include "proto/alloc.h"
 #include "proto/stop_signal.h"
 #include "client/options.h"
 #include "client/secluded.h"
@@ -958,6 +959,9 @@ static int serve_module(struct conn *c, struct daemon_module *m)
 		return RERR_STREAMIO;
 	}
 	free(refused);
+	if (rc == 0)
+		alloc_limit_set(alloc_limit_for(o.max_alloc != NULL, (size_t)o.max_alloc_bytes,
+						true, alloc_limit()));
 	/* with -s the hooks and the log see the second list (clientserver.c) */
 	char **req_argv = merged ? merged : argv;
 	int req_argc = 0;

@@ -2,6 +2,7 @@
  * -A/--acls in rsync's protocol-30 encoding (rsync acls.c), with the ACLs
  * read and written as the kernel's system.posix_acl_* attributes.
  */
+#include "proto/alloc.h"
 #include "proto/acls.h"
 
 #include <errno.h>
@@ -157,11 +158,11 @@ static bool add_id(struct id_list *l, uint32_t id, bool *fresh)
 	return true;
 }
 
-static struct racl *list_push(struct racl_list *l)
+static struct racl *list_push(struct wire_error *err, struct racl_list *l)
 {
 	if (l->count == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct racl *t = realloc(l->items, cap * sizeof *t);
+		struct racl *t = xrealloc_array(err, l->items, cap, sizeof *t);
 		if (!t)
 			return NULL;
 		l->items = t;
@@ -467,7 +468,7 @@ static bool send_racl(struct session *s, struct racl_list *l, struct racl *r)
 	    ((flags & ACL_XMIT_OTHER_OBJ) && !wire_write_varint(&s->out, r->other_obj)) ||
 	    ((flags & ACL_XMIT_NAME_LIST) && !send_names(s, r)))
 		return false;
-	struct racl *kept = list_push(l);
+	struct racl *kept = list_push(&s->err, l);
 	if (!kept)
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
 	*kept = *r;
@@ -588,9 +589,9 @@ static bool recv_names(struct session *s, struct racl *r, uint8_t *mask_bits)
 	if (count < 0 || count > MAX_WIRE_ACL_COUNT)
 		return wire_fail(&s->err, RERR_STREAMIO, "ACL count %d out of range (max %d)", count,
 				 MAX_WIRE_ACL_COUNT);
-	r->names = count ? calloc((size_t)count, sizeof *r->names) : NULL;
+	r->names = count ? xcalloc_array(&s->err, (size_t)count, sizeof *r->names) : NULL;
 	if (count && !r->names)
-		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+		return false;
 	r->count = (uint32_t)count;
 	for (int32_t i = 0; i < count; i++) {
 		int32_t id;
@@ -623,7 +624,7 @@ static bool recv_racl(struct session *s, struct racl_list *l, bool deflt, uint32
 		*ndx = v;
 		return true;
 	}
-	struct racl *r = list_push(l);
+	struct racl *r = list_push(&s->err, l);
 	if (!r)
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
 	*ndx = (int32_t)l->count;

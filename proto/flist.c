@@ -3,6 +3,7 @@
  * before using it: a hostile sender can at worst end the session.
  */
 #include "proto/flist.h"
+#include "proto/alloc.h"
 #include "proto/filesfrom.h"
 
 #include <grp.h>
@@ -390,9 +391,9 @@ bool flist_sort_entries(struct session *s, struct file_entry **v, size_t n)
 
 	if (n < 2)
 		return true;
-	struct file_entry **tmp = malloc((n + 1) / 2 * sizeof *tmp);
+	struct file_entry **tmp = xmalloc_array(&s->err, (n + 1) / 2, sizeof *tmp);
 	if (!tmp)
-		return wire_fail(&s->err, RERR_MALLOC, "out of memory sorting the file list");
+		return false;
 	merge_sort(&c, v, n, tmp);
 	free(tmp);
 	return true;
@@ -407,11 +408,11 @@ bool flist_sort_sender(struct session *s, struct flist *fl)
 	/* incremental lists are sorted part by part (flist_inc.c) */
 	if (fl->count == 0 || s->inc_recurse)
 		return true;
-	struct file_entry **tmp = malloc((fl->count + 1) / 2 * sizeof *tmp + sizeof *tmp);
-	fl->sorted = malloc(fl->count * sizeof *fl->sorted);
-	if (!tmp || !fl->sorted) {
+	struct file_entry **tmp = xmalloc_array(&s->err, (fl->count + 1) / 2 + 1, sizeof *tmp);
+	fl->sorted = tmp ? xmalloc_array(&s->err, fl->count, sizeof *fl->sorted) : NULL;
+	if (!fl->sorted) {
 		free(tmp);
-		return wire_fail(&s->err, RERR_MALLOC, "out of memory sorting the file list");
+		return false;
 	}
 	for (size_t i = 0; i < fl->count; i++)
 		fl->sorted[i] = &fl->files[i];
@@ -549,9 +550,9 @@ bool flist_sort_and_clean(struct session *s, struct flist *fl)
 		return flist_part_finish(s, fl, 0, fl->count, -1);
 	if (fl->count == 0)
 		return true;
-	fl->sorted = malloc(fl->count * sizeof *fl->sorted);
+	fl->sorted = xmalloc_array(&s->err, fl->count, sizeof *fl->sorted);
 	if (!fl->sorted)
-		return wire_fail(&s->err, RERR_MALLOC, "out of memory sorting the file list");
+		return false;
 	for (i = 0; i < fl->count; i++)
 		fl->sorted[i] = &fl->files[i];
 	if (!flist_clean_part(s, fl->sorted, fl->count, &fl->low, &fl->high))
@@ -572,21 +573,30 @@ bool flist_sort_and_clean(struct session *s, struct flist *fl)
 
 /* ---- receiving ---- */
 
+/* A non-incremental list holds at most this many entries, as many as an
+ * incremental one (flist_inc_recv.c: INC_MAX_FILES); --max-alloc may stop
+ * it sooner (112-byte entries: about 9.5 million at the default 1 GiB). */
+#define FLIST_MAX_FILES ((size_t)1 << 24)
+
 static struct file_entry *new_entry(struct session *s, struct flist *fl)
 {
 	if (fl->count == fl->cap && fl->inc && !flist_inc_grow(s, fl))
 		return NULL;
 	if (fl->count == fl->cap) {
+		if (fl->count >= FLIST_MAX_FILES) {
+			wire_fail(&s->err, RERR_PROTOCOL, "file list too long (%zu entries)", fl->count);
+			return NULL;
+		}
 		size_t cap = fl->cap ? fl->cap * 2 : 1024;
-		if (cap > (size_t)INT32_MAX) {
-			wire_fail(&s->err, RERR_PROTOCOL, "file list too long");
+		/* the last doubling must not refuse a list that fits the limit */
+		size_t most = alloc_limit() / sizeof *fl->files - 1;
+		if (cap > most && fl->count < most)
+			cap = most;
+		if (cap > FLIST_MAX_FILES)
+			cap = FLIST_MAX_FILES;
+		struct file_entry *files = xrealloc_array(&s->err, fl->files, cap, sizeof *files);
+		if (!files)
 			return NULL;
-		}
-		struct file_entry *files = realloc(fl->files, cap * sizeof *files);
-		if (!files) {
-			wire_fail(&s->err, RERR_MALLOC, "out of memory receiving the file list");
-			return NULL;
-		}
 		fl->files = files;
 		fl->cap = cap;
 	}
@@ -765,7 +775,7 @@ static int32_t hl_group_for(struct session *s, int64_t dev, int64_t ino, int32_t
 	/* Linear probing in a table that stays under half full. */
 	if (k->hl_count * 2 >= k->hl_cap) {
 		size_t cap = k->hl_cap ? k->hl_cap * 2 : 1024;
-		struct hl_pair *t = calloc(cap, sizeof *t);
+		struct hl_pair *t = xcalloc_array(&s->err, cap, sizeof *t);
 		if (!t)
 			return -2;
 		for (size_t i = 0; i < k->hl_cap; i++) {
@@ -1070,16 +1080,22 @@ static bool recv_flags(struct session *s, struct flist *fl, uint32_t *xflags, bo
 	return true;
 }
 
-/* uid and gid name lists after the entries (uidlist.c: recv_id_list). */
-static bool recv_id_list(struct session *s, struct id_map *map, bool is_user)
+/* uid and gid name lists after the entries (uidlist.c: recv_id_list).
+ * Without -A every listed id owns one of the entries, so a longer list is
+ * a hostile one (and each name costs a scan of the map); with -A the ACLs
+ * may name more, and the map's growth is bounded by --max-alloc. */
+static bool recv_id_list(struct session *s, struct id_map *map, bool is_user, size_t entries)
 {
 	int32_t id;
 
-	for (;;) {
+	for (size_t n = 0;; n++) {
 		if (!wire_read_varint30(&s->in, &id))
 			return false;
 		if (id == 0)
 			break;
+		if (!s->opts->acls && n > entries)
+			return wire_fail(&s->err, RERR_PROTOCOL, "%s name list longer than the file list",
+					 is_user ? "user" : "group");
 		if (!recv_owner_name(s, map, (uint32_t)id, is_user))
 			return false;
 	}
@@ -1121,9 +1137,9 @@ bool flist_recv(struct session *s, struct flist *fl)
 	/* -A sends the lists for the ids its ACLs name (uidlist.c:
 	 * recv_id_list); incremental lists name ids inline instead. */
 	bool id_lists = !o->numeric_ids && !s->inc_recurse;
-	if ((o->owner || o->acls) && id_lists && !recv_id_list(s, &s->uids, true))
+	if ((o->owner || o->acls) && id_lists && !recv_id_list(s, &s->uids, true, fl->count))
 		return false;
-	if ((o->group || o->acls) && id_lists && !recv_id_list(s, &s->gids, false))
+	if ((o->group || o->acls) && id_lists && !recv_id_list(s, &s->gids, false, fl->count))
 		return false;
 	if (o->acls)
 		acl_map_ids(s);

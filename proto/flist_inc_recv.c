@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "proto/alloc.h"
 #include "proto/flist.h"
 #include "proto/session.h"
 
@@ -133,9 +134,9 @@ static bool grow(struct session *s, void **arr, size_t *cap, size_t need, size_t
 	size_t n = *cap ? *cap : 64;
 	while (n < need)
 		n *= 2;
-	void *p = realloc(*arr, n * size);
+	void *p = xrealloc_array(&s->err, *arr, n, size);
 	if (!p)
-		return wire_fail(&s->err, RERR_MALLOC, "out of memory receiving the file list");
+		return false;
 	*arr = p;
 	*cap = n;
 	return true;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proto/alloc.h"
 #include "proto/fileio.h"
 #include "proto/session.h"
 #include "proto/wildmatch.h"
@@ -147,13 +148,13 @@ static bool remember(struct session *s, struct id_map *map, uint32_t id, uint32_
 	}
 	if (map->count == map->cap) {
 		size_t cap = map->cap ? map->cap * 2 : 32;
-		uint32_t *from = realloc(map->from, cap * sizeof *from);
+		uint32_t *from = xrealloc_array(&s->err, map->from, cap, sizeof *from);
 		if (!from)
-			return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+			return false;
 		map->from = from;
-		uint32_t *to = realloc(map->to, cap * sizeof *to);
+		uint32_t *to = xrealloc_array(&s->err, map->to, cap, sizeof *to);
 		if (!to)
-			return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+			return false;
 		map->to = to;
 		map->cap = cap;
 	}

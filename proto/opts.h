@@ -175,6 +175,7 @@ struct ferry_opts {
 	                    * escaping file names for the remote shell, 2 also
 	                    * option values */
 	char *max_alloc;   /* --max-alloc=SIZE as given, forwarded to the server */
+	long max_alloc_bytes; /* ... and parsed (0: no limit); see proto/alloc.h */
 	char *copy_as;     /* --copy-as=USER[:GROUP]: the copying side becomes
 			    * this user (root only; never sent to a server) */
 	bool trust_sender; /* --trust-sender: no check of a remote sender's

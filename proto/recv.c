@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "proto/alloc.h"
 #include "proto/delete.h"
 #include "proto/filter.h"
 #include "proto/hlink.h"
@@ -166,7 +167,7 @@ int recv_run(struct recv_ctx *rc)
 	pthread_cond_init(&rc->cond, NULL);
 	/* incremental lists grow while we run: their state is reserved */
 	rc->state = rc->fl->inc ? flist_inc_state_new()
-				: calloc(rc->fl->count ? rc->fl->count : 1, 1);
+				: xcalloc_array(&s->err, rc->fl->count, 1);
 	rc->parts_ready = rc->fl->nparts;
 	rc->parts_eof = rc->fl->eof;
 	if (!rc->state ||

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/alloc.h"
 #include "proto/msg.h"
 #include "proto/batch.h"
 #include "proto/xattrs.h"
@@ -178,10 +179,10 @@ static bool read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, ui
 	if (h->count == 0 || head_only)
 		return true;
 	start_ahead(d, fd, h);
-	*sum1 = malloc((size_t)h->count * sizeof **sum1);
-	*sum2 = calloc((size_t)h->count, (size_t)h->s2length + 1);
+	*sum1 = xmalloc_array(&s->err, (size_t)h->count, sizeof **sum1);
+	*sum2 = xcalloc_array(&s->err, (size_t)h->count, (size_t)h->s2length + 1);
 	if (!*sum1 || !*sum2)
-		return wire_fail(&s->err, RERR_MALLOC, "out of memory for %d block sums", h->count);
+		return false;
 	for (int32_t i = 0; i < h->count; i++) {
 		int32_t v;
 		if (!wire_read_i32(&s->in, &v) ||

@@ -2,6 +2,7 @@
  * -X/--xattrs in rsync's protocol-30 encoding (rsync xattrs.c), with the
  * kernel's l*xattr calls from <sys/xattr.h>.
  */
+#include "proto/alloc.h"
 #include "proto/xattrs.h"
 
 #include <errno.h>
@@ -351,11 +352,12 @@ static long table_find(const struct xattr_state *x, const struct xa_set *set)
 }
 
 /* Append set (taking its items) and return its index, or -1. */
-static long store_set(struct xattr_state *x, struct xa_set *set, bool index)
+static long store_set(struct wire_error *err, struct xattr_state *x, struct xa_set *set,
+		      bool index)
 {
 	if (x->count == x->cap) {
 		size_t cap = x->cap ? x->cap * 2 : 64;
-		struct xa_set *t = realloc(x->sets, cap * sizeof *t);
+		struct xa_set *t = xrealloc_array(err, x->sets, cap, sizeof *t);
 		if (!t)
 			return -1;
 		x->sets = t;
@@ -440,7 +442,7 @@ bool xattr_send_entry(struct session *s, int rootfd, const char *path, struct fi
 	}
 	if (!send_set(s, &set))
 		return false;
-	ndx = store_set(x, &set, true);
+	ndx = store_set(&s->err, x, &set, true);
 	set_free(&set);
 	if (ndx < 0)
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
@@ -514,7 +516,7 @@ bool xattr_recv_entry(struct session *s, struct file_entry *f)
 		return false;
 	if (v < 0 || v > MAX_WIRE_XATTR_COUNT)
 		return wire_fail(&s->err, RERR_STREAMIO, "xattr count %d out of range", v);
-	struct xa_set set = {.items = calloc(v ? (size_t)v : 1, sizeof(struct xa_item))};
+	struct xa_set set = {.items = xcalloc_array(&s->err, (size_t)v, sizeof(struct xa_item))};
 	uint64_t total = 0;
 	bool ok = set.items != NULL, renamed = false;
 	for (int32_t num = 1; ok && num <= v; num++) {
@@ -532,7 +534,7 @@ bool xattr_recv_entry(struct session *s, struct file_entry *f)
 	}
 	if (ok && renamed && set.count > 1)
 		qsort(set.items, set.count, sizeof *set.items, cmp_items);
-	long ndx = ok ? store_set(x, &set, false) : -1;
+	long ndx = ok ? store_set(&s->err, x, &set, false) : -1;
 	if (ndx < 0) {
 		set_free(&set);
 		return ok ? wire_fail(&s->err, RERR_MALLOC, "out of memory") : false;

@@ -389,6 +389,9 @@ def scenarios(outside):
     # (j') ... and right after the last token, before the file checksum.
     s["truncated_sum"] = one_file(crafted(null_head + literal_tokens(FILE_DATA) + int32(0)
                                           + hashlib.md5(FILE_DATA).digest()[:7]))
+    # (l) a flat list of HUGE_FLIST regular files (64_max_alloc.sh): the
+    # receiver's file-list storage grows past any small --max-alloc.
+    s["huge_flist"] = {"flist_gen": huge_flist}
     # The control: everything valid. Must succeed.
     s["valid"] = one_file(None)
     # (h) an MSG_INFO frame claiming 0xFFFFFF bytes, sent before the list.
@@ -397,6 +400,21 @@ def scenarios(outside):
     # start_server), then silence: the client must give up after 2 s.
     s["io_timeout"] = {"early": lambda c: silent_after_timeout(c, 2)}
     return s
+
+
+HUGE_FLIST = 1000000
+
+
+def huge_flist():
+    """"." then HUGE_FLIST empty files, in 32 KiB-sized batches."""
+    yield flist_entry(b".", S_IFDIR | 0o755, 4096)
+    batch = []
+    for i in range(HUGE_FLIST):
+        batch.append(flist_entry(b"f%07d" % i, S_IFREG | 0o644, 0))
+        if len(batch) == 1600:
+            yield b"".join(batch)
+            batch = []
+    yield b"".join(batch)
 
 
 def silent_after_timeout(c, secs):
@@ -501,7 +519,12 @@ def session(c, sc):
     if "early" in sc:
         sc["early"](c)
         return
-    c.send(b"".join(sc["flist"]) + flist_end())
+    if "flist_gen" in sc:
+        for chunk in sc["flist_gen"]():
+            c.send(chunk)
+        c.send(flist_end())
+    else:
+        c.send(b"".join(sc["flist"]) + flist_end())
     log("file list sent")
     sender_loop(c, sc)
 
