@@ -210,8 +210,8 @@ static bool move_into_partial_dir(struct temp_file *t, const char *what)
 	const char *leaf = partial_leaf(rc, t->path);
 
 	if (pfd < 0) {
-		session_err(rc->s, "Unable to create partial-dir for %s -- discarding %s.", t->path,
-			    what);
+		session_xfer_err(rc->s, "Unable to create partial-dir for %s -- discarding %s.",
+				 t->path, what);
 		unlinkat(t->tmpdirfd, t->tmpname, 0);
 		return false;
 	}
