@@ -21,6 +21,7 @@ struct walk {
 			      * until the walk moves (then owned) */
 	bool owned;
 	bool quiet;          /* OPPATH_QUIET */
+	bool any_owner;      /* OPPATH_ANY_OWNER */
 	int links_left;
 	/* confinement (oppath_open_in): the walk may not leave the tree of
 	 * the root directory (dev, ino); depth is how far below it the
@@ -136,7 +137,7 @@ static int walk_follow(struct walk *w, const char *comp, const struct stat *lst,
 {
 	char target[4096], saved_tail[OPPATH_BUF];
 
-	if (!oppath_link_trusted(lst->st_uid)) {
+	if (!w->any_owner && !oppath_link_trusted(lst->st_uid)) {
 		if (!w->quiet)
 			fprintf(stderr, "%s\n", OPPATH_REFUSED_HINT);
 		errno = ELOOP;
@@ -183,14 +184,62 @@ static int walk_descend(struct walk *w, const char *comp, mode_t mode, bool mkdi
 	return 0;
 }
 
+/* How many levels below the root's directory fd lies: climb with ".."
+ * until the root is met; -1 with ELOOP when "/" comes first. */
+static int depth_below(const struct walk *w, int fd)
+{
+	int cur = openat(fd, ".", DIR_HOLD_FLAGS), depth = 0;
+
+	while (cur >= 0 && depth < OPPATH_BUF / 2) {
+		struct stat here, up;
+		if (fstat(cur, &here) < 0)
+			break;
+		if (here.st_dev == w->root_dev && here.st_ino == w->root_ino) {
+			close(cur);
+			return depth;
+		}
+		int next = openat(cur, "..", DIR_HOLD_FLAGS);
+		close(cur);
+		cur = next;
+		if (cur < 0 || fstat(cur, &up) < 0 ||
+		    (up.st_dev == here.st_dev && up.st_ino == here.st_ino))
+			break; /* "/" */
+		depth++;
+	}
+	if (cur >= 0)
+		close(cur);
+	errno = ELOOP;
+	return -1;
+}
+
+/* Set up the confinement to rootfd's tree for a walk that starts at atfd
+ * (rootfd or a directory below it). A root that is "/" (a chroot,
+ * "path = /") has nothing outside: no confinement then. */
+static int walk_confine(struct walk *w, int rootfd, int atfd)
+{
+	struct stat root, top;
+
+	if (fstat(rootfd, &root) < 0)
+		return -1;
+	w->root_dev = root.st_dev;
+	w->root_ino = root.st_ino;
+	if (stat("/", &top) == 0 && top.st_dev == root.st_dev && top.st_ino == root.st_ino) {
+		w->confined = false;
+		return 0;
+	}
+	w->depth = atfd == rootfd ? 0 : depth_below(w, atfd);
+	return w->depth;
+}
+
 /* The walk behind every entry point: resolve path beneath atfd, then open
  * its last component with flags (O_NOFOLLOW added). With mkdirs, every
  * missing directory is created and the last one opened. */
-static int walk_open(int atfd, const char *path, int flags, mode_t mode, unsigned how,
-		     bool mkdirs, bool *created)
+static int walk_open(int rootfd, int atfd, const char *path, int flags, mode_t mode,
+		     unsigned how, bool mkdirs, bool *created)
 {
 	struct walk w = {.dfd = atfd, .owned = false, .quiet = how & OPPATH_QUIET,
-			 .links_left = OPPATH_MAX_LINKS, .confined = how & OPPATH_CONFINE};
+			 .links_left = OPPATH_MAX_LINKS, .confined = how & OPPATH_CONFINE,
+			 .any_owner = how & OPPATH_ANY_OWNER};
 	char comp[4096];
 	const char *tail;
 	int fd = -1;
@@ -199,16 +248,8 @@ static int walk_open(int atfd, const char *path, int flags, mode_t mode, unsigne
 		errno = ENOENT;
 		return -1;
 	}
-	if (w.confined) {
-		struct stat root, top;
-		if (fstat(atfd, &root) < 0)
-			return -1;
-		w.root_dev = root.st_dev;
-		w.root_ino = root.st_ino;
-		/* a root that is "/" (a chroot, "path = /") has nothing outside */
-		if (stat("/", &top) == 0 && top.st_dev == root.st_dev && top.st_ino == root.st_ino)
-			w.confined = false;
-	}
+	if (w.confined && walk_confine(&w, rootfd, atfd) < 0)
+		return -1;
 	if (walk_restart(&w, path, "") < 0)
 		goto out;
 	int more;
@@ -258,7 +299,7 @@ int oppath_open(int atfd, const char *path, int flags, mode_t mode, unsigned how
 {
 	if (how & OPPATH_INSECURE)
 		return openat(atfd, path, flags | O_CLOEXEC, mode);
-	return walk_open(atfd, path, flags, mode, how, false, NULL);
+	return walk_open(atfd, atfd, path, flags, mode, how, false, NULL);
 }
 
 int oppath_open_parent(int atfd, const char *path, const char **leaf, unsigned how)
@@ -308,7 +349,7 @@ int oppath_mkdirs(int atfd, const char *path, mode_t mode, unsigned how, bool *c
 	*created = false;
 	if (how & OPPATH_INSECURE)
 		return mkdirs_plain(atfd, path, mode, created);
-	return walk_open(atfd, path, O_RDONLY | O_DIRECTORY, mode, how, true, created);
+	return walk_open(atfd, atfd, path, O_RDONLY | O_DIRECTORY, mode, how, true, created);
 }
 
 /* A module path as the confined walk takes it: leading slashes name the
@@ -333,4 +374,11 @@ int oppath_open_parent_in(int rootfd, const char *path, const char **leaf, unsig
 int oppath_mkdirs_in(int rootfd, const char *path, mode_t mode, unsigned how, bool *created)
 {
 	return oppath_mkdirs(rootfd, module_relative(path), mode, how | OPPATH_CONFINE, created);
+}
+
+int oppath_open_from(int rootfd, int atfd, const char *path, int flags, unsigned how)
+{
+	if (how & OPPATH_INSECURE)
+		return openat(atfd, path, flags | O_CLOEXEC);
+	return walk_open(rootfd, atfd, path, flags, 0, how | OPPATH_CONFINE, false, NULL);
 }
