@@ -9,6 +9,9 @@
 #    the module root (sub/x -> ../target is followed), a link that leaves
 #    the module is refused with an error and never sent, not even as a
 #    link; a source argument through an in-module link is followed.
+# Check functions are called through t_check, which shellcheck cannot see.
+# shellcheck disable=SC2317,SC2119
+
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 t_require "$RSYNC"
