@@ -8,7 +8,9 @@
 #  - sending side, -L / -k / --copy-dirlinks: links are resolved against
 #    the module root (sub/x -> ../target is followed), a link that leaves
 #    the module is refused with an error and never sent, not even as a
-#    link; a source argument through an in-module link is followed.
+#    link; a source argument through an in-module link is followed;
+#  - -K on a push: a destination link is followed inside the module only,
+#    but anywhere in a module with "insecure links = yes".
 # Check functions are called through t_check, which shellcheck cannot see.
 # shellcheck disable=SC2317,SC2119
 
@@ -29,6 +31,10 @@ reset_w() {
     ln -s public "$W/mod/plink"
     ln -s "$W/secret" "$W/mod/blink"
     echo NEW >"$T/src/f0"
+    rm -rf "$T/srcK"
+    mkdir -p "$T/srcK/blink" "$T/srcK/plink"
+    echo PWNED >"$T/srcK/blink/pwned"
+    echo PWNED >"$T/srcK/plink/pwned"
 }
 
 reset_r() {
@@ -51,6 +57,10 @@ conf() {
 [w]
     path = $W/mod
     read only = no
+[wi]
+    path = $W/mod
+    read only = no
+    insecure links = yes
 [r]
     path = $R/module
     read only = yes
@@ -75,13 +85,14 @@ rc_of() { cat "$T/$1.$2.rc"; }
 
 # ------------------------------------------------------- receiving side
 # push DAEMON TAG URL-TAIL [OPTION...], then record what landed where
+# (SRC: the source, $T/src by default; MOD: the module, w by default)
 push() {
     local d=$1 tag=$2 tail=$3
     shift 3
     reset_w
-    rsync_to "$d" "$tag" -a "$@" "$T/src/" "@/w/$tail"
+    rsync_to "$d" "$tag" -a "$@" "${SRC:-$T/src}/" "@/${MOD:-w}/$tail"
     (cd "$W" && find . -path ./mod/blink -prune -o -print | LC_ALL=C sort) >"$T/$d.$tag.tree"
-    for f in secret/f0 mod/f0 mod/public/f0; do
+    for f in secret/f0 secret/pwned mod/f0 mod/public/f0 mod/public/pwned; do
         printf '%s: %s\n' "$f" "$(cat "$W/$f" 2>/dev/null)"
     done >"$T/$d.$tag.files"
 }
@@ -94,6 +105,8 @@ for d in rsyncd ferryd; do
     push "$d" backup_out "" --backup --backup-dir=/blink
     push "$d" partial_in "" --delay-updates --partial-dir=/plink/pdir
     push "$d" partial_out "" --delay-updates --partial-dir=/blink
+    SRC=$T/srcK push "$d" keep_dirlinks "" -K
+    SRC=$T/srcK MOD=wi push "$d" keep_dirlinks_insecure "" -K
 done
 
 # same_push TAG RC [MESSAGE]: both daemons exit RC (or both non-zero for
@@ -143,6 +156,20 @@ partial_out() {
     same_push partial_out fail && grep -qx 'mod/f0: OLD-DESTINATION' "$T/ferryd.partial_out.files"
 }
 t_check partial_dir_escaping_link_refused partial_out
+keep_dirlinks() {
+    same_push keep_dirlinks 23 'failed to stat "blink/pwned" (in w): Too many levels of symbolic links' &&
+        grep -qx 'secret/pwned: ' "$T/ferryd.keep_dirlinks.files" &&
+        grep -qx 'mod/public/pwned: PWNED' "$T/ferryd.keep_dirlinks.files"
+}
+t_check keep_dirlinks_only_inside_module keep_dirlinks
+keep_insecure() {
+    local d
+    for d in rsyncd ferryd; do
+        [ "$(rc_of "$d" keep_dirlinks_insecure)" = 0 ] || { cat "$T/$d.keep_dirlinks_insecure.err"; return 1; }
+        grep -qx 'secret/pwned: PWNED' "$T/$d.keep_dirlinks_insecure.files" || return 1
+    done
+}
+t_check keep_dirlinks_anywhere_with_insecure_links keep_insecure
 
 # --------------------------------------------------------- sending side
 # pull DAEMON TAG URL-TAIL [OPTION...], then record the destination tree
