@@ -2,8 +2,9 @@
  * The directories beside the destination that the receiving side uses:
  * --compare-dest / --copy-dest / --link-dest (basis directories) and
  * --backup-dir. Relative names are relative to the destination directory,
- * as in rsync. In a daemon module they are resolved lexically against the
- * module and may not leave it, and no symlink is followed on the way.
+ * as in rsync. In a daemon module "." and ".." are resolved lexically
+ * against the module, which they may not leave; a symlink on the way is
+ * followed only while it leads inside the module (oppath_open_in).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,14 +69,12 @@ static int open_side_dir(struct recv_ctx *rc, const char *dir, bool create)
 		errno = EACCES;
 		return -1;
 	}
-	if (create && *rel && fs_mkpath_at(rc->module_fd, rel) < 0)
-		return -1;
-	struct dir_cursor c;
-	dir_cursor_init(&c, rc->module_fd);
-	int fd = dir_cursor_open(&c, rel);
-	int mine = fd >= 0 ? dup(fd) : -1;
-	dir_cursor_close(&c);
-	return mine;
+	/* a trusted link inside the module is followed, never out of it */
+	unsigned how = OPPATH_QUIET | (rc->s->opts->insecure_links ? OPPATH_INSECURE : 0);
+	bool made;
+	if (create)
+		return oppath_mkdirs_in(rc->module_fd, rel, 0777, how, &made);
+	return oppath_open_in(rc->module_fd, rel, O_RDONLY | O_DIRECTORY, 0, how);
 }
 
 int recv_open_side_dirs(struct recv_ctx *rc)
@@ -99,9 +98,10 @@ int recv_open_side_dirs(struct recv_ctx *rc)
 	rc->backup_dir_pending = false;
 	if (o->backup && o->backup_dir && !o->dry_run) {
 		/* a missing one is made at the first backup, as rsync does, so
-		 * that making it does not show as a change of its parent */
+		 * that making it does not show as a change of its parent; one
+		 * behind a link out of the module fails there too */
 		rc->backup_fd = open_side_dir(rc, o->backup_dir, false);
-		rc->backup_dir_pending = rc->backup_fd < 0 && errno == ENOENT;
+		rc->backup_dir_pending = rc->backup_fd < 0 && (errno == ENOENT || (rc->confined && errno == ELOOP));
 		if (rc->backup_fd < 0 && !rc->backup_dir_pending) {
 			session_err(rc->s, "cannot open --backup-dir \"%s\": %s", o->backup_dir,
 				    strerror(errno));
@@ -130,9 +130,9 @@ int recv_backup_dir(struct recv_ctx *rc)
 	if (rc->backup_dir_pending) {
 		rc->backup_dir_pending = false;
 		rc->backup_fd = open_side_dir(rc, rc->s->opts->backup_dir, true);
-		if (rc->backup_fd < 0)
-			session_err(rc->s, "cannot open --backup-dir \"%s\": %s",
-				    rc->s->opts->backup_dir, strerror(errno));
+		if (rc->backup_fd < 0) /* each backup fails: exit 23, as rsync's */
+			session_xfer_err(rc->s, "cannot open --backup-dir \"%s\": %s",
+					 rc->s->opts->backup_dir, strerror(errno));
 	}
 	int fd = rc->backup_fd;
 	pthread_mutex_unlock(&rc->lock);

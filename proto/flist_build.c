@@ -18,6 +18,7 @@
 #include "proto/msg.h"
 #include "proto/fakesuper.h"
 #include "proto/fileio.h"
+#include "proto/oppath.h"
 #include "proto/filesfrom.h"
 #include "proto/filter.h"
 #include "proto/sendside.h"
@@ -389,14 +390,15 @@ static bool following_links(const struct ferry_opts *o)
 }
 
 /* Stat what the symlink dirfd/leaf points to. In a daemon module the
- * link is resolved from the source argument's directory and may not lead
- * out of it (the sender opens the file the same way). */
+ * link may lead anywhere inside the module, but never out of it (the
+ * sender opens the file the same way). */
 static int stat_target(struct walker *k, int dirfd, const char *leaf, const char *path,
 		       struct stat *st)
 {
 	if (!k->w->confined || k->s->opts->insecure_links) /* module "insecure links" */
 		return fstatat(dirfd, leaf, st, 0);
-	int fd = fs_open_beneath(k->sl->roots.fds[k->root], path, O_PATH);
+	int fd = oppath_open_from(k->w->root_fd, k->sl->roots.fds[k->root], path, O_PATH,
+				  OPPATH_QUIET | OPPATH_ANY_OWNER);
 	if (fd < 0)
 		return -1;
 	int r = fstat(fd, st);
@@ -428,6 +430,12 @@ static bool resolve_link(struct walker *k, int dirfd, const char *leaf, const ch
 	if (!follow && !o->copy_dirlinks)
 		return true;
 	if (stat_target(k, dirfd, leaf, path, &target) < 0) {
+		if (errno == ELOOP && k->w->confined) {
+			/* a link out of the module: refused, never sent as a
+			 * link either (rsync 3.5's message for the open) */
+			io_error(k, IOERR_GENERAL, "readlink_stat", path);
+			return false;
+		}
 		if (!follow)
 			return true; /* -k: a dangling link stays a link */
 		/* rsync's own text, unprefixed (flist.c: FERROR_XFER) */
@@ -452,7 +460,8 @@ static int open_subdir(struct walker *k, int dirfd, const char *leaf, const char
 		return fd;
 	if (!k->w->confined || k->s->opts->insecure_links)
 		return openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	return fs_open_beneath(k->sl->roots.fds[k->root], sub, O_RDONLY | O_DIRECTORY);
+	return oppath_open_from(k->w->root_fd, k->sl->roots.fds[k->root], sub,
+				O_RDONLY | O_DIRECTORY, OPPATH_QUIET | OPPATH_ANY_OWNER);
 }
 
 /* Is the directory on fd one we are already inside (a followed link
@@ -612,12 +621,10 @@ static void split_arg(const char *arg, char *base, size_t bsize, char *name, siz
 static int open_dir_at(struct walker *k, int from, const char *dir)
 {
 	if (k->w->confined) {
-		struct dir_cursor c;
-		dir_cursor_init(&c, from);
-		int fd = dir_cursor_open(&c, strcmp(dir, ".") == 0 ? "" : dir);
-		int dupfd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
-		dir_cursor_close(&c);
-		return dupfd;
+		/* a module's directory, through trusted links that stay in it
+		 * (rsync 3.5's change_dir) */
+		unsigned how = OPPATH_QUIET | (k->s->opts->insecure_links ? OPPATH_INSECURE : 0);
+		return oppath_open_from(k->w->root_fd, from, dir, O_RDONLY | O_DIRECTORY, how);
 	}
 	return openat(from, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
@@ -893,7 +900,7 @@ static int cur_root_fd(const struct walker *k)
 
 /* The directory holding name inside the current root, and its last
  * component. Symlinks on the way are followed for the user's own files
- * (rsync follows implied dirs) and refused in a module. */
+ * (rsync follows implied dirs), in a module only while they stay in it. */
 static int open_parent(struct walker *k, const char *name, const char **leaf)
 {
 	char dir[MAXPATHLEN_WIRE];
@@ -1178,6 +1185,7 @@ bool flist_build(struct session *s, const struct walk_opts *w, char **args, int 
 
 	memset(out, 0, sizeof *out);
 	out->confined = w->confined;
+	out->module_fd = w->root_fd;
 	flist_init(&out->fl);
 	/* -R outside a module: the sender opens files by their path, through
 	 * implied dirs that may be symlinks, as rsync does. */

@@ -2067,8 +2067,9 @@ void *generator_main(void *arg)
 	dir_cursor_init(&g.dirs, rc->rootfd);
 	g.dirs.follow = g.o->keep_dirlinks;
 	/* -K follows a destination symlink only while it stays beneath the
-	 * destination, for every receiver (rsync 3.5) */
-	g.dirs.beneath = true;
+	 * destination, for every receiver (rsync 3.5), but anywhere in a
+	 * module with "insecure links" (rsync 3.2.7's way, which it restores) */
+	g.dirs.beneath = !(rc->confined && g.o->insecure_links);
 	g.alt = rc->nalt ? calloc((size_t)rc->nalt, sizeof *g.alt) : NULL;
 	for (int i = 0; g.alt && i < rc->nalt; i++)
 		dir_cursor_init(&g.alt[i], rc->alt_fd[i]);

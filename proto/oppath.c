@@ -21,7 +21,16 @@ struct walk {
 			      * until the walk moves (then owned) */
 	bool owned;
 	bool quiet;          /* OPPATH_QUIET */
+	bool any_owner;      /* OPPATH_ANY_OWNER */
 	int links_left;
+	/* confinement (oppath_open_in): the walk may not leave the tree of
+	 * the root directory (dev, ino); depth is how far below it the
+	 * directory reached lies, -1 while outside it (after a link to an
+	 * absolute name, until the walk comes back to the root) */
+	bool confined;
+	dev_t root_dev;
+	ino_t root_ino;
+	int depth;
 	char rest[OPPATH_BUF];
 };
 
@@ -30,12 +39,36 @@ bool oppath_link_trusted(uid_t link_owner)
 	return link_owner == 0 || link_owner == geteuid();
 }
 
-static void walk_move(struct walk *w, int next)
+/* Is fd the confinement root? */
+static bool walk_is_root(const struct walk *w, int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && st.st_dev == w->root_dev && st.st_ino == w->root_ino;
+}
+
+/* Move to the directory next, delta levels down from where the walk was
+ * (-1 for "..", 0 for a restart at "/"). */
+static void walk_move(struct walk *w, int next, int delta)
 {
 	if (w->owned)
 		close(w->dfd);
 	w->dfd = next;
 	w->owned = true;
+	if (!w->confined)
+		return;
+	if (w->depth >= 0 && delta != 0)
+		w->depth += delta;
+	else
+		w->depth = -1;
+	if (w->depth != 0 && walk_is_root(w, next))
+		w->depth = 0;
+}
+
+/* Confined: is the directory reached inside the root's tree? */
+static bool walk_inside(const struct walk *w)
+{
+	return !w->confined || w->depth >= 0;
 }
 
 /* Set `rest` to text + tail; an absolute text restarts at "/", a relative
@@ -52,7 +85,7 @@ static int walk_restart(struct walk *w, const char *text, const char *tail)
 		int root = open("/", DIR_HOLD_FLAGS);
 		if (root < 0)
 			return -1;
-		walk_move(w, root);
+		walk_move(w, root, 0);
 	}
 	const char *p = joined;
 	while (*p == '/')
@@ -104,7 +137,7 @@ static int walk_follow(struct walk *w, const char *comp, const struct stat *lst,
 {
 	char target[4096], saved_tail[OPPATH_BUF];
 
-	if (!oppath_link_trusted(lst->st_uid)) {
+	if (!w->any_owner && !oppath_link_trusted(lst->st_uid)) {
 		if (!w->quiet)
 			fprintf(stderr, "%s\n", OPPATH_REFUSED_HINT);
 		errno = ELOOP;
@@ -122,26 +155,91 @@ static int walk_follow(struct walk *w, const char *comp, const struct stat *lst,
 	return walk_restart(w, target, saved_tail);
 }
 
-/* Step into the directory comp. With mkdirs, a missing one is made. */
+static bool is_dot(const char *comp)
+{
+	return comp[0] == '.' && (!comp[1] || (comp[1] == '.' && !comp[2]));
+}
+
+/* Step into the directory comp. With mkdirs, a missing one is made, but
+ * confined only inside the root. Confined, ".." at the root is an escape:
+ * ELOOP, as rsync 3.5 refuses it. */
 static int walk_descend(struct walk *w, const char *comp, mode_t mode, bool mkdirs, bool *created)
 {
+	int delta = strcmp(comp, "..") == 0 ? -1 : strcmp(comp, ".") == 0 ? 0 : 1;
+
+	if (w->confined && ((delta < 0 && w->depth == 0) || (mkdirs && w->depth < 0))) {
+		errno = ELOOP;
+		return -1;
+	}
 	if (mkdirs && mkdirat(w->dfd, comp, mode) == 0 && created)
 		*created = true;
 	int next = openat(w->dfd, comp, DIR_HOLD_FLAGS);
 	if (next < 0)
 		return -1;
-	walk_move(w, next);
+	if (delta == 0) { /* "." */
+		close(next);
+		return 0;
+	}
+	walk_move(w, next, delta);
 	return 0;
+}
+
+/* How many levels below the root's directory fd lies: climb with ".."
+ * until the root is met; -1 with ELOOP when "/" comes first. */
+static int depth_below(const struct walk *w, int fd)
+{
+	int cur = openat(fd, ".", DIR_HOLD_FLAGS), depth = 0;
+
+	while (cur >= 0 && depth < OPPATH_BUF / 2) {
+		struct stat here, up;
+		if (fstat(cur, &here) < 0)
+			break;
+		if (here.st_dev == w->root_dev && here.st_ino == w->root_ino) {
+			close(cur);
+			return depth;
+		}
+		int next = openat(cur, "..", DIR_HOLD_FLAGS);
+		close(cur);
+		cur = next;
+		if (cur < 0 || fstat(cur, &up) < 0 ||
+		    (up.st_dev == here.st_dev && up.st_ino == here.st_ino))
+			break; /* "/" */
+		depth++;
+	}
+	if (cur >= 0)
+		close(cur);
+	errno = ELOOP;
+	return -1;
+}
+
+/* Set up the confinement to rootfd's tree for a walk that starts at atfd
+ * (rootfd or a directory below it). A root that is "/" (a chroot,
+ * "path = /") has nothing outside: no confinement then. */
+static int walk_confine(struct walk *w, int rootfd, int atfd)
+{
+	struct stat root, top;
+
+	if (fstat(rootfd, &root) < 0)
+		return -1;
+	w->root_dev = root.st_dev;
+	w->root_ino = root.st_ino;
+	if (stat("/", &top) == 0 && top.st_dev == root.st_dev && top.st_ino == root.st_ino) {
+		w->confined = false;
+		return 0;
+	}
+	w->depth = atfd == rootfd ? 0 : depth_below(w, atfd);
+	return w->depth;
 }
 
 /* The walk behind every entry point: resolve path beneath atfd, then open
  * its last component with flags (O_NOFOLLOW added). With mkdirs, every
  * missing directory is created and the last one opened. */
-static int walk_open(int atfd, const char *path, int flags, mode_t mode, unsigned how,
-		     bool mkdirs, bool *created)
+static int walk_open(int rootfd, int atfd, const char *path, int flags, mode_t mode,
+		     unsigned how, bool mkdirs, bool *created)
 {
 	struct walk w = {.dfd = atfd, .owned = false, .quiet = how & OPPATH_QUIET,
-			 .links_left = OPPATH_MAX_LINKS};
+			 .links_left = OPPATH_MAX_LINKS, .confined = how & OPPATH_CONFINE,
+			 .any_owner = how & OPPATH_ANY_OWNER};
 	char comp[4096];
 	const char *tail;
 	int fd = -1;
@@ -150,6 +248,8 @@ static int walk_open(int atfd, const char *path, int flags, mode_t mode, unsigne
 		errno = ENOENT;
 		return -1;
 	}
+	if (w.confined && walk_confine(&w, rootfd, atfd) < 0)
+		return -1;
 	if (walk_restart(&w, path, "") < 0)
 		goto out;
 	int more;
@@ -162,12 +262,19 @@ static int walk_open(int atfd, const char *path, int flags, mode_t mode, unsigne
 				goto out;
 			continue;
 		}
-		if (last && !mkdirs) {
+		if (last && !mkdirs && !is_dot(comp)) {
+			if (!walk_inside(&w)) {
+				errno = ELOOP;
+				goto out;
+			}
 			fd = openat(w.dfd, comp, flags | O_NOFOLLOW | O_CLOEXEC, mode);
 			goto out;
 		}
-		if (!exists && !mkdirs)
+		if (!exists && !mkdirs) {
+			if (!walk_inside(&w))
+				errno = ELOOP; /* a name outside the root */
 			goto out; /* errno from fstatat */
+		}
 		if (walk_descend(&w, comp, mode, mkdirs && !exists, last ? created : NULL) < 0)
 			goto out;
 		memmove(w.rest, tail, strlen(tail) + 1);
@@ -175,6 +282,10 @@ static int walk_open(int atfd, const char *path, int flags, mode_t mode, unsigne
 	if (more < 0)
 		goto out;
 	/* the path ended in a directory (".", "/", or with mkdirs) */
+	if (!walk_inside(&w)) {
+		errno = ELOOP;
+		goto out;
+	}
 	fd = openat(w.dfd, ".", (mkdirs ? O_RDONLY | O_DIRECTORY : flags) | O_CLOEXEC, mode);
 out:;
 	int e = errno;
@@ -188,7 +299,7 @@ int oppath_open(int atfd, const char *path, int flags, mode_t mode, unsigned how
 {
 	if (how & OPPATH_INSECURE)
 		return openat(atfd, path, flags | O_CLOEXEC, mode);
-	return walk_open(atfd, path, flags, mode, how, false, NULL);
+	return walk_open(atfd, atfd, path, flags, mode, how, false, NULL);
 }
 
 int oppath_open_parent(int atfd, const char *path, const char **leaf, unsigned how)
@@ -238,5 +349,36 @@ int oppath_mkdirs(int atfd, const char *path, mode_t mode, unsigned how, bool *c
 	*created = false;
 	if (how & OPPATH_INSECURE)
 		return mkdirs_plain(atfd, path, mode, created);
-	return walk_open(atfd, path, O_RDONLY | O_DIRECTORY, mode, how, true, created);
+	return walk_open(atfd, atfd, path, O_RDONLY | O_DIRECTORY, mode, how, true, created);
+}
+
+/* A module path as the confined walk takes it: leading slashes name the
+ * root. */
+static const char *module_relative(const char *path)
+{
+	while (*path == '/')
+		path++;
+	return *path ? path : ".";
+}
+
+int oppath_open_in(int rootfd, const char *path, int flags, mode_t mode, unsigned how)
+{
+	return oppath_open(rootfd, module_relative(path), flags, mode, how | OPPATH_CONFINE);
+}
+
+int oppath_open_parent_in(int rootfd, const char *path, const char **leaf, unsigned how)
+{
+	return oppath_open_parent(rootfd, module_relative(path), leaf, how | OPPATH_CONFINE);
+}
+
+int oppath_mkdirs_in(int rootfd, const char *path, mode_t mode, unsigned how, bool *created)
+{
+	return oppath_mkdirs(rootfd, module_relative(path), mode, how | OPPATH_CONFINE, created);
+}
+
+int oppath_open_from(int rootfd, int atfd, const char *path, int flags, unsigned how)
+{
+	if (how & OPPATH_INSECURE)
+		return openat(atfd, path, flags | O_CLOEXEC);
+	return walk_open(rootfd, atfd, path, flags, 0, how | OPPATH_CONFINE, false, NULL);
 }

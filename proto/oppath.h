@@ -24,6 +24,11 @@
 #define OPPATH_INSECURE 1u
 /* No OPPATH_REFUSED_HINT on stderr: a daemon's stderr is not the user's. */
 #define OPPATH_QUIET 2u
+/* The walk stays inside the tree of atfd (see oppath_open_in). */
+#define OPPATH_CONFINE 4u
+/* Confined only: a link is followed whoever owns it, the module's tree
+ * being the boundary (a daemon sender's -L/-k, as rsync's). */
+#define OPPATH_ANY_OWNER 8u
 
 /* The line rsync 3.5.0 prints when it refuses such a link. */
 #define OPPATH_REFUSED_HINT                                                        \
@@ -50,6 +55,23 @@ int oppath_open_parent(int atfd, const char *path, const char **leaf, unsigned h
  * through the same walk, then open it O_DIRECTORY. *created is set when
  * the last component was made here. Returns the fd or -1 with errno. */
 int oppath_mkdirs(int atfd, const char *path, mode_t mode, unsigned how, bool *created);
+
+/* The same three, for a path inside a daemon module whose root is rootfd
+ * ("/x" and "x" both name rootfd's x, as rsync's sanitize_path makes
+ * them): a trusted symlink is followed while what it leads to stays in
+ * the root's tree, a relative or an absolute one alike; a walk that would
+ * leave it (".." at the root, a link to a name outside) fails with ELOOP,
+ * and no directory is made outside it. With OPPATH_INSECURE (the module's
+ * "insecure links") every link is followed, as open(2) would. */
+int oppath_open_in(int rootfd, const char *path, int flags, mode_t mode, unsigned how);
+int oppath_open_parent_in(int rootfd, const char *path, const char **leaf, unsigned how);
+int oppath_mkdirs_in(int rootfd, const char *path, mode_t mode, unsigned how, bool *created);
+
+/* Open path relative to atfd, a directory inside rootfd's tree (the
+ * directory of a daemon sender's argument), under the confinement of
+ * oppath_open_in: a link may climb out of atfd as long as it stays in
+ * the root's tree. */
+int oppath_open_from(int rootfd, int atfd, const char *path, int flags, unsigned how);
 
 /* Is this stat of a symlink one an operator path may pass through? */
 bool oppath_link_trusted(uid_t link_owner);

@@ -4,8 +4,9 @@
  * and where finished files wait until they are all renamed into place
  * (rsync util1.c: partial_dir_fname, handle_partial_dir; receiver.c:
  * handle_delayed_updates). A relative partial dir sits in each file's own
- * directory; in a daemon module an absolute one is taken from the module
- * root. No symlink is followed on the way.
+ * directory, reached without following a symlink; in a daemon module an
+ * absolute one is taken from the module root, through links that stay in
+ * the module.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,26 +28,16 @@ const char *partial_leaf(const struct recv_ctx *rc, const char *path)
 	return slash ? slash + 1 : path;
 }
 
-/* The partial dir of path as a path under *base. */
+/* The relative partial dir of path as a path under *base. */
 static bool partial_dir_rel(const struct recv_ctx *rc, const char *path, int *base, char *out,
 			    size_t size)
 {
 	const char *pd = rc->s->opts->partial_dir;
 	const char *slash = rc->solo_name ? NULL : strrchr(path, '/');
-	int n;
 
-	if (*pd == '/') {
-		if (!rc->confined)
-			return false; /* an absolute path of the user's: see below */
-		while (*pd == '/')
-			pd++;
-		*base = rc->module_fd;
-		n = snprintf(out, size, "%s", pd);
-	} else {
-		*base = rc->rootfd;
-		n = slash ? snprintf(out, size, "%.*s/%s", (int)(slash - path), path, pd)
-			  : snprintf(out, size, "%s", pd);
-	}
+	*base = rc->rootfd;
+	int n = slash ? snprintf(out, size, "%.*s/%s", (int)(slash - path), path, pd)
+		      : snprintf(out, size, "%s", pd);
 	return n > 0 && (size_t)n < size && fs_path_is_safe(out);
 }
 
@@ -71,13 +62,19 @@ static int make_partial_dir(struct dir_cursor *c, int base, char *rel)
 	return dir_cursor_open(c, rel);
 }
 
-/* The user's absolute --partial-dir: an operator path (oppath.h), made
- * private (0700) when missing. */
-static int partial_dir_open_abs(const char *pd, bool create, bool insecure)
+/* An absolute --partial-dir: the user's operator path (oppath.h), or in a
+ * daemon module a path inside it (oppath_open_in), made private (0700)
+ * when missing. */
+static int partial_dir_open_abs(const struct recv_ctx *rc, const char *pd, bool create)
 {
+	unsigned how = rc->s->opts->insecure_links ? OPPATH_INSECURE : 0;
+
+	if (rc->confined)
+		how |= OPPATH_QUIET;
 	if (create) {
 		const char *leaf;
-		int parent = oppath_open_parent(AT_FDCWD, pd, &leaf, insecure);
+		int parent = rc->confined ? oppath_open_parent_in(rc->module_fd, pd, &leaf, how)
+					  : oppath_open_parent(AT_FDCWD, pd, &leaf, how);
 		if (parent < 0)
 			return -1;
 		int made = mkdirat(parent, leaf, 0700);
@@ -88,7 +85,8 @@ static int partial_dir_open_abs(const char *pd, bool create, bool insecure)
 			return -1;
 		}
 	}
-	return oppath_open(AT_FDCWD, pd, O_RDONLY | O_DIRECTORY, 0, insecure);
+	return rc->confined ? oppath_open_in(rc->module_fd, pd, O_RDONLY | O_DIRECTORY, 0, how)
+			    : oppath_open(AT_FDCWD, pd, O_RDONLY | O_DIRECTORY, 0, how);
 }
 
 int partial_dir_open(struct recv_ctx *rc, const char *path, bool create)
@@ -99,8 +97,8 @@ int partial_dir_open(struct recv_ctx *rc, const char *path, bool create)
 
 	if (!pd)
 		return -1;
-	if (*pd == '/' && !rc->confined)
-		return partial_dir_open_abs(pd, create, rc->s->opts->insecure_links);
+	if (*pd == '/')
+		return partial_dir_open_abs(rc, pd, create);
 	if (!partial_dir_rel(rc, path, &base, rel, sizeof rel)) {
 		errno = EINVAL;
 		return -1;

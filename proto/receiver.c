@@ -1026,6 +1026,8 @@ bool receiver_run(struct recv_ctx *rc)
 	r.dirs.beneath = true; /* as the generator: -K never leaves the destination */
 	r.data = malloc(OUT_BUF);
 	r.out = malloc(OUT_BUF);
+	/* ... except in a module with "insecure links", as the generator */
+	r.dirs.beneath = !(rc->confined && r.o->insecure_links);
 	r.dec = token_dec_new(rc->s->compress, rc->s->protocol, &rc->s->err);
 	ok = r.data && r.out && r.dec ? true
 				      : wire_fail(&rc->s->err, RERR_MALLOC, "out of memory");

@@ -19,6 +19,7 @@
 #include "proto/xattrs.h"
 #include "proto/fileio.h"
 #include "proto/heap_stats.h"
+#include "proto/oppath.h"
 #include "proto/match.h"
 #include "proto/progress.h"
 #include "proto/sendside.h"
@@ -279,10 +280,11 @@ static int open_source(struct snd *d, int32_t ndx, const struct file_entry *f)
 	    !(o->copy_links || o->copy_unsafe_links || o->copy_dirlinks))
 		return fd;
 	/* An entry reached through a link the file list followed: follow it
-	 * again (in a daemon module never out of the argument's directory). */
+	 * again (in a daemon module never out of the module). */
 	if (!d->sl->confined || o->insecure_links) /* module "insecure links" */
 		return fs_open_source(d->sl->roots.fds[root], path, O_RDONLY | O_CLOEXEC, noatime);
-	return fs_open_beneath(d->sl->roots.fds[root], path, O_RDONLY);
+	return oppath_open_from(d->sl->module_fd, d->sl->roots.fds[root], path, O_RDONLY,
+				OPPATH_QUIET | OPPATH_ANY_OWNER);
 }
 
 /* --append: how much the receiver already has, from its sum head

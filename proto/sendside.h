@@ -44,6 +44,7 @@ struct send_list {
 			       * (implied dirs may be symlinks, followed as
 			       * rsync does), not one component at a time */
 	bool confined;        /* built in a daemon module (walk_opts.confined) */
+	int module_fd;        /* ... whose root this is (walk_opts.root_fd) */
 	struct flist_enc *enc; /* the list encoder's session state */
 	struct inc_plan *inc; /* incremental recursion: the parts and how far
 			       * they have been sent (flist_inc.c), or NULL */

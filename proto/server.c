@@ -266,12 +266,12 @@ static int serve_sender(struct session *s, const struct server_ctx *ctx,
 	return finish(s, ok);
 }
 
-/* --mkpath over a remote shell: the user's own path, symlinks and all. */
-/* --mkpath for the user's own destination: an operator path (oppath.h). */
-static int mkpath_plain(int rootfd, const char *path, bool insecure)
+/* --mkpath for the user's own destination: an operator path (oppath.h);
+ * in a module (how has OPPATH_CONFINE) one that stays inside it. */
+static int mkpath_plain(int rootfd, const char *path, unsigned how)
 {
 	bool made;
-	int fd = oppath_mkdirs(rootfd, path, 0777, insecure, &made);
+	int fd = oppath_mkdirs(rootfd, path, 0777, how, &made);
 
 	if (fd < 0)
 		return -1;
@@ -315,16 +315,22 @@ static int dest_syserr(struct session *s, const struct server_ctx *ctx, int code
 /* Directories of path that do not exist yet, counted up from its last
  * component: what --mkpath is about to make (util1.c: make_path); -1
  * with errno when something other than a missing name is in the way. */
-/* fstatat() of a path beneath the root; in a module (confined) never
- * through a link that leads out of it (an escape fails with EXDEV). */
-static int dest_stat(const struct server_ctx *ctx, const char *path, struct stat *st, int flags)
+/* How a module's paths are walked (oppath_open_in): quietly, and through
+ * any link with the module's "insecure links". */
+static unsigned module_how(const struct session *s)
+{
+	return OPPATH_QUIET | (s->opts->insecure_links ? OPPATH_INSECURE : 0);
+}
+
+/* fstatat() of a path beneath the root; in a module (confined) through
+ * trusted links that stay in it, as rsync 3.5 follows them (one that
+ * leads out fails with ELOOP). */
+static int dest_stat(const struct session *s, const struct server_ctx *ctx, const char *path,
+		     struct stat *st, int flags)
 {
 	if (!ctx->confined)
 		return fstatat(ctx->root_fd, path, st, flags);
-	if (strcmp(path, "/") == 0)
-		path = "."; /* the module's root */
-	int fd = fs_open_beneath(ctx->root_fd, path,
-				 O_PATH | (flags & AT_SYMLINK_NOFOLLOW ? O_NOFOLLOW : 0));
+	int fd = oppath_open_in(ctx->root_fd, path, O_PATH, 0, module_how(s));
 	if (fd < 0)
 		return -1;
 	int r = fstat(fd, st), e = errno;
@@ -333,14 +339,14 @@ static int dest_stat(const struct server_ctx *ctx, const char *path, struct stat
 	return r;
 }
 
-static int missing_dirs(const struct server_ctx *ctx, const char *path)
+static int missing_dirs(const struct session *s, const struct server_ctx *ctx, const char *path)
 {
 	char buf[4096];
 	struct stat st;
 	int n = 0;
 
 	snprintf(buf, sizeof buf, "%s", path);
-	while (*buf && dest_stat(ctx, buf, &st, 0) < 0) {
+	while (*buf && dest_stat(s, ctx, buf, &st, 0) < 0) {
 		if (errno != ENOENT)
 			return -1;
 		n++;
@@ -394,10 +400,10 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 	}
 	/* rsync follows a symlink at the destination that is the user's
 	 * own; a module's path is never followed out of it */
-	int stat_flags = ctx->confined ? AT_SYMLINK_NOFOLLOW : 0;
+	int stat_flags = 0;
 	struct stat st;
 	/* the path as given: "F/" is an error when F is a file */
-	int statret = dest_stat(ctx, slash && !ctx->confined ? dest : clean, &st, stat_flags);
+	int statret = dest_stat(s, ctx, slash && !ctx->confined ? dest : clean, &st, stat_flags);
 	int stat_errno = errno;
 	if (o->mkpath && statret < 0 && (last_slash || total > 1)) {
 		/* its parents, and itself when it must be a directory */
@@ -408,16 +414,17 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 		else
 			snprintf(target, sizeof target, "%.*s", sl && sl != clean ? (int)(sl - clean) : 0,
 				 clean);
-		int made = *target ? missing_dirs(ctx, target) : 0;
+		int made = *target ? missing_dirs(s, ctx, target) : 0;
 		if (made < 0 || (made && !o->dry_run &&
-				 (ctx->confined ? fs_mkpath_at(ctx->root_fd, target)
-						: mkpath_plain(ctx->root_fd, target, o->insecure_links)) < 0))
+				 mkpath_plain(ctx->root_fd, target,
+					      ctx->confined ? module_how(s) | OPPATH_CONFINE
+							    : o->insecure_links) < 0))
 			return dest_syserr(s, ctx, RERR_FILEIO, errno, "mkdir %s failed", dest);
 		if (made && say)
 			session_info(s, "created %d director%s for %s\n", made, made == 1 ? "y" : "ies",
 				     target);
 		if (made && !o->dry_run) {
-			statret = dest_stat(ctx, clean, &st, stat_flags);
+			statret = dest_stat(s, ctx, clean, &st, stat_flags);
 			stat_errno = errno;
 		} else if (made && !want_dir) {
 			/* a dry run made none of it: the file is new (#880) */
@@ -436,6 +443,10 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 			session_err_plain(s, "ERROR: cannot overwrite non-directory with a directory");
 			return -RERR_FILESELECT;
 		}
+	} else if (statret < 0 && stat_errno == ELOOP && ctx->confined) {
+		/* a link out of the module (main.c: get_local_name) */
+		return dest_syserr(s, ctx, RERR_FILESELECT, stat_errno, "change_dir#1 %s failed",
+				   dest);
 	} else if (statret < 0 && stat_errno != ENOENT) {
 		return dest_syserr(s, ctx, RERR_FILESELECT, stat_errno,
 				   "ERROR: cannot stat destination %s", dest);
@@ -468,9 +479,9 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 		parent = oppath_open(ctx->root_fd, pbuf, O_RDONLY | O_DIRECTORY, 0, o->insecure_links);
 	} else {
 		snprintf(pbuf, sizeof pbuf, "%.*s", sl ? (int)(sl - clean) : 1, sl ? clean : ".");
-		parent = dir_cursor_parent(&c, clean, &leaf);
+		parent = oppath_open_parent_in(ctx->root_fd, clean, &leaf, module_how(s));
 	}
-	if (!ctx->confined && parent >= 0)
+	if (parent >= 0 && parent != ctx->root_fd)
 		c.fd = parent; /* the cursor owns and closes it */
 	int fd = -1;
 	if (parent < 0) {
@@ -483,7 +494,8 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 		return dest_syserr(s, ctx, RERR_FILESELECT, e, "change_dir#3 %s failed", pbuf);
 	}
 	if (statret == 0 && S_ISDIR(st.st_mode)) {
-		fd = ctx->confined ? openat(parent, leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
+		fd = ctx->confined ? oppath_open_in(ctx->root_fd, clean, O_RDONLY | O_DIRECTORY, 0,
+						    module_how(s))
 				   : oppath_open(parent, leaf, O_RDONLY | O_DIRECTORY, 0,
 						 o->insecure_links);
 		if (fd < 0 && errno == ELOOP) {

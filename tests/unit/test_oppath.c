@@ -3,7 +3,9 @@
  * way is followed only when root or the euid owns it; another user's link,
  * at the leaf or in a parent, fails with ELOOP, and OPPATH_INSECURE turns
  * the check off. The "other user" is uid 65534, which only root can give a
- * link to; those checks are skipped otherwise.
+ * link to; those checks are skipped otherwise. Confined to a daemon
+ * module (oppath_open_in, oppath_open_from), a link is followed only
+ * while it stays inside the module.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -174,6 +176,84 @@ static void test_parent_and_mkdirs(void **state)
 	close(fd);
 }
 
+/* open_in(modfd, path): 0 when it opens for reading, else errno. */
+static int open_in(int modfd, const char *path, unsigned how)
+{
+	int fd = oppath_open_in(modfd, path, O_RDONLY, 0, how | OPPATH_QUIET);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
+static int open_from(int modfd, int dirfd, const char *path, unsigned how)
+{
+	int fd = oppath_open_from(modfd, dirfd, path, O_RDONLY, how | OPPATH_QUIET);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
+static void test_confined_to_module(void **state)
+{
+	const char *leaf;
+	bool made;
+	(void)state;
+	mkdir(at("mod"), 0755);
+	mkdir(at("mod/t"), 0755);
+	mkdir(at("mod/sub"), 0755);
+	write_file(at("mod/t/file"), "in\n");
+	plant("mod/l_in", "t", -1);
+	plant("mod/sub/up", "../t", -1);
+	plant("mod/l_abs_in", at("mod/t"), -1);
+	plant("mod/l_out", "../real", -1);
+	plant("mod/l_abs_out", at("real"), -1);
+	plant("mod/sub/esc", "../../real", -1);
+	int modfd = open(at("mod"), O_RDONLY | O_DIRECTORY);
+	int subfd = open(at("mod/sub"), O_RDONLY | O_DIRECTORY);
+	assert_true(modfd >= 0 && subfd >= 0);
+	/* links that stay inside, relative or absolute; "/" is the module */
+	assert_int_equal(open_in(modfd, "/l_in/file", 0), 0);
+	assert_int_equal(open_in(modfd, "sub/up/file", 0), 0);
+	assert_int_equal(open_in(modfd, "l_abs_in/file", 0), 0);
+	assert_int_equal(open_in(modfd, "sub/../t/file", 0), 0);
+	/* out of it: through a link, ".." at the root, or to a missing name */
+	assert_int_equal(open_in(modfd, "l_out/file", 0), ELOOP);
+	assert_int_equal(open_in(modfd, "l_abs_out/file", 0), ELOOP);
+	assert_int_equal(open_in(modfd, "sub/esc/file", 0), ELOOP);
+	assert_int_equal(open_in(modfd, "../real/file", 0), ELOOP);
+	assert_int_equal(open_in(modfd, "l_out/missing", 0), ELOOP);
+	assert_int_equal(open_in(modfd, "t/missing", 0), ENOENT);
+	/* the module's "insecure links" follows them all */
+	assert_int_equal(open_in(modfd, "l_out/file", OPPATH_INSECURE), 0);
+	/* nothing is made outside; inside, through a link, it is */
+	assert_int_equal(oppath_mkdirs_in(modfd, "l_out/newd", 0755, OPPATH_QUIET, &made), -1);
+	assert_int_equal(errno, ELOOP);
+	assert_int_equal(access(at("real/newd"), F_OK), -1);
+	int fd = oppath_mkdirs_in(modfd, "/l_in/newd", 0755, OPPATH_QUIET, &made);
+	assert_true(fd >= 0 && made);
+	close(fd);
+	assert_int_equal(access(at("mod/t/newd"), F_OK), 0);
+	fd = oppath_open_parent_in(modfd, "l_in/x", &leaf, OPPATH_QUIET);
+	assert_true(fd >= 0);
+	assert_string_equal(leaf, "x");
+	close(fd);
+	assert_int_equal(oppath_open_parent_in(modfd, "l_abs_out/x", &leaf, OPPATH_QUIET), -1);
+	/* from a directory below the root: ".." may climb back to the root */
+	assert_int_equal(open_from(modfd, subfd, "up/file", 0), 0);
+	assert_int_equal(open_from(modfd, subfd, "../t/file", 0), 0);
+	assert_int_equal(open_from(modfd, subfd, "esc/file", 0), ELOOP);
+	assert_int_equal(open_from(modfd, subfd, "../../real/file", 0), ELOOP);
+	/* another user's link inside the module: only a sender follows it */
+	if (plant("mod/their", "t", OTHER_UID)) {
+		assert_int_equal(open_in(modfd, "their/file", 0), ELOOP);
+		assert_int_equal(open_from(modfd, modfd, "their/file", OPPATH_ANY_OWNER), 0);
+	}
+	close(subfd);
+	close(modfd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -181,6 +261,7 @@ int main(void)
 		cmocka_unit_test(test_other_users_links_refused),
 		cmocka_unit_test(test_loops_and_dangling),
 		cmocka_unit_test(test_parent_and_mkdirs),
+		cmocka_unit_test(test_confined_to_module),
 	};
 	return cmocka_run_group_tests_name("oppath", tests, setup, teardown);
 }
