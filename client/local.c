@@ -52,6 +52,9 @@ static int run_receiver_child(const struct ferry_opts *o, int fd, const char *de
 	/* --munge-links is for one side of a remote transfer; rsync's local
 	 * copy leaves the links as they are */
 	ro.munge_links = false;
+	/* the sending half has applied --chmod already; a second pass would
+	 * apply a copy clause (g=o) to the modes the first pass made */
+	ro.chmod = NULL;
 	/* Without a slow link in between, delta transfer only costs time:
 	 * rsync's local default is --whole-file. */
 	if (ro.whole_file < 0 && !o->write_batch)
