@@ -97,4 +97,114 @@ t_check refuse_delete_during_covers_del check_refuse_del_alias
 t_rsyncd_stop
 t_ferryd_stop
 
+# daemon_start NAME TOOL CONF -- run TOOL --daemon with the config file CONF
+# (written by the caller, no globals added) on a free port; sets DPORT and
+# DPID.
+daemon_start() {
+    local name=$1 tool=$2 conf=$3 port pid _
+    for _ in 1 2 3; do
+        port=$(t_free_port) || return 1
+        "$tool" --daemon --no-detach --address=127.0.0.1 --port="$port" \
+            --config="$conf" >>"$T/$name.out" 2>&1 </dev/null &
+        pid=$!
+        t_track_pid "$pid"
+        if t_wait_port "$port" 10 "$pid"; then
+            DPORT=$port
+            DPID=$pid
+            return 0
+        fi
+        t_rsyncd_stop "$pid"
+    done
+    return 1
+}
+
+# ------------------------------------ munge symlinks default, path = BASE/./SUB
+# A chroot to BASE with SUB as the module confines nothing between BASE and
+# SUB, so links are munged by default, as without chroot; a chroot that
+# serves its own root does not munge.
+check_chroot_inner_munge() {
+    local tool tag got=""
+    for tool in "$RSYNC" "$FERRY"; do
+        tag=$(basename "$tool")
+        rm -rf "$T/munge"
+        mkdir -p "$T/munge/src" "$T/munge/inner/sub" "$T/munge/whole"
+        ln -s target "$T/munge/src/sl"
+        cat >"$T/munge-$tag.conf" <<EOF
+pid file = $T/munge-$tag.pid
+log file = $T/munge-$tag.log
+uid = root
+gid = root
+[inner]
+    path = $T/munge/inner/./sub
+    use chroot = yes
+    read only = no
+[whole]
+    path = $T/munge/whole
+    use chroot = yes
+    read only = no
+EOF
+        daemon_start "munge-$tag" "$tool" "$T/munge-$tag.conf" || return 1
+        "$RSYNC" -rl "$T/munge/src/" "rsync://127.0.0.1:$DPORT/inner/" || return 1
+        "$RSYNC" -rl "$T/munge/src/" "rsync://127.0.0.1:$DPORT/whole/" || return 1
+        t_rsyncd_stop "$DPID"
+        got+="$(readlink "$T/munge/inner/sub/sl") $(readlink "$T/munge/whole/sl") "
+    done
+    echo "rsync, ferry: $got"
+    [ "$got" = "/rsyncd-munged/target target /rsyncd-munged/target target " ]
+}
+
+# ------------------------------------------------------------- gid lists
+# `gid` takes a list (the first is the primary group, which new files get)
+# and "*" for all the groups of the module's uid; an unknown group is
+# refused by name.
+check_gid_list() {
+    local tool tag got="" g1 g2
+    g1=$(getent group daemon | cut -d: -f3)
+    g2=$(getent group bin | cut -d: -f3)
+    [ -n "$g1" ] && [ -n "$g2" ] || return 1
+    for tool in "$RSYNC" "$FERRY"; do
+        tag=$(basename "$tool")
+        rm -rf "$T/gid"
+        mkdir -p "$T/gid/src" "$T/gid/list" "$T/gid/star"
+        echo data >"$T/gid/src/f"
+        cat >"$T/gid-$tag.conf" <<EOF
+pid file = $T/gid-$tag.pid
+log file = $T/gid-$tag.log
+use chroot = no
+[list]
+    path = $T/gid/list
+    read only = no
+    uid = root
+    gid = daemon, bin
+[star]
+    path = $T/gid/star
+    read only = no
+    uid = root
+    gid = *
+[bad]
+    path = $T/gid/list
+    uid = root
+    gid = no-such-group-here
+EOF
+        daemon_start "gid-$tag" "$tool" "$T/gid-$tag.conf" || return 1
+        "$RSYNC" -r "$T/gid/src/" "rsync://127.0.0.1:$DPORT/list/" || return 1
+        "$RSYNC" -r "$T/gid/src/" "rsync://127.0.0.1:$DPORT/star/" || return 1
+        run "gidbad-$tag" "$RSYNC" "rsync://127.0.0.1:$DPORT/bad/"
+        t_rsyncd_stop "$DPID"
+        got+="$(stat -c %g "$T/gid/list/f") $(stat -c %g "$T/gid/star/f") "
+        got+="$(rc_of "gidbad-$tag") "
+        grep -q '@ERROR: invalid gid no-such-group-here' "$T/gidbad-$tag.err" || return 1
+    done
+    echo "rsync, ferry: $got"
+    [ "$got" = "$g1 0 5 $g1 0 5 " ]
+}
+
+if [ "$(id -u)" = 0 ]; then
+    t_check chroot_inner_subdir_munges_by_default check_chroot_inner_munge
+    t_check module_gid_list_and_star check_gid_list
+else
+    t_skip chroot_inner_subdir_munges_by_default "chroot needs root"
+    t_skip module_gid_list_and_star "changing groups needs root"
+fi
+
 t_done
