@@ -193,6 +193,18 @@ static int serve_sender(struct session *s, const struct server_ctx *ctx,
 }
 
 /* --mkpath over a remote shell: the user's own path, symlinks and all. */
+/* A directory of the destination's path that we only pass through: a
+ * parent searchable but not readable (mode 0111) is still entered, by an
+ * O_PATH descriptor, which needs search permission only. */
+static int open_dest_parent(int at, const char *path)
+{
+	int fd = openat(at, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0 && errno == EACCES)
+		fd = openat(at, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd;
+}
+
 static int mkpath_plain(int rootfd, const char *path)
 {
 	char buf[4096];
@@ -394,7 +406,7 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 		snprintf(pbuf, sizeof pbuf, "%.*s", !sl ? 1 : sl == clean ? 1 : (int)(sl - clean),
 			 !sl ? "." : clean);
 		leaf = sl ? sl + 1 : clean;
-		parent = openat(ctx->root_fd, pbuf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		parent = open_dest_parent(ctx->root_fd, pbuf);
 	} else {
 		snprintf(pbuf, sizeof pbuf, "%.*s", sl ? (int)(sl - clean) : 1, sl ? clean : ".");
 		parent = dir_cursor_parent(&c, clean, &leaf);

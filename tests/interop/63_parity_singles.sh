@@ -199,10 +199,36 @@ EOF
     [ "$got" = "$g1 0 5 $g1 0 5 " ]
 }
 
+# ------------------------------------------- a search-only (0111) parent
+# The receiver passes through a parent it may search but not read (rsync
+# uses descriptors that need search permission only).
+check_search_only_parent() {
+    local tool tag base="$T/srch"
+    for tool in "$RSYNC" "$FERRY_NOBODY"; do
+        tag=$(basename "$tool")
+        rm -rf "$base"
+        mkdir -p "$base/src" "$base/p/dest"
+        echo probe >"$base/src/f"
+        chmod 0755 "$T" "$base"
+        chown -R 65534:65534 "$base/src" "$base/p/dest"
+        chmod 0111 "$base/p"
+        run "srch-$tag" "${AS_NOBODY[@]}" "$tool" -a "$base/src/" "$base/p/dest/"
+        chmod 0755 "$base/p"
+        echo "$tag: exit $(rc_of "srch-$tag")"
+        [ "$(rc_of "srch-$tag")" = 0 ] && cmp -s "$base/src/f" "$base/p/dest/f" || return 1
+    done
+}
+
 if [ "$(id -u)" = 0 ]; then
+    if t_runas_nobody; then
+        t_check search_only_dest_parent check_search_only_parent
+    else
+        t_skip search_only_dest_parent "$T_SKIP_REASON"
+    fi
     t_check chroot_inner_subdir_munges_by_default check_chroot_inner_munge
     t_check module_gid_list_and_star check_gid_list
 else
+    t_skip search_only_dest_parent "switching to nobody needs root"
     t_skip chroot_inner_subdir_munges_by_default "chroot needs root"
     t_skip module_gid_list_and_star "changing groups needs root"
 fi
