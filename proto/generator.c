@@ -537,6 +537,23 @@ static bool alt_dir_stat(struct gen *g, const struct file_entry *f, const char *
 	return found;
 }
 
+/* A receiver that is not root cannot write into a directory whose mode
+ * lacks owner rwx, so it opens the directory up while it fills it;
+ * touch_up_dir() puts the mode back (generator.c: dir_tweaking). */
+static bool tweaks_dir_perms(const struct gen *g)
+{
+	return !g->s->am_root && !g->o->dry_run && !g->rc->solo_name;
+}
+
+static void widen_dir_for_filling(struct gen *g, int dirfd, const char *leaf,
+				  const struct file_entry *f, const char *path)
+{
+	if (!tweaks_dir_perms(g) || (f->mode & S_IRWXU) == S_IRWXU)
+		return;
+	if (fchmodat(dirfd, leaf, (f->mode | S_IRWXU) & 07777, 0) < 0)
+		file_error_at(g, "failed to modify permissions on ", path, "");
+}
+
 static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
 {
 	const char *leaf;
@@ -622,6 +639,7 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 	if (made_early && !g->o->perms && !g->o->dry_run &&
 	    fchmodat(dirfd, leaf, f->mode & 07777, 0) < 0)
 		file_error(g, "chmod", path);
+	widen_dir_for_filling(g, dirfd, leaf, f, path);
 	if (g->o->delete_mode == DELETE_DURING || g->o->delete_mode == DELETE_DEFAULT) {
 		if ((f->flags & FE_CONTENT_DIR) && !(g->rc->state[ndx] & FS_FAILED))
 			delete_in_dir(g->rc, &g->dirs, path, ndx);
@@ -1708,6 +1726,11 @@ static void touch_up_dir(struct gen *g, const struct file_entry *f, uint8_t stat
 	int dirfd = strcmp(path, ".") == 0 ? g->rc->rootfd : parent_of(g, path, &leaf);
 	if (strcmp(path, ".") == 0)
 		leaf = ".";
+	/* rsync restores only the modes that lack owner write */
+	if (dirfd >= 0 && tweaks_dir_perms(g) && !(f->mode & S_IWUSR))
+		fchmodat(dirfd, leaf, f->mode & 07777, 0);
+	if (!g->o->times || g->o->omit_dir_times)
+		return;
 	if (dirfd >= 0 && fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    !recv_mtime_differs(g->o, &st, f))
 		return;
@@ -1719,7 +1742,7 @@ static void touch_up_dirs(struct gen *g)
 {
 	struct flist *fl = g->rc->fl;
 
-	if (!g->o->times || g->o->omit_dir_times || g->o->dry_run)
+	if (g->o->dry_run || ((!g->o->times || g->o->omit_dir_times) && !tweaks_dir_perms(g)))
 		return;
 	if (fl->inc) {
 		/* each directory once, at the index its own part names it by,

@@ -219,16 +219,50 @@ check_search_only_parent() {
     done
 }
 
+# --------------------------------------- a non-root receiver and 0500 dirs
+# A receiver that is not root opens a 0500 directory up while it fills it
+# and gives it back its mode at the end, on a first and on a later run.
+check_nonroot_widens() {
+    local tool tag got="" base="$T/nrp"
+    rm -rf "$base"
+    mkdir -p "$base/src/ro"
+    echo one >"$base/src/ro/f"
+    chmod 0755 "$T" "$base"
+    for tool in "$RSYNC" "$FERRY_NOBODY"; do
+        tag=$(basename "$tool")
+        chmod 0700 "$base/src/ro"
+        echo one >"$base/src/ro/f"
+        rm -f "$base/src/ro/g"
+        chmod 0500 "$base/src/ro"
+        chown -R 65534:65534 "$base/src"
+        mkdir -p "$base/$tag" && chown 65534:65534 "$base/$tag"
+        run "nrp1-$tag" "${AS_NOBODY[@]}" "$tool" -rp "$base/src/" "$base/$tag/"
+        chmod 0700 "$base/src/ro"
+        echo two-longer >"$base/src/ro/f"
+        echo new >"$base/src/ro/g"
+        chmod 0500 "$base/src/ro"
+        chown -R 65534:65534 "$base/src"
+        run "nrp2-$tag" "${AS_NOBODY[@]}" "$tool" -rp "$base/src/" "$base/$tag/"
+        got+="$(rc_of "nrp1-$tag")/$(rc_of "nrp2-$tag") $(mode_of "$base/$tag/ro") "
+        got+="$(cat "$base/$tag/ro/f" "$base/$tag/ro/g" 2>/dev/null | tr '\n' +) "
+    done
+    echo "rsync, ferry: $got"
+    [ "$got" = "0/0 500 two-longer+new+ 0/0 500 two-longer+new+ " ]
+}
+
 if [ "$(id -u)" = 0 ]; then
     if t_runas_nobody; then
         t_check search_only_dest_parent check_search_only_parent
+        t_check nonroot_receiver_widens_0500_dirs check_nonroot_widens
     else
         t_skip search_only_dest_parent "$T_SKIP_REASON"
+        t_skip nonroot_receiver_widens_0500_dirs "$T_SKIP_REASON"
     fi
     t_check chroot_inner_subdir_munges_by_default check_chroot_inner_munge
     t_check module_gid_list_and_star check_gid_list
 else
     t_skip search_only_dest_parent "switching to nobody needs root"
+    t_skip nonroot_receiver_widens_0500_dirs "switching to nobody needs root"
     t_skip chroot_inner_subdir_munges_by_default "chroot needs root"
     t_skip module_gid_list_and_star "changing groups needs root"
 fi
