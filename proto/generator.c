@@ -576,7 +576,7 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 	}
 	statret = dest_lstat(g, dirfd, leaf, path, &st);
 	struct stat target;
-	if (statret == 0 && S_ISLNK(st.st_mode) && g->dirs.follow) {
+	if (statret == 0 && S_ISLNK(st.st_mode) && g->o->keep_dirlinks) {
 		if (stat_dirlink(g, dirfd, leaf, path, &target)) {
 			if (S_ISDIR(target.st_mode))
 				st = target; /* -K: a symlink to a directory stands for it */
@@ -2034,7 +2034,7 @@ void *generator_main(void *arg)
 	umask(um);
 	g.dflt_perms = 0777 & ~um;
 	dir_cursor_init(&g.dirs, rc->rootfd);
-	g.dirs.follow = g.o->keep_dirlinks;
+	g.dirs.follow = recv_follows_dest_links(g.o);
 	/* -K follows a destination symlink only while it stays beneath the
 	 * destination, for every receiver (rsync 3.5) */
 	g.dirs.beneath = true;

@@ -993,7 +993,7 @@ bool receiver_run(struct recv_ctx *rc)
 	const char *no_clone = getenv("FERRY_NO_CLONE");
 	r.use_clone = !(no_clone && *no_clone == '1');
 	dir_cursor_init(&r.dirs, rc->rootfd);
-	r.dirs.follow = r.o->keep_dirlinks;
+	r.dirs.follow = recv_follows_dest_links(r.o);
 	r.dirs.beneath = true; /* as the generator: -K never leaves the destination */
 	r.data = malloc(OUT_BUF);
 	r.out = malloc(OUT_BUF);

@@ -97,6 +97,32 @@ t_check refuse_delete_during_covers_del check_refuse_del_alias
 t_rsyncd_stop
 t_ferryd_stop
 
+# ------------------------------- -R --no-implied-dirs and a destination link
+# The path elements are not in the list, so the user's own link in the
+# destination is used as it is: the file lands in its target. With implied
+# dirs the link is replaced by a directory.
+check_no_implied_dirs_link() {
+    local tool tag got=""
+    mkdir -p "$T/nid/src/path"
+    echo NEW >"$T/nid/src/path/file"
+    for tool in "$RSYNC" "$FERRY"; do
+        tag=$(basename "$tool")
+        for mode in noimp imp; do
+            rm -rf "$T/nid/$tag-$mode"
+            mkdir -p "$T/nid/$tag-$mode/real"
+            ln -s real "$T/nid/$tag-$mode/path"
+        done
+        run "nid-$tag" "$tool" -a -R --no-implied-dirs "$T/nid/src/./path/file" \
+            "$T/nid/$tag-noimp/"
+        run "imp-$tag" "$tool" -a -R "$T/nid/src/./path/file" "$T/nid/$tag-imp/"
+        got+="$(rc_of "nid-$tag") $(cat "$T/nid/$tag-noimp/real/file" 2>/dev/null) "
+        got+="$(rc_of "imp-$tag") $(stat -c %F "$T/nid/$tag-imp/path") "
+    done
+    echo "rsync, ferry: $got"
+    [ "$got" = "0 NEW 0 directory 0 NEW 0 directory " ]
+}
+t_check no_implied_dirs_follows_own_dest_link check_no_implied_dirs_link
+
 # daemon_start NAME TOOL CONF -- run TOOL --daemon with the config file CONF
 # (written by the caller, no globals added) on a free port; sets DPORT and
 # DPID.
