@@ -25,6 +25,17 @@ run() {
     sed "s/^/   $tag: /" "$T/$tag.err" >&2
 }
 rc_of() { cat "$T/$1.rc"; }
+
+# daemon_stop PID -- stop a daemon once its connection children are gone
+# (a child still logging its last transfer would outlive it otherwise).
+daemon_stop() {
+    local i
+    for i in $(seq 100); do
+        pgrep -P "$1" >/dev/null || break
+        sleep 0.1
+    done
+    t_rsyncd_stop "$1"
+}
 mode_of() { stat -c %a "$1"; }
 
 # ------------------------------------------------------------- --chmod
@@ -94,8 +105,8 @@ check_refuse_del_alias() {
     [ "$(rc_of refok)" = 0 ] && [ -f "$T/ref/fmod/keep" ]
 }
 t_check refuse_delete_during_covers_del check_refuse_del_alias
-t_rsyncd_stop
-t_ferryd_stop
+daemon_stop "$RSYNCD_PID"
+daemon_stop "$FERRYD_PID"
 
 # ------------------------------- -R --no-implied-dirs and a destination link
 # The path elements are not in the list, so the user's own link in the
@@ -122,6 +133,32 @@ check_no_implied_dirs_link() {
     [ "$got" = "0 NEW 0 directory 0 NEW 0 directory " ]
 }
 t_check no_implied_dirs_follows_own_dest_link check_no_implied_dirs_link
+
+# --------------------------- --*-missing-args with --files-from names
+# A --files-from name missing on the sender is skipped quietly with
+# --ignore-missing-args, and deleted on the receiver (file or directory)
+# with --delete-missing-args; exit 0 both ways.
+check_missing_args_files_from() {
+    local tool tag got="" opt
+    mkdir -p "$T/mia/src"
+    echo keep >"$T/mia/src/keep"
+    printf 'keep\nghost\nghostdir\n' >"$T/mia/list"
+    for tool in "$RSYNC" "$FERRY"; do
+        tag=$(basename "$tool")
+        for opt in ignore delete; do
+            rm -rf "$T/mia/$tag-$opt"
+            mkdir -p "$T/mia/$tag-$opt/ghostdir"
+            echo old >"$T/mia/$tag-$opt/ghost"
+            echo old >"$T/mia/$tag-$opt/ghostdir/inner"
+            run "mia-$tag-$opt" "$tool" -a --delete "--$opt-missing-args" \
+                --files-from="$T/mia/list" "$T/mia/src/" "$T/mia/$tag-$opt/"
+            got+="$opt:$(rc_of "mia-$tag-$opt"):$(cd "$T/mia/$tag-$opt" && echo *) "
+        done
+    done
+    echo "rsync, ferry: $got"
+    [ "$got" = "ignore:0:ghost ghostdir keep delete:0:keep ignore:0:ghost ghostdir keep delete:0:keep " ]
+}
+t_check missing_args_apply_to_files_from check_missing_args_files_from
 
 # daemon_start NAME TOOL CONF -- run TOOL --daemon with the config file CONF
 # (written by the caller, no globals added) on a free port; sets DPORT and
@@ -172,7 +209,7 @@ EOF
         daemon_start "munge-$tag" "$tool" "$T/munge-$tag.conf" || return 1
         "$RSYNC" -rl "$T/munge/src/" "rsync://127.0.0.1:$DPORT/inner/" || return 1
         "$RSYNC" -rl "$T/munge/src/" "rsync://127.0.0.1:$DPORT/whole/" || return 1
-        t_rsyncd_stop "$DPID"
+        daemon_stop "$DPID"
         got+="$(readlink "$T/munge/inner/sub/sl") $(readlink "$T/munge/whole/sl") "
     done
     echo "rsync, ferry: $got"
@@ -216,7 +253,7 @@ EOF
         "$RSYNC" -r "$T/gid/src/" "rsync://127.0.0.1:$DPORT/list/" || return 1
         "$RSYNC" -r "$T/gid/src/" "rsync://127.0.0.1:$DPORT/star/" || return 1
         run "gidbad-$tag" "$RSYNC" "rsync://127.0.0.1:$DPORT/bad/"
-        t_rsyncd_stop "$DPID"
+        daemon_stop "$DPID"
         got+="$(stat -c %g "$T/gid/list/f") $(stat -c %g "$T/gid/star/f") "
         got+="$(rc_of "gidbad-$tag") "
         grep -q '@ERROR: invalid gid no-such-group-here' "$T/gidbad-$tag.err" || return 1
