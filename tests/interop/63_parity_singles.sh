@@ -160,6 +160,25 @@ check_missing_args_files_from() {
 }
 t_check missing_args_apply_to_files_from check_missing_args_files_from
 
+# ----------------------------------------- -M and the local receiving half
+# In a local copy the receiving half takes the -M options too: with
+# -M--fake-super it records the owner in user.rsync.%stat instead of
+# chowning.
+check_remote_option_local() {
+    local tool got=""
+    mkdir -p "$T/mopt/src"
+    echo x >"$T/mopt/src/f"
+    chown 1234:1234 "$T/mopt/src/f"
+    for tool in "$RSYNC" "$FERRY"; do
+        rm -rf "$T/mopt/dst"
+        "$tool" -a -M--fake-super "$T/mopt/src/" "$T/mopt/dst/" || return 1
+        got+="$(stat -c %u "$T/mopt/dst/f"):"
+        got+="$(getfattr --only-values -n user.rsync.%stat "$T/mopt/dst/f" 2>/dev/null) "
+    done
+    echo "rsync, ferry: $got"
+    [ "$got" = "0:100644 0,0 1234:1234 0:100644 0,0 1234:1234 " ]
+}
+
 # daemon_start NAME TOOL CONF -- run TOOL --daemon with the config file CONF
 # (written by the caller, no globals added) on a free port; sets DPORT and
 # DPID.
@@ -321,11 +340,17 @@ if [ "$(id -u)" = 0 ]; then
         t_skip search_only_dest_parent "$T_SKIP_REASON"
         t_skip nonroot_receiver_widens_0500_dirs "$T_SKIP_REASON"
     fi
+    if command -v getfattr >/dev/null; then
+        t_check remote_option_reaches_local_receiver check_remote_option_local
+    else
+        t_skip remote_option_reaches_local_receiver "getfattr not installed"
+    fi
     t_check chroot_inner_subdir_munges_by_default check_chroot_inner_munge
     t_check module_gid_list_and_star check_gid_list
 else
     t_skip search_only_dest_parent "switching to nobody needs root"
     t_skip nonroot_receiver_widens_0500_dirs "switching to nobody needs root"
+    t_skip remote_option_reaches_local_receiver "chown needs root"
     t_skip chroot_inner_subdir_munges_by_default "chroot needs root"
     t_skip module_gid_list_and_star "changing groups needs root"
 fi
