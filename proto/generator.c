@@ -1191,6 +1191,9 @@ static void make_hard_link(struct gen *g, int32_t ndx, struct file_entry *f, int
 	bool exists = dirfd >= 0 && fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	if (exists && have_target && st.st_ino == tst.st_ino && st.st_dev == tst.st_dev) {
 		report_item(g, ndx, attr_change_bits(g, f, &st) | ITEM_LOCAL_CHANGE, "");
+		if (info_ge(g->o, INFO_NAME, 2) && !g->o->itemize &&
+		    !log_format_has(g->o->out_format, 'i'))
+			session_info(g->s, "%s is uptodate\n", path);
 		set_state(rc, ndx, FS_DONE);
 		dir_cursor_close(&tc);
 		return;
@@ -1213,7 +1216,8 @@ static void make_hard_link(struct gen *g, int32_t ndx, struct file_entry *f, int
 		}
 	}
 	dir_cursor_close(&tc);
-	int iflags = exists ? attr_change_bits(g, f, &st) : ITEM_IS_NEW;
+	/* compared with the file the link replaced, as a local change */
+	int iflags = exists ? attr_change_bits_for(g, f, &st, ITEM_LOCAL_CHANGE) : ITEM_IS_NEW;
 	report_item(g, ndx, iflags | ITEM_LOCAL_CHANGE, tpath);
 	recv_report_success(rc, ndx, path, false);
 	set_state(rc, ndx, FS_DONE); /* after its report: then its part may end */
