@@ -179,6 +179,53 @@ check_remote_option_local() {
     [ "$got" = "0:100644 0,0 1234:1234 0:100644 0,0 1234:1234 " ]
 }
 
+# ------------------------------------------- itemizing hard links and *-dest
+# The item lines of -H with the basis-dir options, and of a link that
+# replaces a separate file, are rsync's (the lines sorted: the order of
+# generator and sender lines is a matter of buffering); -H --compare-dest
+# exits 0.
+item_lines() {
+    grep -v '^sending\|^delta\|^total\|^sent\|^$\|bytes/sec\|speedup\|^created' "$1" | sort
+}
+
+check_itemize_dests() {
+    local tool tag base args i
+    for tool in "$RSYNC" "$FERRY"; do
+        tag=$(basename "$tool")
+        base="$T/itz/$tag"
+        rm -rf "$base"
+        mkdir -p "$base/from/foo" "$base/from/bar"
+        seq 1 3000 >"$base/from/foo/config1"
+        seq 1 5000 >"$base/from/foo/config2"
+        seq 1 700 >"$base/from/bar/data"
+        ln "$base/from/foo/config1" "$base/from/foo/extra"
+        ln -s ../bar/data "$base/from/foo/sym"
+        touch -h -d '2020-01-01 00:00:00' "$base"/from/*/* "$base"/from/* "$base/from"
+        # the link to be made replaces a separate copy of the same data
+        "$tool" -pr "$base/from/" "$base/sep/" >/dev/null 2>&1
+        run "itzsep-$tag" "$tool" -iprH "$base/from/" "$base/sep/"
+        rsync -a "$base/from/" "$base/to/"
+        i=0
+        for args in "-ivvprtlH --copy-dest=../to" "-iprtlH --copy-dest=../to" \
+            "-ivvprtlH --link-dest=$base/to" "-iprtlH --link-dest=$base/to" \
+            "-vvprtlH --link-dest=$base/to" "-ivvprtlH --compare-dest=$base/to" \
+            "-iprtlH --compare-dest=$base/to" "-vvprtlH --compare-dest=$base/to"; do
+            i=$((i + 1))
+            rm -rf "$base/to2"
+            # shellcheck disable=SC2086
+            run "itz$i-$tag" "$tool" $args "$base/from/" "$base/to2/"
+        done
+    done
+    for tag in itzsep itz1 itz2 itz3 itz4 itz5 itz6 itz7 itz8; do
+        echo "== $tag: rsync exit $(rc_of "$tag-rsync"), ferry exit $(rc_of "$tag-ferry")"
+        [ "$(rc_of "$tag-rsync")" = 0 ] && [ "$(rc_of "$tag-ferry")" = 0 ] || return 1
+        # ferry cannot hard-link a symlink (no hardlink-symlinks), rsync here can
+        diff <(item_lines "$T/$tag-rsync.out" | sed 's/^hL /cL /' | sort) \
+            <(item_lines "$T/$tag-ferry.out") || return 1
+    done
+}
+t_check itemize_hard_links_and_dests check_itemize_dests
+
 # daemon_start NAME TOOL CONF -- run TOOL --daemon with the config file CONF
 # (written by the caller, no globals added) on a free port; sets DPORT and
 # DPID.
