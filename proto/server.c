@@ -634,6 +634,11 @@ int server_run(struct session *s, const struct server_ctx *ctx)
 			   (uint8_t)(s->opts->timeout >> 24)}, 4))
 		return finish(s, false);
 	filter_list_init(&filters);
+	/* a client's merge file on a daemon: inside the module, unless the
+	 * module hides it */
+	filters.peer_merge_ok = ctx->confined;
+	filters.peer_merge_root = ctx->root_fd;
+	filters.peer_merge_hidden = ctx->daemon_filters;
 	struct ferry_opts own = *s->opts;
 	own.server = !ctx->local_child; /* merge files are read only for our own user */
 	if (filter_list_from_opts(&filters, &own, err, sizeof err) < 0) {

@@ -379,6 +379,42 @@ check_nonroot_widens() {
     [ "$got" = "0/0 500 two-longer+new+ 0/0 500 two-longer+new+ " ]
 }
 
+# ------------------------------- a client's merge rules on a daemon
+# A '.' merge file named by the client (-M--filter) is read inside the
+# module; one the module's own rules hide is as if it were not there.
+check_daemon_client_merge() {
+    local tool tag got="" rules
+    for tool in "$RSYNC" "$FERRY"; do
+        tag=$(basename "$tool")
+        rm -rf "$T/dmerge-$tag"
+        mkdir -p "$T/dmerge-$tag/mod/secret"
+        echo public >"$T/dmerge-$tag/mod/public.txt"
+        echo '- *' >"$T/dmerge-$tag/mod/secret/rules"
+        echo '- public.txt' >"$T/dmerge-$tag/mod/visible-rules"
+        cat >"$T/dmerge-$tag.conf" <<EOF
+pid file = $T/dmerge-$tag.pid
+log file = $T/dmerge-$tag.log
+use chroot = no
+$([ "$(id -u)" = 0 ] && printf 'uid = root\ngid = root\n')
+[mod]
+    path = $T/dmerge-$tag/mod
+    filter = - /secret/***
+EOF
+        daemon_start "dmerge-$tag" "$tool" "$T/dmerge-$tag.conf" || return 1
+        for rules in /secret/rules /visible-rules; do
+            rm -rf "$T/dmerge-$tag/out"
+            mkdir -p "$T/dmerge-$tag/out"
+            run "dmerge-$tag" "$RSYNC" -a -M--filter="._$rules" \
+                "rsync://127.0.0.1:$DPORT/mod/" "$T/dmerge-$tag/out/"
+            got+="$(rc_of "dmerge-$tag"):$(cd "$T/dmerge-$tag/out" && echo *) "
+        done
+        daemon_stop "$DPID"
+    done
+    echo "rsync, ferry: $got"
+    [ "$got" = "0:public.txt visible-rules 0:visible-rules 0:public.txt visible-rules 0:visible-rules " ]
+}
+t_check daemon_reads_client_merge_in_module check_daemon_client_merge
+
 if [ "$(id -u)" = 0 ]; then
     if t_runas_nobody; then
         t_check search_only_dest_parent check_search_only_parent
