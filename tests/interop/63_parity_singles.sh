@@ -226,6 +226,47 @@ check_itemize_dests() {
 }
 t_check itemize_hard_links_and_dests check_itemize_dests
 
+# ------------------------------------------------ --inplace --sparse holes
+# An in-place update that turns a run into zeros punches it out, in literal
+# data and in blocks that stay where they are, where the file system frees
+# such blocks (probed first); the content stays exact.
+punch_frees_blocks() {
+    local f=$1 before after
+    head -c 262144 /dev/urandom >"$f" && sync "$f"
+    before=$(stat -c %b "$f")
+    fallocate -p -o 65536 -l 131072 "$f" 2>/dev/null || return 1
+    after=$(stat -c %b "$f")
+    [ "$after" -lt "$before" ]
+}
+
+check_inplace_sparse() {
+    local tool tag base got=""
+    mkdir -p "$T/isp"
+    punch_frees_blocks "$T/isp/probe" || { echo "no hole punching here"; return 0; }
+    for tool in "$RSYNC" "$FERRY"; do
+        tag=$(basename "$tool")
+        base="$T/isp/$tag"
+        mkdir -p "$base/src"
+        head -c 1000000 /dev/urandom >"$base/src/f"
+        "$tool" -a "$base/src/" "$base/dst/" || return 1
+        "$PYTHON" -c 'import sys
+p = sys.argv[1]
+d = bytearray(open(p, "rb").read())
+d[200000:800000] = bytes(600000)
+open(p, "wb").write(d)' "$base/src/f"
+        touch -d '2020-01-01' "$base/src/f"
+        "$tool" -a --inplace --sparse --no-whole-file "$base/src/" "$base/dst/" || return 1
+        cmp "$base/src/f" "$base/dst/f" || return 1
+        # a whole-file pass over identical data: the zeros stay holes
+        "$tool" -a -I --inplace --sparse --no-whole-file "$base/src/" "$base/dst/" || return 1
+        cmp "$base/src/f" "$base/dst/f" || return 1
+        got+="$(( $(stat -c %b "$base/dst/f") * 512 < 1000000 )) "
+    done
+    echo "rsync, ferry (allocated below the size): $got"
+    [ "$got" = "1 1 " ]
+}
+t_check inplace_sparse_punches_holes check_inplace_sparse
+
 # daemon_start NAME TOOL CONF -- run TOOL --daemon with the config file CONF
 # (written by the caller, no globals added) on a free port; sets DPORT and
 # DPID.
