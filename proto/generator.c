@@ -1053,7 +1053,10 @@ static bool copy_from_alt(struct gen *g, const struct file_entry *f, int adir, c
 		close(in);
 	if (out < 0)
 		return false;
-	bool ok = close(out) == 0 && n >= 0 && apply_attrs(g->rc, dirfd, tmp, f, NULL, true) >= 0 &&
+	/* -X: the copy takes the basis file's xattrs (copy_altdest_file) */
+	bool ok = close(out) == 0 && n >= 0 &&
+		  (!g->o->xattrs || xattr_copy(g->s, adir, aleaf, dirfd, tmp)) &&
+		  apply_attrs(g->rc, dirfd, tmp, f, NULL, true) >= 0 &&
 		  renameat(dirfd, tmp, dirfd, leaf) == 0;
 	if (!ok)
 		unlinkat(dirfd, tmp, 0);

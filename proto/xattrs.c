@@ -774,6 +774,29 @@ static bool in_set(const struct xa_set *set, const char *name)
 	return false;
 }
 
+bool xattr_copy(struct session *s, int src_dirfd, const char *src_leaf, int dst_dirfd,
+		const char *dst_leaf)
+{
+	char src[PATH_MAX], dst[PATH_MAX];
+	struct xa_set set;
+
+	if (!fd_path(src, sizeof src, src_dirfd, src_leaf) ||
+	    !fd_path(dst, sizeof dst, dst_dirfd, dst_leaf) ||
+	    !read_set(s, src, src_leaf, false, false, &set))
+		return false;
+	bool ok = true;
+	for (uint32_t i = 0; ok && i < set.count; i++) {
+		const struct xa_item *x = &set.items[i];
+		if (lsetxattr(dst, x->name, x->datum, x->datum_len, 0) < 0) {
+			session_xfer_err(s, "copy_xattrs: lsetxattr(%s,\"%s\") failed: %s", dst_leaf,
+					 x->name, strerror(errno));
+			ok = false;
+		}
+	}
+	set_free(&set);
+	return ok;
+}
+
 bool xattr_apply(struct session *s, int dirfd, const char *leaf, const struct file_entry *f,
 		 int basis_dirfd, const char *basis_leaf)
 {

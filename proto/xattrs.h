@@ -54,6 +54,12 @@ bool xattr_recv_values(struct session *s, const struct file_entry *f);
 bool xattr_apply(struct session *s, int dirfd, const char *leaf, const struct file_entry *f,
 		 int basis_dirfd, const char *basis_leaf);
 
+/* Receiver: give dst the xattrs src has, as far as we may set them (a
+ * file copied from a --copy-dest dir; xattrs.c: copy_xattrs). False after
+ * reporting a failure. */
+bool xattr_copy(struct session *s, int src_dirfd, const char *src_leaf, int dst_dirfd,
+		const char *dst_leaf);
+
 void xattr_state_free(struct session *s);
 
 #endif

@@ -267,6 +267,30 @@ open(p, "wb").write(d)' "$base/src/f"
 }
 t_check inplace_sparse_punches_holes check_inplace_sparse
 
+# ------------------------------------------------------ -X --copy-dest
+# A file copied from a --copy-dest dir has that file's xattrs.
+check_copy_dest_xattrs() {
+    local tool tag got=""
+    mkdir -p "$T/xcd/src" "$T/xcd/alt"
+    echo data >"$T/xcd/src/f"
+    setfattr -n user.parity -v kept "$T/xcd/src/f" 2>/dev/null ||
+        { echo "no user xattrs here"; return 0; }
+    touch -d '2020-01-01' "$T/xcd/src/f"
+    cp -a "$T/xcd/src/f" "$T/xcd/alt/f"
+    for tool in "$RSYNC" "$FERRY"; do
+        tag=$(basename "$tool")
+        "$tool" -aX --copy-dest="$T/xcd/alt" "$T/xcd/src/" "$T/xcd/$tag/" || return 1
+        got+="$(getfattr --only-values -n user.parity "$T/xcd/$tag/f" 2>/dev/null) "
+    done
+    echo "rsync, ferry: $got"
+    [ "$got" = "kept kept " ]
+}
+if command -v setfattr >/dev/null && command -v getfattr >/dev/null; then
+    t_check copy_dest_copies_xattrs check_copy_dest_xattrs
+else
+    t_skip copy_dest_copies_xattrs "setfattr/getfattr not installed"
+fi
+
 # daemon_start NAME TOOL CONF -- run TOOL --daemon with the config file CONF
 # (written by the caller, no globals added) on a free port; sets DPORT and
 # DPID.
