@@ -291,6 +291,48 @@ else
     t_skip copy_dest_copies_xattrs "setfattr/getfattr not installed"
 fi
 
+# --------------------------------------- --daemon with a socket on stdin
+# A daemon handed a connected socket on stdin serves that connection and
+# answers on it, --no-detach or not (inetd style).
+check_daemon_stdin_socket() {
+    local tool out got=""
+    mkdir -p "$T/sock/mod"
+    printf 'use chroot = no\n[mod]\n    path = %s\n' "$T/sock/mod" >"$T/sock.conf"
+    for tool in "$RSYNC" "$FERRY"; do
+        out=$("$PYTHON" - "$tool" "$T/sock.conf" <<'EOF'
+import socket, subprocess, sys
+a, b = socket.socketpair()
+p = subprocess.Popen([sys.argv[1], "--daemon", "--no-detach", "--config=" + sys.argv[2]],
+                     stdin=b, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+b.close()
+a.settimeout(10)
+data = b""
+try:
+    data = a.recv(200)
+    a.sendall(b"@RSYNCD: 32.0 md5\n#list\n")
+    while True:
+        d = a.recv(1000)
+        if not d:
+            break
+        data += d
+except OSError:
+    pass
+a.close()
+try:
+    p.wait(10)
+except subprocess.TimeoutExpired:
+    p.kill()
+    p.wait()
+print(repr(data.split(b"\n")[1:]))
+EOF
+)
+        echo "$tool: $out"
+        got+="$out "
+    done
+    [ "$got" = "[b'mod            \\t', b'@RSYNCD: EXIT', b''] [b'mod            \\t', b'@RSYNCD: EXIT', b''] " ]
+}
+t_check daemon_serves_socket_on_stdin check_daemon_stdin_socket
+
 # daemon_start NAME TOOL CONF -- run TOOL --daemon with the config file CONF
 # (written by the caller, no globals added) on a free port; sets DPORT and
 # DPID.
