@@ -333,6 +333,28 @@ EOF
 }
 t_check daemon_serves_socket_on_stdin check_daemon_stdin_socket
 
+# --------------------------------------------- --only-write-batch -X
+# The batch holds the xattr requests as rsync's does: rsync reads it back.
+check_only_write_batch_xattrs() {
+    local i got=""
+    mkdir -p "$T/owb/src" "$T/owb/rb"
+    for i in 1 2 3; do
+        echo x >"$T/owb/src/f$i"
+        setfattr -n user.m -v v "$T/owb/src/f$i" 2>/dev/null ||
+            { echo "no user xattrs here"; return 0; }
+    done
+    "$FERRY" -a -X --only-write-batch="$T/owb/batch" "$T/owb/src/" "$T/owb/wb" || return 1
+    run owb-read "$RSYNC" -aX --read-batch="$T/owb/batch" "$T/owb/rb"
+    got="$(rc_of owb-read) $(getfattr --only-values -n user.m "$T/owb/rb/f3" 2>/dev/null)"
+    echo "rsync reading ferry's batch: $got"
+    [ "$got" = "0 v" ]
+}
+if command -v setfattr >/dev/null && command -v getfattr >/dev/null; then
+    t_check only_write_batch_xattrs_readable check_only_write_batch_xattrs
+else
+    t_skip only_write_batch_xattrs_readable "setfattr/getfattr not installed"
+fi
+
 # daemon_start NAME TOOL CONF -- run TOOL --daemon with the config file CONF
 # (written by the caller, no globals added) on a free port; sets DPORT and
 # DPID.
