@@ -38,10 +38,43 @@ static const char *local_caps(const struct ferry_opts *o)
 	return inc ? ".iLsfxCIvu" : ".LsfxCIvu";
 }
 
+/* The receiving half's options when -M gave it some of its own: rsync's
+ * local child parses them over the client's (pipe.c: local_child), so we
+ * parse the command line again with them before any "--". 0 or the exit
+ * code of a failed parse (already reported). */
+static int parse_with_remote_options(const struct ferry_opts *o, struct ferry_opts *ro)
+{
+	int n = o->nremote_options, argc = o->raw_argc + n, at = o->raw_argc;
+	char **argv = calloc((size_t)argc + 1, sizeof *argv);
+
+	if (!argv) {
+		fprintf(stderr, "ferry: out of memory\n");
+		return RERR_MALLOC;
+	}
+	for (int i = 1; i < o->raw_argc && at == o->raw_argc; i++)
+		if (strcmp(o->raw_argv[i], "--") == 0)
+			at = i;
+	memcpy(argv, o->raw_argv, (size_t)at * sizeof *argv);
+	memcpy(argv + at, o->remote_options, (size_t)n * sizeof *argv);
+	memcpy(argv + at + n, o->raw_argv + at, (size_t)(o->raw_argc - at) * sizeof *argv);
+	int rc = options_parse(ro, argc, argv);
+	free(argv);
+	return rc == FERRY_OPTS_EXIT_OK ? 0 : rc;
+}
+
 static int run_receiver_child(const struct ferry_opts *o, int fd, const char *dest)
 {
-	struct ferry_opts ro = *o;
+	struct ferry_opts ro = *o, parsed;
 	struct session s;
+
+	if (o->nremote_options > 0 && o->raw_argv) {
+		int rc = parse_with_remote_options(o, &parsed);
+		if (rc) {
+			options_free(&parsed);
+			return rc;
+		}
+		ro = parsed;
+	}
 	char *paths[1] = {(char *)dest};
 	struct server_ctx ctx = {.root_fd = AT_FDCWD, .paths = paths, .npaths = 1,
 				 .client_caps = local_caps(o), .local_child = true};
@@ -53,6 +86,9 @@ static int run_receiver_child(const struct ferry_opts *o, int fd, const char *de
 	/* --munge-links is for one side of a remote transfer; rsync's local
 	 * copy leaves the links as they are */
 	ro.munge_links = false;
+	/* the sending half has applied --chmod already; a second pass would
+	 * apply a copy clause (g=o) to the modes the first pass made */
+	ro.chmod = NULL;
 	/* Without a slow link in between, delta transfer only costs time:
 	 * rsync's local default is --whole-file. */
 	if (ro.whole_file < 0 && !o->write_batch)

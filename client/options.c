@@ -726,7 +726,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_SSH_CIPHER: return set_str(ps, &o->ssh_cipher, arg);
 	case OPT_EXISTING: o->existing = true; break;
 	case OPT_IGNORE_EXISTING: o->ignore_existing = true; break;
-	case OPT_DEL: case OPT_DELETE_DURING: case OPT_DELETE_DELAY: ps->del_during = v; break;
+	case OPT_DELETE_DURING: case OPT_DELETE_DELAY: ps->del_during = v; break;
 	case OPT_DELETE: ps->del_plain = 1; break;
 	case OPT_DELETE_BEFORE: ps->del_before = 1; break;
 	case OPT_DELETE_AFTER: ps->del_after = 1; break;

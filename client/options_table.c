@@ -164,7 +164,8 @@ const struct opt_spec options_table[] = {
 	FL("ignore-existing", 0, Y, OPT_IGNORE_EXISTING, 1, "skip updating files that exist on receiver"),
 	FL("remove-source-files", 0, Y, OPT_REMOVE_SOURCE_FILES, 1, "sender removes synchronized files (non-directory)"),
 	AL("remove-sent-files", Y, OPT_REMOVE_SOURCE_FILES, 2),
-	FL("del", 0, Y, OPT_DEL, 1, "an alias for --delete-during"),
+	/* the same row id as --delete-during: a refuse rule naming either covers both */
+	FL("del", 0, Y, OPT_DELETE_DURING, 1, "an alias for --delete-during"),
 	FL("delete", 0, Y, OPT_DELETE, 1, "delete extraneous files from dest directories"),
 	FL("delete-before", 0, Y, OPT_DELETE_BEFORE, 1, "receiver deletes before xfer, not during"),
 	FL("delete-during", 0, Y, OPT_DELETE_DURING, 1, "receiver deletes during the transfer"),

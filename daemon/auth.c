@@ -200,15 +200,7 @@ void auth_make_challenge(enum csum_type t, char *out, size_t outsz)
 
 /* ---- auth users rules ------------------------------------------------------ */
 
-/* Tokens of a rule list as rsync util1.c:conf_strtok() splits them: on
- * blanks and commas, or on commas alone (tokens trimmed) when the value
- * starts with a comma. Modifies the string it walks. */
-struct rule_iter {
-	char *p;
-	bool commas_only;
-};
-
-static void rules_begin(struct rule_iter *it, char *s)
+void rules_begin(struct rule_iter *it, char *s)
 {
 	while (isspace((unsigned char)*s))
 		s++;
@@ -216,7 +208,7 @@ static void rules_begin(struct rule_iter *it, char *s)
 	it->p = it->commas_only ? s + 1 : s;
 }
 
-static char *rules_next(struct rule_iter *it)
+char *rules_next(struct rule_iter *it)
 {
 	static const char seps[] = " ,\t\r\n";
 

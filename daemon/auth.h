@@ -34,6 +34,18 @@ enum auth_result {
 	AUTH_OK_DEFAULT, /* matched a rule without option: the module's `read only` */
 };
 
+/* Tokens of a config list (`auth users`, `gid`) as rsync util1.c:conf_strtok()
+ * splits them: on blanks and commas, or on commas alone (tokens trimmed)
+ * when the value starts with a comma. rules_begin() starts a walk over s,
+ * which it modifies; rules_next() gives the next non-empty token or NULL. */
+struct rule_iter {
+	char *p;
+	bool commas_only;
+};
+
+void rules_begin(struct rule_iter *it, char *s);
+char *rules_next(struct rule_iter *it);
+
 /* Does `auth users` ask for authentication? (rsync: set and non-empty; a
  * value of only blanks still asks, and then nobody gets in.) */
 bool auth_required(const char *auth_users);

@@ -670,10 +670,11 @@ static int serve(struct listener *L)
 	L->lfd = socket_activation_listener();
 	if (L->lfd == SOCKET_ACTIVATION_ERROR)
 		return RERR_SOCKETIO;
-	/* Started by inetd: the connection is already on stdin. */
-	if (L->lfd < 0 && getsockopt(STDIN_FILENO, SOL_SOCKET, SO_TYPE, &sotype, &len) == 0 &&
-	    !o->no_detach && !o->port)
-		return daemon_serve_client(&L->cfg, o, STDIN_FILENO, STDOUT_FILENO);
+	/* Started by inetd, or by anyone who hands us a socket on stdin:
+	 * that connection is served, and answered on, whatever else was
+	 * asked (clientserver.c: daemon_main, is_a_socket). */
+	if (L->lfd < 0 && getsockopt(STDIN_FILENO, SOL_SOCKET, SO_TYPE, &sotype, &len) == 0)
+		return daemon_serve_client(&L->cfg, o, STDIN_FILENO, STDIN_FILENO);
 	return run_listener(L);
 }
 

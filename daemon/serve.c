@@ -46,6 +46,7 @@ struct conn {
 	const struct daemon_config *cfg;
 	const struct daemon_module *m;
 	bool chrooted;
+	bool inner_subdir;       /* chrooted to OUTER of "path = OUTER/./SUB" */
 	char user[AUTH_USER_MAX + 1];
 	const struct ferry_opts *dopts;
 	struct session s;
@@ -283,59 +284,157 @@ static bool name_to_id(const char *name, bool is_group, unsigned *id)
 	return pw != NULL;
 }
 
-/* The module's uid and gid (defaults nobody and nogroup, or nobody when
- * there is no nogroup), as names or numbers. */
-static bool lookup_ids(const struct daemon_module *m, uid_t *uid, gid_t *gid)
+/* Groups a module's `gid` may name; "*" past this many fails as rsync's
+ * getgrouplist() failure does. */
+#define MODULE_GROUPS_MAX 1024
+
+/* Whom a root daemon becomes for a module: the uid, and the groups, the
+ * first being the primary one. */
+struct module_ids {
+	uid_t uid;
+	gid_t gids[MODULE_GROUPS_MAX];
+	int ngids;
+};
+
+static bool bad_id(struct conn *c, const char *what, const char *name)
+{
+	daemon_log(c->cfg, c->m, "Invalid %s %s", what, name);
+	send_line(c, "@ERROR: invalid %s %s\n", what, name);
+	return false;
+}
+
+static bool add_group(struct conn *c, struct module_ids *ids, const char *name)
 {
 	unsigned id;
 
-	if (!name_to_id(m->uid ? m->uid : "nobody", false, &id))
-		return false;
-	*uid = id;
-	if (m->gid ? !name_to_id(m->gid, true, &id)
-		   : !name_to_id("nogroup", true, &id) && !name_to_id("nobody", true, &id))
-		return false;
-	*gid = id;
+	if (!name_to_id(name, true, &id) || ids->ngids >= MODULE_GROUPS_MAX)
+		return bad_id(c, "gid", name);
+	ids->gids[ids->ngids++] = id;
 	return true;
 }
 
+/* "gid = *": every group of the module's user, its primary group first
+ * (uidlist.c: getallgroups). */
+static bool add_all_groups(struct conn *c, struct module_ids *ids)
+{
+	struct passwd *pw = getpwuid(ids->uid);
+	int n = MODULE_GROUPS_MAX;
+	const char *err = NULL;
+
+	if (!pw)
+		err = "getpwuid failed";
+	else if (getgrouplist(pw->pw_name, pw->pw_gid, ids->gids, &n) < 0)
+		err = "getgrouplist failed";
+	if (err) {
+		daemon_log(c->cfg, c->m, "%s", err);
+		send_line(c, "@ERROR: %s\n", err);
+		return false;
+	}
+	ids->ngids = n;
+	for (int j = 1; j < n; j++) {
+		if (ids->gids[j] == pw->pw_gid) {
+			ids->gids[j] = ids->gids[0];
+			ids->gids[0] = pw->pw_gid;
+			break;
+		}
+	}
+	return true;
+}
+
+/* The module's `gid` list ("*" only first), or nogroup (nobody where there
+ * is no nogroup) when it has none (clientserver.c: rsync_module). */
+static bool lookup_groups(struct conn *c, const struct daemon_module *m,
+			  struct module_ids *ids)
+{
+	if (!m->gid || !*m->gid) {
+		unsigned id;
+		if (!name_to_id("nogroup", true, &id) && !name_to_id("nobody", true, &id))
+			return bad_id(c, "gid", "nogroup");
+		ids->gids[ids->ngids++] = id;
+		return true;
+	}
+	char *list = strdup(m->gid);
+	struct rule_iter it;
+	bool ok = list != NULL;
+
+	if (list)
+		rules_begin(&it, list);
+	for (char *tok; ok && (tok = rules_next(&it)) != NULL;) {
+		if (ids->ngids == 0 && strcmp(tok, "*") == 0)
+			ok = add_all_groups(c, ids);
+		else
+			ok = add_group(c, ids, tok);
+	}
+	free(list);
+	return ok;
+}
+
+/* The module's uid (default nobody) and groups, as names or numbers; on
+ * failure the client has been told why. */
+static bool lookup_ids(struct conn *c, const struct daemon_module *m, struct module_ids *ids)
+{
+	const char *user = m->uid && *m->uid ? m->uid : "nobody";
+	unsigned id;
+
+	if (!name_to_id(user, false, &id))
+		return bad_id(c, "uid", user);
+	ids->uid = id;
+	ids->ngids = 0;
+	return lookup_groups(c, m, ids);
+}
+
+/* Does INNER (after "/./") name a directory below the chroot's root? */
+static bool names_subdir(const char *inner)
+{
+	return inner[strspn(inner, "/.")] != '\0';
+}
+
 /* chroot (as `use chroot` says), open the module root, and drop to the
- * module's uid/gid when we are root. Returns the root fd or -1. */
+ * module's uid/gid when we are root. A "/./" in the path asks for a chroot
+ * even when `use chroot` is unset. Returns the root fd or -1. */
 static int enter_module(struct conn *c, const struct daemon_module *m)
 {
 	bool root = geteuid() == 0;
-	uid_t uid = 0;
-	gid_t gid = 0;
+	struct module_ids ids;
 
 	if (!m->path || !*m->path) {
 		send_line(c, "@ERROR: no path setting.\n");
 		return -1;
 	}
-	if (root && !lookup_ids(m, &uid, &gid)) {
-		send_line(c, "@ERROR: invalid uid or gid setting.\n");
+	if (root && !lookup_ids(c, m, &ids))
+		return -1;
+	/* The module path is the admin's (oppath.h): resolved once, with no
+	 * other user's symlink on the way, and entered by that fd. With
+	 * "OUTER/./INNER" the chroot is OUTER and INNER is served. */
+	const char *inner = m->use_chroot != 0 ? strstr(m->path, "/./") : NULL;
+	char *outer = inner ? strndup(m->path, (size_t)(inner - m->path)) : NULL;
+	if (inner && !outer) {
+		send_line(c, "@ERROR: chroot failed\n");
 		return -1;
 	}
-	/* The module path is the admin's (oppath.h): resolved once, with no
-	 * other user's symlink on the way, and entered by that fd. */
-	int fd = oppath_open(AT_FDCWD, m->path, O_RDONLY | O_DIRECTORY, 0, module_oppath_how(m));
+	const char *top = inner ? (*outer ? outer : "/") : m->path;
+	int fd = oppath_open(AT_FDCWD, top, O_RDONLY | O_DIRECTORY, 0, module_oppath_how(m));
 	int path_errno = errno;
-	if (fd >= 0 && m->use_chroot != 0 && root && fchdir(fd) == 0 && chroot(".") == 0 &&
-	    chdir("/") == 0) {
+	if (fd >= 0 && m->use_chroot != 0 && (root || inner) && fchdir(fd) == 0 &&
+	    chroot(".") == 0 && chdir("/") == 0 && (!inner || chdir(inner + 2) == 0)) {
 		close(fd);
-		fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		c->chrooted = true;
-	} else if (m->use_chroot == 1 && !(fd < 0 && path_errno == ELOOP)) {
+		c->inner_subdir = inner && names_subdir(inner + 2);
+	} else if ((m->use_chroot == 1 || inner) && !(fd < 0 && path_errno == ELOOP)) {
 		daemon_log(c->cfg, m, "chroot(\"%s\") failed: %s", m->path,
 			   strerror(fd < 0 ? path_errno : errno));
 		send_line(c, "@ERROR: chroot failed\n");
 		if (fd >= 0)
 			close(fd);
+		free(outer);
 		return -1;
 	} else if (fd >= 0 && fchdir(fd) < 0) {
 		path_errno = errno;
 		close(fd);
 		fd = -1;
 	}
+	free(outer);
 	if (fd < 0) {
 		errno = path_errno;
 		daemon_log(c->cfg, m, "ferry: chdir %s failed: %s (%d)", m->path, strerror(errno),
@@ -344,7 +443,8 @@ static int enter_module(struct conn *c, const struct daemon_module *m)
 		return -1;
 	}
 	if (root) {
-		if (setgroups(1, &gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
+		if (setgroups((size_t)ids.ngids, ids.gids) < 0 || setgid(ids.gids[0]) < 0 ||
+		    setuid(ids.uid) < 0) {
 			daemon_log(c->cfg, m, "dropping privileges failed: %s", strerror(errno));
 			send_line(c, "@ERROR: setuid failed\n");
 			close(fd);
@@ -754,8 +854,11 @@ static bool apply_module_policy(struct conn *c, const struct daemon_module *m, b
 {
 	struct session *s = &c->s;
 
-	s->munge_symlinks = m->munge_symlinks < 0 ? !c->chrooted : m->munge_symlinks == 1;
-	s->sanitize_links = !c->chrooted;
+	/* a chroot confines only what lies below its root; an inner subdir is
+	 * guarded as a module without chroot is (clientserver.c: module_dirlen) */
+	bool confined = c->chrooted && !c->inner_subdir;
+	s->munge_symlinks = m->munge_symlinks < 0 ? !confined : m->munge_symlinks == 1;
+	s->sanitize_links = !confined;
 	if (s->munge_symlinks) {
 		/* Munged links would be followable again through such a dir. */
 		struct stat st;

@@ -156,15 +156,9 @@ int apply_attrs_recv(struct recv_ctx *rc, int dirfd, const char *leaf,
  * width)? (log.c: log_format_has) */
 static bool format_has(const char *fmt, const char *which)
 {
-	for (const char *p = strchr(fmt, '%'); p; p = strchr(p + 1, '%')) {
-		const char *q = p + 1;
-		while (*q == '-' || *q == '\'' || (*q >= '0' && *q <= '9'))
-			q++;
-		if (*q && strchr(which, *q))
+	for (; *which; which++)
+		if (log_format_has(fmt, *which))
 			return true;
-		if (*q == '%')
-			p = q;
-	}
 	return false;
 }
 
@@ -249,7 +243,7 @@ static void log_item_with(struct session *s, const struct file_entry *f, int ifl
 	bool after = (iflags & ITEM_TRANSFER) && logs_after_transfer(o);
 	bool to_json = !s->am_server && !x && o->json && item_visible(o, f, iflags, xname, true, 1);
 	bool to_stdout = !o->json && fmt && after == (x != NULL) &&
-			 item_visible(o, f, iflags, xname, strstr(fmt, "%i") != NULL, o->itemize);
+			 item_visible(o, f, iflags, xname, log_format_has(fmt, 'i'), o->itemize);
 	bool to_log = !x && s->log_fp && item_visible(o, f, iflags, xname, true, 1);
 	/* a line that waits for the transfer: --progress shows the name
 	 * above its meter meanwhile (receiver.c: "%s\n" when

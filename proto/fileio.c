@@ -559,27 +559,76 @@ static bool all_zero(const uint8_t *p, size_t n)
 	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
 }
 
+/* Pass over n zero bytes at the current offset: a seek; with punch, where
+ * blocks lie already (preallocated, or the old data of an in-place update),
+ * a hole the size of the whole run, so that the blocks inside it are freed,
+ * or the zeros themselves where the file system makes no hole. */
+static bool skip_zeros(int fd, const uint8_t *zeros, size_t n, bool punch)
+{
+	if (!punch)
+		return lseek(fd, (off_t)n, SEEK_CUR) >= 0;
+	off_t at = lseek(fd, 0, SEEK_CUR);
+	if (at < 0)
+		return false;
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at, (off_t)n) == 0)
+		return lseek(fd, at + (off_t)n, SEEK_SET) >= 0;
+	return fs_write_all(fd, zeros, n);
+}
+
 bool fs_write_sparse(int fd, const void *buf, size_t len, bool punch)
 {
 	const uint8_t *p = buf;
+	size_t zrun = 0; /* zeros met and not yet passed over */
 
 	while (len > 0) {
 		size_t n = len < SPARSE_RUN ? len : SPARSE_RUN;
 		if (all_zero(p, n)) {
-			off_t at = lseek(fd, (off_t)n, SEEK_CUR);
-			if (at < 0)
+			zrun += n;
+		} else {
+			if (zrun && !skip_zeros(fd, p - zrun, zrun, punch))
 				return false;
-			/* a preallocated file has blocks there already */
-			if (punch)
-				fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at - (off_t)n,
-					  (off_t)n);
-		} else if (!fs_write_all(fd, p, n)) {
-			return false;
+			zrun = 0;
+			if (!fs_write_all(fd, p, n))
+				return false;
 		}
 		p += n;
 		len -= n;
 	}
-	return true;
+	return !zrun || skip_zeros(fd, p - zrun, zrun, punch);
+}
+
+/* n zero bytes at the current offset that are there already: a hole if
+ * the file system makes one (if not, they stay), and the offset past them. */
+static bool punch_present_zeros(int fd, size_t n)
+{
+	off_t at = lseek(fd, 0, SEEK_CUR);
+
+	if (at < 0)
+		return false;
+	(void)fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at, (off_t)n);
+	return lseek(fd, at + (off_t)n, SEEK_SET) >= 0;
+}
+
+bool fs_sparse_in_place(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	size_t zrun = 0;
+
+	while (len > 0) {
+		size_t n = len < SPARSE_RUN ? len : SPARSE_RUN;
+		if (all_zero(p, n)) {
+			zrun += n;
+		} else {
+			if (zrun && !punch_present_zeros(fd, zrun))
+				return false;
+			zrun = 0;
+			if (lseek(fd, (off_t)n, SEEK_CUR) < 0)
+				return false;
+		}
+		p += n;
+		len -= n;
+	}
+	return !zrun || punch_present_zeros(fd, zrun);
 }
 
 bool fs_write_all(int fd, const void *buf, size_t len)

@@ -90,9 +90,14 @@ int fs_mkpath_at(int rootfd, const char *relpath);
 int fs_open_source(int dirfd, const char *name, int flags, bool noatime);
 
 /* -S: write buf at the current offset, seeking over 4 KiB runs of zeros
- * (and punching them out of a preallocated file when punch). The caller
- * sets the final size with ftruncate. */
+ * (and, when punch, punching them out of the blocks already there: a
+ * preallocated file, or one updated in place; zeros are written where no
+ * hole can be made). The caller sets the final size with ftruncate. */
 bool fs_write_sparse(int fd, const void *buf, size_t len, bool punch);
+/* -S --inplace: buf is what already lies at the current offset; its runs
+ * of zeros become holes where the file system makes them, and the offset
+ * moves past it. */
+bool fs_sparse_in_place(int fd, const void *buf, size_t len);
 
 /* rsync's unsafe_symlink(): does a link at path (relative to the transfer)
  * with this target point outside the transfer (absolute, or climbing

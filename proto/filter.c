@@ -22,6 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proto/fileio.h"
+
 #include "proto/flist.h"
 #include "proto/opts.h"
 #include "proto/oppath.h"
@@ -78,6 +80,8 @@ struct pctx {
 	int dir_fd;             /* a directory the caller opened, or -1 */
 	const char *dir_fs_of_fd; /* ... and its name: files there go by dir_fd */
 	bool open_in_dir;       /* the next parse_file opens its name in dir_fd */
+	bool use_given_fd;      /* the next parse_file reads given_fd (-1: */
+	int given_fd;           /* could not be opened) instead of its name */
 	const char *src_file;   /* reading this file's contents: its name, or
 				 * what stands for a name that came from a file */
 	int src_line;           /* its line (-1: word split, or not said) */
@@ -605,8 +609,12 @@ static int parse_file(struct pctx *pc, const char *path, uint32_t tflags, bool f
 		return rule_err_sep(pc, "merge-file include depth limit (32) exceeded at", " ", path);
 	}
 	bool in_dir = pc->open_in_dir; /* only this file, not the ones it merges */
-	pc->open_in_dir = false;
-	if (use_stdin) {
+	bool given = pc->use_given_fd;
+	pc->open_in_dir = pc->use_given_fd = false;
+	if (given) {
+		if (pc->given_fd >= 0 && !(fp = fdopen(pc->given_fd, "rb")))
+			close(pc->given_fd);
+	} else if (use_stdin) {
 		fp = stdin;
 	} else if (in_dir) {
 		/* a receiver's merge file, in a directory the transfer may
@@ -673,6 +681,30 @@ static bool has_dotdot(const char *p)
 	return false;
 }
 
+/* A client's '.' rule on a daemon: the name is inside the module ("/"
+ * is its root), resolved beneath it, and a file the module's rules hide
+ * is as if absent, without a word (exclude.c: parse_filter_file with
+ * daemon_filter_list). */
+static int merge_in_module(struct pctx *pc, const char *path, uint32_t tflags)
+{
+	const struct filter_list *fl = pc->fl;
+	const char *rel = path;
+	int saved = pc->xflags;
+
+	while (*rel == '/')
+		rel++;
+	if (!*rel || has_dotdot(rel))
+		return rule_err(pc, "merge-file name outside the transfer", path);
+	if (fl->peer_merge_hidden && filter_check(fl->peer_merge_hidden, rel, false, false) < 0)
+		return 0;
+	pc->use_given_fd = true;
+	pc->given_fd = fs_open_beneath(fl->peer_merge_root, rel, O_RDONLY);
+	pc->xflags &= ~X_PERDIR;
+	int rc = parse_file(pc, path, tflags, true);
+	pc->xflags = saved;
+	return rc;
+}
+
 /* A '.' rule: read the file now (exclude.c: parse_merge_name then
  * parse_filter_file). As rsync, a name without a slash is used as is,
  * one with a slash inside a per-directory file is relative to it. */
@@ -690,7 +722,9 @@ static int merge_now(struct pctx *pc, const struct tok *t)
 		return perr(pc, "out of memory");
 	memcpy(path, t->pat, t->len);
 	path[t->len] = '\0';
-	if (pc->xflags & FILTER_PARSE_FROM_PEER) {
+	if ((pc->xflags & FILTER_PARSE_FROM_PEER) && pc->fl->peer_merge_ok && !pc->dm) {
+		rc = merge_in_module(pc, path, t->flags);
+	} else if (pc->xflags & FILTER_PARSE_FROM_PEER) {
 		rc = rule_err(pc, "merge-file rules are not accepted from the remote side", path);
 	} else if (pc->fl->from_peer && (*path == '/' || has_dotdot(path))) {
 		rc = rule_err(pc, "merge-file name outside the transfer", path);

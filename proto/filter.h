@@ -93,6 +93,12 @@ struct filter_list {
 	int protocol;              /* for "-C" rules: perishable if >= 30 */
 	bool from_peer;            /* rules came from the peer (a server) */
 	unsigned oppath_how;       /* OPPATH_* for opening merge files (oppath.h) */
+	/* a daemon module reads a peer's '.' merge file beneath
+	 * peer_merge_root, as if absent when peer_merge_hidden (the
+	 * module's rules) excludes it; otherwise such a rule is refused */
+	bool peer_merge_ok;
+	int peer_merge_root;
+	const struct filter_list *peer_merge_hidden;
 	bool delete_excluded;      /* parsed for --delete-excluded */
 	char *abs_root;            /* absolute transfer root, for '/' rules */
 	bool abs_root_fixed;       /* set by filter_set_abs_root() */

@@ -1115,6 +1115,18 @@ static bool build_relative(struct walker *k, const char *arg)
 		hidden = true;
 	else if (daemon_hides_path(k, fn))
 		hidden = true;
+	if ((e == ENOENT || hidden) && o->missing_args == 1) {
+		if (pfd >= 0) /* --ignore-missing-args */
+			close(pfd);
+		return true;
+	}
+	if ((e == ENOENT || hidden) && o->missing_args == 2) {
+		/* --delete-missing-args: a mode-0 entry tells the receiver to
+		 * delete its copy (flist.c: send_file_list) */
+		memset(&st, 0, sizeof st);
+		e = 0;
+		hidden = false;
+	}
 	if (e || hidden) {
 		/* what the module excludes does not exist for the client */
 		e = e ? e : ENOENT;

@@ -54,6 +54,7 @@ struct gen {
 };
 
 static void redo_request(struct gen *g, int32_t ndx, bool allow);
+static bool unchanged_attrs(struct gen *g, const struct file_entry *f, const struct stat *st);
 
 /* ---- block sums ---- */
 
@@ -350,6 +351,14 @@ static bool report_item(struct gen *g, int32_t ndx, int iflags, const char *xnam
 	return ok;
 }
 
+/* Does -vv name what needed nothing ("X is uptodate")? Only without an
+ * itemizing format (generator.c: maybe_ATTRS_REPORT). */
+static bool says_uptodate(const struct gen *g)
+{
+	return info_ge(g->o, INFO_NAME, 2) && !g->o->itemize &&
+	       !log_format_has(g->o->out_format, 'i');
+}
+
 /* An entry kept where it is: its attributes brought up to date, and at
  * -vv (NAME2) without an itemized format its name, or "X is uptodate"
  * when nothing needed touching (rsync.c: set_file_attrs, ATTRS_REPORT). */
@@ -361,7 +370,7 @@ static void settle_in_place(struct gen *g, int dirfd, const char *leaf, const ch
 
 	if (!o->dry_run)
 		changed = apply_attrs(g->rc, dirfd, leaf, f, st, true);
-	if (info_ge(o, INFO_NAME, 2) && !o->itemize && !log_format_has(o->out_format, 'i'))
+	if (says_uptodate(g))
 		session_client(g->s, changed ? "%s\n" : "%s is uptodate\n", path);
 }
 
@@ -562,6 +571,23 @@ static void keep_inherited_setgid(struct gen *g, struct file_entry *f, const str
 		f->mode |= S_ISGID;
 }
 
+/* A receiver that is not root cannot write into a directory whose mode
+ * lacks owner rwx, so it opens the directory up while it fills it;
+ * touch_up_dir() puts the mode back (generator.c: dir_tweaking). */
+static bool tweaks_dir_perms(const struct gen *g)
+{
+	return !g->s->am_root && !g->o->dry_run && !g->rc->solo_name;
+}
+
+static void widen_dir_for_filling(struct gen *g, int dirfd, const char *leaf,
+				  const struct file_entry *f, const char *path)
+{
+	if (!tweaks_dir_perms(g) || (f->mode & S_IRWXU) == S_IRWXU)
+		return;
+	if (fchmodat(dirfd, leaf, (f->mode | S_IRWXU) & 07777, 0) < 0)
+		file_error_at(g, "failed to modify permissions on ", path, "");
+}
+
 static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
 {
 	const char *leaf;
@@ -584,7 +610,7 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 	}
 	statret = dest_lstat(g, dirfd, leaf, path, &st);
 	struct stat target;
-	if (statret == 0 && S_ISLNK(st.st_mode) && g->dirs.follow) {
+	if (statret == 0 && S_ISLNK(st.st_mode) && g->o->keep_dirlinks) {
 		if (stat_dirlink(g, dirfd, leaf, path, &target)) {
 			if (S_ISDIR(target.st_mode))
 				st = target; /* -K: a symlink to a directory stands for it */
@@ -623,6 +649,9 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 		     : alt_dir_stat(g, f, path, &ast) ? ITEM_LOCAL_CHANGE | attr_change_bits(g, f, &ast)
 						      : ITEM_LOCAL_CHANGE | ITEM_IS_NEW;
 	report_item(g, ndx, iflags, NULL);
+	bool from_alt = (statret != 0 || created_root) && !(iflags & ITEM_IS_NEW);
+	if (from_alt && says_uptodate(g) && unchanged_attrs(g, f, &ast))
+		session_info(g->s, "%s/ is uptodate\n", path); /* try_dests_non */
 	if (created_root && (iflags & ITEM_IS_NEW)) {
 		g->s->stats.created_dirs++;
 		g->s->stats.created_files++;
@@ -650,6 +679,7 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 	if (made_early && !g->o->perms && !g->o->dry_run &&
 	    fchmodat(dirfd, leaf, f->mode & 07777, 0) < 0)
 		file_error(g, "chmod", path);
+	widen_dir_for_filling(g, dirfd, leaf, f, path);
 	if (g->o->delete_mode == DELETE_DURING || g->o->delete_mode == DELETE_DEFAULT) {
 		if ((f->flags & FE_CONTENT_DIR) && !(g->rc->state[ndx] & FS_FAILED))
 			delete_in_dir(g->rc, &g->dirs, path, ndx);
@@ -672,6 +702,46 @@ static void gen_dir_early(struct gen *g, struct file_entry *f, const char *path)
 		return;
 	if (mkdirat(dirfd, leaf, (f->mode | 0700) & 0700) == 0)
 		f->flags |= FE_DIR_CREATED;
+}
+
+/* A missing symlink that a basis dir holds as it is, target and
+ * attributes (generator.c: try_dests_non, match level 3). */
+static bool alt_symlink_match(struct gen *g, const struct file_entry *f, const char *path)
+{
+	char cur[MAXPATHLEN_WIRE + 1];
+
+	for (int i = 0; i < g->rc->nalt; i++) {
+		const char *aleaf;
+		struct stat ast;
+		if (g->rc->alt_fd[i] < 0)
+			continue;
+		int adir = dir_cursor_parent(&g->alt[i], path, &aleaf);
+		if (adir < 0 || fstatat(adir, aleaf, &ast, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISLNK(ast.st_mode))
+			continue;
+		ssize_t n = readlinkat(adir, aleaf, cur, sizeof cur - 1);
+		if (n < 0)
+			continue;
+		cur[n] = '\0';
+		if (strcmp(cur, f->link) == 0 && unchanged_attrs(g, f, &ast))
+			return true;
+	}
+	return false;
+}
+
+/* A symlink found up to date in a basis dir: shown as rsync shows it, at
+ * -ivv or -ii only; true when that was all (--compare-dest), false when it
+ * is to be made as a copy of that one, quietly. */
+static bool symlink_from_alt(struct gen *g, int32_t ndx, const char *path)
+{
+	const struct ferry_opts *o = g->o;
+	bool compare = o->alt_dest_mode == ALT_DEST_COMPARE;
+
+	if (o->itemize && (info_ge(o, INFO_NAME, 2) || o->itemize > 1))
+		report_item(g, ndx, compare ? 0 : ITEM_LOCAL_CHANGE, NULL);
+	if (says_uptodate(g))
+		session_info(g->s, "%s is uptodate\n", path);
+	return compare;
 }
 
 static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)
@@ -732,8 +802,16 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		if (g->o->existing)
 			return;
 		iflags |= ITEM_IS_NEW;
+		if (g->rc->nalt && alt_symlink_match(g, f, path)) {
+			if (symlink_from_alt(g, ndx, path)) {
+				recv_report_success(g->rc, ndx, path, false);
+				return;
+			}
+			iflags = 0; /* made as a copy of that one, quietly */
+		}
 	}
-	report_item(g, ndx, iflags, NULL);
+	if (iflags)
+		report_item(g, ndx, iflags, NULL);
 	if (g->o->dry_run)
 		return;
 	/* Create under a temporary name and rename over, so a reader never
@@ -1039,11 +1117,18 @@ static int alt_regular(struct gen *g, int i, const char *path, const char **alea
 	return adir;
 }
 
+/* What try_alt_dests() made of a missing file. */
+enum alt_outcome {
+	ALT_NONE,     /* not settled: b names the best basis found, if any */
+	ALT_IN_DEST,  /* copied or linked into the destination */
+	ALT_COMPARED, /* a --compare-dest dir has it: nothing is written */
+};
+
 /* A missing destination file: look for it in the --compare-dest,
- * --copy-dest or --link-dest dirs (generator.c: try_dests_reg). Returns
- * true when that settled it; otherwise b names the best basis found. */
-static bool try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f, const char *path,
-			  int dirfd, const char *leaf, struct basis *b, struct stat *bst)
+ * --copy-dest or --link-dest dirs (generator.c: try_dests_reg). */
+static enum alt_outcome try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f,
+				      const char *path, int dirfd, const char *leaf,
+				      struct basis *b, struct stat *bst)
 {
 	const struct ferry_opts *o = g->o;
 
@@ -1080,11 +1165,13 @@ static bool try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f, cons
 		if (o->itemize > 1 || info_ge(o, INFO_NAME, 2))
 			report_item(g, ndx, o->alt_dest_mode == ALT_DEST_COMPARE ? 0 : ITEM_LOCAL_CHANGE,
 				    linked ? "" : NULL);
+		if (says_uptodate(g) && unchanged_attrs(g, f, &ast))
+			session_info(g->s, "%s is uptodate\n", path);
 		g->rc->state[ndx] |= FS_DONE;
 		recv_report_success(g->rc, ndx, path, false);
-		return true;
+		return o->alt_dest_mode == ALT_DEST_COMPARE ? ALT_COMPARED : ALT_IN_DEST;
 	}
-	return false;
+	return ALT_NONE;
 }
 
 /* An existing destination file that a --compare-dest or --link-dest dir
@@ -1196,6 +1283,42 @@ static void set_state(struct recv_ctx *rc, int32_t ndx, uint8_t bits)
 	pthread_mutex_unlock(&rc->lock);
 }
 
+/* What a missing hard link finds of itself in the basis dirs (hlink.c:
+ * hard_link_check, statret 1): it is then itemized against that file, not
+ * as new. */
+enum hlink_alt {
+	HL_ALT_NONE,
+	HL_ALT_MATCH,  /* an up-to-date copy (*ast) */
+	HL_ALT_TARGET, /* a --link-dest file that is the group's target itself */
+};
+
+static enum hlink_alt hlink_alt_match(struct gen *g, const struct file_entry *f,
+				      const char *path, const struct stat *tst, struct stat *ast)
+{
+	enum hlink_alt found = HL_ALT_NONE;
+
+	for (int i = 0; i < g->rc->nalt; i++) {
+		const char *aleaf;
+		struct stat st;
+		int adir = alt_regular(g, i, path, &aleaf, &st);
+		if (adir < 0)
+			continue;
+		if (g->o->alt_dest_mode == ALT_DEST_LINK) {
+			if (st.st_dev != tst->st_dev || st.st_ino != tst->st_ino)
+				continue;
+			*ast = st;
+			return HL_ALT_TARGET;
+		}
+		if (!regular_up_to_date(g, f, adir, aleaf, &st))
+			continue;
+		*ast = st;
+		found = HL_ALT_MATCH;
+		if (unchanged_attrs(g, f, &st))
+			break;
+	}
+	return found;
+}
+
 static void make_hard_link(struct gen *g, int32_t ndx, struct file_entry *f, int32_t target)
 {
 	struct recv_ctx *rc = g->rc;
@@ -1224,6 +1347,8 @@ static void make_hard_link(struct gen *g, int32_t ndx, struct file_entry *f, int
 	bool exists = dirfd >= 0 && fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	if (exists && have_target && st.st_ino == tst.st_ino && st.st_dev == tst.st_dev) {
 		report_item(g, ndx, attr_change_bits(g, f, &st) | ITEM_LOCAL_CHANGE, "");
+		if (says_uptodate(g))
+			session_info(g->s, "%s is uptodate\n", path);
 		set_state(rc, ndx, FS_DONE);
 		dir_cursor_close(&tc);
 		return;
@@ -1246,8 +1371,20 @@ static void make_hard_link(struct gen *g, int32_t ndx, struct file_entry *f, int
 		}
 	}
 	dir_cursor_close(&tc);
-	int iflags = exists ? attr_change_bits(g, f, &st) : ITEM_IS_NEW;
-	report_item(g, ndx, iflags | ITEM_LOCAL_CHANGE, tpath);
+	struct stat ast;
+	enum hlink_alt alt = !exists && g->rc->nalt ? hlink_alt_match(g, f, path, &tst, &ast)
+						    : HL_ALT_NONE;
+	/* compared with the file the link replaced, or its match in a basis
+	 * dir, as a local change */
+	int iflags = exists ? attr_change_bits_for(g, f, &st, ITEM_LOCAL_CHANGE)
+		     : alt != HL_ALT_NONE ? attr_change_bits_for(g, f, &ast, ITEM_LOCAL_CHANGE)
+					  : ITEM_IS_NEW;
+	/* the very file of a --link-dest dir is only told of at -ii or -ivv */
+	if (alt != HL_ALT_TARGET || g->o->itemize > 1 ||
+	    (g->o->itemize && info_ge(g->o, INFO_NAME, 2)))
+		report_item(g, ndx, iflags | ITEM_LOCAL_CHANGE, tpath);
+	else if (says_uptodate(g))
+		session_info(g->s, "%s is uptodate\n", path);
 	recv_report_success(rc, ndx, path, false);
 	set_state(rc, ndx, FS_DONE); /* after its report: then its part may end */
 }
@@ -1307,6 +1444,7 @@ enum regular_outcome {
 	REG_DEFERRED,  /* missing, and a later hard link of it will come */
 	REG_REQUESTED, /* asked the sender for it */
 	REG_IN_PLACE,  /* there already, kept as it is or brought up to date */
+	REG_COMPARED,  /* a --compare-dest dir has it: not in the destination */
 };
 
 static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct file_entry *f,
@@ -1343,8 +1481,6 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 				session_info(g->s, "not creating new file \"%s\"\n", path);
 			return REG_SKIPPED;
 		}
-		if (defer_missing)
-			return REG_DEFERRED;
 		if (!o->perms)
 			f->mode = dest_mode(g, f->mode, 0, false, dirfd);
 		struct basis b = {.dirfd = dirfd, .leaf = leaf, .st = NULL, .alt = -1};
@@ -1355,8 +1491,16 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 			close(pfd);
 			return REG_REQUESTED;
 		}
-		if (g->rc->nalt && try_alt_dests(g, ndx, f, path, dirfd, leaf, &b, &bst))
-			return REG_REQUESTED;
+		/* a hard link waits for its group only after the basis dirs had
+		 * their say (generator.c: try_dests_reg before the
+		 * F_HLINK_NOT_LAST deferral) */
+		enum alt_outcome alt = g->rc->nalt ? try_alt_dests(g, ndx, f, path, dirfd, leaf,
+								   &b, &bst)
+						   : ALT_NONE;
+		if (alt != ALT_NONE)
+			return alt == ALT_COMPARED ? REG_COMPARED : REG_REQUESTED;
+		if (defer_missing)
+			return REG_DEFERRED;
 		if (b.st && b.alt >= 0) {
 			/* a file in a basis dir is what the item is compared
 			 * with: not new (generator.c: recv_generator, statret
@@ -1478,6 +1622,8 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		hlink_set_target(g->rc, ndx, f, true);
 		link_waiting(g, ndx);
 		break;
+	case REG_COMPARED:
+		/* nothing to link to: each later member looks for itself */
 	case REG_SKIPPED:
 		/* the others waited for this one: they are left out */
 		if (f->flags & FE_HLINK_LAST)
@@ -1759,6 +1905,11 @@ static void touch_up_dir(struct gen *g, const struct file_entry *f, uint8_t stat
 	int dirfd = strcmp(path, ".") == 0 ? g->rc->rootfd : parent_of(g, path, &leaf);
 	if (strcmp(path, ".") == 0)
 		leaf = ".";
+	/* rsync restores only the modes that lack owner write */
+	if (dirfd >= 0 && tweaks_dir_perms(g) && !(f->mode & S_IWUSR))
+		fchmodat(dirfd, leaf, f->mode & 07777, 0);
+	if (!g->o->times || g->o->omit_dir_times)
+		return;
 	if (dirfd >= 0 && fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    !recv_mtime_differs(g->o, &st, f))
 		return;
@@ -1770,7 +1921,7 @@ static void touch_up_dirs(struct gen *g)
 {
 	struct flist *fl = g->rc->fl;
 
-	if (!g->o->times || g->o->omit_dir_times || g->o->dry_run)
+	if (g->o->dry_run || ((!g->o->times || g->o->omit_dir_times) && !tweaks_dir_perms(g)))
 		return;
 	if (fl->inc) {
 		/* each directory once, at the index its own part names it by,
@@ -2065,7 +2216,7 @@ void *generator_main(void *arg)
 	umask(um);
 	g.dflt_perms = 0777 & ~um;
 	dir_cursor_init(&g.dirs, rc->rootfd);
-	g.dirs.follow = g.o->keep_dirlinks;
+	g.dirs.follow = recv_follows_dest_links(g.o);
 	/* -K follows a destination symlink only while it stays beneath the
 	 * destination, for every receiver (rsync 3.5), but anywhere in a
 	 * module with "insecure links" (rsync 3.2.7's way, which it restores) */

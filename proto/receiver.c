@@ -198,9 +198,10 @@ static bool write_piece(struct rcv *r, int fd, const char *path, const uint8_t *
 		return true;
 	if (r->over_basis)
 		r->data_len = 0; /* the write may change what the window holds */
-	bool sparse = r->o->sparse && !r->o->inplace;
-	if (fd >= 0 &&
-	    !(sparse ? fs_write_sparse(fd, p, n, r->o->preallocate) : fs_write_all(fd, p, n)))
+	/* in place, a zero run is punched out of the old data (rsync 3.5:
+	 * do_punch_hole) */
+	if (fd >= 0 && !(r->o->sparse ? fs_write_sparse(fd, p, n, r->o->preallocate || r->o->inplace)
+				      : fs_write_all(fd, p, n)))
 		return write_failed(r, path);
 	writeback_landed(r, fd, (int64_t)n);
 	return true;
@@ -248,6 +249,22 @@ static bool writing_over_basis(const struct rcv *r, int basis_fd, int fd)
  * being rewritten: move past it instead of writing it back (rsync's
  * receiver seeks there too). For a PostgreSQL segment with a few changed
  * pages this spares rewriting, and writing back to disk, the whole file. */
+/* -S: a block left in place still has its runs of zeros punched out
+ * (rsync: skip_matched through write_sparse). */
+static bool sparse_in_place(struct rcv *r, int fd, const char *path, const uint8_t *p,
+			    size_t len)
+{
+	if ((r->out_len && !flush_out(r, fd, path)) || !apply_skip(r, fd, path))
+		return false;
+	if (fd >= 0 && !fs_sparse_in_place(fd, p, len)) {
+		session_err(r->s, "lseek of \"%s\" failed: %s", path, strerror(errno));
+		return false;
+	}
+	r->written += (int64_t)len;
+	progress_update(r->s, &r->prog, r->written, r->file_size);
+	return true;
+}
+
 static bool skip_in_place(struct rcv *r, int fd, const char *path, size_t len)
 {
 	if (r->out_len && !flush_out(r, fd, path))
@@ -359,7 +376,9 @@ static bool take_block(struct rcv *r, int basis_fd, int fd, const char *path, of
 		if (feed_sums)
 			sums_builder_bytes(r->sb, p, k);
 		if (!clone && *write_ok &&
-		    !(in_place ? skip_in_place(r, fd, path, k) : emit(r, fd, path, p, k)))
+		    !(!in_place ? emit(r, fd, path, p, k)
+		      : r->o->sparse ? sparse_in_place(r, fd, path, p, k)
+				     : skip_in_place(r, fd, path, k)))
 			*write_ok = false;
 		if (!token_dec_see(r->dec, p, k, done, len))
 			return false;
@@ -1022,7 +1041,7 @@ bool receiver_run(struct recv_ctx *rc)
 	const char *no_clone = getenv("FERRY_NO_CLONE");
 	r.use_clone = !(no_clone && *no_clone == '1');
 	dir_cursor_init(&r.dirs, rc->rootfd);
-	r.dirs.follow = r.o->keep_dirlinks;
+	r.dirs.follow = recv_follows_dest_links(r.o);
 	r.dirs.beneath = true; /* as the generator: -K never leaves the destination */
 	r.data = malloc(OUT_BUF);
 	r.out = malloc(OUT_BUF);

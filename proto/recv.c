@@ -78,6 +78,11 @@ static void recv_no_send(void *ctx, int32_t ndx)
 	pthread_mutex_unlock(&rc->lock);
 }
 
+bool recv_follows_dest_links(const struct ferry_opts *o)
+{
+	return o->keep_dirlinks || (o->relative && o->no_implied_dirs);
+}
+
 bool recv_daemon_excludes(const struct recv_ctx *rc, const char *path, bool is_dir)
 {
 	char full[MAXPATHLEN_WIRE * 3];

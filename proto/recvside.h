@@ -176,6 +176,13 @@ int apply_attrs_recv(struct recv_ctx *rc, int dirfd, const char *leaf,
 bool parent_failed(struct recv_ctx *rc, const struct file_entry *f);
 void recv_mark_dir_failed(struct recv_ctx *rc, const char *path);
 
+/* Do the receiver's walks to an entry follow a destination symlink on the
+ * way (always staying beneath the destination)? With -K, and with -R
+ * --no-implied-dirs, whose path elements are not in the list and so are
+ * the user's own, used as they are (rsync: the file "ends up being created
+ * in" the link's target). */
+bool recv_follows_dest_links(const struct ferry_opts *o);
+
 /* Print one item line the way rsync's client does for -v/-i/--out-format. */
 void recv_log_item(struct recv_ctx *rc, const struct file_entry *f, int iflags,
 		   const char *xname);

@@ -266,6 +266,19 @@ static int serve_sender(struct session *s, const struct server_ctx *ctx,
 	return finish(s, ok);
 }
 
+/* A directory of the destination's path that we only pass through: the
+ * user's own path (oppath.h), and a parent searchable but not readable
+ * (mode 0111) is still entered, by an O_PATH descriptor, which needs
+ * search permission only. */
+static int open_dest_parent(int at, const char *path, unsigned how)
+{
+	int fd = oppath_open(at, path, O_RDONLY | O_DIRECTORY, 0, how);
+
+	if (fd < 0 && errno == EACCES)
+		fd = oppath_open(at, path, O_PATH | O_DIRECTORY, 0, how);
+	return fd;
+}
+
 /* --mkpath for the user's own destination: an operator path (oppath.h);
  * in a module (how has OPPATH_CONFINE) one that stays inside it. */
 static int mkpath_plain(int rootfd, const char *path, unsigned how)
@@ -476,7 +489,7 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 		snprintf(pbuf, sizeof pbuf, "%.*s", !sl ? 1 : sl == clean ? 1 : (int)(sl - clean),
 			 !sl ? "." : clean);
 		leaf = sl ? sl + 1 : clean;
-		parent = oppath_open(ctx->root_fd, pbuf, O_RDONLY | O_DIRECTORY, 0, o->insecure_links);
+		parent = open_dest_parent(ctx->root_fd, pbuf, o->insecure_links);
 	} else {
 		snprintf(pbuf, sizeof pbuf, "%.*s", sl ? (int)(sl - clean) : 1, sl ? clean : ".");
 		parent = oppath_open_parent_in(ctx->root_fd, clean, &leaf, module_how(s));
@@ -717,6 +730,11 @@ int server_run(struct session *s, const struct server_ctx *ctx)
 			   (uint8_t)(s->opts->timeout >> 24)}, 4))
 		return finish(s, false);
 	filter_list_init(&filters);
+	/* a client's merge file on a daemon: inside the module, unless the
+	 * module hides it */
+	filters.peer_merge_ok = ctx->confined;
+	filters.peer_merge_root = ctx->root_fd;
+	filters.peer_merge_hidden = ctx->daemon_filters;
 	struct ferry_opts own = *s->opts;
 	own.server = !ctx->local_child; /* merge files are read only for our own user */
 	if (filter_list_from_opts(&filters, &own, err, sizeof err) < 0) {

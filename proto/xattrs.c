@@ -545,11 +545,18 @@ bool xattr_recv_entry(struct session *s, struct file_entry *f)
 
 /* ---- the request round ---- */
 
+/* rsync's do_xfers: off for a dry run asked for, on for the one
+ * --only-write-batch implies (main.c sets that after the options). */
+static bool does_xfers(const struct session *s)
+{
+	return !s->opts->dry_run || s->opts->write_batch < 0;
+}
+
 bool xattr_request_follows(const struct session *s, int iflags)
 {
 	bool optim = s->protocol >= 31 && !(s->compat_flags & CF_AVOID_XATTR_OPTIM);
 
-	return s->opts->xattrs && !s->opts->dry_run && (iflags & ITEM_REPORT_XATTR) &&
+	return s->opts->xattrs && does_xfers(s) && (iflags & ITEM_REPORT_XATTR) &&
 	       !(optim && (iflags & ITEM_XNAME_FOLLOWS) && (iflags & ITEM_LOCAL_CHANGE));
 }
 
@@ -627,7 +634,7 @@ bool xattr_gen_request(struct session *s, const struct file_entry *f, int iflags
 	bool send = xattr_request_follows(s, iflags);
 	int32_t prior = 0;
 
-	if (!s->opts->xattrs || s->opts->dry_run || !(iflags & (ITEM_REPORT_XATTR | ITEM_TRANSFER)))
+	if (!s->opts->xattrs || !does_xfers(s) || !(iflags & (ITEM_REPORT_XATTR | ITEM_TRANSFER)))
 		return true;
 	for (uint32_t i = 0; set && i < set->count; i++) {
 		struct xa_item *x = &set->items[i];

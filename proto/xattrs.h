@@ -65,6 +65,7 @@ bool xattr_apply(struct session *s, int dirfd, const char *leaf, const struct fi
 bool xattr_apply_gen(struct session *s, int dirfd, const char *leaf, const struct file_entry *f,
 		     int basis_dirfd, const char *basis_leaf);
 
+
 void xattr_state_free(struct session *s);
 
 #endif
