@@ -13,6 +13,7 @@
 
 #include "client/batch_client.h"
 #include "client/exit_line.h"
+#include "proto/json.h"
 #include "client/local.h"
 #include "client/options.h"
 #include "client/pull.h"
@@ -204,6 +205,15 @@ static void drop_info_output(void)
 	close(fd);
 }
 
+/* --json among the arguments of a command line options_parse refused. */
+static bool argv_asks_json(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--json") == 0)
+			return true;
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	struct ferry_opts o;
@@ -228,6 +238,12 @@ int main(int argc, char **argv)
 	 * daemon or a server says nothing of the kind */
 	const char *role = "client";
 	bool client = true;
+	/* --json: a start and an end event, also around a usage error */
+	bool json_run = rc == 0 ? o.json : rc != FERRY_OPTS_EXIT_OK && argv_asks_json(argc, argv);
+	bool dry_run = rc == 0 && o.dry_run;
+
+	if (json_run)
+		json_event_start(dry_run);
 
 	if (rc == FERRY_OPTS_EXIT_OK) {
 		rc = 0;
@@ -253,6 +269,7 @@ int main(int argc, char **argv)
 			o.raw_argv = argv; /* for a batch's FILE.sh */
 			o.raw_argc = argc;
 			stop_signal_install(&role);
+			stop_signal_json_end(o.json);
 			rc = run_client(&o, &role);
 		}
 		if (o.files_from_fd >= 0)
@@ -265,6 +282,8 @@ int main(int argc, char **argv)
 		rc = RERR_SIGNAL;
 	if (client)
 		exit_line_print(rc, role, "main.c", __LINE__, o.log_file);
+	if (client && json_run)
+		json_event_end(rc, exit_code_name(rc), dry_run);
 	options_free(&o);
 	free(merged);
 	secluded_free(secluded);
