@@ -68,7 +68,10 @@ void list_entry(const struct ferry_opts *o, const struct file_entry *f)
 	char line[MAXPATHLEN_WIRE * 3];
 
 	list_format(o, f, line, sizeof line);
-	out_filtered(stdout, line, o->eight_bit_output, '\n');
+	if (o->json)
+		json_event_text("list_entry", "text", line, strlen(line));
+	else
+		out_filtered(stdout, line, o->eight_bit_output, '\n');
 }
 
 /* "created directory NAME" (len bytes of it), or its --json event. */

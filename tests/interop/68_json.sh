@@ -42,6 +42,8 @@ run pull 0 motd item.name=sub/b -- -a "rsync://127.0.0.1:$RSYNCD_PORT/src/" "$T/
 t_check pull.same diff -r "$T/src" "$T/d4"
 t_check pull.motd_not_human grep -q '"text":"Welcome to the json test daemon"' "$T/pull.out"
 run listing 0 listing -- "rsync://127.0.0.1:$RSYNCD_PORT/"
+run list_only 0 list_entry -- "rsync://127.0.0.1:$RSYNCD_PORT/src/"
+t_check list_only.bad_name grep -q '"text_b64":' "$T/list_only.out"
 t_check listing.module grep -q '"event":"listing","text":"src .*json source"' "$T/listing.out"
 run usage 1 -- --no-such-option "$T/src/" "$T/d5/"
 t_check usage.no_human_stdout test "$(grep -vc '^{' "$T/usage.out")" = 0
