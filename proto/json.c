@@ -159,6 +159,36 @@ void json_event_text(const char *event, const char *key, const char *name, size_
 	fflush(stdout);
 }
 
+void json_msg_parse(const char *line, struct json_msg_fields *out)
+{
+	size_t len = strlen(line);
+	const char *colon = strchr(line, ':');
+
+	memset(out, 0, sizeof *out);
+	out->errnum = -1;
+	/* "ferry: [sender] ...": the role right after the program's name */
+	if (colon && colon[1] == ' ' && colon[2] == '[') {
+		const char *close = strchr(colon + 3, ']');
+		if (close && close > colon + 3 && (size_t)(close - colon - 3) <= 16) {
+			out->role = colon + 3;
+			out->role_len = (size_t)(close - out->role);
+		}
+	}
+	const char *q1 = strchr(line, '"'), *q2 = strrchr(line, '"');
+	if (q1 && q2 > q1) {
+		out->path = q1 + 1;
+		out->path_len = (size_t)(q2 - q1 - 1);
+	}
+	/* " (N)" at the end: rsync's rsyserr() form */
+	if (len > 3 && line[len - 1] == ')') {
+		size_t i = len - 1;
+		while (i > 0 && line[i - 1] >= '0' && line[i - 1] <= '9' && len - i < 6)
+			i--;
+		if (i >= 2 && i < len - 1 && line[i - 1] == '(' && line[i - 2] == ' ')
+			out->errnum = atoi(line + i);
+	}
+}
+
 #define STR_(x) #x
 #define STR(x) STR_(x)
 

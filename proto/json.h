@@ -38,4 +38,16 @@ void json_event_text(const char *event, const char *key, const char *name, size_
  * for stop_signal.c to write() from a handler; its length in *len. */
 const char *json_signal_end_line(size_t *len);
 
+/* What an rsync-form message line tells about a file: "PROG: [ROLE]
+ * ... \"PATH\" ...: strerror (ERRNO)". Pointers into the line; a part
+ * not there is NULL/0 (errnum -1). */
+struct json_msg_fields {
+	const char *role;
+	size_t role_len;
+	const char *path;
+	size_t path_len;
+	int errnum;
+};
+void json_msg_parse(const char *line, struct json_msg_fields *out);
+
 #endif

@@ -186,6 +186,25 @@ void progress_json_item(struct session *s, const char *name, const char *item, i
 	fflush(stdout);
 }
 
+/* An error's or warning's file: ,"role":..,"path":..,"errno":N, each
+ * when the line names it. */
+static void json_message_fields(const char *text)
+{
+	struct json_msg_fields f;
+
+	json_msg_parse(text, &f);
+	if (f.role) {
+		fputs(",\"role\":", stdout);
+		json_write_string(stdout, f.role, f.role_len);
+	}
+	if (f.path) {
+		fputc(',', stdout);
+		json_write_name(stdout, "path", f.path, f.path_len);
+	}
+	if (f.errnum >= 0)
+		fprintf(stdout, ",\"errno\":%d", f.errnum);
+}
+
 void progress_json_message(struct session *s, const char *level, const char *text)
 {
 	flockfile(stdout);
@@ -193,6 +212,8 @@ void progress_json_message(struct session *s, const char *level, const char *tex
 	json_write_string(stdout, level, strlen(level));
 	fputc(',', stdout);
 	json_write_name(stdout, "text", text, strlen(text));
+	if (strcmp(level, "info") != 0)
+		json_message_fields(text);
 	fputs("}\n", stdout);
 	funlockfile(stdout);
 	fflush(stdout);

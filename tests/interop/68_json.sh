@@ -66,7 +66,7 @@ wait_temp() {
     done
     return 1
 }
-# slow_run NAME ACTION: ACTION is "vanish" or "signal"
+# slow_run NAME ACTION: ACTION is "vanish", "signal" or "signal2"
 slow_run() {
     local name=$1 pid rc
     slow_src || return 1
@@ -79,6 +79,8 @@ slow_run() {
     case $2 in
     vanish) rm -f "$T/slow/zz" ;;
     signal) kill -TERM "$pid" ;;
+    # a second signal forces the exit at once, or finds the run ended
+    signal2) kill -TERM "$pid" && kill -INT "$pid" ;;
     esac
     wait "$pid"
     rc=$?
@@ -88,9 +90,16 @@ slow_run() {
 if t_check vanished.run slow_run vanished vanish; then
     t_check vanished.exit test "$(cat "$T/vanished.rc")" = 24
     t_check vanished.json "$PYTHON" "$CHECK" "$T/vanished.out" 24 message end.error=RERR_VANISHED
+    # the file that vanished is never reported as an item
+    t_check vanished.not_done test "$(grep -c '"name":"zz"' "$T/vanished.out")" = 0
+    t_check vanished.big_done grep -q '"event":"item","name":"big"' "$T/vanished.out"
 fi
 if t_check signal.run slow_run signal signal; then
     t_check signal.exit test "$(cat "$T/signal.rc")" = 20
     t_check signal.json "$PYTHON" "$CHECK" "$T/signal.out" 20 end.error=RERR_SIGNAL
+fi
+if t_check signal2.run slow_run signal2 signal2; then
+    t_check signal2.exit test "$(cat "$T/signal2.rc")" = 20
+    t_check signal2.json "$PYTHON" "$CHECK" "$T/signal2.out" 20 end.error=RERR_SIGNAL
 fi
 t_done

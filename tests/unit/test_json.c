@@ -91,12 +91,34 @@ static void test_rerr_symbols(void **state)
 	assert_null(json_rerr_symbol(99));
 }
 
+static void test_msg_parse(void **state)
+{
+	struct json_msg_fields f;
+
+	(void)state;
+	json_msg_parse("ferry: [sender] link_stat \"/tmp/no \"such\" failed: No such file or directory (2)",
+		       &f);
+	assert_int_equal(f.role_len, 6);
+	assert_memory_equal(f.role, "sender", 6);
+	assert_int_equal(f.path_len, 13);
+	assert_memory_equal(f.path, "/tmp/no \"such", 13);
+	assert_int_equal(f.errnum, 2);
+	json_msg_parse("file has vanished: \"/a/b\"", &f);
+	assert_null(f.role);
+	assert_int_equal(f.path_len, 4);
+	assert_int_equal(f.errnum, -1);
+	json_msg_parse("ferry: connection closed (12345678)", &f);
+	assert_null(f.role);
+	assert_null(f.path);
+	assert_int_equal(f.errnum, -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_utf8_passes),     cmocka_unit_test(test_escapes),
 		cmocka_unit_test(test_invalid_replaced), cmocka_unit_test(test_name_b64),
-		cmocka_unit_test(test_rerr_symbols),
+		cmocka_unit_test(test_rerr_symbols),     cmocka_unit_test(test_msg_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
