@@ -13,7 +13,6 @@
 
 #include "client/batch_client.h"
 #include "client/exit_line.h"
-#include "proto/json.h"
 #include "client/local.h"
 #include "client/options.h"
 #include "client/pull.h"
@@ -23,6 +22,7 @@
 #include "daemon/daemon.h"
 #include "proto/chmod.h"
 #include "proto/filesfrom.h"
+#include "proto/json.h"
 #include "proto/server.h"
 #include "proto/stop_signal.h"
 
@@ -239,7 +239,8 @@ int main(int argc, char **argv)
 	const char *role = "client";
 	bool client = true;
 	/* --json: a start and an end event, also around a usage error */
-	bool json_run = rc == 0 ? o.json : rc != FERRY_OPTS_EXIT_OK && argv_asks_json(argc, argv);
+	bool json_run = rc == 0 ? o.json && !o.daemon && !o.server
+				: rc != FERRY_OPTS_EXIT_OK && argv_asks_json(argc, argv);
 	bool dry_run = rc == 0 && o.dry_run;
 
 	if (json_run)
@@ -264,7 +265,7 @@ int main(int argc, char **argv)
 						      : o.outbuf == 'L' ? _IOLBF : _IOFBF, 0);
 			if (o.msgs2stderr)
 				route_stdout_to_stderr();
-			if (o.quiet)
+			if (o.quiet && !o.json) /* --json's stream stays whole */
 				drop_info_output();
 			o.raw_argv = argv; /* for a batch's FILE.sh */
 			o.raw_argc = argc;

@@ -34,6 +34,7 @@ run() {
 }
 
 run local 0 item stats item.name_b64=YmFk/25hbWU -- -a "$T/src/" "$T/d1/"
+run quiet 0 stats -- -a -q "$T/src/" "$T/d8/"
 run dry_run 0 start.dry_run=True end.dry_run=True -- -a -n "$T/src/" "$T/d2/"
 touch "$T/d1/extra"
 run delete 0 item.change=*deleting stats.files_deleted=1 -- -a --delete "$T/src/" "$T/d1/"
@@ -49,7 +50,7 @@ run usage 1 -- --no-such-option "$T/src/" "$T/d5/"
 t_check usage.no_human_stdout test "$(grep -vc '^{' "$T/usage.out")" = 0
 port=$(t_free_port)
 run refused 10 -- -a "rsync://127.0.0.1:$port/src/" "$T/d6/"
-run missing 23 message -- -a "$T/nosuch" "$T/d7/"
+run missing 23 message.errno=2 message.role=sender message.path="$T/nosuch" -- -a "$T/nosuch" "$T/d7/"
 
 # A slow big file first (--bwlimit), then "zz": once the big file's temp
 # file has data, zz is still to be sent -- removed now it vanished (24);
