@@ -186,8 +186,8 @@ void progress_json_item(struct session *s, const char *name, const char *item, i
 	fflush(stdout);
 }
 
-/* An error's or warning's file: ,"role":..,"path":..,"errno":N, each
- * when the line names it. */
+/* The file a message is about: ,"role":..,"path":..,"errno":N, each
+ * when the line names it (an error, a warning, a skip). */
 static void json_message_fields(const char *text)
 {
 	struct json_msg_fields f;
@@ -212,8 +212,7 @@ void progress_json_message(struct session *s, const char *level, const char *tex
 	json_write_string(stdout, level, strlen(level));
 	fputc(',', stdout);
 	json_write_name(stdout, "text", text, strlen(text));
-	if (strcmp(level, "info") != 0)
-		json_message_fields(text);
+	json_message_fields(text);
 	fputs("}\n", stdout);
 	funlockfile(stdout);
 	fflush(stdout);

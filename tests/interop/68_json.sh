@@ -16,7 +16,12 @@ t_rsyncd_start rd "motd file = $T/motd
 [src]
     path = $T/src
     comment = json source
-    read only = yes" || t_fail rsyncd_start "no rsync daemon"
+    read only = yes
+[up]
+    path = $T/up
+    read only = no" || t_fail rsyncd_start "no rsync daemon"
+mkdir -p "$T/up" "$T/skip" && mkfifo "$T/skip/fifo" && echo f >"$T/skip/f" ||
+    t_fail setup "no skip tree"
 
 # run NAME RC_WANTED EVENT... -- CMD: run ferry --json ARGS (after --),
 # then check its stdout and that it exited RC_WANTED
@@ -42,6 +47,10 @@ run created_dir 0 created_directory.name="$T/d3" -- -a -i "$T/src/" "$T/d3"
 run pull 0 motd item.name=sub/b -- -a "rsync://127.0.0.1:$RSYNCD_PORT/src/" "$T/d4/"
 t_check pull.same diff -r "$T/src" "$T/d4"
 t_check pull.motd_not_human grep -q '"text":"Welcome to the json test daemon"' "$T/pull.out"
+run push 0 item.name=sub/b stats -- -av "$T/src/" "rsync://127.0.0.1:$RSYNCD_PORT/up/"
+t_check push.same diff -r "$T/src" "$T/up"
+# a skipped file is a message naming it
+run skip 0 message.path=fifo item.name=f -- -r "$T/skip/" "$T/d9/"
 run listing 0 listing -- "rsync://127.0.0.1:$RSYNCD_PORT/"
 run list_only 0 list_entry -- "rsync://127.0.0.1:$RSYNCD_PORT/src/"
 t_check list_only.bad_name grep -q '"text_b64":' "$T/list_only.out"
