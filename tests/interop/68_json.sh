@@ -60,6 +60,11 @@ t_check usage.no_human_stdout test "$(grep -vc '^{' "$T/usage.out")" = 0
 port=$(t_free_port)
 run refused 10 -- -a "rsync://127.0.0.1:$port/src/" "$T/d6/"
 run missing 23 message.errno=2 message.role=sender message.path="$T/nosuch" -- -a "$T/nosuch" "$T/d7/"
+# a file that cannot be put in place (a non-empty directory is in its
+# way, 23) is a message, never an item; the other file is
+mkdir -p "$T/mw" "$T/mwd/x/inner" && echo x >"$T/mw/x" && echo y >"$T/mw/y"
+run makeway 23 message item.name=y -- -a "$T/mw/" "$T/mwd/"
+t_check makeway.not_done test "$(grep -c '"event":"item","name":"x"' "$T/makeway.out")" = 0
 
 # A slow big file first (--bwlimit), then "zz": once the big file's temp
 # file has data, zz is still to be sent -- removed now it vanished (24);
