@@ -214,6 +214,24 @@ static bool argv_asks_json(int argc, char **argv)
 	return false;
 }
 
+/* --json's end event, exactly once: a forced exit at a second signal
+ * writes its own (stop_signal.c), so the signals wait while this one is
+ * written, and a forced exit after it writes none. */
+static void json_end_once(int rc, bool dry_run)
+{
+	sigset_t stop, old;
+
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGALRM);
+	sigprocmask(SIG_BLOCK, &stop, &old);
+	stop_signal_json_end(false);
+	json_event_end(rc, exit_code_name(rc), dry_run);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	struct ferry_opts o;
@@ -284,7 +302,7 @@ int main(int argc, char **argv)
 	if (client)
 		exit_line_print(rc, role, "main.c", __LINE__, o.log_file);
 	if (client && json_run)
-		json_event_end(rc, exit_code_name(rc), dry_run);
+		json_end_once(rc, dry_run);
 	options_free(&o);
 	free(merged);
 	secluded_free(secluded);
