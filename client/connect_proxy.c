@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/checksum.h"
+
 #define PROXY_BUF 1024          /* a request or one response line */
 #define PROXY_MAX_HEADER_LINES 100
 /* rsync waits for a proxy's answer forever; a silent proxy must not hang
@@ -69,23 +71,14 @@ static bool proxy_spec_parse(const char *spec, struct proxy_spec *ps)
 	return true;
 }
 
-static void base64(const unsigned char *in, size_t len, char *out)
+/* Padded base64 (HTTP Basic wants the '='s): the one encoder, padded. */
+static void base64_padded(const unsigned char *in, size_t len, char *out, size_t outsz)
 {
-	static const char tab[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t n = base64_nopad(in, len, out, outsz);
 
-	for (size_t i = 0; i < len; i += 3) {
-		unsigned v = (unsigned)in[i] << 16;
-		if (i + 1 < len)
-			v |= (unsigned)in[i + 1] << 8;
-		if (i + 2 < len)
-			v |= in[i + 2];
-		*out++ = tab[(v >> 18) & 63];
-		*out++ = tab[(v >> 12) & 63];
-		*out++ = i + 1 < len ? tab[(v >> 6) & 63] : '=';
-		*out++ = i + 2 < len ? tab[v & 63] : '=';
-	}
-	*out = '\0';
+	while (n % 4 && n + 1 < outsz)
+		out[n++] = '=';
+	out[n] = '\0';
 }
 
 static long long monotonic_ms(void)
@@ -195,7 +188,9 @@ static bool proxy_handshake(int fd, const struct proxy_spec *ps, const char *hos
 	if (ps->has_auth) {
 		char cred[sizeof ps->user + sizeof ps->pass + 1], b64[sizeof cred * 4 / 3 + 4];
 		int clen = snprintf(cred, sizeof cred, "%s:%s", ps->user, ps->pass);
-		base64((const unsigned char *)cred, (size_t)clen, b64);
+		if (clen < 0 || (size_t)clen >= sizeof cred)
+			clen = clen < 0 ? 0 : (int)sizeof cred - 1;
+		base64_padded((const unsigned char *)cred, (size_t)clen, b64, sizeof b64);
 		memset(cred, 0, sizeof cred);
 		snprintf(auth, sizeof auth, "\r\nProxy-Authorization: Basic %s", b64);
 	}

@@ -18,6 +18,7 @@
 #include "client/rsh.h"
 #include "client/secluded.h"
 #include "proto/checksum.h"
+#include "proto/json.h"
 #include "proto/negotiate.h"
 #include "proto/oppath.h"
 
@@ -290,7 +291,9 @@ int daemon_handshake(struct session *s, const struct remote_spec *r, char **args
 		}
 		/* MOTD or module lines: rsync cannot tell them apart, and
 		 * --no-motd hides both (clientserver.c: start_inband_exchange). */
-		if (!o->no_motd)
+		if (!o->no_motd && o->json)
+			json_event_text(*r->module ? "motd" : "listing", "text", line, strlen(line));
+		else if (!o->no_motd)
 			printf("%s\n", line);
 	}
 	if (!send_args(s, args))

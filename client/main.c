@@ -23,6 +23,7 @@
 #include "proto/alloc.h"
 #include "proto/chmod.h"
 #include "proto/filesfrom.h"
+#include "proto/json.h"
 #include "proto/server.h"
 #include "proto/stop_signal.h"
 
@@ -205,6 +206,33 @@ static void drop_info_output(void)
 	close(fd);
 }
 
+/* --json among the arguments of a command line options_parse refused. */
+static bool argv_asks_json(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--json") == 0)
+			return true;
+	return false;
+}
+
+/* --json's end event, exactly once: a forced exit at a second signal
+ * writes its own (stop_signal.c), so the signals wait while this one is
+ * written, and a forced exit after it writes none. */
+static void json_end_once(int rc, bool dry_run)
+{
+	sigset_t stop, old;
+
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGALRM);
+	sigprocmask(SIG_BLOCK, &stop, &old);
+	stop_signal_json_end(false);
+	json_event_end(rc, exit_code_name(rc), dry_run);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	struct ferry_opts o;
@@ -234,6 +262,13 @@ int main(int argc, char **argv)
 	 * daemon or a server says nothing of the kind */
 	const char *role = "client";
 	bool client = true;
+	/* --json: a start and an end event, also around a usage error */
+	bool json_run = rc == 0 ? o.json && !o.daemon && !o.server
+				: rc != FERRY_OPTS_EXIT_OK && argv_asks_json(argc, argv);
+	bool dry_run = rc == 0 && o.dry_run;
+
+	if (json_run)
+		json_event_start(dry_run);
 
 	if (rc == FERRY_OPTS_EXIT_OK) {
 		rc = 0;
@@ -254,11 +289,12 @@ int main(int argc, char **argv)
 						      : o.outbuf == 'L' ? _IOLBF : _IOFBF, 0);
 			if (o.msgs2stderr)
 				route_stdout_to_stderr();
-			if (o.quiet)
+			if (o.quiet && !o.json) /* --json's stream stays whole */
 				drop_info_output();
 			o.raw_argv = argv; /* for a batch's FILE.sh */
 			o.raw_argc = argc;
 			stop_signal_install(&role);
+			stop_signal_json_end(o.json);
 			rc = run_client(&o, &role);
 		}
 		if (o.files_from_fd >= 0)
@@ -271,6 +307,8 @@ int main(int argc, char **argv)
 		rc = RERR_SIGNAL;
 	if (client)
 		exit_line_print(rc, role, "main.c", __LINE__, o.log_file);
+	if (client && json_run)
+		json_end_once(rc, dry_run);
 	options_free(&o);
 	free(merged);
 	secluded_free(secluded);

@@ -19,6 +19,7 @@
 #include "client/transport.h"
 #include "client/options.h"
 #include "proto/filesfrom.h"
+#include "proto/json.h"
 #include "proto/copy_as.h"
 #include "proto/filter.h"
 #include "proto/fileio.h"
@@ -67,7 +68,19 @@ void list_entry(const struct ferry_opts *o, const struct file_entry *f)
 	char line[MAXPATHLEN_WIRE * 3];
 
 	list_format(o, f, line, sizeof line);
-	out_filtered(stdout, line, o->eight_bit_output, '\n');
+	if (o->json)
+		json_event_text("list_entry", "text", line, strlen(line));
+	else
+		out_filtered(stdout, line, o->eight_bit_output, '\n');
+}
+
+/* "created directory NAME" (len bytes of it), or its --json event. */
+static void print_created_dir(const struct ferry_opts *o, const char *dest, int len)
+{
+	if (o->json)
+		json_event_text("created_directory", "name", dest, (size_t)len);
+	else
+		printf("created directory %.*s\n", len, dest);
 }
 
 /* Where the entries go (main.c: get_local_name): a directory (rootfd), or
@@ -143,7 +156,7 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 				int n = (int)dlen;
 				while (n > 1 && dest[n - 1] == '/')
 					n--;
-				printf("created directory %.*s\n", n, dest);
+				print_created_dir(o, dest, n);
 			}
 			return fs_open_root("/", false, false, false);
 		}
@@ -161,7 +174,7 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 			int n = (int)dlen;
 			while (n > 1 && dest[n - 1] == '/')
 				n--;
-			printf("created directory %.*s\n", n, dest);
+			print_created_dir(o, dest, n);
 		}
 		return fd;
 	}
@@ -186,7 +199,7 @@ static void print_summary(const struct ferry_opts *o, struct session *s, double 
 	}
 	progress_finish(s);
 	if (o->json) {
-		progress_json_stats(s, session_exit_code(s), elapsed);
+		progress_json_stats(s, session_exit_code(s));
 	} else {
 		/* through the message path: the log gets them too */
 		char *text = NULL;

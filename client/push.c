@@ -40,7 +40,7 @@ static void print_summary(const struct ferry_opts *o, struct session *s, time_t 
 	s->stats.total_read = (int64_t)s->in.total_read;
 	progress_finish(s);
 	if (o->json) {
-		progress_json_stats(s, session_exit_code(s), (double)(time(NULL) - start));
+		progress_json_stats(s, session_exit_code(s));
 	} else {
 		heap_stats_report(s, "sender");
 		/* through the message path: the log gets them too */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proto/json.h"
 #include "proto/outfilter.h"
 #include "proto/progress.h"
 #include "proto/session.h"
@@ -108,7 +109,13 @@ static bool json_event(struct session *s, enum msg_class c, const char *text, si
 
 	if (s->am_server || !s->opts->json)
 		return false;
-	if (trimmed_copy(line, text, len) > 0)
+	static const char created[] = "created directory ";
+	size_t n = trimmed_copy(line, text, len);
+	/* the receiver's (server.c) line, as its own event */
+	if (c == MC_INFO && n > sizeof created - 1 && memcmp(line, created, sizeof created - 1) == 0)
+		json_event_text("created_directory", "name", line + sizeof created - 1,
+				n - (sizeof created - 1));
+	else if (n > 0)
 		progress_json_message(s, c == MC_WARNING ? "warning"
 				      : is_error_class(c) ? "error"
 							  : "info", line);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "proto/json.h"
 #include "proto/logfmt.h"
 
 static long ms_between(const struct timeval *a, const struct timeval *b)
@@ -74,10 +75,11 @@ static void overall(struct session *s, int64_t ofs, bool force, bool final)
 		fprintf(stdout,
 			"{\"event\":\"progress\",\"bytes\":%lld,\"total_bytes\":%lld,"
 			"\"percent\":%.1f,\"bytes_per_sec\":%.0f,\"files_transferred\":%d,"
-			"\"files_total\":%d,\"elapsed_ms\":%lld}\n",
+			"\"files_total\":%d,\"total_is_final\":%s,\"elapsed_ms\":%lld}\n",
 			(long long)done, (long long)total,
 			total ? 100.0 * (double)done / (double)total : 100.0, rate_kb * 1024.0,
-			s->stats.xferred_files, s->stats.num_files, (long long)ms);
+			s->stats.xferred_files, s->stats.num_files,
+			final || !s->progress_ir ? "true" : "false", (long long)ms);
 		fflush(stdout);
 		return;
 	}
@@ -171,54 +173,63 @@ void progress_finish(struct session *s)
 	}
 }
 
-/* A JSON string body: quotes, backslashes and control bytes escaped. */
-static void json_string(FILE *fp, const char *str)
-{
-	fputc('"', fp);
-	for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(fp, "\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(fp, "\\u%04x", *p);
-		else
-			fputc(*p, fp);
-	}
-	fputc('"', fp);
-}
-
 void progress_json_item(struct session *s, const char *name, const char *item, int64_t size)
 {
-	fputs("{\"event\":\"item\",\"name\":", stdout);
-	json_string(stdout, name);
+	flockfile(stdout);
+	fputs("{\"event\":\"item\",", stdout);
+	json_write_name(stdout, "name", name, strlen(name));
 	fputs(",\"change\":", stdout);
-	json_string(stdout, item);
-	fprintf(stdout, ",\"size\":%lld}\n", (long long)size);
+	json_write_string(stdout, item, strlen(item));
+	fprintf(stdout, ",\"size\":%lld,\"dry_run\":%s}\n", (long long)size,
+		s->opts->dry_run ? "true" : "false");
+	funlockfile(stdout);
 	fflush(stdout);
+}
+
+/* The file a message is about: ,"role":..,"path":..,"errno":N, each
+ * when the line names it (an error, a warning, a skip). */
+static void json_message_fields(const char *text)
+{
+	struct json_msg_fields f;
+
+	json_msg_parse(text, &f);
+	if (f.role) {
+		fputs(",\"role\":", stdout);
+		json_write_string(stdout, f.role, f.role_len);
+	}
+	if (f.path) {
+		fputc(',', stdout);
+		json_write_name(stdout, "path", f.path, f.path_len);
+	}
+	if (f.errnum >= 0)
+		fprintf(stdout, ",\"errno\":%d", f.errnum);
 }
 
 void progress_json_message(struct session *s, const char *level, const char *text)
 {
 	flockfile(stdout);
 	fputs("{\"event\":\"message\",\"level\":", stdout);
-	json_string(stdout, level);
-	fputs(",\"text\":", stdout);
-	json_string(stdout, text);
+	json_write_string(stdout, level, strlen(level));
+	fputc(',', stdout);
+	json_write_name(stdout, "text", text, strlen(text));
+	json_message_fields(text);
 	fputs("}\n", stdout);
 	funlockfile(stdout);
 	fflush(stdout);
 }
 
-void progress_json_stats(struct session *s, int exit_code, double elapsed)
+void progress_json_stats(struct session *s, int exit_code)
 {
 	const struct stats *st = &s->stats;
 
 	fprintf(stdout,
-		"{\"event\":\"stats\",\"exit_code\":%d,\"elapsed_sec\":%.3f,\"files\":%d,"
+		"{\"event\":\"stats\",\"exit_code\":%d,\"elapsed_ms\":%lld,\"dry_run\":%s,\"files\":%d,"
 		"\"files_transferred\":%d,\"files_created\":%d,"
 		"\"files_deleted\":%d,\"total_size\":%lld,\"transferred_size\":%lld,"
 		"\"literal_bytes\":%lld,\"matched_bytes\":%lld,\"bytes_sent\":%lld,"
 		"\"bytes_received\":%lld}\n",
-		exit_code, elapsed, st->num_files, st->xferred_files,
+		exit_code, (long long)(wire_now_ms() - s->run_start_ms), s->opts->dry_run ? "true" : "false",
+		st->num_files, st->xferred_files,
 		st->created_files, st->deleted_files, (long long)st->total_size,
 		(long long)st->total_transferred_size, (long long)st->literal_data,
 		(long long)st->matched_data, (long long)st->total_written,

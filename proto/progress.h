@@ -29,7 +29,7 @@ void progress_finish(struct session *s);
 /* --json events: one changed item ("change" in %i's letters), and the
  * run's statistics at the end. */
 void progress_json_item(struct session *s, const char *name, const char *item, int64_t size);
-void progress_json_stats(struct session *s, int exit_code, double elapsed);
+void progress_json_stats(struct session *s, int exit_code);
 /* A message event: level "error", "warning" or "info", and the line's
  * text without its newline (proto/msg.c sends every message here too). */
 void progress_json_message(struct session *s, const char *level, const char *text);

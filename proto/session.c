@@ -143,6 +143,7 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 	session_set_privilege(s);
 	s->namecvt_req_fd = s->namecvt_ans_fd = -1;
 	s->info = stdout;
+	s->run_start_ms = wire_now_ms();
 	wire_error_init(&s->err);
 	wire_in_init(&s->in, fd_in, &s->err);
 	wire_out_init(&s->out, fd_out, &s->err);

@@ -185,6 +185,7 @@ struct session {
 	int progress_checked;       /* entries of the sorted list passed so far */
 	bool progress_ir;           /* incremental lists still coming: "ir-chk" */
 	int64_t progress_start_ms, progress_last_ms;
+	int64_t run_start_ms;       /* wire_now_ms() at session_init: --json's elapsed_ms */
 
 	/* -A/-X: ACLs and xattr sets seen in the file list (acls.c, xattrs.c). */
 	struct acl_state *acl_state;

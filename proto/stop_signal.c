@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "client/options.h"
+#include "proto/json.h"
 #include "proto/tempfile.h"
 #include "proto/wire.h"
 
@@ -19,6 +20,7 @@
  * the forced exit needs, is process-wide. */
 static volatile sig_atomic_t stop_signo;
 static const char *const *client_role;
+static bool client_json; /* --json: the forced exit ends the event stream */
 
 /* Append text to buf[0..*len) within size; async-signal-safe. */
 static void append(char *buf, size_t size, size_t *len, const char *text)
@@ -44,6 +46,12 @@ static void forced_exit(void)
 		if (write(STDERR_FILENO, line, n) < 0) {
 			/* nothing left to tell it to */
 		}
+		if (client_json) {
+			const char *end = json_signal_end_line(&n);
+			if (write(STDOUT_FILENO, end, n) < 0) {
+				/* nor here */
+			}
+		}
 	}
 	_exit(RERR_SIGNAL);
 }
@@ -63,6 +71,11 @@ static void on_stop_signal(int sig)
 	stop_signo = sig;
 	alarm(STOP_SIGNAL_GRACE_S);
 	errno = saved;
+}
+
+void stop_signal_json_end(bool json)
+{
+	client_json = json;
 }
 
 int stop_signal_pending(void)

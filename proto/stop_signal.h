@@ -16,6 +16,7 @@
 #define FERRY_STOP_SIGNAL_H
 
 #include <pthread.h>
+#include <stdbool.h>
 
 #define STOP_SIGNAL_GRACE_S 5
 
@@ -27,6 +28,10 @@
  * for the closing line of a forced exit (exit_line.h); a server or daemon
  * child passes NULL. */
 void stop_signal_install(const char *const *role);
+
+/* --json: a forced exit of the client (role set) also writes the run's
+ * end event on stdout (json.h). */
+void stop_signal_json_end(bool json);
 
 /* The stop signal received, 0 while none. Async-signal-safe. */
 int stop_signal_pending(void);

@@ -30,8 +30,9 @@ check_json() { # OUT
 import json, sys
 events = [json.loads(line) for line in open(sys.argv[1])]
 kinds = [e["event"] for e in events]
-assert kinds[-1] == "stats", kinds
-st = events[-1]
+assert kinds[0] == "start" and kinds[-2:] == ["stats", "end"], kinds
+assert events[-1]["exit_code"] == 0, events[-1]
+st = events[-2]
 assert st["exit_code"] == 0 and st["files_transferred"] == 2, st
 assert st["total_size"] == 2000002, st
 items = {e["name"]: e["change"] for e in events if e["event"] == "item"}
@@ -60,8 +61,10 @@ check_json_failure() {
     "$FERRY" -a --json "$SRC/missing" "$T/j3/" >"$T/j3.out" 2>/dev/null
     [ $? = 23 ] && "$PYTHON" -c '
 import json, sys
-e = [json.loads(l) for l in open(sys.argv[1])][-1]
-assert e["event"] == "stats" and e["exit_code"] == 23, e' "$T/j3.out"
+e = [json.loads(l) for l in open(sys.argv[1])][-2:]
+assert [x["event"] for x in e] == ["stats", "end"], e
+assert e[0]["exit_code"] == 23 and e[1]["exit_code"] == 23, e
+assert e[1]["error"] == "RERR_PARTIAL", e' "$T/j3.out"
 }
 t_check json_reports_exit_code check_json_failure
 

@@ -153,7 +153,7 @@ import json, sys
 events = [json.loads(line) for line in sys.stdin]
 texts = [(e["level"], e["text"]) for e in events if e["event"] == "message"]
 print(texts)
-sys.exit(0 if ("error", sys.argv[1]) in texts and events[-1]["event"] == "stats" else 1)
+sys.exit(0 if ("error", sys.argv[1]) in texts and [e["event"] for e in events[-2:]] == ["stats", "end"] else 1)
 ' "symlink has no referent: \"$L/src/dangle\""
 }
 if command -v "$PYTHON" >/dev/null 2>&1; then
