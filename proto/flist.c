@@ -739,6 +739,13 @@ static bool recv_rdev(struct session *s, struct file_entry *f, uint32_t xflags)
 	return true;
 }
 
+/* dev and ino come from the peer: hash them unsigned, where wrapping is
+ * defined (a signed multiply could overflow). */
+static size_t hl_hash(int64_t dev, int64_t ino)
+{
+	return (size_t)((uint64_t)ino * 31u + (uint64_t)dev);
+}
+
 static int32_t hl_group_for(struct session *s, int64_t dev, int64_t ino, int32_t ndx)
 {
 	struct flist_codec *k = &s->fl;
@@ -752,7 +759,7 @@ static int32_t hl_group_for(struct session *s, int64_t dev, int64_t ino, int32_t
 		for (size_t i = 0; i < k->hl_cap; i++) {
 			if (k->hl_pairs[i].group == 0)
 				continue;
-			size_t h = (size_t)(k->hl_pairs[i].ino * 31 + k->hl_pairs[i].dev) & (cap - 1);
+			size_t h = hl_hash(k->hl_pairs[i].dev, k->hl_pairs[i].ino) & (cap - 1);
 			while (t[h].group)
 				h = (h + 1) & (cap - 1);
 			t[h] = k->hl_pairs[i];
@@ -761,7 +768,7 @@ static int32_t hl_group_for(struct session *s, int64_t dev, int64_t ino, int32_t
 		k->hl_pairs = t;
 		k->hl_cap = cap;
 	}
-	size_t h = (size_t)(ino * 31 + dev) & (k->hl_cap - 1);
+	size_t h = hl_hash(dev, ino) & (k->hl_cap - 1);
 	while (k->hl_pairs[h].group) {
 		if (k->hl_pairs[h].dev == dev && k->hl_pairs[h].ino == ino)
 			return k->hl_pairs[h].group - 1;

@@ -26,7 +26,9 @@ static void remove_batch(void)
 static bool write_batch(const uint8_t *data, size_t size)
 {
 	if (!batch_path[0]) {
-		snprintf(batch_path, sizeof batch_path, "/tmp/ferry-fuzz-batch.%d", (int)getpid());
+		/* tmpfs when there is one: a file is written per input */
+		const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+		snprintf(batch_path, sizeof batch_path, "%s/ferry-fuzz-batch.%d", dir, (int)getpid());
 		atexit(remove_batch);
 	}
 	int fd = open(batch_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

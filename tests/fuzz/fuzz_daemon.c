@@ -16,15 +16,23 @@
 #include "daemon/daemon.h"
 #include "tests/fuzz/fuzz_common.h"
 
+static char secrets[] = "/tmp/ferry-fuzz-secrets.XXXXXX";
+
+static void remove_secrets(void)
+{
+	unlink(secrets);
+}
+
 static const struct daemon_config *fuzz_config(void)
 {
 	static struct daemon_config cfg;
 	static bool loaded;
-	char secrets[] = "/tmp/ferry-fuzz-secrets.XXXXXX", text[1024], err[512];
+	char text[1024], err[512];
 
 	if (loaded)
 		return &cfg;
 	int fd = mkstemp(secrets);
+	atexit(remove_secrets);
 	if (fd < 0 || write(fd, "alice:secret\n@staff:grp\n", 24) != 24)
 		abort();
 	fchmod(fd, 0600);
