@@ -181,12 +181,20 @@ def capture_rsh(root, src):
 
 def relay_once(listen, target_port, log):
     """docs/protocol.md 14.3: one connection, client-to-server bytes kept."""
-    cli, _ = listen.accept()
-    up = socket.create_connection(("127.0.0.1", target_port))
+    listen.settimeout(30)
+    try:
+        cli, _ = listen.accept()
+    except OSError:
+        return
+    cli.settimeout(30)
+    up = socket.create_connection(("127.0.0.1", target_port), timeout=30)
 
     def pump(a, b, keep):
         while True:
-            data = a.recv(65536)
+            try:
+                data = a.recv(65536)
+            except OSError:
+                break
             if not data:
                 break
             if keep is not None:
@@ -256,7 +264,7 @@ def capture_daemon(root, src):
             t.start()
             env = dict(os.environ, RSYNC_PASSWORD="secret")
             subprocess.run([a.replace("{p}", str(lport)) for a in argv], env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
             t.join()
             listen.close()
             put("daemon", name, b"".join(log))
