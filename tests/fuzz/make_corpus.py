@@ -11,6 +11,7 @@ Real rsync 3.5.0 traffic where the bytes come from a session:
   daemon        what rsync's client sends an rsync daemon (greeting, module,
                 auth response, arguments), through a logging relay
                 (docs/protocol.md 14.3);
+  daemon_client what the rsync daemon answers in those sessions;
   token_*       the streams rsync sent, from tests/unit/test_token.c;
   config        the rsyncd.conf the capture ran with, and variations.
 The others (sums, proxy, filter, wildmatch, filesfrom, xattr, acl) are
@@ -179,8 +180,8 @@ def capture_rsh(root, src):
         put("mux", "rsh_client_" + opts, bytes([5 << 5]) + frames)
 
 
-def relay_once(listen, target_port, log):
-    """docs/protocol.md 14.3: one connection, client-to-server bytes kept."""
+def relay_once(listen, target_port, log, back):
+    """docs/protocol.md 14.3: one connection, both directions kept."""
     listen.settimeout(30)
     try:
         cli, _ = listen.accept()
@@ -205,7 +206,7 @@ def relay_once(listen, target_port, log):
         except OSError:
             pass
 
-    t = threading.Thread(target=pump, args=(up, cli, None))
+    t = threading.Thread(target=pump, args=(up, cli, back))
     t.start()
     pump(cli, up, log)
     t.join()
@@ -259,8 +260,8 @@ def capture_daemon(root, src):
         for name, argv in runs:
             lport = free_port()
             listen = socket.create_server(("127.0.0.1", lport))
-            log = []
-            t = threading.Thread(target=relay_once, args=(listen, port, log))
+            log, back = [], []
+            t = threading.Thread(target=relay_once, args=(listen, port, log, back))
             t.start()
             env = dict(os.environ, RSYNC_PASSWORD="secret")
             subprocess.run([a.replace("{p}", str(lport)) for a in argv], env=env,
@@ -268,6 +269,9 @@ def capture_daemon(root, src):
             t.join()
             listen.close()
             put("daemon", name, b"".join(log))
+            # fuzz_daemon_client.c's option byte: the listing or "mod"
+            put("daemon_client", name, bytes([0x01 if name == "list" else 0x08]) +
+                b"".join(back))
     finally:
         daemon.terminate()
         daemon.wait()

@@ -8,6 +8,7 @@
 	X(batch)                                                                          \
 	X(config)                                                                         \
 	X(daemon)                                                                         \
+	X(daemon_client)                                                                  \
 	X(filesfrom)                                                                      \
 	X(filter)                                                                         \
 	X(flist)                                                                          \
