@@ -26,7 +26,8 @@ MAIN_OBJ  := $(BUILD)/client/main.o
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all ferry deps check check-asan unit run install uninstall clean deps-build deb bench bench-quick bench-deps
+.PHONY: all ferry deps check check-asan unit run install uninstall clean deps-build deb bench \
+        bench-quick bench-deps fuzz fuzz-deps fuzz-run
 
 all: ferry
 
@@ -48,9 +49,56 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libferry.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libferry.a $(LDLIBS_ALL) -lcmocka
 
-unit: $(UNIT_BINS)
+unit: $(UNIT_BINS) $(BUILD)/tests/test_fuzz_replay
+
+# The fuzz harnesses (tests/fuzz/fuzz_<name>.c), linked with libFuzzer by
+# `make fuzz`, and with tests/fuzz/replay.c into one cmocka binary that
+# replays their corpora in every unit build (make check, both passes).
+FUZZ_SRCS   := $(filter-out tests/fuzz/fuzz_common.c,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
+FUZZ_NAMES  := $(FUZZ_SRCS:tests/fuzz/fuzz_%.c=%)
+FUZZ_HDRS   := $(wildcard tests/fuzz/*.h)
+REPLAY_OBJS := $(FUZZ_NAMES:%=$(BUILD)/tests/fuzz/replay_%.o) $(BUILD)/tests/fuzz/fuzz_common.o
+
+$(BUILD)/tests/fuzz/replay_%.o: tests/fuzz/fuzz_%.c $(FUZZ_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -DLLVMFuzzerTestOneInput=fuzz_one_$* -c -o $@ $<
+
+$(BUILD)/tests/test_fuzz_replay: tests/fuzz/replay.c $(REPLAY_OBJS) $(BUILD)/libferry.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(REPLAY_OBJS) $(BUILD)/libferry.a $(LDLIBS_ALL) -lcmocka
 
 -include $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d)
+
+# ---- fuzzing (issue 22; README "Fuzzing") ----
+# `make fuzz`: build/fuzz/fuzz_<name>, clang with libFuzzer, ASan and
+# UBSan; the library is built again with clang under build/fuzz/obj.
+# `make fuzz-run FUZZ_SECONDS=N`: each target in turn for N seconds.
+FUZZ_CC      ?= clang
+FUZZ_DIR     := build/fuzz
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_DEPS    := clang libclang-rt-14-dev
+FUZZ_SECONDS ?= 60
+
+fuzz-deps: deps-build
+	@missing=""; for p in $(FUZZ_DEPS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "make fuzz-deps: need root to install:$$missing" >&2; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	fi
+
+fuzz: fuzz-deps
+	$(MAKE) BUILD=$(FUZZ_DIR)/obj CC=$(FUZZ_CC) OPT="-O1 -g -fno-omit-frame-pointer" \
+	  SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_HDRS) $(BUILD)/tests/fuzz/fuzz_common.o $(BUILD)/libferry.a
+	$(CC) $(CFLAGS_ALL) -fsanitize=fuzzer -o $@ $< $(BUILD)/tests/fuzz/fuzz_common.o \
+	  $(BUILD)/libferry.a $(LDLIBS_ALL)
+
+fuzz-run: fuzz
+	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_NAMES)
 
 # Build and test dependencies, Debian 12 package names (the lists and the
 # probes are in build-aux/deps.sh). Only what is missing is installed; a

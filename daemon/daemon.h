@@ -19,6 +19,15 @@ int daemon_main(const struct ferry_opts *o);
  * Returns the exit code of the session. */
 int daemon_serve_client(const struct daemon_config *cfg, const struct ferry_opts *daemon_opts,
 			int fd_in, int fd_out);
+/* The steps of daemon_serve_client that the client's bytes drive, for the
+ * fuzzers (tests/fuzz): its greeting, early input, the module name or
+ * #list, the auth response when the module asks for one, the argument
+ * list (and -s's second list) parsed as the module's refusals allow. No
+ * proxy header, access check, connection slot, hook, chroot or transfer.
+ * Returns 0 when the arguments were accepted (or a listing was sent),
+ * else an exit code. */
+int daemon_handshake_check(const struct daemon_config *cfg, const struct ferry_opts *daemon_opts,
+			   int fd_in, int fd_out);
 
 /* A listening TCP socket on port, at --address or the config's `address`
  * (any address when neither is set), for the daemon port and the SSH

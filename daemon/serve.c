@@ -1352,3 +1352,61 @@ out:
 	session_free(&c.s);
 	return code;
 }
+
+/* The client-driven steps of serve_module, without its effects. */
+static int check_module_request(struct conn *c, const struct daemon_module *m)
+{
+	bool read_only = m->read_only;
+	int argc = 0, rc;
+
+	c->m = m;
+	if (!authenticate(c, m, &read_only, c->user, sizeof c->user))
+		return RERR_STARTCLIENT;
+	char **argv = read_args(c, &argc);
+	if (!argv)
+		return RERR_STREAMIO;
+	struct ferry_opts o;
+	bool *refused = options_refusals(m->refuse_options);
+	rc = options_parse_refusing(&o, argc, argv, OPTS_FROM_REMOTE, refused);
+	char **merged = NULL, **secluded = NULL;
+	if (rc == 0 && o.secluded_args)
+		rc = parse_secluded(c, &o, argc, argv, refused, &merged, &secluded);
+	free(refused);
+	options_free(&o);
+	free(merged);
+	secluded_free(secluded);
+	for (int i = 0; i < argc; i++)
+		free(argv[i]);
+	free(argv);
+	return rc == 0 ? 0 : RERR_SYNTAX;
+}
+
+int daemon_handshake_check(const struct daemon_config *cfg, const struct ferry_opts *dopts,
+			   int fd_in, int fd_out)
+{
+	struct conn c = {.cfg = cfg, .dopts = dopts, .lock_fd = -1, .fd_in = fd_in,
+			 .fd_out = fd_out};
+	char line[LINE_MAX_LEN];
+	int code = RERR_STARTCLIENT;
+
+	session_init(&c.s, dopts, fd_in, fd_out);
+	snprintf(c.addr, sizeof c.addr, "127.0.0.1");
+	snprintf(c.host, sizeof c.host, "localhost");
+	if (!read_client_greeting(&c) || !wire_read_line(&c.s.in, line, sizeof line))
+		goto out;
+	if (strncmp(line, EARLY_INPUT_CMD, strlen(EARLY_INPUT_CMD)) == 0 &&
+	    !read_early_input(&c, line, sizeof line))
+		goto out;
+	if (!*line || strcmp(line, "#list") == 0) {
+		send_listing(&c);
+		code = 0;
+		goto out;
+	}
+	const struct daemon_module *m = line[0] == '#' ? NULL : config_find_module(cfg, line);
+	if (m)
+		code = check_module_request(&c, m);
+out:
+	free(c.early_input);
+	session_free(&c.s);
+	return code;
+}

@@ -1020,16 +1020,24 @@ static bool recv_entry(struct session *s, struct flist *fl, uint32_t xflags)
 	return true;
 }
 
+/* The peer's sizes are each at most INT64_MAX, but their sum need not be:
+ * add as rsync's 64-bit counter does in practice, wrapping, without the
+ * undefined behaviour of a signed overflow. */
+static int64_t add_size(int64_t total, int64_t size)
+{
+	return (int64_t)((uint64_t)total + (uint64_t)size);
+}
+
 static void count_entry(struct stats *st, const struct file_entry *f)
 {
 	if (S_ISREG(f->mode)) {
 		st->num_reg++;
-		st->total_size += f->size;
+		st->total_size = add_size(st->total_size, f->size);
 	} else if (S_ISDIR(f->mode)) {
 		st->num_dirs++;
 	} else if (S_ISLNK(f->mode)) {
 		st->num_symlinks++;
-		st->total_size += f->size;
+		st->total_size = add_size(st->total_size, f->size);
 	} else if (is_device(f->mode)) {
 		st->num_devices++;
 	} else {

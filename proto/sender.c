@@ -179,7 +179,8 @@ static bool read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, ui
 		return wire_fail(&s->err, RERR_PROTOCOL, "too many block sums (%d)", h->count);
 	if (h->count == 0 || head_only)
 		return true;
-	start_ahead(d, fd, h);
+	if (d)
+		start_ahead(d, fd, h);
 	*sum1 = xmalloc_array(&s->err, (size_t)h->count, sizeof **sum1);
 	*sum2 = xcalloc_array(&s->err, (size_t)h->count, (size_t)h->s2length + 1);
 	if (!*sum1 || !*sum2)
@@ -192,6 +193,11 @@ static bool read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, ui
 		(*sum1)[i] = (uint32_t)v;
 	}
 	return true;
+}
+
+bool sender_read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, uint8_t **sum2)
+{
+	return read_sums(s, h, sum1, sum2, false, NULL, -1);
 }
 
 /* rsync's "Number of created files" comes from the items it sees. */

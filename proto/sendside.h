@@ -77,6 +77,14 @@ bool flist_build(struct session *s, const struct walk_opts *w, char **args, int 
 		 struct send_list *out);
 void send_list_free(struct send_list *sl);
 
+struct sum_head;
+/* The generator's sum head and block sums as the sender reads them, with
+ * every bound the sender applies, but no file hashed ahead (fuzzing and
+ * tests). *sum1 and *sum2 get h->count weak sums and strong-sum prefixes
+ * (NULL when there are none); the caller frees both, also after a
+ * failure, which the session error explains. */
+bool sender_read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, uint8_t **sum2);
+
 /* Stat entry i, listed unstated (send_info.unstated), in its directory
  * dirfd (-1: that could not be opened; errno says why). False: it is gone
  * or no longer a regular file; the error is reported and recorded in

@@ -1,0 +1,71 @@
+/*
+ * A --read-batch file (proto/batch.c: batch_open_read, batch_apply_flags;
+ * negotiate.c: negotiate_from_batch): the stream flags, protocol, compat
+ * flags and checksum seed, then the file list that follows them, as
+ * client_read_batch reads it. The input is the whole batch file.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proto/batch.h"
+#include "proto/flist.h"
+#include "proto/negotiate.h"
+#include "proto/session.h"
+#include "tests/fuzz/fuzz_common.h"
+
+static char batch_path[64];
+
+static void remove_batch(void)
+{
+	unlink(batch_path);
+}
+
+static bool write_batch(const uint8_t *data, size_t size)
+{
+	if (!batch_path[0]) {
+		/* tmpfs when there is one: a file is written per input */
+		const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+		snprintf(batch_path, sizeof batch_path, "%s/ferry-fuzz-batch.%d", dir, (int)getpid());
+		atexit(remove_batch);
+	}
+	int fd = open(batch_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return false;
+	bool ok = write(fd, data, size) == (ssize_t)size;
+	close(fd);
+	return ok;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ferry_opts o;
+	struct session s;
+	struct flist fl;
+	int32_t flags;
+
+	if (!write_batch(data, size))
+		return 0;
+	int fd = batch_open_read(batch_path, false, &flags);
+	if (fd < 0)
+		return 0;
+	memset(&o, 0, sizeof o);
+	o.files_from_fd = -1;
+	o.whole_file = 1;
+	o.read_batch = true;
+	if (!batch_apply_flags(&o, flags)) {
+		close(fd);
+		return 0;
+	}
+	session_init(&s, &o, fd, fuzz_null_fd());
+	s.info = fuzz_null_file();
+	flist_init(&fl);
+	if (negotiate_from_batch(&s) && flist_recv(&s, &fl) && flist_sort_and_clean(&s, &fl))
+		flist_recv_second(&s, &fl);
+	flist_free(&fl);
+	session_free(&s);
+	close(fd);
+	return 0;
+}
