@@ -704,12 +704,14 @@ static bool can_walk_lazily(const struct walker *k, int nargs)
 }
 
 /* Stat a top-level name with flags; a dangling symlink followed is still
- * a symlink to send (flist.c: link_stat does not follow a plain name). */
-static int stat_arg(int dirfd, const char *name, int flags, struct stat *st)
+ * a symlink to send (flist.c: link_stat does not follow a plain name),
+ * except under -L, where link_stat is a stat and so fails. */
+static int stat_arg(int dirfd, const char *name, int flags, bool copy_links, struct stat *st)
 {
 	if (fstatat(dirfd, name, st, flags) == 0)
 		return 0;
-	if (errno != ENOENT || flags != 0 || fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (errno != ENOENT || flags != 0 || copy_links ||
+	    fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -1;
 	if (S_ISLNK(st->st_mode))
 		return 0;
@@ -752,7 +754,7 @@ static bool build_one(struct walker *k, const char *arg)
 		return wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
 	}
 	int flags = strcmp(name, ".") == 0 || !k->w->confined ? 0 : AT_SYMLINK_NOFOLLOW;
-	if (strcmp(name, ".") == 0 ? fstat(bfd, &st) < 0 : stat_arg(bfd, name, flags, &st) < 0) {
+	if (strcmp(name, ".") == 0 ? fstat(bfd, &st) < 0 : stat_arg(bfd, name, flags, o->copy_links, &st) < 0) {
 		if (errno == ENOENT && o->missing_args == 1)
 			return true; /* --ignore-missing-args */
 		if (errno == ENOENT && o->missing_args == 2) {
