@@ -415,12 +415,25 @@ bool fs_symlink_unsafe(const char *target, const char *path)
 	return depth < 0;
 }
 
+/* How often a lookup the kernel could not vouch for is tried again. */
+#define BENEATH_TRIES 64
+
 int fs_open_beneath(int rootfd, const char *relpath, int flags)
 {
 	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
 			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+	int fd = -1;
 
-	return (int)syscall(SYS_openat2, rootfd, relpath, &how, sizeof how);
+	/* EAGAIN: a rename anywhere on the system (our own receiver's temp
+	 * files included) raced a ".." in the path, so the kernel could not
+	 * prove the walk stayed beneath; the lookup is safe to repeat. Taken
+	 * as a failure it turned a -K directory link into a directory. */
+	for (int i = 0; i < BENEATH_TRIES; i++) {
+		fd = (int)syscall(SYS_openat2, rootfd, relpath, &how, sizeof how);
+		if (fd >= 0 || errno != EAGAIN)
+			break;
+	}
+	return fd;
 }
 
 int64_t fs_device_size(int fd)
