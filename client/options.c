@@ -856,6 +856,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_SAFE_LINKS: o->safe_links = v; break;
 	case OPT_MUNGE_LINKS: o->munge_links = v; break;
 	case OPT_INSECURE_LINKS: o->insecure_links = v; break;
+	case OPT_CONFINE_ROOT: return set_str(ps, &o->confine_root, arg);
 	case OPT_ONE_FILE_SYSTEM: o->one_file_system = v ? o->one_file_system + 1 : 0; break;
 	case OPT_MKPATH: o->mkpath = v; break;
 	case OPT_BACKUP: o->backup = v; break;
@@ -1256,6 +1257,7 @@ static void opts_init(struct ferry_opts *o)
 	o->max_size = o->min_size = -1;
 	o->human = 1;
 	o->files_from_fd = -1;
+	o->confine_fd = -1;
 }
 
 /* Check --checksum-choice (rsync checksum.c:parse_checksum_choice()):
@@ -1352,6 +1354,34 @@ static int check_batch(struct pstate *ps)
 	/* Nothing changes on the receiving side (main.c). */
 	if (o->write_batch < 0)
 		o->dry_run = true;
+	return 0;
+}
+
+/* --confine-root (rsync options.c): a daemon drops it, its module being
+ * the boundary already (a client's DIR could only widen it); elsewhere DIR
+ * must be absolute and is opened once, for oppath_*_under. */
+static int settle_confine_root(struct pstate *ps)
+{
+	struct ferry_opts *o = ps->o;
+
+	if (!o->confine_root)
+		return 0;
+	if (ps->flags & OPTS_FROM_REMOTE) {
+		free(o->confine_root);
+		o->confine_root = NULL;
+		return 0;
+	}
+	if (o->confine_root[0] != '/')
+		return usage_err(ps, "--confine-root must be an absolute path");
+	if (o->insecure_links)
+		return usage_err(ps, "--insecure-links cannot be combined with --confine-root");
+	if (o->confine_fd >= 0)
+		close(o->confine_fd);
+	/* a DIR that is not there holds nothing: every confined path is
+	 * outside it, as in rsync, which compares names */
+	o->confine_fd = open(o->confine_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (o->confine_fd < 0)
+		o->confine_fd = OPPATH_ROOT_MISSING;
 	return 0;
 }
 
@@ -1506,6 +1536,8 @@ static int finish(struct pstate *ps)
 		return other_err(ps, RERR_SYNTAX, "--fake-super conflicts with -XX");
 	if (o->suffix && strchr(o->suffix, '/'))
 		return usage_err(ps, "--suffix cannot contain slashes: %s", o->suffix);
+	if ((rc = settle_confine_root(ps)) != 0)
+		return rc;
 	return check_batch(ps);
 }
 

@@ -83,7 +83,7 @@ const struct opt_spec options_table[] = {
 	FL("safe-links", 0, Y, OPT_SAFE_LINKS, 1, "ignore symlinks that point outside the tree"),
 	FL("insecure-links", 0, Y, OPT_INSECURE_LINKS, 1, "follow attacker-owned symlinks in operator paths"),
 	NO("no-insecure-links", Y, OPT_INSECURE_LINKS),
-	AR("confine-root", 0, N, OPT_CONFINE_ROOT, "DIR", "refuse operator paths resolving outside DIR"),
+	AR("confine-root", 0, Y, OPT_CONFINE_ROOT, "DIR", "refuse operator paths resolving outside DIR"),
 	FL("munge-links", 0, Y, OPT_MUNGE_LINKS, 1, "munge symlinks to make them safe & unusable"),
 	NO("no-munge-links", Y, OPT_MUNGE_LINKS),
 	FL("copy-dirlinks", 'k', Y, OPT_COPY_DIRLINKS, 1, "transform symlink to directory into referent directory"),

@@ -55,11 +55,14 @@ static bool join_inside(const char *base, const char *rel, char *out, size_t siz
 static int open_side_dir(struct recv_ctx *rc, const char *dir, bool create)
 {
 	if (!rc->confined) {
-		/* the operator's path: only trusted symlinks on the way */
+		/* the operator's path: only trusted symlinks on the way, and
+		 * under --confine-root only to a place inside it */
 		bool insecure = rc->s->opts->insecure_links, made = false;
+		int root = opts_confine_fd(rc->s->opts);
 		if (!create)
-			return oppath_open(rc->rootfd, dir, O_RDONLY | O_DIRECTORY, 0, insecure);
-		int fd = oppath_mkdirs(rc->rootfd, dir, 0777, insecure, &made);
+			return oppath_open_under(root, rc->rootfd, dir, O_RDONLY | O_DIRECTORY, 0,
+						 insecure);
+		int fd = oppath_mkdirs_under(root, rc->rootfd, dir, 0777, insecure, &made);
 		if (made && info_ge(rc->s->opts, INFO_BACKUP, 1))
 			session_info(rc->s, "(new) backup_dir is %s\n", dir);
 		return fd;
@@ -99,9 +102,11 @@ int recv_open_side_dirs(struct recv_ctx *rc)
 	if (o->backup && o->backup_dir && !o->dry_run) {
 		/* a missing one is made at the first backup, as rsync does, so
 		 * that making it does not show as a change of its parent; one
-		 * behind a link out of the module fails there too */
+		 * behind a link out of the module (or --confine-root) fails
+		 * there too */
+		bool bounded = rc->confined || opts_confine_fd(o) != -1;
 		rc->backup_fd = open_side_dir(rc, o->backup_dir, false);
-		rc->backup_dir_pending = rc->backup_fd < 0 && (errno == ENOENT || (rc->confined && errno == ELOOP));
+		rc->backup_dir_pending = rc->backup_fd < 0 && (errno == ENOENT || (bounded && errno == ELOOP));
 		if (rc->backup_fd < 0 && !rc->backup_dir_pending) {
 			session_err(rc->s, "cannot open --backup-dir \"%s\": %s", o->backup_dir,
 				    strerror(errno));

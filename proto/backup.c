@@ -58,6 +58,20 @@ too_long:
 	return -1;
 }
 
+/* A failed backup, named as rsync's keep_backup message names it: the
+ * file and where its backup was to go (--backup-dir as given, which is
+ * what tells a pinned /proc/self/fd/N dir of rrsync's apart). */
+static void backup_failed(struct recv_ctx *rc, const char *path, int e)
+{
+	const struct ferry_opts *o = rc->s->opts;
+	const char *bdir = o->backup_dir;
+	size_t n = bdir ? strlen(bdir) : 0;
+
+	session_xfer_err(rc->s, "keep_backup failed: \"%s\" -> \"%s%s%s%s\": %s (%d)", path,
+			 bdir ? bdir : "", n && bdir[n - 1] != '/' ? "/" : "", path,
+			 backup_suffix(o), strerror(e), e);
+}
+
 static void backup_place_done(struct recv_ctx *rc, int dirfd, int to_dir)
 {
 	if (to_dir >= 0 && to_dir != dirfd && to_dir != rc->backup_fd)
@@ -247,7 +261,7 @@ bool backup_make(struct recv_ctx *rc, int dirfd, const char *leaf, const char *p
 	int e = errno;
 	backup_place_done(rc, dirfd, to_dir);
 	if (r < 0) {
-		session_xfer_err(rc->s, "backup \"%s\" failed: %s", path, strerror(e));
+		backup_failed(rc, path, e);
 		return false;
 	}
 	if (r > 0)
@@ -309,7 +323,7 @@ bool backup_copy(struct recv_ctx *rc, int dirfd, const char *leaf, const char *p
 	backup_place_done(rc, dirfd, to_dir);
 	if (!ok) {
 		if (to_dir >= 0)
-			session_xfer_err(rc->s, "backup \"%s\" failed: %s", path, strerror(e));
+			backup_failed(rc, path, e);
 		return false;
 	}
 	backup_note(rc, path);

@@ -571,14 +571,18 @@ static bool read_line(FILE *fp, bool word_split, char *line, size_t max, bool *m
 }
 
 /* A merge file's path is the operator's (oppath.h): no other user's
- * symlink is followed on the way. On a server the name comes from the
- * peer's rules, so not even a trusted link is followed at the leaf. */
-static int open_merge_file(const struct filter_list *fl, const char *path)
+ * symlink is followed on the way, and under --confine-root it must end
+ * inside that directory. On a server the name comes from the peer's
+ * rules, so not even a trusted link is followed at the leaf. atfd is
+ * where a relative path starts. */
+static int open_merge_file(const struct filter_list *fl, int atfd, const char *path)
 {
+	int root = fl->confined_root ? fl->confine_fd : -1;
+
 	if (!fl->from_peer)
-		return oppath_open(AT_FDCWD, path, O_RDONLY, 0, fl->oppath_how);
+		return oppath_open_under(root, atfd, path, O_RDONLY, 0, fl->oppath_how);
 	const char *leaf;
-	int dir = oppath_open_parent(AT_FDCWD, path, &leaf, fl->oppath_how | OPPATH_QUIET);
+	int dir = oppath_open_parent_under(root, atfd, path, &leaf, fl->oppath_how | OPPATH_QUIET);
 	if (dir < 0)
 		return -1;
 	int fd = openat(dir, leaf, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -618,12 +622,14 @@ static int parse_file(struct pctx *pc, const char *path, uint32_t tflags, bool f
 		fp = stdin;
 	} else if (in_dir) {
 		/* a receiver's merge file, in a directory the transfer may
-		 * have written: never through a symlink */
-		int fd = openat(pc->dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		 * have written: never through a symlink; under --confine-root
+		 * a ".." in the name may not lead out of it either */
+		int fd = fl->confined_root ? open_merge_file(fl, pc->dir_fd, path)
+					   : openat(pc->dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd >= 0 && !(fp = fdopen(fd, "rb")))
 			close(fd);
 	} else {
-		int fd = open_merge_file(fl, path);
+		int fd = open_merge_file(fl, AT_FDCWD, path);
 		if (fd >= 0 && !(fp = fdopen(fd, "rb")))
 			close(fd);
 	}
@@ -875,6 +881,8 @@ int filter_list_from_opts(struct filter_list *fl, const struct ferry_opts *o, ch
 	if (o->protocol)
 		fl->protocol = o->protocol;
 	fl->oppath_how = o->insecure_links ? OPPATH_INSECURE : 0;
+	fl->confine_fd = opts_confine_fd(o);
+	fl->confined_root = fl->confine_fd != -1;
 	/* A server's options came from the client: treat its rules so. */
 	if (o->server)
 		flags |= FILTER_PARSE_FROM_PEER;

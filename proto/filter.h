@@ -93,6 +93,8 @@ struct filter_list {
 	int protocol;              /* for "-C" rules: perishable if >= 30 */
 	bool from_peer;            /* rules came from the peer (a server) */
 	unsigned oppath_how;       /* OPPATH_* for opening merge files (oppath.h) */
+	bool confined_root;        /* --confine-root: merge files must resolve */
+	int confine_fd;            /* ... inside this directory (oppath_*_under) */
 	/* a daemon module reads a peer's '.' merge file beneath
 	 * peer_merge_root, as if absent when peer_merge_hidden (the
 	 * module's rules) excludes it; otherwise such a rule is refused */

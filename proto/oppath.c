@@ -213,9 +213,9 @@ static int depth_below(const struct walk *w, int fd)
 }
 
 /* Set up the confinement to rootfd's tree for a walk that starts at atfd
- * (rootfd or a directory below it). A root that is "/" (a chroot,
+ * (rootfd or a directory below it; with outside_ok, anywhere). A root that is "/" (a chroot,
  * "path = /") has nothing outside: no confinement then. */
-static int walk_confine(struct walk *w, int rootfd, int atfd)
+static int walk_confine(struct walk *w, int rootfd, int atfd, bool outside_ok)
 {
 	struct stat root, top;
 
@@ -228,6 +228,10 @@ static int walk_confine(struct walk *w, int rootfd, int atfd)
 		return 0;
 	}
 	w->depth = atfd == rootfd ? 0 : depth_below(w, atfd);
+	/* --confine-root: the start may lie outside the root (a relative
+	 * name from a cwd elsewhere); the walk may still arrive inside it */
+	if (w->depth < 0 && outside_ok)
+		return 0;
 	return w->depth;
 }
 
@@ -248,7 +252,7 @@ static int walk_open(int rootfd, int atfd, const char *path, int flags, mode_t m
 		errno = ENOENT;
 		return -1;
 	}
-	if (w.confined && walk_confine(&w, rootfd, atfd) < 0)
+	if (w.confined && walk_confine(&w, rootfd, atfd, how & OPPATH_START_OUTSIDE) < 0)
 		return -1;
 	if (walk_restart(&w, path, "") < 0)
 		goto out;
@@ -302,9 +306,10 @@ int oppath_open(int atfd, const char *path, int flags, mode_t mode, unsigned how
 	return walk_open(atfd, atfd, path, flags, mode, how, false, NULL);
 }
 
-int oppath_open_parent(int atfd, const char *path, const char **leaf, unsigned how)
+/* Split path into the directory that holds its last component (into dir)
+ * and *leaf (see oppath_open_parent). */
+static int split_parent(const char *path, char *dir, size_t size, const char **leaf)
 {
-	char dir[OPPATH_BUF];
 	size_t n = strlen(path);
 
 	while (n > 1 && path[n - 1] == '/') /* "a/b/" names b, as mkdir(2) does */
@@ -314,12 +319,21 @@ int oppath_open_parent(int atfd, const char *path, const char **leaf, unsigned h
 	if (!**leaf || **leaf == '/')
 		*leaf = "."; /* "/" itself */
 	n = slash ? (slash == path ? 1 : (size_t)(slash - path)) : 0;
-	if (n >= sizeof dir) {
+	if (n + 2 > size) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
 	memcpy(dir, path, n);
 	strcpy(dir + n, n ? "" : ".");
+	return 0;
+}
+
+int oppath_open_parent(int atfd, const char *path, const char **leaf, unsigned how)
+{
+	char dir[OPPATH_BUF];
+
+	if (split_parent(path, dir, sizeof dir, leaf) < 0)
+		return -1;
 	return oppath_open(atfd, dir, O_RDONLY | O_DIRECTORY, 0, how);
 }
 
@@ -381,4 +395,55 @@ int oppath_open_from(int rootfd, int atfd, const char *path, int flags, unsigned
 	if (how & OPPATH_INSECURE)
 		return openat(atfd, path, flags | O_CLOEXEC);
 	return walk_open(rootfd, atfd, path, flags, 0, how | OPPATH_CONFINE, false, NULL);
+}
+
+/* --confine-root (no root: the plain walk). Wherever atfd lies, what the
+ * walk ends at must be inside rootfd's tree. */
+static unsigned under_how(unsigned how)
+{
+	return how | OPPATH_CONFINE | OPPATH_START_OUTSIDE;
+}
+
+/* A root that is not there: nothing is inside it. */
+static int root_missing(void)
+{
+	errno = ELOOP;
+	return -1;
+}
+
+int oppath_open_under(int rootfd, int atfd, const char *path, int flags, mode_t mode,
+		      unsigned how)
+{
+	if (rootfd == OPPATH_ROOT_MISSING)
+		return root_missing();
+	if (rootfd < 0 || (how & OPPATH_INSECURE))
+		return oppath_open(atfd, path, flags, mode, how);
+	return walk_open(rootfd, atfd, path, flags, mode, under_how(how), false, NULL);
+}
+
+int oppath_open_parent_under(int rootfd, int atfd, const char *path, const char **leaf,
+			     unsigned how)
+{
+	char dir[OPPATH_BUF];
+
+	if (rootfd == OPPATH_ROOT_MISSING)
+		return root_missing();
+	if (rootfd < 0 || (how & OPPATH_INSECURE))
+		return oppath_open_parent(atfd, path, leaf, how);
+	if (split_parent(path, dir, sizeof dir, leaf) < 0)
+		return -1;
+	return walk_open(rootfd, atfd, dir, O_RDONLY | O_DIRECTORY, 0, under_how(how), false,
+			 NULL);
+}
+
+int oppath_mkdirs_under(int rootfd, int atfd, const char *path, mode_t mode, unsigned how,
+			bool *created)
+{
+	*created = false;
+	if (rootfd == OPPATH_ROOT_MISSING)
+		return root_missing();
+	if (rootfd < 0 || (how & OPPATH_INSECURE))
+		return oppath_mkdirs(atfd, path, mode, how, created);
+	return walk_open(rootfd, atfd, path, O_RDONLY | O_DIRECTORY, mode, under_how(how), true,
+			 created);
 }

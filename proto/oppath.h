@@ -30,6 +30,12 @@
  * being the boundary (a daemon sender's -L/-k, as rsync's). */
 #define OPPATH_ANY_OWNER 8u
 
+/* Confined only: the walk may start outside the root (oppath_*_under). */
+#define OPPATH_START_OUTSIDE 16u
+
+/* A --confine-root that could not be opened: oppath_*_under refuse all. */
+#define OPPATH_ROOT_MISSING (-2)
+
 /* The line rsync 3.5.0 prints when it refuses such a link. */
 #define OPPATH_REFUSED_HINT                                                        \
 	"refusing to follow a symlink owned by an untrusted user; use "            \
@@ -72,6 +78,20 @@ int oppath_mkdirs_in(int rootfd, const char *path, mode_t mode, unsigned how, bo
  * oppath_open_in: a link may climb out of atfd as long as it stays in
  * the root's tree. */
 int oppath_open_from(int rootfd, int atfd, const char *path, int flags, unsigned how);
+
+/* --confine-root=DIR (rootfd, -1 for none, or OPPATH_ROOT_MISSING, which
+ * refuses every path with ELOOP): the three of
+ * oppath_open, for a name relative to atfd (which may be AT_FDCWD or lie
+ * outside the root) or absolute, that must end inside rootfd's tree. The
+ * walk may pass through the root's ancestors on the way in; ".." out of
+ * the root, a link to a name outside, or a final directory outside fail
+ * with ELOOP, and no directory is made outside. */
+int oppath_open_under(int rootfd, int atfd, const char *path, int flags, mode_t mode,
+		      unsigned how);
+int oppath_open_parent_under(int rootfd, int atfd, const char *path, const char **leaf,
+			     unsigned how);
+int oppath_mkdirs_under(int rootfd, int atfd, const char *path, mode_t mode, unsigned how,
+			bool *created);
 
 /* Is this stat of a symlink one an operator path may pass through? */
 bool oppath_link_trusted(uid_t link_owner);

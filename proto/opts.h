@@ -210,6 +210,11 @@ struct ferry_opts {
 	bool insecure_links;    /* --insecure-links (local only, never sent on), or
 				 * a daemon module's "insecure links": operator
 				 * paths follow symlinks of any owner (oppath.h) */
+	char *confine_root;     /* --confine-root=DIR (local only, never sent on;
+				 * a daemon drops it) */
+	int confine_fd;         /* DIR opened (OPPATH_ROOT_MISSING when it could
+				 * not be), or -1: operator and merge-file paths
+				 * must resolve inside it (oppath_*_under) */
 
 	/* limits, safety and extras */
 	int64_t max_size;  /* --max-size in bytes, -1 = none */
@@ -264,6 +269,13 @@ static inline bool info_ge(const struct ferry_opts *o, enum info_word w, int lev
 static inline bool debug_ge(const struct ferry_opts *o, enum debug_word w, int level)
 {
 	return o->debug_level[w] >= level;
+}
+
+/* The --confine-root directory fd for oppath_*_under, or -1. Keyed on the
+ * name too: an opts struct zeroed without opts_init has fd 0, no root. */
+static inline int opts_confine_fd(const struct ferry_opts *o)
+{
+	return o->confine_root ? o->confine_fd : -1;
 }
 
 #endif

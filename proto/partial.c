@@ -6,7 +6,7 @@
  * handle_delayed_updates). A relative partial dir sits in each file's own
  * directory, reached without following a symlink; in a daemon module an
  * absolute one is taken from the module root, through links that stay in
- * the module.
+ * the module, and under --confine-root it must resolve inside that.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,13 +68,14 @@ static int make_partial_dir(struct dir_cursor *c, int base, char *rel)
 static int partial_dir_open_abs(const struct recv_ctx *rc, const char *pd, bool create)
 {
 	unsigned how = rc->s->opts->insecure_links ? OPPATH_INSECURE : 0;
+	int root = opts_confine_fd(rc->s->opts); /* --confine-root, or -1 */
 
 	if (rc->confined)
 		how |= OPPATH_QUIET;
 	if (create) {
 		const char *leaf;
 		int parent = rc->confined ? oppath_open_parent_in(rc->module_fd, pd, &leaf, how)
-					  : oppath_open_parent(AT_FDCWD, pd, &leaf, how);
+					  : oppath_open_parent_under(root, AT_FDCWD, pd, &leaf, how);
 		if (parent < 0)
 			return -1;
 		int made = mkdirat(parent, leaf, 0700);
@@ -86,7 +87,7 @@ static int partial_dir_open_abs(const struct recv_ctx *rc, const char *pd, bool 
 		}
 	}
 	return rc->confined ? oppath_open_in(rc->module_fd, pd, O_RDONLY | O_DIRECTORY, 0, how)
-			    : oppath_open(AT_FDCWD, pd, O_RDONLY | O_DIRECTORY, 0, how);
+			    : oppath_open_under(root, AT_FDCWD, pd, O_RDONLY | O_DIRECTORY, 0, how);
 }
 
 int partial_dir_open(struct recv_ctx *rc, const char *path, bool create)

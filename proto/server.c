@@ -197,7 +197,8 @@ static int open_listed_names(struct session *s, const struct server_ctx *ctx)
 		}
 	} else {
 		/* the user's own path on this host: an operator path */
-		fd = oppath_open(ctx->root_fd, path, O_RDONLY, 0, s->opts->insecure_links);
+		fd = oppath_open_under(opts_confine_fd(s->opts), ctx->root_fd, path, O_RDONLY, 0,
+				       s->opts->insecure_links);
 	}
 	if (fd < 0)
 		session_err(s, "failed to open files-from file %s: %s", path, strerror(errno));

@@ -5,7 +5,8 @@
  * the check off. The "other user" is uid 65534, which only root can give a
  * link to; those checks are skipped otherwise. Confined to a daemon
  * module (oppath_open_in, oppath_open_from), a link is followed only
- * while it stays inside the module.
+ * while it stays inside the module; under --confine-root
+ * (oppath_*_under) a walk from anywhere must end inside the root.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -254,6 +255,66 @@ static void test_confined_to_module(void **state)
 	close(modfd);
 }
 
+/* Open base/path under --confine-root=base/jail from atfd: 0 when it
+ * opened, else errno. */
+static int open_under(int rootfd, int atfd, const char *path)
+{
+	int fd = oppath_open_under(rootfd, atfd, path, O_RDONLY, 0, OPPATH_QUIET);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
+static void test_confine_root(void **state)
+{
+	const char *leaf;
+	bool made;
+	(void)state;
+	mkdir(at("jail"), 0755);
+	mkdir(at("jail/d"), 0755);
+	write_file(at("jail/d/file"), "in\n");
+	write_file(at("secret"), "out\n");
+	plant("jail/self", ".", -1);
+	plant("jail/up", "../secret", -1);
+	plant("jail/abs_in", at("jail/d"), -1);
+	int root = open(at("jail"), O_PATH | O_DIRECTORY);
+	int basefd = open(base, O_RDONLY | O_DIRECTORY);
+	int dfd = open(at("jail/d"), O_RDONLY | O_DIRECTORY);
+	assert_true(root >= 0 && basefd >= 0 && dfd >= 0);
+	/* absolute names come in through the root's ancestors */
+	assert_int_equal(open_under(root, AT_FDCWD, at("jail/d/file")), 0);
+	assert_int_equal(open_under(root, AT_FDCWD, at("jail/self/self/d/file")), 0);
+	assert_int_equal(open_under(root, AT_FDCWD, at("jail/abs_in/file")), 0);
+	assert_int_equal(open_under(root, AT_FDCWD, at("secret")), ELOOP);
+	assert_int_equal(open_under(root, AT_FDCWD, at("jail/up")), ELOOP);
+	assert_int_equal(open_under(root, AT_FDCWD, at("jail/self/up")), ELOOP);
+	assert_int_equal(open_under(root, AT_FDCWD, at("jail/../secret")), ELOOP);
+	/* relative: from outside the root, and from below it */
+	assert_int_equal(open_under(root, basefd, "jail/d/file"), 0);
+	assert_int_equal(open_under(root, basefd, "secret"), ELOOP);
+	assert_int_equal(open_under(root, dfd, "../d/file"), 0);
+	assert_int_equal(open_under(root, dfd, "../../secret"), ELOOP);
+	/* no root: the plain walk */
+	assert_int_equal(open_under(-1, AT_FDCWD, at("jail/up")), 0);
+	/* a directory is made inside only */
+	int fd = oppath_mkdirs_under(root, AT_FDCWD, at("jail/new/deeper"), 0755, OPPATH_QUIET,
+				     &made);
+	assert_true(fd >= 0 && made);
+	close(fd);
+	assert_int_equal(oppath_mkdirs_under(root, basefd, "outside-new", 0755, OPPATH_QUIET, &made),
+			 -1);
+	assert_int_equal(errno, ELOOP);
+	assert_int_equal(access(at("outside-new"), F_OK), -1);
+	fd = oppath_open_parent_under(root, dfd, "x", &leaf, OPPATH_QUIET);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(oppath_open_parent_under(root, dfd, "../../x", &leaf, OPPATH_QUIET), -1);
+	close(dfd);
+	close(basefd);
+	close(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -262,6 +323,7 @@ int main(void)
 		cmocka_unit_test(test_loops_and_dangling),
 		cmocka_unit_test(test_parent_and_mkdirs),
 		cmocka_unit_test(test_confined_to_module),
+		cmocka_unit_test(test_confine_root),
 	};
 	return cmocka_run_group_tests_name("oppath", tests, setup, teardown);
 }
