@@ -60,7 +60,7 @@ static int open_files_from(struct ferry_opts *o)
 	}
 	if (options_files_from_remote(o, NULL, 0))
 		return 0;
-	o->files_from_fd = names_open_local(o->files_from, o->insecure_links);
+	o->files_from_fd = names_open_local(o->files_from, o->insecure_links, opts_confine_fd(o));
 	if (o->files_from_fd < 0) {
 		fprintf(stderr, "ferry: failed to open files-from file %s: %s\n", o->files_from,
 			strerror(errno));

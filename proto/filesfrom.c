@@ -33,11 +33,11 @@ void names_from_peer(struct names_source *ns, struct wire_in *in)
 	ns->in = in;
 }
 
-int names_open_local(const char *path, bool insecure)
+int names_open_local(const char *path, bool insecure, int confine_fd)
 {
 	if (strcmp(path, "-") == 0)
 		return fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0);
-	return oppath_open(AT_FDCWD, path, O_RDONLY, 0, insecure);
+	return oppath_open_under(confine_fd, AT_FDCWD, path, O_RDONLY, 0, insecure);
 }
 
 /* Refill the buffer of a local list: 1, 0 at its end, -1 on error. */

@@ -47,8 +47,9 @@ void path_sanitize(char *p, int depth, bool keep_dots);
 
 /* Open the --files-from FILE a server was told to read, or "-" for stdin
  * on a client; FILE is an operator path (oppath.h: insecure is
- * --insecure-links). Returns the fd or -1 with errno. */
-int names_open_local(const char *path, bool insecure);
+ * --insecure-links) that must resolve inside confine_fd, --confine-root,
+ * unless that is -1. Returns the fd or -1 with errno. */
+int names_open_local(const char *path, bool insecure, int confine_fd);
 
 /* Forwarding a local list to the sending peer: a thread reads src_fd and
  * writes the names NUL-terminated to the session's output (in MSG_DATA

@@ -235,6 +235,27 @@ static int walk_confine(struct walk *w, int rootfd, int atfd, bool outside_ok)
 	return w->depth;
 }
 
+/* Open the last component, comp, in the directory reached. Confined, that
+ * directory must be inside the root, or comp must be the root itself (a
+ * walk from outside, as --confine-root's, that names the root). */
+static int leaf_open(const struct walk *w, const char *comp, int flags, mode_t mode)
+{
+	if (walk_inside(w))
+		return openat(w->dfd, comp, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (!(flags & O_DIRECTORY) && !(flags & O_PATH)) {
+		errno = ELOOP;
+		return -1;
+	}
+	int fd = openat(w->dfd, comp, (flags & ~O_CREAT) | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && !walk_is_root(w, fd)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		errno = ELOOP;
+	return fd;
+}
+
 /* The walk behind every entry point: resolve path beneath atfd, then open
  * its last component with flags (O_NOFOLLOW added). With mkdirs, every
  * missing directory is created and the last one opened. */
@@ -267,11 +288,7 @@ static int walk_open(int rootfd, int atfd, const char *path, int flags, mode_t m
 			continue;
 		}
 		if (last && !mkdirs && !is_dot(comp)) {
-			if (!walk_inside(&w)) {
-				errno = ELOOP;
-				goto out;
-			}
-			fd = openat(w.dfd, comp, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+			fd = leaf_open(&w, comp, flags, mode);
 			goto out;
 		}
 		if (!exists && !mkdirs) {
@@ -404,6 +421,28 @@ static unsigned under_how(unsigned how)
 	return how | OPPATH_CONFINE | OPPATH_START_OUTSIDE;
 }
 
+/* rrsync hands the server a path it has pinned as /proc/self/fd/N/... or
+ * /dev/fd/N/...; in a user namespace /proc/self and /dev/fd are links
+ * owned by the overflow uid, which the walk would refuse. Spell such a
+ * path through /proc/PID, which has no link before the fd entry (whose
+ * target the walk then judges like any other name). Returns path itself
+ * when it has no such prefix, or when the other spelling does not fit. */
+static const char *fd_pin_path(const char *path, char *buf, size_t size)
+{
+	static const char *const prefixes[] = {"/proc/self/", "/dev/fd/"};
+	static const char *const spelled[] = {"", "fd/"};
+
+	for (size_t i = 0; i < 2; i++) {
+		size_t n = strlen(prefixes[i]);
+		if (strncmp(path, prefixes[i], n) != 0 || !path[n])
+			continue;
+		int len = snprintf(buf, size, "/proc/%ld/%s%s", (long)getpid(), spelled[i],
+				   path + n);
+		return len > 0 && (size_t)len < size ? buf : path;
+	}
+	return path;
+}
+
 /* A root that is not there: nothing is inside it. */
 static int root_missing(void)
 {
@@ -418,6 +457,8 @@ int oppath_open_under(int rootfd, int atfd, const char *path, int flags, mode_t 
 		return root_missing();
 	if (rootfd < 0 || (how & OPPATH_INSECURE))
 		return oppath_open(atfd, path, flags, mode, how);
+	char pinned[OPPATH_BUF];
+	path = fd_pin_path(path, pinned, sizeof pinned);
 	return walk_open(rootfd, atfd, path, flags, mode, under_how(how), false, NULL);
 }
 
@@ -430,8 +471,13 @@ int oppath_open_parent_under(int rootfd, int atfd, const char *path, const char 
 		return root_missing();
 	if (rootfd < 0 || (how & OPPATH_INSECURE))
 		return oppath_open_parent(atfd, path, leaf, how);
-	if (split_parent(path, dir, sizeof dir, leaf) < 0)
+	char pinned[OPPATH_BUF];
+	const char *walked = fd_pin_path(path, pinned, sizeof pinned);
+	if (split_parent(walked, dir, sizeof dir, leaf) < 0)
 		return -1;
+	/* the leaf is in the part both spellings share: point into path */
+	if (walked == pinned && *leaf >= pinned && *leaf < pinned + sizeof pinned)
+		*leaf = path + strlen(path) - strlen(*leaf);
 	return walk_open(rootfd, atfd, dir, O_RDONLY | O_DIRECTORY, 0, under_how(how), false,
 			 NULL);
 }
@@ -444,6 +490,8 @@ int oppath_mkdirs_under(int rootfd, int atfd, const char *path, mode_t mode, uns
 		return root_missing();
 	if (rootfd < 0 || (how & OPPATH_INSECURE))
 		return oppath_mkdirs(atfd, path, mode, how, created);
+	char pinned[OPPATH_BUF];
+	path = fd_pin_path(path, pinned, sizeof pinned);
 	return walk_open(rootfd, atfd, path, O_RDONLY | O_DIRECTORY, mode, under_how(how), true,
 			 created);
 }

@@ -278,7 +278,7 @@ static void test_confine_root(void **state)
 	plant("jail/self", ".", -1);
 	plant("jail/up", "../secret", -1);
 	plant("jail/abs_in", at("jail/d"), -1);
-	int root = open(at("jail"), O_PATH | O_DIRECTORY);
+	int fd, root = open(at("jail"), O_PATH | O_DIRECTORY);
 	int basefd = open(base, O_RDONLY | O_DIRECTORY);
 	int dfd = open(at("jail/d"), O_RDONLY | O_DIRECTORY);
 	assert_true(root >= 0 && basefd >= 0 && dfd >= 0);
@@ -290,15 +290,38 @@ static void test_confine_root(void **state)
 	assert_int_equal(open_under(root, AT_FDCWD, at("jail/up")), ELOOP);
 	assert_int_equal(open_under(root, AT_FDCWD, at("jail/self/up")), ELOOP);
 	assert_int_equal(open_under(root, AT_FDCWD, at("jail/../secret")), ELOOP);
+	/* the root itself, named from outside it */
+	fd = oppath_open_under(root, AT_FDCWD, at("jail"), O_RDONLY | O_DIRECTORY, 0, OPPATH_QUIET);
+	assert_true(fd >= 0);
+	close(fd);
+	fd = oppath_open_under(root, AT_FDCWD, at("jail/.."), O_RDONLY | O_DIRECTORY, 0, OPPATH_QUIET);
+	assert_int_equal(fd, -1);
 	/* relative: from outside the root, and from below it */
 	assert_int_equal(open_under(root, basefd, "jail/d/file"), 0);
 	assert_int_equal(open_under(root, basefd, "secret"), ELOOP);
 	assert_int_equal(open_under(root, dfd, "../d/file"), 0);
 	assert_int_equal(open_under(root, dfd, "../../secret"), ELOOP);
+	/* an fd pin (rrsync's /proc/self/fd/N/...) is judged by where it leads */
+	char pin[64];
+	int jailfd = open(at("jail"), O_RDONLY | O_DIRECTORY);
+	assert_true(jailfd >= 0);
+	snprintf(pin, sizeof pin, "/proc/self/fd/%d/d/file", jailfd);
+	assert_int_equal(open_under(root, AT_FDCWD, pin), 0);
+	snprintf(pin, sizeof pin, "/dev/fd/%d/d/file", jailfd);
+	assert_int_equal(open_under(root, AT_FDCWD, pin), 0);
+	snprintf(pin, sizeof pin, "/proc/self/fd/%d/secret", basefd);
+	assert_int_equal(open_under(root, AT_FDCWD, pin), ELOOP);
+	snprintf(pin, sizeof pin, "/dev/fd/%d/x", jailfd);
+	fd = oppath_open_parent_under(root, AT_FDCWD, pin, &leaf, OPPATH_QUIET);
+	assert_true(fd >= 0);
+	assert_string_equal(leaf, "x");
+	assert_ptr_equal(leaf, pin + strlen(pin) - 1);
+	close(fd);
+	close(jailfd);
 	/* no root: the plain walk */
 	assert_int_equal(open_under(-1, AT_FDCWD, at("jail/up")), 0);
 	/* a directory is made inside only */
-	int fd = oppath_mkdirs_under(root, AT_FDCWD, at("jail/new/deeper"), 0755, OPPATH_QUIET,
+	fd = oppath_mkdirs_under(root, AT_FDCWD, at("jail/new/deeper"), 0755, OPPATH_QUIET,
 				     &made);
 	assert_true(fd >= 0 && made);
 	close(fd);
