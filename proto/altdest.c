@@ -91,6 +91,8 @@ int recv_open_side_dirs(struct recv_ctx *rc)
 	rc->nalt = 0;
 	for (int i = 0; i < o->nalt_dest && i < ALT_DEST_MAX; i++) {
 		rc->alt_fd[i] = open_side_dir(rc, o->alt_dest[i], false);
+		rc->alt_outside[i] = rc->alt_fd[i] < 0 && errno == ELOOP && !rc->confined &&
+				     opts_confine_fd(o) != -1;
 		/* a refused link was reported by the walk; rsync goes on
 		 * without that basis dir */
 		if (rc->alt_fd[i] < 0 && errno != ELOOP)

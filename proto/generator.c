@@ -1103,11 +1103,27 @@ static bool copy_from_alt(struct gen *g, const struct file_entry *f, int adir, c
 	return ok;
 }
 
+/* A --*-dest dir outside --confine-root: rsync finds a file there by name
+ * and then fails to open it through the confined walk, an error for that
+ * file (exit 23); one it does not hold is no error. */
+static void alt_outside_refused(struct gen *g, int i, const char *path)
+{
+	char name[2 * MAXPATHLEN_WIRE + 2];
+	struct stat st;
+
+	if (snprintf(name, sizeof name, "%s/%s", g->o->alt_dest[i], path) >= (int)sizeof name ||
+	    fstatat(g->rc->rootfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		return;
+	session_xfer_err(g->s, "open \"%s\": %s (%d)", name, strerror(ELOOP), ELOOP);
+}
+
 /* The regular file at path in --*-dest dir i: its directory fd (from
  * that dir's cursor), name and stat; -1 when it has none. */
 static int alt_regular(struct gen *g, int i, const char *path, const char **aleaf,
 		       struct stat *ast)
 {
+	if (g->rc->alt_outside[i])
+		alt_outside_refused(g, i, path);
 	if (g->rc->alt_fd[i] < 0)
 		return -1;
 	int adir = dir_cursor_parent(&g->alt[i], path, aleaf);

@@ -27,8 +27,8 @@ void logfile_open(struct session *s)
 	if (!file || s->log_fp)
 		return;
 	/* an operator path: no symlink of another user's on the way */
-	int fd = oppath_open_under(opts_confine_fd(s->opts), AT_FDCWD, file,
-				   O_WRONLY | O_APPEND | O_CREAT, 0666, s->opts->insecure_links);
+	int fd = oppath_open(AT_FDCWD, file, O_WRONLY | O_APPEND | O_CREAT, 0666,
+			     s->opts->insecure_links);
 	s->log_fp = fd >= 0 ? fdopen(fd, "a") : NULL;
 	if (!s->log_fp) {
 		if (fd >= 0)

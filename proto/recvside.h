@@ -86,6 +86,8 @@ struct recv_ctx {
 	int module_fd;            /* ... whose root this is (confined only) */
 	const char *dest_rel;     /* ... and the destination dir inside it */
 	int alt_fd[ALT_DEST_MAX]; /* --compare/copy/link-dest dirs (-1: absent) */
+	bool alt_outside[ALT_DEST_MAX]; /* ... refused by --confine-root: each
+					 * file's lookup there fails, exit 23 */
 	int nalt;
 	int backup_fd;            /* --backup-dir, or -1 */
 	bool backup_dir_pending;  /* ... to be made at the first backup */

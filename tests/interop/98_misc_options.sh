@@ -7,8 +7,8 @@
 # ferry -> rsync --server and rsync -> ferry --server. The --stderr cases
 # need an unreadable file, so they run as nobody (setpriv) when we are root,
 # with a copy of ferry nobody can reach (t_runas_nobody).
-# --confine-root is still refused: checked as such (--insecure-links is
-# covered by 60_operator_paths.sh).
+# (--insecure-links is covered by 60_operator_paths.sh, --confine-root by
+# 71_confine_root.sh.)
 # Check functions are called through t_check, which shellcheck cannot see.
 # shellcheck disable=SC2317
 
@@ -360,16 +360,5 @@ t_check qsort_push_no_inc_recursion sh -c "! grep -qE -- ' -[A-Za-z]*e\\.[A-Za-z
 run qsr_rf "$RSYNC" -a --qsort -e "$RSH" --rsync-path="$FERRY" "$SRC/" "h:$W/qs_rf/"
 t_check qsort_rsync_pushes_ferry sh -c "[ \"\$(cat '$T/qsr_rf.rc')\" = 0 ]"
 same_tree qsort_rsync_pushes_ferry_tree "$W/qs_ref" "$W/qs_rf"
-
-# ------------------------------------------- still refused, not ignored
-
-for opt in --confine-root=/tmp; do
-    tag=${opt#--}
-    tag=refused_${tag%%=*}
-    tag=${tag//-/_}
-    run "$tag" "$FERRY" -a "$opt" "$SRC/" "$W/never/"
-    t_check "$tag" sh -c "[ \"\$(cat '$T/$tag.rc')\" = 1 ] &&
-        grep -q 'not supported yet' '$T/$tag.err' && [ ! -e '$W/never' ]"
-done
 
 t_done
