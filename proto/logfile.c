@@ -27,8 +27,12 @@ void logfile_open(struct session *s)
 	if (!file || s->log_fp)
 		return;
 	/* an operator path: no symlink of another user's on the way */
-	int fd = oppath_open(AT_FDCWD, file, O_WRONLY | O_APPEND | O_CREAT, 0666,
-			     s->opts->insecure_links);
+	/* not bounded by --confine-root (as in rsync), but an rrsync fd pin
+	 * is walked as under it */
+	unsigned how = s->opts->insecure_links ? OPPATH_INSECURE : 0;
+	if (opts_confine_fd(s->opts) != -1)
+		how |= OPPATH_FD_PINS;
+	int fd = oppath_open(AT_FDCWD, file, O_WRONLY | O_APPEND | O_CREAT, 0666, how);
 	s->log_fp = fd >= 0 ? fdopen(fd, "a") : NULL;
 	if (!s->log_fp) {
 		if (fd >= 0)

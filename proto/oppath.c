@@ -316,10 +316,36 @@ out:;
 	return fd;
 }
 
+/* rrsync hands the server a path it has pinned as /proc/self/fd/N/... or
+ * /dev/fd/N/...; in a user namespace /proc/self and /dev/fd are links
+ * owned by the overflow uid, which the walk would refuse. Spell such a
+ * path through /proc/PID, which has no link before the fd entry (whose
+ * target the walk then judges like any other name). Returns path itself
+ * when it has no such prefix, or when the other spelling does not fit. */
+static const char *fd_pin_path(const char *path, char *buf, size_t size)
+{
+	static const char *const prefixes[] = {"/proc/self/", "/dev/fd/"};
+	static const char *const spelled[] = {"", "fd/"};
+
+	for (size_t i = 0; i < 2; i++) {
+		size_t n = strlen(prefixes[i]);
+		if (strncmp(path, prefixes[i], n) != 0 || !path[n])
+			continue;
+		int len = snprintf(buf, size, "/proc/%ld/%s%s", (long)getpid(), spelled[i],
+				   path + n);
+		return len > 0 && (size_t)len < size ? buf : path;
+	}
+	return path;
+}
+
 int oppath_open(int atfd, const char *path, int flags, mode_t mode, unsigned how)
 {
+	char pinned[OPPATH_BUF];
+
 	if (how & OPPATH_INSECURE)
 		return openat(atfd, path, flags | O_CLOEXEC, mode);
+	if (how & OPPATH_FD_PINS)
+		path = fd_pin_path(path, pinned, sizeof pinned);
 	return walk_open(atfd, atfd, path, flags, mode, how, false, NULL);
 }
 
@@ -419,28 +445,6 @@ int oppath_open_from(int rootfd, int atfd, const char *path, int flags, unsigned
 static unsigned under_how(unsigned how)
 {
 	return how | OPPATH_CONFINE | OPPATH_START_OUTSIDE;
-}
-
-/* rrsync hands the server a path it has pinned as /proc/self/fd/N/... or
- * /dev/fd/N/...; in a user namespace /proc/self and /dev/fd are links
- * owned by the overflow uid, which the walk would refuse. Spell such a
- * path through /proc/PID, which has no link before the fd entry (whose
- * target the walk then judges like any other name). Returns path itself
- * when it has no such prefix, or when the other spelling does not fit. */
-static const char *fd_pin_path(const char *path, char *buf, size_t size)
-{
-	static const char *const prefixes[] = {"/proc/self/", "/dev/fd/"};
-	static const char *const spelled[] = {"", "fd/"};
-
-	for (size_t i = 0; i < 2; i++) {
-		size_t n = strlen(prefixes[i]);
-		if (strncmp(path, prefixes[i], n) != 0 || !path[n])
-			continue;
-		int len = snprintf(buf, size, "/proc/%ld/%s%s", (long)getpid(), spelled[i],
-				   path + n);
-		return len > 0 && (size_t)len < size ? buf : path;
-	}
-	return path;
 }
 
 /* A root that is not there: nothing is inside it. */

@@ -32,6 +32,10 @@
 
 /* Confined only: the walk may start outside the root (oppath_*_under). */
 #define OPPATH_START_OUTSIDE 16u
+/* A path rrsync pinned as /proc/self/fd/N/... or /dev/fd/N/... is walked
+ * through /proc/PID, as a user namespace owns those links by the overflow
+ * uid (under --confine-root: the oppath_*_under calls imply it). */
+#define OPPATH_FD_PINS 32u
 
 /* A --confine-root that could not be opened: oppath_*_under refuse all. */
 #define OPPATH_ROOT_MISSING (-2)

@@ -311,6 +311,10 @@ static void test_confine_root(void **state)
 	assert_int_equal(open_under(root, AT_FDCWD, pin), 0);
 	snprintf(pin, sizeof pin, "/proc/self/fd/%d/secret", basefd);
 	assert_int_equal(open_under(root, AT_FDCWD, pin), ELOOP);
+	/* OPPATH_FD_PINS alone (--log-file): the pin spelling, no bound */
+	fd = oppath_open(AT_FDCWD, pin, O_RDONLY, 0, OPPATH_FD_PINS | OPPATH_QUIET);
+	assert_true(fd >= 0);
+	close(fd);
 	snprintf(pin, sizeof pin, "/dev/fd/%d/x", jailfd);
 	fd = oppath_open_parent_under(root, AT_FDCWD, pin, &leaf, OPPATH_QUIET);
 	assert_true(fd >= 0);
