@@ -21,6 +21,7 @@
 #include "proto/json.h"
 #include "proto/negotiate.h"
 #include "proto/oppath.h"
+#include "proto/progress.h"
 
 #define LINE_MAX_LEN 5120
 
@@ -286,6 +287,8 @@ int daemon_handshake(struct session *s, const struct remote_spec *r, char **args
 		if (strncmp(line, "@ERROR", 6) == 0) {
 			fflush(stdout);
 			fprintf(stderr, "%s\n", line);
+			if (o->json) /* the daemon's refusal: a login, a module */
+				progress_json_message(s, "error", line);
 			*exit_code = 5;
 			return -1;
 		}
