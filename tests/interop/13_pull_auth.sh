@@ -223,6 +223,7 @@ check_prompt() {
         --port="$DPORT" "$HOSTMOD" "$dest/" >"$log" 2>&1
     rc=$?
     cat "$log"
+    echo # the prompt ends no line: the result must start one
     [ "$2" = rsync ] || not_crashed "$rc" "$log" || return 1
     if [ "$5" = yes ]; then grep -q '^Password: ' "$log" || { echo "no prompt"; return 1; }
     elif grep -q 'Password:' "$log"; then echo "prompted"; return 1; fi
