@@ -5,6 +5,7 @@
   section when --help lists it as not supported;
 - every option an entry of ferry.1 names is accepted by ferry (it does not
   answer "unknown option" or "not supported yet");
+- the pages hold no control characters (broken font escapes);
 - every parameter the daemon's config parser knows has an entry in
   ferryd.conf.5, and every entry there is a parameter the parser knows
   (asked through `ferry --daemon --check-config`).
@@ -57,6 +58,12 @@ def help_options(*args):
             listed.update(re.findall(r'--([a-z0-9][a-z0-9-]*)', line.split('  ')[0]))
     return listed, set(re.findall(r'--([a-z0-9][a-z0-9-]*)', unsupported))
 
+
+# ---- markup: no control characters (a "\\f" once became a form feed)
+for path in (man1, man5):
+    for n, line in enumerate(open(path, encoding='utf-8'), 1):
+        if re.search(r'[\x00-\x08\x0b-\x1f\x7f]', line):
+            problems.append('%s:%d: a control character in the text' % (path, n))
 
 # ---- ferry.1 and --help
 entries1 = headings(man1)
