@@ -7,7 +7,6 @@
 #include "proto/session.h"
 #include "proto/msg.h"
 #include "proto/outfilter.h"
-#include "proto/progress.h"
 #include "proto/filter.h"
 #include "client/exit_line.h"
 
@@ -165,7 +164,6 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 
 void session_free(struct session *s)
 {
-	progress_json_note_totals(s);
 	logfile_close(s);
 	wire_in_free(&s->in);
 	wire_out_free(&s->out);
