@@ -65,6 +65,17 @@ for path in (man1, man5):
         if re.search(r'[\x00-\x08\x0b-\x1f\x7f]', line):
             problems.append('%s:%d: a control character in the text' % (path, n))
 
+# groff's own warnings (bad requests, escapes, fonts), where groff is there
+for path in (man1, man5):
+    try:
+        g = subprocess.run(['groff', '-man', '-Tutf8', '-ww', '-z', path], capture_output=True,
+                           text=True, timeout=60)
+    except FileNotFoundError:
+        break
+    for w in g.stderr.strip().split('\n'):
+        if w:
+            problems.append('groff: %s' % w)
+
 # ---- ferry.1 and --help
 entries1 = headings(man1)
 documented = set()
