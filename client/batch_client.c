@@ -21,6 +21,7 @@
 #include "proto/filter.h"
 #include "proto/negotiate.h"
 #include "proto/oppath.h"
+#include "proto/progress.h"
 #include "proto/session.h"
 
 /* One argument, single-quoted so that nothing in it reaches the shell;
@@ -237,6 +238,7 @@ int client_read_batch(const struct ferry_opts *o)
 		if (code && wire_error_code(&s.err) && s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
 			fprintf(stderr, "ferry: %s\n", s.err.msg);
 	}
+	progress_json_note_totals(&s); /* for --json's end event */
 	session_free(&s);
 	filter_list_free(&filters);
 	if (fd != STDIN_FILENO)

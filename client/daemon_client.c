@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <readpassphrase.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "proto/json.h"
 #include "proto/negotiate.h"
 #include "proto/oppath.h"
+#include "proto/progress.h"
 
 #define LINE_MAX_LEN 5120
 
@@ -48,8 +50,24 @@ static bool parse_greeting(const char *line, int *version, int *sub, char *diges
 	return true;
 }
 
-/* The password: --password-file, then RSYNC_PASSWORD, then a prompt
- * (authenticate.c: getpassf). */
+/* A password file's password: its first non-empty line, CR and LF
+ * stripped; none is an error (rsync authenticate.c: getpassf's strtok). */
+static bool password_first_line(const char *name, char *buf, int *exit_code)
+{
+	size_t skip = strspn(buf, "\r\n");
+	size_t len = strcspn(buf + skip, "\r\n");
+
+	memmove(buf, buf + skip, len);
+	buf[len] = '\0';
+	if (len)
+		return true;
+	fprintf(stderr, "ERROR: failed to read a password from %s\n", name);
+	*exit_code = RERR_SYNTAX;
+	return false;
+}
+
+/* --password-file NAME ("-": stdin), with rsync's checks of its owner
+ * and mode (authenticate.c: getpassf). */
 static bool read_password_file(const char *name, bool insecure, char *buf, size_t size,
 			       int *exit_code)
 {
@@ -59,8 +77,7 @@ static bool read_password_file(const char *name, bool insecure, char *buf, size_
 	if (strcmp(name, "-") == 0) {
 		if (!fgets(buf, (int)size, stdin))
 			buf[0] = '\0';
-		buf[strcspn(buf, "\r\n")] = '\0';
-		return true;
+		return password_first_line(name, buf, exit_code);
 	}
 	/* A planted symlink could make us send another file's first line to
 	 * the daemon: an operator path (oppath.h). */
@@ -79,7 +96,7 @@ static bool read_password_file(const char *name, bool insecure, char *buf, size_
 	else if (geteuid() == 0 && st.st_uid != 0)
 		why = "password file must be owned by root when running as root";
 	if (why) {
-		fprintf(stderr, "ferry: ERROR: %s\n", why);
+		fprintf(stderr, "ERROR: %s\n", why); /* rsync: rprintf, no prefix */
 		close(fd);
 		*exit_code = RERR_SYNTAX;
 		return false;
@@ -87,8 +104,7 @@ static bool read_password_file(const char *name, bool insecure, char *buf, size_
 	n = read(fd, buf, size - 1);
 	close(fd);
 	buf[n > 0 ? n : 0] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
-	return true;
+	return password_first_line(name, buf, exit_code);
 }
 
 /* The password: --password-file, then RSYNC_PASSWORD, then a prompt
@@ -102,8 +118,10 @@ static bool get_password(const struct ferry_opts *o, char *buf, size_t size, int
 		snprintf(buf, size, "%s", env);
 		return true;
 	}
-	char *p = getpass("Password: ");
-	snprintf(buf, size, "%s", p ? p : "");
+	/* on the terminal, echo off; without one, from stdin with the prompt
+	 * on stderr -- where glibc's getpass(), rsync's, reads too */
+	if (!readpassphrase("Password: ", buf, size, RPP_ECHO_OFF))
+		buf[0] = '\0';
 	return true;
 }
 
@@ -286,6 +304,8 @@ int daemon_handshake(struct session *s, const struct remote_spec *r, char **args
 		if (strncmp(line, "@ERROR", 6) == 0) {
 			fflush(stdout);
 			fprintf(stderr, "%s\n", line);
+			if (o->json) /* the daemon's refusal: a login, a module */
+				progress_json_message(s, "error", line);
 			*exit_code = 5;
 			return -1;
 		}

@@ -24,6 +24,7 @@
 #include "proto/filesfrom.h"
 #include "proto/filter.h"
 #include "proto/negotiate.h"
+#include "proto/progress.h"
 #include "proto/sendside.h"
 #include "proto/stop_signal.h"
 #include "proto/server.h"
@@ -150,6 +151,7 @@ int client_local(const struct ferry_opts *o, char **srcs, int nsrc, const char *
 		s.out.mux = s.protocol >= 30;
 		code = push_run(&s, srcs, nsrc, &filters, start);
 	}
+	progress_json_note_totals(&s); /* for --json's end event */
 	session_free(&s);
 	close(sv[0]);
 	filter_list_free(&filters);

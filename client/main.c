@@ -26,6 +26,7 @@
 #include "proto/json.h"
 #include "proto/server.h"
 #include "proto/stop_signal.h"
+#include "proto/wire.h"
 
 #define MAX_SOURCES 64
 
@@ -218,7 +219,8 @@ static bool argv_asks_json(int argc, char **argv)
 /* --json's end event, exactly once: a forced exit at a second signal
  * writes its own (stop_signal.c), so the signals wait while this one is
  * written, and a forced exit after it writes none. */
-static void json_end_once(int rc, bool dry_run)
+static void json_end_once(int rc, bool dry_run, int64_t elapsed_ms,
+			  const struct json_totals *totals)
 {
 	sigset_t stop, old;
 
@@ -229,13 +231,15 @@ static void json_end_once(int rc, bool dry_run)
 	sigaddset(&stop, SIGALRM);
 	sigprocmask(SIG_BLOCK, &stop, &old);
 	stop_signal_json_end(false);
-	json_event_end(rc, exit_code_name(rc), dry_run);
+	json_event_end(rc, exit_code_name(rc), dry_run, elapsed_ms, totals);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 int main(int argc, char **argv)
 {
 	struct ferry_opts o;
+	struct json_totals totals = {0}; /* --json: the end event's */
+	int64_t run_start_ms = wire_now_ms();
 
 	/* Names print as the locale can show them (rsync does the same). */
 	setlocale(LC_CTYPE, "");
@@ -266,6 +270,9 @@ int main(int argc, char **argv)
 	bool json_run = rc == 0 ? o.json && !o.daemon && !o.server
 				: rc != FERRY_OPTS_EXIT_OK && argv_asks_json(argc, argv);
 	bool dry_run = rc == 0 && o.dry_run;
+
+	if (rc == 0)
+		o.json_totals = &totals;
 
 	if (json_run)
 		json_event_start(dry_run);
@@ -308,7 +315,7 @@ int main(int argc, char **argv)
 	if (client)
 		exit_line_print(rc, role, "main.c", __LINE__, o.log_file);
 	if (client && json_run)
-		json_end_once(rc, dry_run);
+		json_end_once(rc, dry_run, wire_now_ms() - run_start_ms, &totals);
 	options_free(&o);
 	free(merged);
 	secluded_free(secluded);

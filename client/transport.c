@@ -17,6 +17,7 @@
 #include "client/secluded.h"
 #include "client/ssh_builtin.h"
 #include "proto/negotiate.h"
+#include "proto/progress.h"
 #include "proto/server.h"
 
 /* server_args followed by the paths, as one NULL-terminated vector. */
@@ -297,8 +298,10 @@ int transport_close(struct session *s, struct transport *t, int code)
 	/* the peer logs why we stopped, as rsync's does */
 	if (s && code == RERR_SIGNAL)
 		error_exit_to_peer(s, code);
-	if (s)
+	if (s) {
+		progress_json_note_totals(s); /* for --json's end event */
 		session_free(s);
+	}
 	if (t->fd_out >= 0 && t->fd_out != t->fd)
 		close(t->fd_out);
 	if (t->fd >= 0)

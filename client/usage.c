@@ -14,6 +14,7 @@
 
 #include "client/options.h"
 #include "proto/checksum.h"
+#include "proto/json.h"
 #include "proto/token.h"
 
 #define HELP_COL 24
@@ -175,31 +176,43 @@ static void version_items_init(struct version_items *v)
 
 /* One item as rsync's JSON writes it: "X" is true, "no X" false,
  * "N-bit X" the number under "X_bits" (the plural 's' dropped), any
- * other "WORD X" the string WORD; '-' and ' ' in names become '_'. */
+ * other "WORD X" the string WORD; '-' and ' ' in names become '_'.
+ * Written into out (its length returned, -1 if it did not fit) so the
+ * caller can wrap the line as rsync does. */
 static int json_item(const char *str, bool comma, char *out, size_t size)
 {
 	const char *space = strchr(str, ' ');
 	bool is_no = space && strncmp(str, "no ", 3) == 0;
 	bool is_bits = space && str[0] >= '0' && str[0] <= '9';
-	char name[40], value[24];
+	char name[40];
 
-	if (is_bits) {
-		const char *dash = strchr(str, '-');
-		snprintf(value, sizeof value, "%.*s", (int)(dash - str), str);
+	if (is_bits)
 		snprintf(name, sizeof name, "%.*s_bits", (int)strlen(space + 1) - 1, space + 1);
-	} else {
+	else
 		snprintf(name, sizeof name, "%s", space ? space + 1 : str);
-		if (!space)
-			snprintf(value, sizeof value, "true");
-		else if (is_no)
-			snprintf(value, sizeof value, "false");
-		else
-			snprintf(value, sizeof value, "\"%.*s\"", (int)(space - str), str);
-	}
 	for (char *c = name; *c; c++)
 		if (*c == ' ' || *c == '-')
 			*c = '_';
-	return snprintf(out, size, " \"%s\": %s%s", name, value, comma ? "," : "");
+	FILE *m = fmemopen(out, size, "w");
+	if (!m)
+		return -1;
+	fputc(' ', m);
+	json_write_string(m, name, strlen(name));
+	fputs(": ", m);
+	if (is_bits)
+		fprintf(m, "%.*s", (int)(strchr(str, '-') - str), str);
+	else if (!space)
+		fputs("true", m);
+	else if (is_no)
+		fputs("false", m);
+	else
+		json_write_string(m, str, (size_t)(space - str));
+	if (comma)
+		fputc(',', m);
+	long len = ftell(m);
+	bool ok = fflush(m) == 0 && len >= 0 && (size_t)len < size;
+	fclose(m);
+	return ok ? (int)len : -1;
 }
 
 /* The items as rsync's print_info_flags(f == FNONE) does: one JSON
@@ -214,8 +227,9 @@ static void print_flags_json(FILE *f, const char *const *items)
 		const char *s = items[j], *next = s ? items[j + 1] : NULL;
 		int ilen = 1000;
 
-		if (s && *s != '*')
-			ilen = json_item(s, next && *next != '*', item, sizeof item);
+		if (s && *s != '*' &&
+		    (ilen = json_item(s, next && *next != '*', item, sizeof item)) < 0)
+			continue; /* longer than any item of the table */
 		if (len && len + ilen >= (int)sizeof line) {
 			fprintf(f, "   %s\n", line);
 			len = 0;
@@ -223,11 +237,15 @@ static void print_flags_json(FILE *f, const char *const *items)
 		if (!s)
 			break;
 		if (*s == '*') {
+			char heading[32];
+			snprintf(heading, sizeof heading, "%c%s",
+				 s[1] >= 'A' && s[1] <= 'Z' ? s[1] + 32 : s[1], s + 2);
 			if (open_obj)
 				fprintf(f, "  }");
 			open_obj = 1;
-			fprintf(f, ",\n  \"%c%s\": {\n", s[1] >= 'A' && s[1] <= 'Z' ? s[1] + 32 : s[1],
-				s + 2);
+			fputs(",\n  ", f);
+			json_write_string(f, heading, strlen(heading));
+			fputs(": {\n", f);
 		} else {
 			snprintf(line + len, sizeof line - (size_t)len, "%s", item);
 			len += ilen;
@@ -244,12 +262,26 @@ static void print_list_json(FILE *f, const char *name, const char *list)
 	char *save = NULL, *tok, *next;
 
 	snprintf(copy, sizeof copy, "%s", list);
-	fprintf(f, ",\n  \"%s\": [\n   ", name);
+	fputs(",\n  ", f);
+	json_write_string(f, name, strlen(name));
+	fputs(": [\n   ", f);
 	for (tok = strtok_r(copy, " ", &save); tok; tok = next) {
 		next = strtok_r(NULL, " ", &save);
-		fprintf(f, " \"%s\"%s", tok, next ? "," : "");
+		fputc(' ', f);
+		json_write_string(f, tok, strlen(tok));
+		if (next)
+			fputc(',', f);
 	}
 	fprintf(f, "\n  ]");
+}
+
+/* SEP "key": "value", rsync's -VV layout. */
+static void print_field_json(FILE *f, const char *sep, const char *key, const char *value)
+{
+	fputs(sep, f);
+	json_write_string(f, key, strlen(key));
+	fputs(": ", f);
+	json_write_string(f, value, strlen(value));
 }
 
 void usage_print_version_json(FILE *f)
@@ -259,17 +291,17 @@ void usage_print_version_json(FILE *f)
 
 	version_items_init(&v);
 	snprintf(proto, sizeof proto, "%d.0", FERRY_PROTOCOL_VERSION);
-	fprintf(f, "{\n  \"program\": \"ferry\"");
-	fprintf(f, ",\n  \"version\": \"%s\"", FERRY_VERSION);
-	fprintf(f, ",\n  \"protocol\": \"%s\"", proto);
-	fprintf(f, ",\n  \"copyright\": \"(C) 2026 by the ferry authors.\"");
+	print_field_json(f, "{\n  ", "program", "ferry");
+	print_field_json(f, ",\n  ", "version", FERRY_VERSION);
+	print_field_json(f, ",\n  ", "protocol", proto);
+	print_field_json(f, ",\n  ", "copyright", "(C) 2026 by the ferry authors.");
 	print_flags_json(f, v.items);
 	print_list_json(f, "checksum_list", csum_default_list(true));
 	print_list_json(f, "compress_list", TOKEN_SERVER_LIST);
 	print_list_json(f, "daemon_auth_list", auth_default_list());
-	fprintf(f, ",\n  \"license\": \"ISC\"");
-	fprintf(f, ",\n  \"caveat\": \"ferry comes with ABSOLUTELY NO WARRANTY\"");
-	fprintf(f, "\n}\n");
+	print_field_json(f, ",\n  ", "license", "ISC");
+	print_field_json(f, ",\n  ", "caveat", "ferry comes with ABSOLUTELY NO WARRANTY");
+	fputs("\n}\n", f);
 }
 
 void usage_print_version(FILE *f)

@@ -11,6 +11,7 @@
 #include <sys/sysmacros.h>
 
 #include "proto/acls.h"
+#include "proto/ixtable.h"
 #include "proto/sendside.h"
 #include "proto/xattrs.h"
 
@@ -59,24 +60,32 @@ static void note_id(struct id_seen *seen, uint32_t id)
 	seen->ids[seen->count++] = id;
 }
 
+/* A (dev, ino) pair as the index's digest. */
+static uint64_t dev_ino_digest(const struct send_info *in)
+{
+	return (uint64_t)in->ino * 0x9E3779B97F4A7C15ull ^ (uint64_t)in->dev;
+}
+
+static uint64_t info_digest(const void *ctx, int32_t ndx)
+{
+	const struct send_list *sl = ctx;
+
+	return dev_ino_digest(&sl->info[ndx]);
+}
+
 /* For each hard-linked entry (by index into files), the first entry with
  * its (dev, ino) in sending order - files[] order, or `order` when given -
- * or -1 when it is that first one; a hash table keeps this linear. */
+ * or -1 when it is that first one; an index by (dev, ino) keeps this
+ * linear. */
 int32_t *flist_hlink_leaders(const struct send_list *sl, const size_t *order)
 {
-	size_t n = sl->fl.count, cap = 16;
+	size_t n = sl->fl.count;
 	int32_t *lead = malloc((n ? n : 1) * sizeof *lead);
+	struct ixtable firsts;
 
-	while (cap < n * 2)
-		cap *= 2;
-	int32_t *table = malloc(cap * sizeof *table);
-	if (!lead || !table) {
-		free(lead);
-		free(table);
+	if (!lead)
 		return NULL;
-	}
-	for (size_t i = 0; i < cap; i++)
-		table[i] = -1;
+	ixtable_init(&firsts);
 	for (size_t i = 0; i < n; i++)
 		lead[i] = -1;
 	for (size_t k = 0; k < n; k++) {
@@ -84,20 +93,20 @@ int32_t *flist_hlink_leaders(const struct send_list *sl, const size_t *order)
 		if (!(sl->fl.files[i].flags & FE_HLINKED))
 			continue;
 		const struct send_info *in = &sl->info[i];
-		size_t h = (size_t)((uint64_t)in->ino * 0x9E3779B97F4A7C15ull ^ (uint64_t)in->dev) &
-			   (cap - 1);
-		while (table[h] >= 0) {
-			const struct send_info *o = &sl->info[table[h]];
-			if (o->dev == in->dev && o->ino == in->ino) {
-				lead[i] = table[h];
+		uint64_t d = dev_ino_digest(in);
+		struct ixprobe p;
+		for (int32_t o = ixtable_first(&firsts, d, &p); o >= 0; o = ixtable_next(&firsts, &p))
+			if (sl->info[o].dev == in->dev && sl->info[o].ino == in->ino) {
+				lead[i] = o;
 				break;
 			}
-			h = (h + 1) & (cap - 1);
+		if (lead[i] < 0 && !ixtable_add(&firsts, d, (int32_t)i, info_digest, sl)) {
+			free(lead);
+			lead = NULL;
+			break;
 		}
-		if (lead[i] < 0)
-			table[h] = (int32_t)i;
 	}
-	free(table);
+	ixtable_free(&firsts);
 	return lead;
 }
 

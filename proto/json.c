@@ -129,8 +129,23 @@ void json_event_start(bool dry_run)
 	fflush(stdout);
 }
 
-void json_event_end(int code, const char *text, bool dry_run)
+void json_write_totals(FILE *fp, const struct json_totals *t)
 {
+	fprintf(fp,
+		"\"files\":%d,\"files_transferred\":%d,\"files_created\":%d,"
+		"\"files_deleted\":%d,\"total_size\":%lld,\"transferred_size\":%lld,"
+		"\"literal_bytes\":%lld,\"matched_bytes\":%lld,\"bytes_sent\":%lld,"
+		"\"bytes_received\":%lld",
+		t->files, t->files_transferred, t->files_created, t->files_deleted,
+		(long long)t->total_size, (long long)t->transferred_size,
+		(long long)t->literal_bytes, (long long)t->matched_bytes,
+		(long long)t->bytes_sent, (long long)t->bytes_received);
+}
+
+void json_event_end(int code, const char *text, bool dry_run, int64_t elapsed_ms,
+		    const struct json_totals *totals)
+{
+	static const struct json_totals none;
 	const char *symbol = json_rerr_symbol(code);
 
 	flockfile(stdout);
@@ -144,7 +159,10 @@ void json_event_end(int code, const char *text, bool dry_run)
 		json_write_string(stdout, text, strlen(text));
 	else
 		fputs("null", stdout);
-	printf(",\"dry_run\":%s}\n", dry_run ? "true" : "false");
+	printf(",\"dry_run\":%s,\"elapsed_ms\":%lld,", dry_run ? "true" : "false",
+	       (long long)elapsed_ms);
+	json_write_totals(stdout, totals ? totals : &none);
+	fputs("}\n", stdout);
 	funlockfile(stdout);
 	fflush(stdout);
 }
@@ -197,7 +215,10 @@ const char *json_signal_end_line(size_t *len)
 	static const char line[] =
 		"{\"event\":\"end\",\"schema\":" STR(JSON_SCHEMA) ",\"exit_code\":20,"
 		"\"error\":\"RERR_SIGNAL\",\"error_text\":\"received SIGINT, SIGTERM, or "
-		"SIGHUP\",\"dry_run\":null}\n";
+		"SIGHUP\",\"dry_run\":null,\"elapsed_ms\":null,\"files\":null,"
+		"\"files_transferred\":null,\"files_created\":null,\"files_deleted\":null,"
+		"\"total_size\":null,\"transferred_size\":null,\"literal_bytes\":null,"
+		"\"matched_bytes\":null,\"bytes_sent\":null,\"bytes_received\":null}\n";
 
 	*len = sizeof line - 1;
 	return line;

@@ -7,9 +7,23 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define JSON_SCHEMA 1
+
+/* A run's totals for the stats and end events: what the transfer's
+ * statistics counted (so far, when it was cut short); zeros when no
+ * transfer ran. */
+struct json_totals {
+	bool set; /* a transfer's session filled it */
+	int files, files_transferred, files_created, files_deleted;
+	int64_t total_size, transferred_size, literal_bytes, matched_bytes;
+	int64_t bytes_sent, bytes_received;
+};
+
+/* `"files":N,...,"bytes_received":N`: the totals' fields, no braces. */
+void json_write_totals(FILE *fp, const struct json_totals *t);
 
 /* Write len bytes of str as a JSON string, quotes included. Bytes that
  * are not valid UTF-8 become U+FFFD; returns false when any did. */
@@ -27,8 +41,10 @@ const char *json_rerr_symbol(int code);
 void json_event_start(bool dry_run);
 
 /* {"event":"end",...}: the last event of a run, exactly once, with the
- * exit code, rsync's error class and its text (NULL: none). */
-void json_event_end(int code, const char *text, bool dry_run);
+ * exit code, rsync's error class and its text (NULL: none), the run's
+ * time and its totals (NULL: all zero). */
+void json_event_end(int code, const char *text, bool dry_run, int64_t elapsed_ms,
+		    const struct json_totals *totals);
 
 /* {"event":EVENT,KEY:NAME}: one line of text the human form prints
  * (a MOTD line, a created directory), len bytes of name. */

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stddef.h>
 
+struct json_totals; /* proto/json.h */
+
 enum delete_mode {
 	DELETE_NONE = 0,
 	DELETE_DEFAULT, /* --delete: during for protocol >= 30, else before */
@@ -73,6 +75,8 @@ struct ferry_opts {
 	bool progress;     /* --progress (or --info=progress1) */
 	bool progress2;    /* --info=progress2: one line for the whole transfer */
 	bool json;         /* --json: progress, items and stats as JSON lines */
+	struct json_totals *json_totals; /* --json: where a client's transfer leaves
+					  * its totals for the end event (main's) */
 	bool list_only;    /* --list-only, or implied by a lone source */
 	char *info;        /* --info=FLAGS, as given (comma-joined if repeated) */
 	short info_level[INFO_COUNT]; /* from -v, --stats, --progress and --info

@@ -218,21 +218,53 @@ void progress_json_message(struct session *s, const char *level, const char *tex
 	fflush(stdout);
 }
 
-void progress_json_stats(struct session *s, int exit_code)
+/* The session's statistics as --json's totals. */
+static void totals_from_session(const struct session *s, struct json_totals *t)
 {
 	const struct stats *st = &s->stats;
 
-	fprintf(stdout,
-		"{\"event\":\"stats\",\"exit_code\":%d,\"elapsed_ms\":%lld,\"dry_run\":%s,\"files\":%d,"
-		"\"files_transferred\":%d,\"files_created\":%d,"
-		"\"files_deleted\":%d,\"total_size\":%lld,\"transferred_size\":%lld,"
-		"\"literal_bytes\":%lld,\"matched_bytes\":%lld,\"bytes_sent\":%lld,"
-		"\"bytes_received\":%lld}\n",
-		exit_code, (long long)(wire_now_ms() - s->run_start_ms), s->opts->dry_run ? "true" : "false",
-		st->num_files, st->xferred_files,
-		st->created_files, st->deleted_files, (long long)st->total_size,
-		(long long)st->total_transferred_size, (long long)st->literal_data,
-		(long long)st->matched_data, (long long)st->total_written,
-		(long long)st->total_read);
+	*t = (struct json_totals){
+		.set = true,
+		.files = st->num_files,
+		.files_transferred = st->xferred_files,
+		.files_created = st->created_files,
+		.files_deleted = st->deleted_files,
+		.total_size = st->total_size,
+		.transferred_size = st->total_transferred_size,
+		.literal_bytes = st->literal_data,
+		.matched_bytes = st->matched_data,
+		.bytes_sent = st->total_written,
+		.bytes_received = st->total_read,
+	};
+}
+
+void progress_json_stats(struct session *s, int exit_code)
+{
+	struct json_totals t;
+
+	totals_from_session(s, &t);
+	if (s->opts->json_totals)
+		*s->opts->json_totals = t;
+	flockfile(stdout);
+	fprintf(stdout, "{\"event\":\"stats\",\"exit_code\":%d,\"elapsed_ms\":%lld,\"dry_run\":%s,",
+		exit_code, (long long)(wire_now_ms() - s->run_start_ms),
+		s->opts->dry_run ? "true" : "false");
+	json_write_totals(stdout, &t);
+	fputs("}\n", stdout);
+	funlockfile(stdout);
 	fflush(stdout);
+}
+
+void progress_json_note_totals(const struct session *s)
+{
+	struct json_totals *t = s->opts->json_totals;
+
+	if (!t || t->set || s->am_server)
+		return;
+	totals_from_session(s, t);
+	/* cut short before the summary took the byte counts: the streams' */
+	if (!t->bytes_sent && !t->bytes_received) {
+		t->bytes_sent = (int64_t)s->out.total_written;
+		t->bytes_received = (int64_t)s->in.total_read;
+	}
 }

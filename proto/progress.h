@@ -30,6 +30,10 @@ void progress_finish(struct session *s);
  * run's statistics at the end. */
 void progress_json_item(struct session *s, const char *name, const char *item, int64_t size);
 void progress_json_stats(struct session *s, int exit_code);
+/* A client's transfer session ends (called before session_free, while
+ * its opts are alive): unless the stats event recorded them, its totals
+ * so far go to opts->json_totals for the end event. */
+void progress_json_note_totals(const struct session *s);
 /* A message event: level "error", "warning" or "info", and the line's
  * text without its newline (proto/msg.c sends every message here too). */
 void progress_json_message(struct session *s, const char *level, const char *text);

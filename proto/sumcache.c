@@ -84,55 +84,57 @@ static bool take_u16(struct reader *r, uint16_t *v)
 
 /* ---- the table, by path ---- */
 
-static uint64_t path_hash(const char *s)
+static uint64_t path_digest(const char *path)
 {
-	uint64_t h = 1469598103934665603ULL;
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
-	return h;
+	return ixtable_digest_bytes(path, strlen(path));
 }
 
-static bool table_add(struct sumcache *sc, struct sumcache_entry *e)
+static uint64_t entry_digest(const void *ctx, int32_t ndx)
 {
-	if ((sc->used + 1) * 2 > sc->cap) {
-		size_t cap = sc->cap ? sc->cap * 2 : 64;
-		struct sumcache_entry **t = calloc(cap, sizeof *t);
-		if (!t)
-			return false;
-		for (size_t i = 0; i < sc->cap; i++) {
-			if (!sc->table[i])
-				continue;
-			size_t j = path_hash(sc->table[i]->path) & (cap - 1);
-			while (t[j])
-				j = (j + 1) & (cap - 1);
-			t[j] = sc->table[i];
-		}
-		free(sc->table);
-		sc->table = t;
-		sc->cap = cap;
-	}
-	size_t j = path_hash(e->path) & (sc->cap - 1);
-	while (sc->table[j]) {
-		if (!strcmp(sc->table[j]->path, e->path))
-			return false; /* a path twice: the file is not ours */
-		j = (j + 1) & (sc->cap - 1);
-	}
-	sc->table[j] = e;
-	sc->used++;
-	return true;
+	const struct sumcache *sc = ctx;
+
+	return path_digest(sc->entries[ndx]->path);
 }
 
 static struct sumcache_entry *table_find(const struct sumcache *sc, const char *path)
 {
-	if (!sc->cap)
-		return NULL;
-	size_t j = path_hash(path) & (sc->cap - 1);
-	while (sc->table[j]) {
-		if (!strcmp(sc->table[j]->path, path))
-			return sc->table[j];
-		j = (j + 1) & (sc->cap - 1);
-	}
+	struct ixprobe p;
+
+	for (int32_t i = ixtable_first(&sc->by_path, path_digest(path), &p); i >= 0;
+	     i = ixtable_next(&sc->by_path, &p))
+		if (!strcmp(sc->entries[i]->path, path))
+			return sc->entries[i];
 	return NULL;
+}
+
+/* Add e (not taken: the caller frees it when this fails); false for a
+ * path already there (the file is not ours) or short memory. */
+static bool table_add(struct sumcache *sc, struct sumcache_entry *e)
+{
+	if (table_find(sc, e->path) || sc->count >= INT32_MAX)
+		return false;
+	if (sc->count == sc->entries_cap) {
+		size_t cap = sc->entries_cap ? sc->entries_cap * 2 : 64;
+		struct sumcache_entry **t = realloc(sc->entries, cap * sizeof *t);
+		if (!t)
+			return false;
+		sc->entries = t;
+		sc->entries_cap = cap;
+	}
+	sc->entries[sc->count] = e;
+	if (!ixtable_add(&sc->by_path, path_digest(e->path), (int32_t)sc->count, entry_digest, sc))
+		return false;
+	sc->count++;
+	return true;
+}
+
+/* Empty the table; the entries stay (a table that only borrows them). */
+static void table_release(struct sumcache *sc)
+{
+	free(sc->entries);
+	sc->entries = NULL;
+	sc->count = sc->entries_cap = 0;
+	ixtable_free(&sc->by_path);
 }
 
 static void entry_free(struct sumcache_entry *e)
@@ -216,11 +218,9 @@ static struct sumcache_entry *parse_entry(struct sumcache *sc, struct reader *r)
 
 static void table_clear(struct sumcache *sc)
 {
-	for (size_t i = 0; i < sc->cap; i++)
-		entry_free(sc->table[i]);
-	free(sc->table);
-	sc->table = NULL;
-	sc->cap = sc->used = 0;
+	for (size_t i = 0; i < sc->count; i++)
+		entry_free(sc->entries[i]);
+	table_release(sc);
 }
 
 static bool parse_file(struct sumcache *sc, const uint8_t *data, size_t len)
@@ -274,6 +274,7 @@ void sumcache_open(struct sumcache *sc, int rootfd, const char *name, enum csum_
 	size_t len = 0;
 
 	memset(sc, 0, sizeof *sc);
+	ixtable_init(&sc->by_path);
 	pthread_mutex_init(&sc->lock, NULL);
 	sc->name = name;
 	sc->type = type;
@@ -582,6 +583,7 @@ static bool keep_old(int rootfd, const struct sumcache_entry *e, const struct su
 static bool index_written(const struct sumcache *sc, struct sumcache *written)
 {
 	memset(written, 0, sizeof *written);
+	ixtable_init(&written->by_path);
 	for (struct sumcache_entry *f = sc->fresh; f; f = f->next_fresh) {
 		if (table_find(written, f->path))
 			continue;
@@ -605,9 +607,9 @@ static bool write_entries(struct sumcache *sc, int fd, uint32_t n)
 	put(&w, head, 4);
 	put_u32(&w, (uint32_t)sc->seed);
 	put_u32(&w, n);
-	for (size_t i = 0; i < sc->cap; i++)
-		if (sc->table[i] && sc->table[i]->keep)
-			put_entry(&w, sc->table[i], sc->s2len);
+	for (size_t i = 0; i < sc->count; i++)
+		if (sc->entries[i]->keep)
+			put_entry(&w, sc->entries[i], sc->s2len);
 	for (struct sumcache_entry *f = sc->fresh; f; f = f->next_fresh)
 		if (f->keep)
 			put_entry(&w, f, sc->s2len);
@@ -648,17 +650,17 @@ bool sumcache_save(struct sumcache *sc, int rootfd, char *err, size_t errlen)
 	}
 
 	if (!index_written(sc, &written)) {
-		free(written.table);
+		table_release(&written);
 		snprintf(err, errlen, "cannot write %s: out of memory", sc->name);
 		return false;
 	}
-	n = (uint32_t)written.used;
-	for (size_t i = 0; i < sc->cap; i++) {
-		struct sumcache_entry *e = sc->table[i];
-		if (e && (e->keep = keep_old(rootfd, e, &written)))
+	n = (uint32_t)written.count;
+	for (size_t i = 0; i < sc->count; i++) {
+		struct sumcache_entry *e = sc->entries[i];
+		if ((e->keep = keep_old(rootfd, e, &written)))
 			n++;
 	}
-	free(written.table);
+	table_release(&written);
 	snprintf(tmp, sizeof tmp, ".%s.%ld.tmp", sc->name, (long)getpid());
 	int fd = openat(rootfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 
 #include "proto/checksum.h"
+#include "proto/ixtable.h"
 
 /* Stored strong-sum bytes a block: the most any sum head asks for. */
 #define SUMCACHE_S2_MAX 16
@@ -56,8 +57,9 @@ struct sumcache {
 	bool seed_order;
 	size_t s2len;             /* strong bytes kept a block */
 	pthread_mutex_t lock;
-	struct sumcache_entry **table; /* entries from the file, by path */
-	size_t cap, used;
+	struct sumcache_entry **entries; /* the file's entries, in its order */
+	size_t count, entries_cap;
+	struct ixtable by_path;          /* entries[] by path */
 	struct sumcache_entry *fresh;  /* this run's, newest first */
 	struct sums_handoff *handoffs; /* the generator's basis sums, by index */
 	size_t handoff_bytes;

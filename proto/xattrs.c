@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "proto/ixtable.h"
 #include "proto/session.h"
 
 #define MAX_FULL_DATUM 32                    /* longer values go as a digest */
@@ -51,8 +52,7 @@ struct xa_set {
 struct xattr_state {
 	struct xa_set *sets;
 	size_t count, cap;
-	int32_t *table;      /* sender: open-addressing index of sets by key */
-	size_t table_cap;
+	struct ixtable index; /* sender: the sets by key */
 	pthread_mutex_t lock; /* full/full_len: set once, by whichever side has the value first */
 };
 
@@ -65,8 +65,10 @@ static struct xattr_state *state(struct session *s)
 {
 	if (!s->xattr_state) {
 		s->xattr_state = calloc(1, sizeof *s->xattr_state);
-		if (s->xattr_state)
+		if (s->xattr_state) {
 			pthread_mutex_init(&s->xattr_state->lock, NULL);
+			ixtable_init(&s->xattr_state->index);
+		}
 	}
 	return s->xattr_state;
 }
@@ -92,7 +94,7 @@ void xattr_state_free(struct session *s)
 	for (size_t i = 0; i < x->count; i++)
 		set_free(&x->sets[i]);
 	free(x->sets);
-	free(x->table);
+	ixtable_free(&x->index);
 	pthread_mutex_destroy(&x->lock);
 	free(x);
 	s->xattr_state = NULL;
@@ -312,42 +314,26 @@ static bool sets_equal(const struct xa_set *a, const struct xa_set *b)
 	return true;
 }
 
+static uint64_t set_digest(const void *ctx, int32_t ndx)
+{
+	const struct xattr_state *x = ctx;
+
+	return x->sets[ndx].key;
+}
+
 static bool table_insert(struct xattr_state *x, size_t ndx)
 {
-	if ((x->count + 1) * 2 > x->table_cap) {
-		size_t cap = x->table_cap ? x->table_cap * 2 : 256;
-		int32_t *t = malloc(cap * sizeof *t);
-		if (!t)
-			return false;
-		for (size_t i = 0; i < cap; i++)
-			t[i] = -1;
-		for (size_t i = 0; i < x->table_cap; i++) {
-			if (x->table[i] < 0)
-				continue;
-			size_t h = x->sets[x->table[i]].key & (cap - 1);
-			while (t[h] >= 0)
-				h = (h + 1) & (cap - 1);
-			t[h] = x->table[i];
-		}
-		free(x->table);
-		x->table = t;
-		x->table_cap = cap;
-	}
-	size_t h = x->sets[ndx].key & (x->table_cap - 1);
-	while (x->table[h] >= 0)
-		h = (h + 1) & (x->table_cap - 1);
-	x->table[h] = (int32_t)ndx;
-	return true;
+	return ndx <= INT32_MAX && ixtable_add(&x->index, x->sets[ndx].key, (int32_t)ndx, set_digest, x);
 }
 
 static long table_find(const struct xattr_state *x, const struct xa_set *set)
 {
-	if (!x->table_cap)
-		return -1;
-	for (size_t h = set->key & (x->table_cap - 1); x->table[h] >= 0;
-	     h = (h + 1) & (x->table_cap - 1))
-		if (sets_equal(&x->sets[x->table[h]], set))
-			return x->table[h];
+	struct ixprobe p;
+
+	for (int32_t i = ixtable_first(&x->index, set->key, &p); i >= 0;
+	     i = ixtable_next(&x->index, &p))
+		if (sets_equal(&x->sets[i], set))
+			return i;
 	return -1;
 }
 

@@ -63,6 +63,8 @@ pwfile pw_crlf 600 "$PASSWORD"$'\r\nsecond line\n'
 pwfile pw_nonl 600 "$PASSWORD"
 pwfile pw_space 600 "$PASSWORD  "$'\n'
 pwfile pw_wrong 600 $'wrong\n'
+pwfile pw_empty 600 ""
+pwfile pw_blank_first 600 $'\n\r\n'"$PASSWORD"$'\n'
 
 # ---------------------------------------------------------------- helpers
 
@@ -201,6 +203,42 @@ check_stdin_password() {
 }
 t_check password_stdin_rsync check_stdin_password "$RSYNC" rsync
 t_check password_stdin check_stdin_password "$FERRY" ferry
+
+# A password file with no password in it: "ERROR: failed to read a
+# password from FILE", RERR_SYNTAX (1); blank lines before it are skipped
+# (authenticate.c: getpassf's strtok).
+both password_file_empty 1 "^ERROR: failed to read a password from" -- \
+    -a --port="$DPORT" --password-file="$T/pw_empty" "$HOSTMOD"
+both password_file_blank_first 0 "" -- -a --port="$DPORT" --password-file="$T/pw_blank_first" "$HOSTMOD"
+
+# The prompt (readpassphrase, rsync: getpass) comes last: with no
+# --password-file and no RSYNC_PASSWORD. Without a controlling terminal
+# (setsid) both read the password from stdin and prompt on stderr. With
+# RSYNC_PASSWORD set there is no prompt and stdin is not read.
+# check_prompt PROG TAG ENV_PASSWORD STDIN_PASSWORD WANT_PROMPT
+check_prompt() {
+    local prog=$1 dest=$OUT/prompt.$2.$3 log=$T/prompt.$2.$3.log rc envs=()
+    [ "$3" != none ] && envs=(RSYNC_PASSWORD="$3")
+    printf '%s\n' "$4" | "${CLEAN_ENV[@]}" "${envs[@]}" setsid -w timeout 60 "$prog" -a \
+        --port="$DPORT" "$HOSTMOD" "$dest/" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    echo # the prompt ends no line: the result must start one
+    [ "$2" = rsync ] || not_crashed "$rc" "$log" || return 1
+    if [ "$5" = yes ]; then grep -q '^Password: ' "$log" || { echo "no prompt"; return 1; }
+    elif grep -q 'Password:' "$log"; then echo "prompted"; return 1; fi
+    [ "$rc" -eq 0 ] && t_compare "$SRC" "$dest"
+}
+if command -v setsid >/dev/null 2>&1; then
+    for p in rsync ferry; do
+        bin=$FERRY sfx=""
+        [ $p = rsync ] && bin=$RSYNC sfx=_rsync
+        t_check "password_prompt_no_tty$sfx" check_prompt "$bin" $p none "$PASSWORD" yes
+        t_check "password_env_over_prompt$sfx" check_prompt "$bin" $p "$PASSWORD" wrong no
+    done
+else
+    t_skip password_prompt_no_tty "setsid not installed"
+fi
 
 # ------------------------------------------------ digests via the relay
 

@@ -2,9 +2,11 @@
 # --json is a contract (docs/json.md): stdout carries only JSON lines, the
 # first a "start" event with "schema": 1, the last the one "end" event
 # whose exit_code is the process's exit code, whatever ended the run:
-# success, a usage error, a refused connection, a missing source, a
-# vanished file, a signal. Every line goes through python's json.loads
-# (json_check.py); names that are not UTF-8 carry their bytes in *_b64.
+# success, a usage error, a refused connection, a failed login, a missing
+# source, a vanished file, --max-alloc (22), a timeout (30), a signal.
+# That end event carries the run's totals (the stats event's, when one
+# came). Every line goes through python's json.loads (json_check.py);
+# names that are not UTF-8 carry their bytes in *_b64.
 . "$(dirname "$0")/lib.sh"
 t_setup
 CHECK=$FERRY_SRC/tests/interop/json_check.py
@@ -12,6 +14,7 @@ CHECK=$FERRY_SRC/tests/interop/json_check.py
 mkdir -p "$T/src/sub" && echo a >"$T/src/a" && echo b >"$T/src/sub/b" &&
     printf 'x' >"$T/src/bad$(printf '\377')name" || t_fail setup "no source tree"
 echo "Welcome to the json test daemon" >"$T/motd"
+(umask 077 && echo alice:s3cret >"$T/secrets")
 t_rsyncd_start rd "motd file = $T/motd
 [src]
     path = $T/src
@@ -19,7 +22,11 @@ t_rsyncd_start rd "motd file = $T/motd
     read only = yes
 [up]
     path = $T/up
-    read only = no" || t_fail rsyncd_start "no rsync daemon"
+    read only = no
+[sec]
+    path = $T/src
+    auth users = alice
+    secrets file = $T/secrets" || t_fail rsyncd_start "no rsync daemon"
 mkdir -p "$T/up" "$T/skip" && mkfifo "$T/skip/fifo" && echo f >"$T/skip/f" ||
     t_fail setup "no skip tree"
 
@@ -38,7 +45,8 @@ run() {
     t_check "$name.json" "$PYTHON" "$CHECK" "$T/$name.out" "$rc" "${events[@]}"
 }
 
-run local 0 item stats item.name_b64=YmFk/25hbWU -- -a "$T/src/" "$T/d1/"
+run local 0 item stats item.name_b64=YmFk/25hbWU end.files_transferred=3 end.total_size=5 \
+    -- -a "$T/src/" "$T/d1/"
 run quiet 0 stats -- -a -q "$T/src/" "$T/d8/"
 run dry_run 0 start.dry_run=True end.dry_run=True -- -a -n "$T/src/" "$T/d2/"
 touch "$T/d1/extra"
@@ -58,7 +66,36 @@ t_check listing.module grep -q '"event":"listing","text":"src .*json source"' "$
 run usage 1 -- --no-such-option "$T/src/" "$T/d5/"
 t_check usage.no_human_stdout test "$(grep -vc '^{' "$T/usage.out")" = 0
 port=$(t_free_port)
-run refused 10 -- -a "rsync://127.0.0.1:$port/src/" "$T/d6/"
+run refused 10 end.files=0 -- -a "rsync://127.0.0.1:$port/src/" "$T/d6/"
+RSYNC_PASSWORD=wrong run auth 5 end.error=RERR_STARTCLIENT message \
+    -- -a "rsync://alice@127.0.0.1:$RSYNCD_PORT/sec/" "$T/d10/"
+RSYNC_PASSWORD=s3cret run auth_ok 0 end.files_transferred=3 \
+    -- -a "rsync://alice@127.0.0.1:$RSYNCD_PORT/sec/" "$T/d11/"
+
+# A hostile daemon (evil_daemon.py): a list too big for --max-alloc (22),
+# and a daemon that asks for a 2 s timeout, then says nothing (30).
+# evil_run NAME SCENARIO RC EVENT... -- ARGS
+evil_run() {
+    local name=$1 scenario=$2 want=$3 port pid
+    shift 3
+    port=$(t_free_port) || return 1
+    "$PYTHON" "$FERRY_SRC/tests/interop/evil_daemon.py" "$port" "$scenario" \
+        >"$T/$name.evil.log" 2>&1 </dev/null &
+    pid=$!
+    t_track_pid "$pid"
+    if t_wait_port "$port" 10 "$pid"; then
+        local events=()
+        while [ $# -gt 0 ] && [ "$1" != -- ]; do events+=("$1"); shift; done
+        shift
+        run "$name" "$want" "${events[@]}" -- "$@" --port="$port" 127.0.0.1::mod/ "$T/$name.d/"
+    else
+        t_fail "$name" "evil daemon did not start"
+    fi
+    _t_kill_pid "$pid"
+    _t_untrack_pid "$pid"
+}
+evil_run max_alloc huge_flist 22 end.error=RERR_MALLOC -- -rlt --max-alloc=1M
+evil_run timeout io_timeout 30 end.error=RERR_TIMEOUT -- -r --timeout=60
 run missing 23 message.errno=2 message.role=sender message.path="$T/nosuch" -- -a "$T/nosuch" "$T/d7/"
 # a file that cannot be put in place (a non-empty directory is in its
 # way, 23) is a message, never an item; the other file is

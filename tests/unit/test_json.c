@@ -1,7 +1,8 @@
 /*
  * The --json string writer (proto/json.h): valid UTF-8 passes through,
  * quotes, backslashes and control bytes are escaped, anything else becomes
- * U+FFFD with the raw bytes in a *_b64 field; rsync's error symbols.
+ * U+FFFD with the raw bytes in a *_b64 field; rsync's error symbols; the
+ * end event's totals.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -113,12 +114,55 @@ static void test_msg_parse(void **state)
 	assert_int_equal(f.errnum, -1);
 }
 
+static void test_totals(void **state)
+{
+	struct json_totals t = {.files = 3, .files_transferred = 2, .total_size = 1LL << 40,
+				.bytes_received = 7};
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *fp = open_memstream(&buf, &size);
+
+	(void)state;
+	json_write_totals(fp, &t);
+	fclose(fp);
+	assert_string_equal(buf, "\"files\":3,\"files_transferred\":2,\"files_created\":0,"
+				 "\"files_deleted\":0,\"total_size\":1099511627776,"
+				 "\"transferred_size\":0,\"literal_bytes\":0,\"matched_bytes\":0,"
+				 "\"bytes_sent\":0,\"bytes_received\":7");
+	free(buf);
+}
+
+/* The forced exit's end line has every key the ordinary end event has,
+ * the totals among them (null). */
+static void test_signal_end_keys(void **state)
+{
+	struct json_totals t = {0};
+	char *buf = NULL;
+	size_t size = 0, n;
+	FILE *fp = open_memstream(&buf, &size);
+	const char *line = json_signal_end_line(&n);
+
+	(void)state;
+	json_write_totals(fp, &t);
+	fclose(fp);
+	assert_int_equal(line[n - 1], '\n');
+	assert_non_null(strstr(line, "\"elapsed_ms\":null"));
+	/* each "key": of the totals is in the line, as "key":null */
+	for (char *k = strtok(buf, ","); k; k = strtok(NULL, ",")) {
+		char want[64];
+		snprintf(want, sizeof want, "%.*snull", (int)(strchr(k, ':') - k + 1), k);
+		assert_non_null(strstr(line, want));
+	}
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_utf8_passes),     cmocka_unit_test(test_escapes),
 		cmocka_unit_test(test_invalid_replaced), cmocka_unit_test(test_name_b64),
 		cmocka_unit_test(test_rerr_symbols),     cmocka_unit_test(test_msg_parse),
+		cmocka_unit_test(test_totals),           cmocka_unit_test(test_signal_end_keys),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
