@@ -998,7 +998,9 @@ static bool request_from(struct gen *g, int32_t ndx, const struct basis *b, int 
 	    b->st->st_size > 0 && g->o->whole_file != 1 &&
 	    batch_do_xfers(g->o) && s->xfer_csum != CSUM_NONE)
 		fd = openat(b->dirfd, b->leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0 && b->alt >= 0)
+	/* a --partial-dir basis is named even with no sums: the receiver
+	 * writes over it in place (generator.c: prepare_to_open) */
+	if ((fd >= 0 && b->alt >= 0) || (b->st && b->alt == FNAMECMP_PARTIAL_DIR))
 		iflags |= ITEM_BASIS_TYPE_FOLLOWS;
 	/* a fuzzy basis is named whether or not sums follow (generator.c:
 	 * recv_generator) */
