@@ -80,6 +80,77 @@ static int open_side_dir(struct recv_ctx *rc, const char *dir, bool create)
 	return oppath_open_in(rc->module_fd, rel, O_RDONLY | O_DIRECTORY, 0, how);
 }
 
+/* base/rel into out, lexically: "." and empty components dropped, ".."
+ * kept (rsync's clean_fname of curr_dir). */
+static bool join_clean(const char *base, const char *rel, char *out, size_t size)
+{
+	char buf[8192];
+	size_t n = 0;
+
+	if ((size_t)snprintf(buf, sizeof buf, "%s/%s", base, rel) >= sizeof buf || size < 2)
+		return false;
+	if (*buf == '/')
+		out[n++] = '/';
+	out[n] = '\0';
+	for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		size_t len = strlen(c);
+		if (strcmp(c, ".") == 0)
+			continue;
+		if (n + len + 2 >= size)
+			return false;
+		if (n && out[n - 1] != '/')
+			out[n++] = '/';
+		memcpy(out + n, c, len + 1);
+		n += len;
+	}
+	if (n == 0)
+		snprintf(out, size, ".");
+	return true;
+}
+
+/* An operator's relative basis dir, as a path from the cwd: against the
+ * destination, but in a dry run into a destination not made one leading
+ * "../" is taken against the destination's parent (main.c:
+ * check_alt_basis_dirs), so that "../to" names the same directory as in
+ * a real run. */
+static void alt_dest_path(const struct recv_ctx *rc, const char *dir, char *out, size_t size)
+{
+	char dest[4096];
+	const char *rel = dir;
+
+	snprintf(dest, sizeof dest, "%s", rc->dest_rel ? rc->dest_rel : ".");
+	if (rc->dry_run_missing_root && strncmp(rel, "../", 3) == 0) {
+		char *sl = strrchr(dest, '/');
+		if (sl == dest)
+			dest[1] = '\0'; /* the parent of "/x" is "/" */
+		else if (sl)
+			*sl = '\0';
+		else
+			snprintf(dest, sizeof dest, ".");
+		rel += 3;
+	}
+	if (!join_clean(dest, rel, out, size))
+		snprintf(out, size, "%s", dir); /* too long: fails as given */
+}
+
+/* "--link-dest arg does not exist: NAME" and its kin, as rsync warns:
+ * NAME made absolute against the destination when it is relative, except
+ * in a daemon module, where it is as given (sanitize_paths). */
+static void warn_alt_dest(struct recv_ctx *rc, const char *what, const char *dir, int err)
+{
+	char rel[8192], cwd[4096], abs[8192];
+
+	if (*dir == '/' || rc->confined) {
+		snprintf(abs, sizeof abs, "%s", dir);
+	} else {
+		alt_dest_path(rc, dir, rel, sizeof rel);
+		if (*rel == '/' || !getcwd(cwd, sizeof cwd) || !join_clean(cwd, rel, abs, sizeof abs))
+			snprintf(abs, sizeof abs, "%s", rel);
+	}
+	session_warn(rc->s, "--%s arg %s: %s\n", what,
+		     err == ENOTDIR ? "is not a dir" : "does not exist", abs);
+}
+
 int recv_open_side_dirs(struct recv_ctx *rc)
 {
 	const struct ferry_opts *o = rc->s->opts;
@@ -90,14 +161,19 @@ int recv_open_side_dirs(struct recv_ctx *rc)
 	rc->temp_dir_errno = 0;
 	rc->nalt = 0;
 	for (int i = 0; i < o->nalt_dest && i < ALT_DEST_MAX; i++) {
-		rc->alt_fd[i] = open_side_dir(rc, o->alt_dest[i], false);
+		const char *dir = o->alt_dest[i];
+		char moved[8192];
+		if (!rc->confined && rc->dry_run_missing_root && *dir != '/') {
+			alt_dest_path(rc, dir, moved, sizeof moved);
+			dir = moved;
+		}
+		rc->alt_fd[i] = open_side_dir(rc, dir, false);
 		rc->alt_outside[i] = rc->alt_fd[i] < 0 && errno == ELOOP && !rc->confined &&
 				     opts_confine_fd(o) != -1;
 		/* a refused link was reported by the walk; rsync goes on
 		 * without that basis dir */
 		if (rc->alt_fd[i] < 0 && errno != ELOOP)
-			session_err(rc->s, "--%s arg does not exist: %s", kind[o->alt_dest_mode],
-				    o->alt_dest[i]);
+			warn_alt_dest(rc, kind[o->alt_dest_mode], o->alt_dest[i], errno);
 		rc->nalt = i + 1;
 	}
 	rc->backup_dir_pending = false;

@@ -127,6 +127,16 @@ static void rule_where(const struct pctx *pc, char *buf, size_t size)
 			return;
 		}
 	}
+	/* one opened by name in the directory the caller opened goes by
+	 * that directory's absolute name, as rsync's (its dirbuf is) */
+	char full[PATH_MAX * 2 + 2], fdpath[64];
+	if (*file != '/' && !strchr(file, '/') && pc->dir_fd >= 0 && pc->dir_fs_of_fd) {
+		snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", pc->dir_fd);
+		if (realpath(fdpath, dir)) {
+			snprintf(full, sizeof full, "%s/%s", strcmp(dir, "/") ? dir : "", file);
+			file = full;
+		}
+	}
 	if (pc->src_line < 0)
 		snprintf(buf, size, "%s", file);
 	else
@@ -238,6 +248,7 @@ void filter_list_free(struct filter_list *fl)
 	free(fl->cvs.v);
 	free(fl->dms);
 	free(fl->abs_root);
+	free(fl->trace_pending);
 	filter_list_init(fl);
 }
 
@@ -477,6 +488,100 @@ static int dm_attach(struct filter_list *fl, struct filter_rule *r, bool *dup)
 	return 0;
 }
 
+/* A trace line (tag 'T', with its newline) to report(), or a warning
+ * ('W', or 'X' for a transfer's; without) to warn(); kept, tagged, until
+ * they are set. */
+static void note_emit(struct filter_list *fl, char tag, const char *line)
+{
+	if (tag == 'T' && fl->report) {
+		fl->report(fl->report_ctx, line);
+		return;
+	}
+	if (tag != 'T' && fl->warn) {
+		fl->warn(fl->warn_ctx, line, tag == 'X');
+		return;
+	}
+	size_t n = strlen(line);
+	if (fl->trace_pending_len + n + 2 > 1024 * 1024)
+		return; /* a bound on what waits */
+	char *p = realloc(fl->trace_pending, fl->trace_pending_len + n + 3);
+	if (!p)
+		return;
+	p[fl->trace_pending_len] = tag;
+	memcpy(p + fl->trace_pending_len + 1, line, n);
+	p[fl->trace_pending_len + 1 + n] = '\0';
+	p[fl->trace_pending_len + 2 + n] = '\0';
+	fl->trace_pending = p;
+	fl->trace_pending_len += n + 2; /* tag, text, NUL */
+}
+
+static void filter_note(struct filter_list *fl, char tag, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void filter_note(struct filter_list *fl, char tag, const char *fmt, ...)
+{
+	char *line = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	int n = vasprintf(&line, fmt, ap);
+	va_end(ap);
+	if (n >= 0)
+		note_emit(fl, tag, line);
+	free(line);
+}
+
+void filter_trace_start(struct filter_list *fl, bool show_parsed, const char *who)
+{
+	const char *p = fl->trace_pending;
+
+	for (size_t i = 0; p && show_parsed && i < fl->trace_pending_len;) {
+		const char *line = p + i + 1;
+		if (p[i] == 'T' ? fl->report != NULL : fl->warn != NULL)
+			note_emit(fl, p[i], line);
+		i += strlen(line) + 2;
+	}
+	free(fl->trace_pending);
+	fl->trace_pending = NULL;
+	fl->trace_pending_len = 0;
+	fl->trace_who = who;
+}
+
+/* --debug=FILTER: the rule being added, as rsync's add_rule traces it;
+ * a rule from a file shows where it is from, and nothing about its text
+ * (not even its trailing whitespace: exclude.c, rule_detail). */
+static void trace_rule(struct pctx *pc, const char *pat, size_t len, uint32_t f)
+{
+	struct filter_list *fl = pc->fl;
+	bool ws = len && (pat[len - 1] == ' ' || pat[len - 1] == '\t');
+
+	if (!fl->trace_who || fl->trace_level < (ws ? 1 : 2))
+		return;
+	bool hidden = pc->src_file || pc->xflags & FILTER_PARSE_FROM_FILE;
+	char prefix[16] = "", where[PATH_MAX * 2 + 64], list[PATH_MAX + 64] = "";
+	struct filter_rule r = {.flags = f, .pattern = (char *)""};
+	if (!hidden && filter_rule_prefix(&r, false, fl->protocol, false, false, prefix) < 0)
+		prefix[0] = '\0';
+	if (pc->src_file)
+		rule_where(pc, where, sizeof where);
+	else
+		snprintf(where, sizeof where, "a file read earlier");
+	if (pc->dst == &fl->cvs)
+		snprintf(list, sizeof list, " [global CVS]");
+	else if (pc->dm)
+		snprintf(list, sizeof list, " [per-dir %s]",
+			 pc->dm->owner->flags & FR_FROM_FILE ? "<rule from a file read earlier>"
+							     : pc->dm->fname);
+	char *line = NULL;
+	int n = hidden ? asprintf(&line, "[%s] add_rule(<rule from %s>)%s\n", fl->trace_who,
+				  where, list)
+		       : asprintf(&line, "[%s] add_rule(%s%.*s)%s%s\n", fl->trace_who, prefix,
+				  (int)len, pat, list,
+				  ws ? " -- CAUTION: trailing whitespace!" : "");
+	if (n >= 0)
+		note_emit(fl, 'T', line);
+	free(line);
+}
+
 /* exclude.c: add_rule. In a per-directory file an anchored pattern gets
  * the file's directory in front, so "/foo" only matches there. */
 static int add_rule(struct pctx *pc, const char *pat, size_t len, uint32_t f)
@@ -484,6 +589,8 @@ static int add_rule(struct pctx *pc, const char *pat, size_t len, uint32_t f)
 	const char *pre = "", *cp;
 	size_t plen = 0;
 	struct filter_rule *r;
+
+	trace_rule(pc, pat, len, f);
 
 	if (len > 1 && pat[len - 1] == '/') {
 		len--;
@@ -542,10 +649,11 @@ static int parse_str(struct pctx *pc, const char *text, uint32_t tflags);
 
 /* Read one line (or word) of a merge file into line; false at EOF with
  * nothing read. Overlong lines are dropped, as rsync does. */
-static bool read_line(FILE *fp, bool word_split, char *line, size_t max, bool *more)
+static bool read_line(FILE *fp, bool word_split, char *line, size_t max, bool *more,
+		      bool *overflow)
 {
 	size_t n = 0;
-	bool overflow = false, any = false;
+	bool any = false;
 	int ch;
 
 	while ((ch = getc(fp)) != EOF) {
@@ -563,9 +671,9 @@ static bool read_line(FILE *fp, bool word_split, char *line, size_t max, bool *m
 		if (n + 1 < max)
 			line[n++] = (char)ch;
 		else
-			overflow = true;
+			*overflow = true;
 	}
-	line[overflow ? 0 : n] = '\0';
+	line[*overflow ? 0 : n] = '\0';
 	*more = ch != EOF;
 	return any;
 }
@@ -660,9 +768,16 @@ static int parse_file(struct pctx *pc, const char *path, uint32_t tflags, bool f
 	fl->merge_depth++;
 	pc->src_file = desc ? desc : path;
 	pc->src_line = word_split || desc ? -1 : 0;
-	while (rc == 0 && more && read_line(fp, word_split, line, MAX_LINE, &more)) {
+	bool overflow = false;
+	while (rc == 0 && more && read_line(fp, word_split, line, MAX_LINE, &more, &overflow)) {
 		if (pc->src_line >= 0)
 			pc->src_line++;
+		if (overflow) {
+			char where[PATH_MAX * 2 + 64];
+			rule_where(pc, where, sizeof where);
+			filter_note(fl, 'W', "discarding over-long filter: <rule from %s>", where);
+			overflow = false;
+		}
 		/* empty lines and (unless word-split) ';'/'#' comments */
 		if (*line && (word_split || (*line != ';' && *line != '#')))
 			rc = parse_str(pc, line, tflags);
@@ -794,8 +909,20 @@ static int parse_str(struct pctx *pc, const char *text, uint32_t tflags)
 	int rc;
 
 	while ((rc = parse_rule_tok(pc, &s, tflags, &t)) > 0) {
-		if (t.len >= MAX_PATTERN)
-			continue; /* rsync: "discarding over-long filter" */
+		if (t.len >= MAX_PATTERN) {
+			/* the user's own rule in full; a file's by where it is */
+			char where[PATH_MAX * 2 + 64];
+			if (pc->src_file) {
+				rule_where(pc, where, sizeof where);
+				filter_note(pc->fl, 'W', "discarding over-long filter: <rule from %s>", where);
+			} else if (pc->xflags & FILTER_PARSE_FROM_FILE)
+				filter_note(pc->fl, 'W', "discarding over-long filter: "
+					    "<rule from a file read earlier>");
+			else
+				filter_note(pc->fl, 'W', "discarding over-long filter: %.*s", (int)t.len,
+					    t.pat);
+			continue;
+		}
 		if (t.flags & FR_CLEAR_LIST) {
 			clear_list(pc);
 			continue;
@@ -883,6 +1010,9 @@ int filter_list_from_opts(struct filter_list *fl, const struct ferry_opts *o, ch
 	fl->oppath_how = o->insecure_links ? OPPATH_INSECURE : 0;
 	fl->confine_fd = opts_confine_fd(o);
 	fl->confined_root = fl->confine_fd != -1;
+	/* the client traces its own rules; a server's are not shown */
+	fl->trace_level = o->debug_level[DEBUG_FILTER];
+	fl->trace_who = o->server ? NULL : "client";
 	/* A server's options came from the client: treat its rules so. */
 	if (o->server)
 		flags |= FILTER_PARSE_FROM_PEER;
@@ -1091,6 +1221,31 @@ static int dm_add_level(struct filter_dm *dm, int depth)
 	return 0;
 }
 
+/* Does dm's file name on directory dir_fs, absolute, reach rsync's
+ * MAXPATHLEN (exclude.c: push_local_filters)? The path is left in
+ * `path` for the message. */
+static bool dm_name_too_long_at(const char *dir, const char *fname, char *path, size_t size)
+{
+	int n = snprintf(path, size, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", fname);
+	return n < 0 || (size_t)n >= size || (size_t)n >= MAXPATHLEN_WIRE;
+}
+
+static bool dm_name_too_long(const struct pctx *pc, const struct filter_dm *dm, const char *dir_fs,
+			     char *path, size_t size)
+{
+	char abs[PATH_MAX + 1], fdpath[64];
+
+	/* only a long name can overflow: spare the lookup otherwise */
+	if (strlen(dm->fname) + strlen(dir_fs) < MAXPATHLEN_WIRE / 2)
+		return false;
+	bool in_dir = pc->dir_fd >= 0 && pc->dir_fs_of_fd && strcmp(dir_fs, pc->dir_fs_of_fd) == 0;
+	if (in_dir)
+		snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", pc->dir_fd);
+	if (!realpath(in_dir ? fdpath : dir_fs, abs))
+		snprintf(abs, sizeof abs, "%s", dir_fs);
+	return dm_name_too_long_at(abs, dm->fname, path, size);
+}
+
 /* Read dm's file in directory dir_fs as a new level. */
 static int dm_read(struct pctx *pc, struct filter_dm *dm, const char *dir_fs)
 {
@@ -1098,11 +1253,18 @@ static int dm_read(struct pctx *pc, struct filter_dm *dm, const char *dir_fs)
 
 	if (dm_add_level(dm, pc->fl->depth) < 0)
 		return perr(pc, "out of memory");
-	if (snprintf(path, sizeof path, "%s/%s", dir_fs, dm->fname) >= (int)sizeof path) {
-		pc->fl->err_soft = true;
-		return perr(pc, "cannot add local filter rules in long-named directory: %s",
-			    dir_fs);
+	if (dm_name_too_long(pc, dm, dir_fs, path, sizeof path)) {
+		/* this file is skipped here, the rest goes on; the name as
+		 * rsync's buffer holds it (MAXPATHLEN - 1) */
+		if (dm->owner->flags & FR_FROM_FILE)
+			filter_note(pc->fl, 'X', "cannot add local filter rules in long-named "
+				    "directory: <rule from a file read earlier>");
+		else
+			filter_note(pc->fl, 'X', "cannot add local filter rules in long-named "
+				    "directory: \"%.*s\"", MAXPATHLEN_WIRE - 1, path);
+		return 0;
 	}
+	snprintf(path, sizeof path, "%s/%s", dir_fs, dm->fname);
 	pc->dst = &dm->rules;
 	pc->dm = dm;
 	pc->dir_fs = dir_fs;
@@ -1127,9 +1289,24 @@ static int dm_parent_scan(struct pctx *pc, struct filter_dm *dm, const char *fsd
 
 	dm->set_up = true;
 	/* a server does not look outside the transfer */
-	if (!strchr(pat, '/') || pc->fl->from_peer || dm->owner->flags & FR_NO_INHERIT)
+	if (!strchr(pat, '/') || pc->fl->from_peer)
 		return 0;
 	if (!realpath(fsdir, cur))
+		return 0;
+	/* the name joined to the directory's absolute path must fit rsync's
+	 * MAXPATHLEN; if not, the rule keeps its whole name, which then fits
+	 * no directory (exclude.c: parse_merge_name, setup_merge_file) */
+	if (*pat != '/' && strlen(cur) + 1 + strlen(pat) >= MAXPATHLEN_WIRE) {
+		filter_note(pc->fl, 'W', "merge-file name overflows: %s",
+			    dm->owner->flags & FR_FROM_FILE ? "<rule from a file read earlier>" : pat);
+		char *whole = strdup(pat);
+		if (whole) {
+			free(dm->fname);
+			dm->fname = whole;
+		}
+		return 0;
+	}
+	if (dm->owner->flags & FR_NO_INHERIT)
 		return 0;
 	if (*pat == '/')
 		snprintf(dir, sizeof dir, "%s", pat);

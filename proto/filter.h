@@ -121,6 +121,20 @@ struct filter_list {
 	 * "[sender] hiding file X because of pattern P\n", to report() */
 	void (*report)(void *ctx, const char *line);
 	void *report_ctx;
+	/* --debug=FILTER: each rule as it is added, "[WHO] add_rule(RULE)"
+	 * (level 1: a rule ending in whitespace, 2: all) to report(); the
+	 * lines from before report() was set wait in trace_pending */
+	int trace_level;
+	const char *trace_who;     /* NULL: no trace */
+	char *trace_pending;       /* lines, each tagged 'T' (trace), 'W' or
+				    * 'X' (warnings, see warn) */
+	size_t trace_pending_len;
+	/* a rule dropped or a merge file skipped, as rsync reports it
+	 * ("discarding over-long filter: ..."; no newline), to warn(); xfer:
+	 * a file's rules are missing, so the transfer is incomplete (exit
+	 * 23). Those from before warn() was set wait in trace_pending too. */
+	void (*warn)(void *ctx, const char *line, bool xfer);
+	void *warn_ctx;
 };
 
 void filter_list_init(struct filter_list *fl);
@@ -154,6 +168,12 @@ int filter_add_cvs_rules(struct filter_list *fl, bool dir_merge, bool defaults, 
 
 int filter_list_from_opts(struct filter_list *fl, const struct ferry_opts *o, char *err,
 			  size_t errsz);
+
+/* The transfer has begun: warn() and (with --debug=FILTER) report() are
+ * set. What was traced and warned of so far goes to them when show_parsed
+ * (else it is dropped: a server's), and later traces (per-directory
+ * files) go by `who` ("sender", "generator"; NULL: none). */
+void filter_trace_start(struct filter_list *fl, bool show_parsed, const char *who);
 
 /* Is path (relative to the transfer root, '/'-separated) filtered?
  * 1: matched an include, -1: matched an exclude, 0: no rule matched

@@ -599,7 +599,14 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 		leaf = ".";
 	}
 	if (g->rc->dry_run_missing_root || dry_missing(g, dirfd)) {
-		report_item(g, ndx, ITEM_LOCAL_CHANGE | ITEM_IS_NEW, NULL);
+		/* nothing there, but the basis dirs still have their say
+		 * (generator.c: statret -1, then try_dests_non) */
+		struct stat ast;
+		bool alt = g->rc->nalt && alt_dir_stat(g, f, path, &ast);
+		report_item(g, ndx, ITEM_LOCAL_CHANGE | (alt ? attr_change_bits(g, f, &ast) : ITEM_IS_NEW),
+			    NULL);
+		if (alt && says_uptodate(g) && unchanged_attrs(g, f, &ast))
+			session_info(g->s, "%s/ is uptodate\n", path);
 		return;
 	}
 	if (dirfd < 0) {
@@ -759,7 +766,13 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		return;
 	}
 	if (dry_missing(g, dirfd)) {
-		report_item(g, ndx, iflags | ITEM_IS_NEW, NULL);
+		if (g->o->existing)
+			return;
+		/* a basis dir's copy is as good as in a real run */
+		if (!g->rc->nalt || !alt_symlink_match(g, f, path))
+			report_item(g, ndx, iflags | ITEM_IS_NEW, NULL);
+		else if (symlink_from_alt(g, ndx, path))
+			recv_report_success(g->rc, ndx, path, false);
 		return;
 	}
 	if (dirfd < 0) {
@@ -985,7 +998,9 @@ static bool request_from(struct gen *g, int32_t ndx, const struct basis *b, int 
 	    b->st->st_size > 0 && g->o->whole_file != 1 &&
 	    batch_do_xfers(g->o) && s->xfer_csum != CSUM_NONE)
 		fd = openat(b->dirfd, b->leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0 && b->alt >= 0)
+	/* a --partial-dir basis is named even with no sums: the receiver
+	 * writes over it in place (generator.c: prepare_to_open) */
+	if ((fd >= 0 && b->alt >= 0) || (b->st && b->alt == FNAMECMP_PARTIAL_DIR))
 		iflags |= ITEM_BASIS_TYPE_FOLLOWS;
 	/* a fuzzy basis is named whether or not sums follow (generator.c:
 	 * recv_generator) */
@@ -1335,6 +1350,28 @@ static enum hlink_alt hlink_alt_match(struct gen *g, const struct file_entry *f,
 	return found;
 }
 
+/* A dry run made no target: the one a --link-dest dir would have given
+ * (try_alt_dests links the first up-to-date copy whose attributes
+ * match), else none, and then a stat that matches nothing (hlink.c:
+ * dry-run zeroes prev_st). */
+static bool dry_run_target(struct gen *g, const struct file_entry *tf, const char *tpath,
+			   struct stat *tst)
+{
+	memset(tst, 0, sizeof *tst);
+	for (int i = 0; g->o->alt_dest_mode == ALT_DEST_LINK && i < g->rc->nalt; i++) {
+		const char *aleaf;
+		struct stat ast;
+		int adir = alt_regular(g, i, tpath, &aleaf, &ast);
+		if (adir < 0 || !regular_up_to_date(g, tf, adir, aleaf, &ast))
+			continue;
+		if (!alt_attrs_match(g, tf, &ast) || !alt_xattrs_match(g, tf, adir, aleaf))
+			return false;
+		*tst = ast;
+		return true;
+	}
+	return false;
+}
+
 static void make_hard_link(struct gen *g, int32_t ndx, struct file_entry *f, int32_t target)
 {
 	struct recv_ctx *rc = g->rc;
@@ -1354,6 +1391,8 @@ static void make_hard_link(struct gen *g, int32_t ndx, struct file_entry *f, int
 	tc.beneath = g->dirs.beneath;
 	int tdirfd = dir_cursor_parent(&tc, tpath, &tleaf);
 	bool have_target = tdirfd >= 0 && fstatat(tdirfd, tleaf, &tst, AT_SYMLINK_NOFOLLOW) == 0;
+	if (!have_target && g->o->dry_run)
+		have_target = dry_run_target(g, rc->fl->sorted[target], tpath, &tst);
 	if (!have_target && !g->o->dry_run) {
 		file_error(g, "stat", tpath);
 		dir_cursor_close(&tc);
@@ -1478,31 +1517,27 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 		dirfd = parent_of(g, path, &leaf);
 	}
 	fuzzy_enter_dir(g, f);
-	if (dry_missing(g, dirfd)) {
-		if (o->existing)
-			return REG_SKIPPED;
-		if (defer_missing)
-			return REG_DEFERRED;
-		request_file(g, ndx, f, -1, leaf, NULL, ITEM_IS_NEW, false);
-		return REG_REQUESTED;
-	}
-	if (dirfd < 0) {
+	/* in a dry run under a directory not made: missing, with no
+	 * partial or fuzzy basis, but the basis dirs still have their say
+	 * (generator.c: dry_missing_dir, statret -1) */
+	bool missing = dry_missing(g, dirfd);
+	if (dirfd < 0 && !missing) {
 		file_error_at(g, "recv_generator: failed to stat ", path, "");
 		return REG_SKIPPED;
 	}
-	int statret = dest_lstat(g, dirfd, leaf, path, &st);
+	int statret = missing ? -1 : dest_lstat(g, dirfd, leaf, path, &st);
 	if (statret < 0) {
 		if (o->existing) {
 			if (info_ge(o, INFO_SKIP, 1))
 				session_info(g->s, "not creating new file \"%s\"\n", path);
 			return REG_SKIPPED;
 		}
-		if (!o->perms)
+		if (!o->perms && !missing)
 			f->mode = dest_mode(g, f->mode, 0, false, dirfd);
 		struct basis b = {.dirfd = dirfd, .leaf = leaf, .st = NULL, .alt = -1};
 		struct stat bst;
 		int pfd;
-		if (partial_basis(g, path, &pfd, &b, &bst)) {
+		if (!missing && partial_basis(g, path, &pfd, &b, &bst)) {
 			request_from(g, ndx, &b, ITEM_IS_NEW, false);
 			close(pfd);
 			return REG_REQUESTED;
@@ -1527,7 +1562,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 			request_from(g, ndx, &b, iflags, false);
 			return REG_REQUESTED;
 		}
-		if (!b.st && o->fuzzy)
+		if (!b.st && o->fuzzy && !missing)
 			fuzzy_basis(g, f, path, dirfd, &b, &bst);
 		request_from(g, ndx, &b, ITEM_IS_NEW, false);
 		return REG_REQUESTED;

@@ -298,9 +298,28 @@ struct window {
 	int64_t buf_off;     /* file offset of buf[0] */
 	size_t len;          /* valid bytes in buf */
 	int64_t file_len;
-	int64_t bytes_read;  /* by pread, all told */
+	int64_t bytes_read;  /* all told */
 	int read_errno;      /* the first failed or short read's error */
+	int64_t fd_pos;      /* the descriptor's offset, -1 until known */
 };
+
+/* len bytes at off by read(2), seeking only when the descriptor's offset
+ * is elsewhere: a sequential pass is a stream of plain reads, as rsync's
+ * map_ptr makes, and a tool that watches read() (rsync's own testsuite
+ * changes a source under it that way) sees ours too. The read-ahead
+ * helper only preads, so the offset is the matcher's alone. */
+static ssize_t window_read(struct window *w, void *buf, size_t len, int64_t off)
+{
+	if (w->fd_pos != off) {
+		if (lseek(w->fd, off, SEEK_SET) < 0)
+			return -1;
+		w->fd_pos = off;
+	}
+	ssize_t r = read(w->fd, buf, len);
+	if (r > 0)
+		w->fd_pos += r;
+	return r;
+}
 
 /* Make [keep, to) available; data before `keep` may be dropped. A read
  * that carries on where the last one ended reads ahead; one that jumps
@@ -337,7 +356,7 @@ static bool window_need(struct window *w, int64_t keep, int64_t to)
 		w->cap = want;
 	}
 	while (w->len < need) {
-		ssize_t r = pread(w->fd, w->buf + w->len, want - w->len, w->buf_off + (int64_t)w->len);
+		ssize_t r = window_read(w, w->buf + w->len, want - w->len, w->buf_off + (int64_t)w->len);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
@@ -707,7 +726,7 @@ bool match_send_file(const struct match_index *m, int fd, int64_t file_len, bool
 		     struct match_out *mo)
 {
 	const struct sum_head *h = m ? &m->h : NULL;
-	struct window w = {.fd = fd, .file_len = file_len};
+	struct window w = {.fd = fd, .file_len = file_len, .fd_pos = -1};
 	int64_t lit_start = 0, off = 0;
 	bool ok = true;
 

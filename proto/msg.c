@@ -153,8 +153,11 @@ void msg_write(struct session *s, enum msg_class c, const char *text, size_t len
 	if (c == MC_LOG)
 		return;
 	if (to_peer) {
-		/* the client prints what its server has to say */
-		wire_send_msg(&s->out, peer_code(s, c), text, len);
+		/* the client prints what its server has to say, ahead of the
+		 * data still buffered, as rsync's msg buffer goes out before
+		 * its data: a -vv "X is uptodate" precedes the name of an
+		 * earlier file whose request waits in the buffer */
+		wire_send_msg_ahead(&s->out, peer_code(s, c), text, len);
 		return;
 	}
 	if (json_event(s, c, text, len))

@@ -114,6 +114,101 @@ int partial_dir_open(struct recv_ctx *rc, const char *path, bool create)
 	return mine;
 }
 
+/* The partial file's path for the operator walk: from base, its dir
+ * (relative, beside the file; or absolute) and leaf. */
+static bool partial_file_rel(const struct recv_ctx *rc, const char *path, int *base, char *out,
+			     size_t size)
+{
+	const char *pd = rc->s->opts->partial_dir;
+	char dir[8192];
+	int n;
+
+	if (*pd == '/') {
+		*base = AT_FDCWD;
+		n = snprintf(out, size, "%s/%s", pd, partial_leaf(rc, path));
+	} else if (partial_dir_rel(rc, path, base, dir, sizeof dir)) {
+		n = snprintf(out, size, "%s/%s", dir, partial_leaf(rc, path));
+	} else {
+		return false;
+	}
+	return n > 0 && (size_t)n < size;
+}
+
+/* One open of the partial file through the operator walk (oppath.h) from
+ * the destination, or in a daemon module through the partial dir as it
+ * is found for a basis (no link at all for a relative one). */
+static int partial_file_walk(struct recv_ctx *rc, const char *path, int flags, mode_t mode)
+{
+	char rel[8192];
+	int base;
+
+	if (rc->confined) {
+		int pfd = partial_dir_open(rc, path, false);
+		int fd = pfd >= 0 ? openat(pfd, partial_leaf(rc, path), flags | O_NOFOLLOW | O_CLOEXEC,
+					   mode)
+				  : -1;
+		int e = errno;
+		if (pfd >= 0)
+			close(pfd);
+		errno = e;
+		return fd;
+	}
+	if (!partial_file_rel(rc, path, &base, rel, sizeof rel)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return oppath_open(base, rel, flags, mode, rc->s->opts->insecure_links);
+}
+
+/* A read-only partial file: owner write is added just long enough to
+ * open it for writing, and the mode put back before any data comes, so
+ * that an abort never leaves it relaxed (receiver.c:
+ * open_readonly_inplace). Each open goes through the walk. */
+static int open_readonly_partial(struct recv_ctx *rc, const char *path)
+{
+	struct stat st;
+	int cfd = partial_file_walk(rc, path, O_RDONLY, 0);
+
+	if (cfd < 0)
+		return -1;
+	if (fstat(cfd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & S_IWUSR)) {
+		close(cfd);
+		errno = EACCES; /* not a read-only regular file: not ours to relax */
+		return -1;
+	}
+	mode_t prior = st.st_mode & 07777;
+	if (fchmod(cfd, prior | S_IWUSR) < 0) {
+		int e = errno;
+		close(cfd);
+		errno = e;
+		return -1;
+	}
+	int fd = partial_file_walk(rc, path, O_WRONLY, 0600);
+	int e = errno;
+	if (fchmod(cfd, prior) < 0) {
+		e = errno;
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	close(cfd);
+	errno = e;
+	return fd;
+}
+
+int partial_file_open(struct recv_ctx *rc, const char *path)
+{
+	int fd = partial_file_walk(rc, path, O_WRONLY | O_CREAT, 0600);
+
+	/* fs.protected_regular refuses O_CREAT on another user's file in a
+	 * sticky dir: again without it, through the same walk */
+	if (fd < 0 && errno == EACCES)
+		fd = partial_file_walk(rc, path, O_WRONLY, 0600);
+	if (fd < 0 && errno == EACCES)
+		fd = open_readonly_partial(rc, path);
+	return fd;
+}
+
 void partial_remove(struct recv_ctx *rc, const char *path)
 {
 	const char *pd = rc->s->opts->partial_dir;

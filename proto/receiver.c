@@ -57,6 +57,7 @@ struct rcv {
 	int64_t skip;      /* --inplace: unchanged bytes to seek past before
 			    * the next write */
 	bool over_basis;   /* --inplace: writing into the basis itself */
+	bool one_inplace;  /* this file: written over its --partial-dir basis */
 	struct sums_builder *sb; /* --sums-cache: this file's new sums, or NULL */
 	struct sums_builder sb_store;
 	struct blockwise_sum *tree; /* the file's sum is block-wise, or NULL */
@@ -200,7 +201,8 @@ static bool write_piece(struct rcv *r, int fd, const char *path, const uint8_t *
 		r->data_len = 0; /* the write may change what the window holds */
 	/* in place, a zero run is punched out of the old data (rsync 3.5:
 	 * do_punch_hole) */
-	if (fd >= 0 && !(r->o->sparse ? fs_write_sparse(fd, p, n, r->o->preallocate || r->o->inplace)
+	if (fd >= 0 && !(r->o->sparse ? fs_write_sparse(fd, p, n, r->o->preallocate || r->o->inplace ||
+								r->one_inplace)
 				      : fs_write_all(fd, p, n)))
 		return write_failed(r, path);
 	writeback_landed(r, fd, (int64_t)n);
@@ -239,7 +241,7 @@ static bool writing_over_basis(const struct rcv *r, int basis_fd, int fd)
 {
 	struct stat a, b;
 
-	if (!r->o->inplace || basis_fd < 0 || fd < 0)
+	if (!(r->o->inplace || r->one_inplace) || basis_fd < 0 || fd < 0)
 		return false;
 	return fstat(basis_fd, &a) == 0 && fstat(fd, &b) == 0 && a.st_dev == b.st_dev &&
 	       a.st_ino == b.st_ino;
@@ -401,7 +403,8 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 	r->landed = 0;
 	r->writeback_from = 0;
 	/* only a temporary file is renamed; sparse writes seek */
-	r->writeback_early = fd >= 0 && !r->o->inplace && !r->o->sparse && !r->append;
+	r->writeback_early = fd >= 0 && !r->o->inplace && !r->one_inplace && !r->o->sparse &&
+			     !r->append;
 	r->data_len = 0;
 	r->skip = 0;
 	token_dec_begin(r->dec, h->count);
@@ -849,16 +852,23 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	uint64_t taken = wire_in_taken(&s->in);
 	if (!read_sum_head(r, &h))
 		return false;
-	int basis_fd = h.count > 0 ? open_basis(r, f, path, basis_type, xname) : -1;
+	/* with CF_INPLACE_PARTIAL_DIR a --partial-dir basis is written over
+	 * in place, whole file or not (receiver.c: one_inplace) */
+	bool partial_inplace = (s->compat_flags & CF_INPLACE_PARTIAL_DIR) &&
+			       basis_type == FNAMECMP_PARTIAL_DIR && !r->append;
+	int basis_fd = h.count > 0 || partial_inplace ? open_basis(r, f, path, basis_type, xname)
+						      : -1;
+	r->one_inplace = partial_inplace && basis_fd >= 0;
 	/* A -y basis that went away meanwhile fails the sum check, and the
 	 * redo pass asks for the whole file (rsync: "failed to open"). */
 	r->basis_gone = basis_fd < 0 && basis_type >= FNAMECMP_FUZZY;
 	/* Matched runs are copied by the kernel, except into a sparse file
 	 * (it would write the holes) and from the file being updated in
 	 * place (the ranges overlap). */
-	r->clone_ok = r->use_clone && !r->o->sparse &&
+	r->clone_ok = r->use_clone && !r->o->sparse && !r->one_inplace &&
 		      !(r->o->inplace && basis_type == FNAMECMP_FNAME);
-	if (!temp_open(&tf, rc, &r->dirs, path, f))
+	if (!(r->one_inplace ? temp_open_partial(&tf, rc, &r->dirs, path)
+			     : temp_open(&tf, rc, &r->dirs, path, f)))
 		write_ok = false;
 	csum_file_init(&sum, s->xfer_csum, s->seed);
 	r->sb = sums_start(r, ndx, f, &tf);

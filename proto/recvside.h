@@ -134,6 +134,13 @@ void recv_report_success(struct recv_ctx *rc, int32_t ndx, const char *path, boo
 const char *partial_leaf(const struct recv_ctx *rc, const char *path);
 int partial_dir_open(struct recv_ctx *rc, const char *path, bool create);
 void partial_remove(struct recv_ctx *rc, const char *path);
+/* The partial file of path opened for writing into in place (rsync's
+ * one-inplace partial update): created 0600 when missing, walked from the
+ * destination like an operator path on every try, so a partial dir
+ * swapped for an untrusted link fails (ELOOP) and is never followed;
+ * EACCES is retried without O_CREAT, then by briefly adding owner write
+ * to a read-only file. Returns the fd or -1 with errno. */
+int partial_file_open(struct recv_ctx *rc, const char *path);
 
 /* Run the receiving side after the file list has been received and
  * sorted. Returns the exit code. */

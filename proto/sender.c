@@ -543,7 +543,9 @@ static int open_parent_nofollow(int rootfd, const char *path, const char **leaf)
 	memcpy(dir, path, n);
 	dir[n] = '\0';
 	char *rel = dir;
-	if (*rel == '/') {
+	/* test path, not dir: a child of / has an empty dir, which must
+	 * not fall back to rootfd (the sender's cwd) */
+	if (*path == '/') {
 		top = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (top < 0)
 			return -1;

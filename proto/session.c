@@ -242,12 +242,26 @@ static void report_filter_line(void *ctx, const char *line)
 	session_info(ctx, "%s", line);
 }
 
+static void report_filter_warning(void *ctx, const char *line, bool xfer)
+{
+	if (xfer)
+		session_xfer_err_plain(ctx, "%s", line);
+	else
+		session_err_plain(ctx, "%s", line);
+}
+
 void session_watch_filters(struct session *s, struct filter_list *fl)
 {
-	if (!debug_ge(s->opts, DEBUG_FILTER, 1))
-		return;
-	fl->report = report_filter_line;
-	fl->report_ctx = s;
+	fl->warn = report_filter_warning;
+	fl->warn_ctx = s;
+	if (debug_ge(s->opts, DEBUG_FILTER, 1)) {
+		fl->report = report_filter_line;
+		fl->report_ctx = s;
+	}
+	/* a server's rules are not traced, but the receiving half of a
+	 * local copy is the client's generator */
+	bool shown = !s->am_server || s->local_copy;
+	filter_trace_start(fl, !s->am_server, !shown ? NULL : s->am_sender ? "sender" : "generator");
 }
 
 void session_info(struct session *s, const char *fmt, ...)

@@ -241,7 +241,8 @@ void session_set_privilege(struct session *s);
 void session_free(struct session *s);
 
 struct filter_list;
-/* -vv: report what fl's rules match as rsync's --debug=filter does. */
+/* -vv: report what fl's rules match as rsync's --debug=filter does; and
+ * the rules fl drops (too long), as rsync's errors. */
 void session_watch_filters(struct session *s, struct filter_list *fl);
 
 /* The wrappers below all go through the one message path (proto/msg.h).

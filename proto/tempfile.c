@@ -45,7 +45,7 @@ void temp_cleanup_for_exit(void)
 {
 	struct temp_file *t = active_temp;
 
-	if (t && t->fd >= 0 && !t->inplace) {
+	if (t && t->fd >= 0 && !t->inplace && !t->partial_inplace) {
 		if (!worth_keeping(t)) {
 			unlinkat(t->tmpdirfd, t->tmpname, 0);
 		} else if (t->partial_name[0]) {
@@ -179,6 +179,58 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 	return true;
 }
 
+bool temp_open_partial(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
+		       const char *path)
+{
+	const char *leaf;
+	int dirfd;
+
+	memset(t, 0, sizeof *t);
+	t->rc = rc;
+	t->fd = t->dirfd = t->tmpdirfd = -1;
+	t->partial_inplace = true;
+	snprintf(t->path, sizeof t->path, "%s", path);
+	if (rc->solo_name) {
+		dirfd = rc->rootfd;
+		leaf = rc->solo_name;
+	} else {
+		dirfd = dir_cursor_parent(dirs, path, &leaf);
+	}
+	if (dirfd < 0 || strlen(leaf) >= sizeof t->leaf) {
+		session_xfer_err(rc->s, "cannot open the directory of \"%s\": %s", path,
+				 strerror(dirfd < 0 ? errno : ENAMETOOLONG));
+		return false;
+	}
+	snprintf(t->leaf, sizeof t->leaf, "%s", leaf);
+	snprintf(t->tmpname, sizeof t->tmpname, "%s", partial_leaf(rc, path));
+	t->dirfd = dup(dirfd);
+	t->fd = t->dirfd < 0 ? -1 : partial_file_open(rc, path);
+	/* the partial dir as it is now: the rename takes the file from it */
+	t->tmpdirfd = t->fd < 0 ? -1 : partial_dir_open(rc, path, false);
+	if (t->fd < 0 || t->tmpdirfd < 0) {
+		int e = errno;
+		char name[8192], full[PATH_MAX + 600];
+		const char *pd = rc->s->opts->partial_dir;
+		const char *slash = rc->solo_name ? NULL : strrchr(path, '/');
+		if (*pd == '/' || !slash)
+			snprintf(name, sizeof name, "%s/%s", pd, t->tmpname);
+		else
+			snprintf(name, sizeof name, "%.*s/%s/%s", (int)(slash - path), path, pd,
+				 t->tmpname);
+		msg_syserr(rc->s, MC_ERROR_XFER, "receiver", e, "open %s failed",
+			   dest_full_name(rc, NULL, name, full, sizeof full));
+		if (t->fd >= 0)
+			close(t->fd);
+		t->fd = -1;
+		if (t->dirfd >= 0)
+			close(t->dirfd);
+		t->dirfd = -1;
+		return false;
+	}
+	active_temp = t;
+	return true;
+}
+
 static void temp_close(struct temp_file *t)
 {
 	active_temp = NULL;
@@ -188,6 +240,9 @@ static void temp_close(struct temp_file *t)
 	if (t->dirfd >= 0)
 		close(t->dirfd);
 	t->dirfd = -1;
+	if (t->partial_inplace && t->tmpdirfd >= 0)
+		close(t->tmpdirfd); /* the partial dir, ours alone */
+	t->tmpdirfd = -1;
 }
 
 /* The rename into place; from a --temp-dir on another file system a copy,
@@ -249,7 +304,7 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 
 	if (t->dirfd < 0)
 		return false;
-	if (t->inplace || s->opts->sparse || s->opts->preallocate) {
+	if (t->inplace || t->partial_inplace || s->opts->sparse || s->opts->preallocate) {
 		/* the size is where the data ended: after a trailing hole, or
 		 * short of a preallocation for a file that shrank meanwhile */
 		off_t end = lseek(t->fd, 0, SEEK_CUR);
@@ -301,14 +356,14 @@ bool temp_commit_delayed(struct temp_file *t, const struct file_entry *f)
 
 void temp_discard(struct temp_file *t)
 {
-	if (t->dirfd >= 0 && !t->inplace)
+	if (t->dirfd >= 0 && !t->inplace && !t->partial_inplace)
 		unlinkat(t->tmpdirfd, t->tmpname, 0);
 	temp_close(t);
 }
 
 void temp_abandon(struct temp_file *t)
 {
-	if (t->dirfd >= 0 && !t->inplace) {
+	if (t->dirfd >= 0 && !t->inplace && !t->partial_inplace) {
 		bool keep = t->fd >= 0 && worth_keeping(t);
 		if (keep && t->rc->s->opts->partial_dir) {
 			move_into_partial_dir(t, "partial file");

@@ -21,6 +21,8 @@ struct temp_file {
 	char leaf[256];
 	char path[8192];      /* for messages */
 	bool inplace;
+	bool partial_inplace; /* written over its --partial-dir basis, renamed
+			       * into place when done, kept there otherwise */
 	bool keep_partial;
 	bool delayed;         /* --delay-updates: commit into the partial dir */
 	char partial_name[600]; /* --partial-dir: "DIR/leaf" from dirfd, for the
@@ -40,6 +42,12 @@ const char *recv_dest_dir(const struct recv_ctx *rc, char *buf, size_t size);
 /* Create the temporary file (or open the destination with --inplace). */
 bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
 	       const char *path, const struct file_entry *f);
+/* Open the file's partial-dir copy (the basis) to be written over in
+ * place and renamed into place once complete (rsync's one-inplace update:
+ * protocol 30's CF_INPLACE_PARTIAL_DIR). Reports a failure as rsync's
+ * "open ... failed" and returns false. */
+bool temp_open_partial(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
+		       const char *path);
 /* Set the entry's attributes and rename into place. */
 bool temp_commit(struct temp_file *t, const struct file_entry *f);
 /* --delay-updates: the same, but into the file's --partial-dir, from

@@ -96,4 +96,29 @@ check_read_only() {
 }
 t_check read_only_module_refuses check_read_only
 
+
+# -R with a source directly under /: its parent is / itself (an empty
+# directory part), never the sender's cwd, where a same-named, same-sized,
+# same-mtime decoy waits.  Needs root to write under /.
+check_root_child() { # TOOL
+    local probe="/ferry-rsf-anchor-$$" cwd="$T/anchor.cwd" rc=0
+    rm -rf "$cwd" "$T/anchor.dst"
+    mkdir -p "$cwd" "$T/anchor.dst"
+    printf 'REAL-SOURCE-CONTENT' >"$probe" || return 1
+    printf 'CWD-DECOY-CONTENT!!' >"$cwd/${probe#/}"
+    touch -r "$probe" "$cwd/${probe#/}"
+    (cd "$cwd" && "$1" -aR --remove-source-files "$probe" "$T/anchor.dst/") || rc=1
+    [ ! -e "$probe" ] || { echo "$1 left $probe"; rc=1; }
+    rm -f "$probe"
+    [ "$(cat "$cwd/${probe#/}")" = "CWD-DECOY-CONTENT!!" ] || { echo "$1 removed the decoy"; rc=1; }
+    [ "$(cat "$T/anchor.dst/${probe#/}")" = "REAL-SOURCE-CONTENT" ] || rc=1
+    return $rc
+}
+if [ "$(id -u)" = 0 ]; then
+    t_check root_child_rsync_reference check_root_child "$RSYNC"
+    t_check root_child_removes_under_root_not_cwd check_root_child "$FERRY"
+else
+    t_skip root_child_removes_under_root_not_cwd "needs root to write under /"
+fi
+
 t_done
