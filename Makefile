@@ -194,8 +194,17 @@ bench-deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(BENCH_DEPS) >/dev/null || exit 1; \
 	fi
 
+# BENCH_LINK=100mbit|1gbit|10gbit: the same tools over an emulated link
+# instead (issue 24; root: a network namespace and tc), see bench/link.py.
+BENCH_LINK_VARS := BENCH_RUNS BENCH_PG_SCALE BENCH_TEXT_MB BENCH_MIRROR_TX BENCH_ONLY BENCH_NOTE \
+  BENCH_MIRROR_BASELINE
 bench: deps bench-deps all
+ifeq ($(strip $(BENCH_LINK)),)
 	/usr/bin/python3 bench/run.py
+else
+	$(foreach v,$(BENCH_LINK_VARS),$(if $($(v)),$(v)='$($(v))')) \
+	  /usr/bin/python3 bench/link.py --link '$(BENCH_LINK)'
+endif
 
 bench-quick: deps bench-deps all
 	/usr/bin/python3 bench/run.py --quick
