@@ -129,6 +129,30 @@ class Link:
         return total
 
 
+def stop_descendants():
+    """After an interruption: end what this run started and still runs (a
+    daemon, a client), by PID, children first; then reap them."""
+    pids = measure.tree_pids(os.getpid())[1:]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in reversed(pids):
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and any(measure.pid_alive(p) for p in pids):
+            time.sleep(0.05)
+        pids = [p for p in pids if measure.pid_alive(p)]
+        if not pids:
+            break
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                break
+        except ChildProcessError:
+            break
+
+
 def raise_on_signals():
     """SIGTERM/SIGHUP end the run through the finally clauses, as SIGINT does."""
     def handler(signum, frame):
@@ -631,6 +655,9 @@ def main():
             b.pulls()
             b.basebackups()
             b.mirror()
+        except BaseException:
+            stop_descendants()
+            raise
         finally:
             if os.path.lexists(b.dst):
                 sh(["rm", "-rf", b.dst], check=False)
