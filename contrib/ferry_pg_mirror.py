@@ -483,6 +483,7 @@ class Mirror:
         self.server_version = 0
         self.in_recovery = False
         self.dest_has_tblspc = True   # until probe_dest knows better
+        self.sums_cache = []          # ferry options of the block-sum cache, once in use
 
     # ------------------------------------------------------------ helpers
 
@@ -740,6 +741,7 @@ class Mirror:
             self.parallel_prefill(excludes)
         cache = [] if self.args.no_sums_cache else [f"--checksum-seed={SUMS_SEED}",
                                                     f"--sums-cache={SUMS_FILE}"]
+        self.sums_cache = cache
         try:
             self.ferry.run("sync data directory", opts + cache, [self.src + "/"],
                            self.dest.target(), passthrough=True)
@@ -748,6 +750,7 @@ class Mirror:
             # before it changes anything: sync again without it.
             if not cache or "--sums-cache" not in str(e):
                 raise
+            self.sums_cache = []
             self.log.info("the mirror's receiver is not ferry: no block-sum cache")
             self.ferry.run("sync data directory", opts, [self.src + "/"],
                            self.dest.target(), passthrough=True)
@@ -842,7 +845,15 @@ class Mirror:
             rfile = os.path.join(self.work, f"verify-{prefix.replace('/', '_') or 'data'}")
             with open(rfile, "w") as f:
                 f.write("\n".join(rules) + "\n")
-            opts = self.transfer_opts(checksum=True) + [f"--include-from={rfile}"]
+            if prefix == "" and self.sums_cache:
+                # A delta against the mirror's kept block sums: the sender
+                # reads each file once, the receiver only the blocks that
+                # differ (--checksum read both copies whole).
+                opts = self.transfer_opts(checksum=False) + ["--ignore-times"] + \
+                    self.sums_cache
+            else:
+                opts = self.transfer_opts(checksum=True)
+            opts.append(f"--include-from={rfile}")
             self.log.info(f"verify {len(files)} files modified during earlier runs")
             self.ferry.run(f"verify {prefix or 'data directory'}", opts, [root + "/"],
                            self.dest.target(prefix))
@@ -906,18 +917,58 @@ class Mirror:
             raise MirrorError(f"WAL segment(s) {', '.join(missing)} needed by the backup "
                               f"are not in {wal_dir} (removed by a checkpoint? run with "
                               "a replication slot: do not pass --no-slot)", EXIT_BACKUP)
-        rules = [f"--include=/{s}" for s in segs]
-        rules += ["--include=/*.history", "--include=/archive_status/", "--exclude=*"]
-        # --ignore-times: the mirror may hold this segment from the run
-        # before (on a standby, pg_backup_start does not switch segments);
-        # a segment always has the same size, and what was added to it
-        # since may carry the same mtime second, which the quick check
-        # would take for no change
+        stage = self.stage_wal(wal_dir, segs, stop_lsn)
+        # The stage holds exactly the mirror's pg_wal: links to the source's
+        # segments and history files (-L sends their contents), and the last
+        # segment cut at the stop point, whose zero tail costs next to
+        # nothing under -z (a recycled segment's old WAL did).
+        # --ignore-times: the mirror may hold a segment of this name from the
+        # run before (on a standby, pg_backup_start does not switch
+        # segments); a segment always has the same size, and what was added
+        # to it since may carry the same mtime second. (A --fuzzy basis for
+        # the zero tail, tried, made the receiver read three times the
+        # segment and cost more than it saved at 1 Gbit/s.)
         self.ferry.run(f"copy WAL {segs[0]}..{segs[-1]}",
                        self.transfer_opts(checksum=False)
-                       + ["--ignore-times", "--delete", "--delete-excluded"] + rules,
-                       [wal_dir + "/"], self.dest.target("pg_wal"))
+                       + ["-L", "--ignore-times", "--delete"],
+                       [stage + "/"], self.dest.target("pg_wal"))
         return segs
+
+    def stage_wal(self, wal_dir, segs, stop_lsn):
+        """A directory laid out as the mirror's pg_wal: links to the needed
+        segments and the history files, an empty archive_status, and, from
+        a primary, the last segment holding only the WAL up to stop_lsn, the
+        rest zeros (a hole), as pg_basebackup -X stream writes it: replay
+        ends at the first invalid record after the backup-end record, and
+        what follows in the source's segment is newer WAL or, in a recycled
+        segment, old WAL nobody replays. From a standby the whole segment
+        (there the stop point is only the last replayed record)."""
+        stage = self.stage_dir("wal", wal_dir)
+        for name in sorted(os.listdir(wal_dir)):
+            if name.endswith(".history") or name in segs[:-1]:
+                os.symlink(os.path.join(wal_dir, name), os.path.join(stage, name))
+        if os.path.isdir(os.path.join(wal_dir, "archive_status")):
+            self.stage_dir(os.path.join("wal", "archive_status"),
+                           os.path.join(wal_dir, "archive_status"))
+        last = os.path.join(wal_dir, segs[-1])
+        if self.in_recovery:
+            os.symlink(last, os.path.join(stage, segs[-1]))
+            self.copy_attrs(wal_dir, stage)
+            return stage
+        keep = stop_lsn - (stop_lsn - 1) // self.seg_size * self.seg_size
+        with open(last, "rb") as f:
+            head = f.read(keep)
+        if len(head) != keep:
+            raise MirrorError(f"WAL segment {last} is shorter than the backup's stop "
+                              f"point {format_lsn(stop_lsn)}", EXIT_BACKUP)
+        path = os.path.join(stage, segs[-1])
+        self.stage_file(path, head)
+        with open(path, "r+b") as f:
+            f.truncate(self.seg_size)
+        st = os.stat(last)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        self.copy_attrs(wal_dir, stage)
+        return stage
 
     def standby_files(self, fin):
         self.stage_file(os.path.join(fin, "standby.signal"), "")
@@ -946,8 +997,11 @@ class Mirror:
             "current_setting('port'), current_user", "reading connection settings")[0]
         return f"host={row[0].strip()} port={row[1]} user={row[2]} application_name=ferry_mirror"
 
-    def commit(self, fin, labelfile, spcmap, start_lsn, stop_lsn, segs, run_start, sync_end):
-        """The last write: backup_label, pg_control and the state 'complete'."""
+    def commit(self, fin, labelfile, spcmap, start_lsn, stop_lsn, segs, run_start, window):
+        """The last write: backup_label, pg_control and the state 'complete'.
+        WINDOW is (start, end) of the data transfers: only a file written
+        while they read it can hide a change behind an unchanged mtime, so
+        the next run verifies the files modified in it (see scan_recent)."""
         self.stage_file(os.path.join(fin, "backup_label"), labelfile)
         if spcmap.strip():
             # Informational only: as tablespace_map PostgreSQL would point
@@ -964,8 +1018,8 @@ class Mirror:
             "stop_lsn": format_lsn(stop_lsn),
             "wal": f"{segs[0]}..{segs[-1]}",
             "standby": "yes" if self.args.standby else "no",
-            "verify_since": f"{run_start:.3f}",
-            "verify_until": f"{sync_end:.3f}",
+            "verify_since": f"{window[0]:.3f}",
+            "verify_until": f"{window[1]:.3f}",
         }))
         self.ferry.run("commit backup_label and pg_control",
                        ["-a", "--ignore-times"] + self.sync_opts(),
@@ -987,6 +1041,10 @@ class Mirror:
         finally:
             invalidate.join()
         spaces = self.tablespaces()
+        # Files the backup's checkpoint wrote before this point are read
+        # after it, a clock tick later (MTIME_MARGIN): they need no
+        # verification next time.
+        sync_start = time.time()
         scan = Background(self.scan_recent, spaces)
         self.sync_data()
         self.sync_tablespaces(spaces)
@@ -1006,7 +1064,8 @@ class Mirror:
                               "marked incomplete (no pg_control, no backup_label) and is "
                               "not a usable backup", EXIT_BACKUP) from e
         segs = self.copy_wal(labelfile, stop_lsn)
-        self.commit(fin, labelfile, spcmap, start_lsn, stop_lsn, segs, run_start, sync_end)
+        self.commit(fin, labelfile, spcmap, start_lsn, stop_lsn, segs, run_start,
+                    (sync_start, sync_end))
         with self.log.step("close the session"):
             self.session.close()
         self.summary(time.monotonic() - t0, start_lsn, stop_lsn, segs, spaces)

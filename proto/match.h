@@ -142,7 +142,7 @@ struct match_out {
 				      * helper's file sum is not used */
 	struct blockwise_sum *tree;  /* the block-wise file sum instead
 				      * (blockwise.h): feed() then only counts */
-	bool no_block_data;          /* emit_block needs no data (no compression):
+	bool no_block_data;          /* emit_block needs no data (no zlib history):
 				      * matched blocks summed ahead are not read */
 	int64_t bytes_read;          /* out: what the matcher read itself */
 	int read_errno;              /* out: the file could not be read to

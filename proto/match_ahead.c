@@ -12,7 +12,7 @@
  * While it reads the file from the start without a gap, the helper also
  * carries the whole-file sum over the bytes it read. The matcher then
  * reads nothing for a block it matches with the helper's sums (a token
- * has no bytes to send, and without compression nothing else needs them);
+ * has no bytes to send, and only zlib's history needs them as well);
  * it reads the changed data it sends as literal bytes, and takes the file
  * sum over (match_ahead_fsum_take) at the first byte the helper's sum does
  * not reach. Every byte is so summed once, as one of the two threads read

@@ -443,7 +443,9 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 			       .feed = out_feed, .strong = out_strong,
 			       .ahead = d->ahead.running ? &d->ahead : NULL,
 			       .file_sum = blockwise ? NULL : &d->sum,
-			       .tree = blockwise ? &tree : NULL, .no_block_data = !s->compress};
+			       .tree = blockwise ? &tree : NULL,
+			       /* only zlib's history takes in matched blocks (token.c) */
+			       .no_block_data = s->compress != CPRES_ZLIB};
 	csum_file_init(&d->sum, s->xfer_csum, s->seed);
 	if (blockwise)
 		blockwise_begin(&tree, s->xfer_csum, s->seed, s->proper_seed_order, h.blength);

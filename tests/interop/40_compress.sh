@@ -412,6 +412,34 @@ for z in zstd lz4 zlibx zlib; do
     t_check "compressible_$z" compressible "$z"
 done
 
+# ------------------------------------------------- a delta reads its source once
+
+# Only zlib's stream takes matched blocks into its history (rsync's
+# see_deflate_token); under zstd, lz4 and zlibx the bytes of a matched block
+# are needed for nothing, and the sender must not read them again after its
+# read-ahead hasher summed them (it did: every changed PGDATA segment was
+# read twice under -z). ferry pushes a 24 MiB file with 1% changed to the
+# real rsync daemon; its own rchar (/proc of the shell that reaped it)
+# must stay near one read of the file, and the copy must equal the source.
+read_once() {
+    local z=$1 name=readonce_$1 size rchar
+    mkdir -p "$T/$name.src" && head -c 25165824 /dev/urandom >"$T/$name.src/big.bin" &&
+        "$RSYNC" -a "$T/$name.src/" "$UPR/$name/" && mutate "$T/$name.src/big.bin" 11 ||
+        return 1
+    size=$(stat -c %s "$T/$name.src/big.bin")
+    rchar=$(sh -c '"$@" >"$0.out" 2>"$0.err" </dev/null; echo $? >"$0.rc"
+                   sed -n "s/^rchar: //p" /proc/$$/io' "$T/$name" "${CLEAN_ENV[@]}" \
+        "$FERRY" -a --no-whole-file --compress-choice="$z" --stats "$T/$name.src/" \
+        "$RD/up/$name/")
+    ok_same "$T/$name" "$T/$name.src" "$UPR/$name" || return 1
+    echo "$z: $size bytes, matched $(stat_bytes "$T/$name" "Matched data"), ferry read $rchar"
+    [ "$(stat_bytes "$T/$name" "Matched data")" -gt $((size / 2)) ] || return 1
+    [ "$z" = zlib ] || [ "$rchar" -lt $((size + size / 4)) ]
+}
+for z in zstd lz4 zlibx zlib; do
+    t_check "delta_reads_source_once_$z" read_once "$z"
+done
+
 # ---------------------------------------------------------- skipped suffixes
 
 # The default list (rsync's media suffixes): a compressible file named .gz
