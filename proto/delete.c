@@ -575,6 +575,8 @@ void delete_in_dir(struct recv_ctx *rc, struct dir_cursor *dirs, const char *dir
 	char path[MAXPATHLEN_WIRE * 2];
 	(void)ndx;
 
+	/* a long deletion pass must not let the peer's --timeout expire */
+	wire_keepalive(&rc->s->out);
 	if (!deletions_allowed(rc) || rc->solo_name || !merge_dirs_enter(rc, dirs, dirpath))
 		return;
 	int dfd = dir_cursor_open(dirs, strcmp(dirpath, ".") == 0 ? "" : dirpath);

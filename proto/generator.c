@@ -2057,6 +2057,7 @@ static bool generate_part(struct gen *g, const struct flist_part *p)
 			break;
 		gen_entry(g, i);
 		link_arrived_targets(g);
+		wire_keepalive(&g->s->out); /* unchanged files send nothing */
 	}
 	g->dir_early = false;
 	if (g->o->read_batch)
@@ -2155,6 +2156,7 @@ static bool generate_files(struct gen *g)
 				return false;
 			gen_entry(g, (int32_t)i);
 			link_arrived_targets(g);
+			wire_keepalive(&s->out); /* unchanged files send nothing */
 		}
 		batch_note_listed(rc);
 		/* A: end of phase 0 */
