@@ -402,6 +402,9 @@ static int read_wait_ms(const struct wire_in *in)
 	return t;
 }
 
+/* How soon a keep-alive is tried again when the output was busy. */
+#define KEEPALIVE_RETRY_MS 100
+
 /* Half of the output's --timeout, in ms: how long it may stay silent
  * (io.c: allowed_lull); 0 when it keeps no timeout. */
 static int lull_ms(const struct wire_out *out)
@@ -426,9 +429,9 @@ static bool wait_input(struct wire_in *in, int wait_ms)
 {
 	struct wire_out *ka = in->keepalive;
 
-	if (!ka || in->deadline_ms || wait_ms <= 0 || lull_ms(ka) <= 0)
+	if (!ka || !ka->mux || ka->divert || in->deadline_ms || wait_ms <= 0 || lull_ms(ka) <= 0)
 		return wait_fd(in->err, in->fd, POLLIN, wait_ms);
-	int64_t start = wire_now_ms();
+	int64_t start = wire_now_ms(), retry_at = 0;
 	for (;;) {
 		int64_t since = start;
 		/* a peer sending to us unmultiplexed (protocol < 30) has no
@@ -442,6 +445,9 @@ static bool wait_input(struct wire_in *in, int wait_ms)
 		if (left <= 0)
 			return fail_timeout(in->err, wait_ms);
 		int slice = lull_left_ms(ka);
+		/* the output busy in another thread: do not spin on it */
+		if (retry_at - wire_now_ms() > slice)
+			slice = (int)(retry_at - wire_now_ms());
 		if (slice > left)
 			slice = (int)left;
 		int r = poll_fd(in->err, in->fd, POLLIN, slice);
@@ -449,6 +455,7 @@ static bool wait_input(struct wire_in *in, int wait_ms)
 			return r > 0;
 		if (!wire_keepalive(ka))
 			return false;
+		retry_at = wire_now_ms() + KEEPALIVE_RETRY_MS;
 	}
 }
 
