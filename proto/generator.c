@@ -917,7 +917,7 @@ static bool regular_up_to_date(struct gen *g, const struct file_entry *f, int di
 		uint8_t sum[CSUM_MAX_DIGEST];
 		struct csum_ctx c;
 		int fd = openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 || !f->sum) {
+		if (fd < 0 || !S_ISREG(f->mode) || !f->sum) {
 			if (fd >= 0)
 				close(fd);
 			return false;
