@@ -87,7 +87,7 @@ settle() {
     return 1
 }
 
-bad=0 killed_mid=0 recovered=0
+bad=0 killed_mid=0 recovered=0 temps_left=0
 for round in $(seq 1 "$ROUNDS"); do
     kind=$((round % 4)) # 0 push/client 1 push/daemon 2 pull/client 3 pull/daemon
     delay_ms=$((30 + RANDOM % 770))
@@ -122,6 +122,7 @@ for round in $(seq 1 "$ROUNDS"); do
     receiver_killed=0
     { [ $kind = 1 ] || [ $kind = 2 ]; } && receiver_killed=1
     why=$(check_tree "$dest" $receiver_killed)
+    temps_left=$((temps_left + $(find "$dest" -maxdepth 1 -name '.f*' | wc -l)))
     if [ -n "$why" ]; then
         t_fail "round_$round" "kill -9 of the $victim after ${delay_ms} ms: $why"
         bad=$((bad + 1))
@@ -138,7 +139,7 @@ for round in $(seq 1 "$ROUNDS"); do
         fi
     fi
 done
-echo "$ROUNDS rounds (seed ${STRESS_SEED:-22}), $killed_mid kills landed on a live process, $recovered of $((ROUNDS / 5)) next runs complete"
+echo "$ROUNDS rounds (seed ${STRESS_SEED:-22}), $killed_mid kills landed on a live process, $temps_left temp files left by killed receivers, $recovered of $((ROUNDS / 5)) next runs complete"
 [ "$bad" = 0 ] && t_pass "kill9_${ROUNDS}_rounds_old_or_new"
 if "$PYTHON" "$(dirname "$0")/seq_connect.py" "$FERRYD_PORT" 1 >/dev/null &&
     t_pid_alive "$FERRYD_PID"; then
