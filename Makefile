@@ -27,7 +27,7 @@ UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all ferry deps check check-asan unit run install uninstall clean deps-build deb bench \
-        bench-quick bench-deps fuzz fuzz-deps fuzz-run
+        bench-quick bench-deps fuzz fuzz-deps fuzz-run stress
 
 all: ferry
 
@@ -207,3 +207,9 @@ endif
 
 bench-quick: deps bench-deps all
 	/usr/bin/python3 bench/run.py --quick
+
+# Load and fault runs (issue 22), too long for `make check`: 10,000
+# sequential daemon connections (fds and RSS steady) and 50 kill -9 rounds
+# of transfers (never a partial file). See README "Stress".
+stress: deps all
+	tests/stress/run $(BUILD)

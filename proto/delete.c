@@ -66,8 +66,10 @@ static void index_insert(const struct file_entry **names, size_t cap, const char
 }
 
 /* Room for `more` entries, the set at most half full; a rebuild moves
- * the live entries over and leaves the stale ones out. */
-static bool index_reserve(struct recv_ctx *rc, size_t more)
+ * the live entries over and leaves the stale ones out, with room for
+ * `slack` times what it then holds (4 while parts keep coming, 2 for a
+ * whole list, which never grows). */
+static bool index_reserve(struct recv_ctx *rc, size_t more, size_t slack)
 {
 	char path[MAXPATHLEN_WIRE * 2];
 	size_t live = 0;
@@ -77,7 +79,7 @@ static bool index_reserve(struct recv_ctx *rc, size_t more)
 	for (size_t h = 0; h < rc->names_cap; h++)
 		live += rc->names[h] && !entry_stale(rc, rc->names[h]);
 	size_t cap = 16;
-	while (cap < (live + more) * 4 + 16) /* room to grow before the next rebuild */
+	while (cap < (live + more) * slack + 16)
 		cap *= 2;
 	const struct file_entry **names = calloc(cap, sizeof *names);
 	if (!names)
@@ -94,11 +96,20 @@ static bool index_reserve(struct recv_ctx *rc, size_t more)
 	return true;
 }
 
+/* Without deletions only directories are ever looked up (is an entry's
+ * directory listed?): the other entries stay out of the set, which for a
+ * list of a million files is most of its memory. */
+static bool wanted(const struct recv_ctx *rc, const struct file_entry *f)
+{
+	return (f->flags & FE_ACTIVE) &&
+	       (S_ISDIR(f->mode) || rc->s->opts->delete_mode != DELETE_NONE);
+}
+
 static void index_add(struct recv_ctx *rc, const struct file_entry *f)
 {
 	char path[MAXPATHLEN_WIRE * 2];
 
-	if ((f->flags & FE_ACTIVE) && flist_path(f, path, sizeof path)) {
+	if (wanted(rc, f) && flist_path(f, path, sizeof path)) {
 		index_insert(rc->names, rc->names_cap, path, f);
 		rc->names_used++;
 	}
@@ -108,7 +119,11 @@ bool delete_index_add_part(struct recv_ctx *rc, const struct flist_part *p)
 {
 	struct file_entry **v = rc->fl->sorted + p->ndx_start;
 
-	if (!index_reserve(rc, (size_t)p->count))
+	size_t n = 0;
+
+	for (int32_t k = 0; k < p->count; k++)
+		n += wanted(rc, v[k]);
+	if (!index_reserve(rc, n, 4))
 		return false;
 	for (int32_t k = 0; k < p->count; k++)
 		index_add(rc, v[k]);
@@ -121,8 +136,11 @@ bool delete_index_build(struct recv_ctx *rc)
 
 	/* incremental lists are added part by part, as they are generated */
 	if (fl->inc)
-		return index_reserve(rc, 0);
-	if (!index_reserve(rc, fl->count))
+		return index_reserve(rc, 0, 4);
+	size_t n = 0;
+	for (size_t i = 0; i < fl->count; i++)
+		n += wanted(rc, &fl->files[i]);
+	if (!index_reserve(rc, n, 2))
 		return false;
 	for (size_t i = 0; i < fl->count; i++)
 		index_add(rc, &fl->files[i]);
@@ -575,6 +593,8 @@ void delete_in_dir(struct recv_ctx *rc, struct dir_cursor *dirs, const char *dir
 	char path[MAXPATHLEN_WIRE * 2];
 	(void)ndx;
 
+	/* a long deletion pass must not let the peer's --timeout expire */
+	wire_keepalive(&rc->s->out);
 	if (!deletions_allowed(rc) || rc->solo_name || !merge_dirs_enter(rc, dirs, dirpath))
 		return;
 	int dfd = dir_cursor_open(dirs, strcmp(dirpath, ".") == 0 ? "" : dirpath);

@@ -57,11 +57,15 @@ struct wire_in;
 
 #define MAXPATHLEN_WIRE 4096
 
+/* A million of these make a big list: keep it small (96 bytes; rsync's
+ * own entry is smaller still, with its fields laid out per option). */
 struct file_entry {
 	const char *dirname;   /* shared between entries of one dir; NULL at top */
 	const char *basename;
-	const char *link;      /* symlink target, or NULL */
-	uint8_t *sum;          /* --checksum sum, or NULL */
+	union {                /* by type: read one only after S_ISLNK/S_ISREG */
+		const char *link; /* symlink target, or NULL */
+		uint8_t *sum;     /* regular file: --checksum sum, or NULL */
+	};
 	int64_t size;
 	int64_t mtime;
 	int64_t atime;         /* -U, non-directories */
@@ -71,10 +75,10 @@ struct file_entry {
 	uint32_t rdev_major, rdev_minor;
 	int32_t hlink_group;   /* group id (leader's arrival index), -1 if none */
 	int32_t hl_next;       /* next member waiting for the same link (hlink.c) */
-	uint32_t flags;        /* FE_* */
-	int32_t depth;
 	/* -A/-X: index + 1 into the session's ACL and xattr lists, 0 = none */
 	int32_t acl_ndx, defacl_ndx, xattr_ndx;
+	uint16_t flags;        /* FE_* */
+	int16_t depth;         /* path components: at most MAXPATHLEN_WIRE / 2 */
 };
 
 /* What the previous entry left behind: rsync compresses each entry against

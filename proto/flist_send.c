@@ -362,7 +362,7 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 	if (o->checksum && (S_ISREG(f->mode) || s->protocol < 28)) {
 		uint8_t zero[CSUM_MAX_DIGEST] = {0};
 		size_t n = csum_len(s->flist_csum);
-		if (!wire_write(out, f->sum ? f->sum : zero, n))
+		if (!wire_write(out, S_ISREG(f->mode) && f->sum ? f->sum : zero, n))
 			return false;
 	}
 	st->mtime = f->mtime;

@@ -930,7 +930,7 @@ static bool regular_up_to_date(struct gen *g, const struct file_entry *f, int di
 		uint8_t sum[CSUM_MAX_DIGEST];
 		struct csum_ctx c;
 		int fd = openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 || !f->sum) {
+		if (fd < 0 || !S_ISREG(f->mode) || !f->sum) {
 			if (fd >= 0)
 				close(fd);
 			return false;
@@ -2108,6 +2108,7 @@ static bool generate_part(struct gen *g, const struct flist_part *p)
 			break;
 		gen_entry(g, i);
 		link_arrived_targets(g);
+		wire_keepalive(&g->s->out); /* unchanged files send nothing */
 	}
 	g->dir_early = false;
 	if (g->o->read_batch)
@@ -2206,6 +2207,7 @@ static bool generate_files(struct gen *g)
 				return false;
 			gen_entry(g, (int32_t)i);
 			link_arrived_targets(g);
+			wire_keepalive(&s->out); /* unchanged files send nothing */
 		}
 		batch_note_listed(rc);
 		/* A: end of phase 0 */

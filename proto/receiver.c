@@ -417,6 +417,9 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 		int kind = token_dec_next(r->dec, &s->in, &p, &n, &token);
 		if (kind == TOKEN_ERROR)
 			return false;
+		/* busy writing what came: the generator may be waiting on us
+		 * and silent (receiver.c: MSK_ACTIVE_RECEIVER) */
+		wire_keepalive(&s->out);
 		if (kind == TOKEN_END)
 			break;
 		if (kind == TOKEN_DATA) {

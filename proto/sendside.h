@@ -27,9 +27,9 @@ struct send_roots {
 };
 
 /* Sender-only facts of an entry, parallel to fl->files (arrival order). */
-struct send_info {
-	uint32_t root;        /* index into send_roots */
+struct send_info {      /* one per entry: 24 bytes, in this order */
 	int64_t dev, ino;     /* for -H */
+	uint32_t root;        /* index into send_roots */
 	bool unstated;        /* listed from readdir alone: stat'ed when its
 			       * part is sent (flist_stat_deferred) */
 };

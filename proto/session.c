@@ -87,7 +87,8 @@ static bool on_message(void *ctx, struct wire_in *in, int code, const uint8_t *p
 	case MSG_IO_TIMEOUT:
 		return on_io_timeout(s, in, payload, len);
 	case MSG_NOOP:
-		return true;
+		/* an old peer's keep-alive, answered by a sender (io.c) */
+		return !s->am_sender || wire_keepalive(&s->out);
 	case MSG_NO_SEND:
 		if (len != 4)
 			return wire_fail(&s->err, RERR_STREAMIO, "invalid message %d", code);
@@ -149,6 +150,7 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 	wire_out_init(&s->out, fd_out, &s->err);
 	s->in.on_msg = on_message;
 	s->in.msg_ctx = s;
+	s->in.keepalive = &s->out;
 	s->in.timeout_ms = s->out.timeout_ms = opts->timeout * 1000;
 	s->out.bwlimit = opts->bwlimit;
 	s->err.stop_at = (time_t)opts->stop_at;

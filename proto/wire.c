@@ -299,27 +299,46 @@ static int stop_left_ms(const struct wire_error *err);
 
 static bool signal_stops(struct wire_error *err);
 
-static bool wait_fd(struct wire_error *err, int fd, short events, int timeout_ms)
+/* poll() for `events` up to wait_ms (forever when 0), cut short by
+ * --stop-at: 1 when ready, 0 when wait_ms passed, -1 on failure (the
+ * --stop-at limit, a stop signal during a read), recorded in err. */
+static int poll_fd(struct wire_error *err, int fd, short events, int wait_ms)
 {
 	struct pollfd p = {.fd = fd, .events = events};
 	int stop_ms = stop_left_ms(err), r;
-	int wait_ms = stop_ms >= 0 && (timeout_ms <= 0 || stop_ms < timeout_ms) ? stop_ms : timeout_ms;
+	int ms = stop_ms >= 0 && (wait_ms <= 0 || stop_ms < wait_ms) ? stop_ms : wait_ms;
 
 	for (;;) {
-		r = poll(&p, 1, wait_ms > 0 ? wait_ms : -1);
+		r = poll(&p, 1, ms > 0 ? ms : -1);
 		if (r >= 0 || errno != EINTR)
 			break;
 		/* a write goes on: a frame cut short would garble the stream
 		 * that still has to carry the error exit */
 		if ((events & POLLIN) && signal_stops(err))
-			return false;
+			return -1;
 	}
-	if (r == 0 && err->stop_at && time(NULL) >= err->stop_at)
-		return wire_fail(err, RERR_TIMEOUT, "stopping at requested limit");
-	if (r == 0 && wait_ms == timeout_ms)
-		return wire_fail(err, RERR_TIMEOUT, "timeout after %d seconds -- exiting",
-				 timeout_ms / 1000);
-	return true;
+	if (r == 0 && err->stop_at && time(NULL) >= err->stop_at) {
+		wire_fail(err, RERR_TIMEOUT, "stopping at requested limit");
+		return -1;
+	}
+	if (r == 0 && ms != wait_ms)
+		return 1; /* woken early for --stop-at, which has not come yet */
+	return r == 0 ? 0 : 1;
+}
+
+static bool fail_timeout(struct wire_error *err, int timeout_ms)
+{
+	return wire_fail(err, RERR_TIMEOUT, "timeout after %d seconds -- exiting",
+			 timeout_ms / 1000);
+}
+
+static bool wait_fd(struct wire_error *err, int fd, short events, int timeout_ms)
+{
+	int r = poll_fd(err, fd, events, timeout_ms);
+
+	if (r == 0 && timeout_ms > 0)
+		return fail_timeout(err, timeout_ms);
+	return r >= 0;
 }
 
 /* --stop-at: milliseconds until the limit (at least 1), or -1 for none. */
@@ -383,6 +402,63 @@ static int read_wait_ms(const struct wire_in *in)
 	return t;
 }
 
+/* How soon a keep-alive is tried again when the output was busy. */
+#define KEEPALIVE_RETRY_MS 100
+
+/* Half of the output's --timeout, in ms: how long it may stay silent
+ * (io.c: allowed_lull); 0 when it keeps no timeout. */
+static int lull_ms(const struct wire_out *out)
+{
+	return out->timeout_ms > 0 ? (int)(((int64_t)out->timeout_ms + 1) / 2) : 0;
+}
+
+/* Milliseconds until `out` has been silent for a lull (at least 1). */
+static int lull_left_ms(const struct wire_out *out)
+{
+	int64_t last = __atomic_load_n(&out->last_write_ms, __ATOMIC_RELAXED);
+	int64_t left = last + lull_ms(out) - wire_now_ms();
+
+	return left < 1 ? 1 : left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+/* Wait up to wait_ms for input. Without a deadline (the transfer, not a
+ * handshake or last words), the paired output sends keep-alives while
+ * we wait, as rsync's perform_io does between polls, so a peer waiting on
+ * us too keeps hearing from this side; a silent peer still times out. */
+static bool wait_input(struct wire_in *in, int wait_ms)
+{
+	struct wire_out *ka = in->keepalive;
+
+	if (!ka || !ka->mux || ka->divert || in->deadline_ms || wait_ms <= 0 || lull_ms(ka) <= 0)
+		return wait_fd(in->err, in->fd, POLLIN, wait_ms);
+	int64_t start = wire_now_ms(), retry_at = 0;
+	for (;;) {
+		int64_t since = start;
+		/* a peer sending to us unmultiplexed (protocol < 30) has no
+		 * way to keep-alive: as rsync's check_timeout does, our own
+		 * writes then count as the link being alive */
+		if (!in->mux) {
+			int64_t wrote = __atomic_load_n(&ka->last_write_ms, __ATOMIC_RELAXED);
+			since = wrote > since ? wrote : since;
+		}
+		int64_t left = since + wait_ms - wire_now_ms();
+		if (left <= 0)
+			return fail_timeout(in->err, wait_ms);
+		int slice = lull_left_ms(ka);
+		/* the output busy in another thread: do not spin on it */
+		if (retry_at - wire_now_ms() > slice)
+			slice = (int)(retry_at - wire_now_ms());
+		if (slice > left)
+			slice = (int)left;
+		int r = poll_fd(in->err, in->fd, POLLIN, slice);
+		if (r != 0)
+			return r > 0;
+		if (!wire_keepalive(ka))
+			return false;
+		retry_at = wire_now_ms() + KEEPALIVE_RETRY_MS;
+	}
+}
+
 /* Make at least `need` raw bytes available in the buffer. */
 static bool raw_fill(struct wire_in *in, size_t need)
 {
@@ -399,7 +475,7 @@ static bool raw_fill(struct wire_in *in, size_t need)
 		if (in->err->code || stop_reached(in->err) || signal_stops(in->err))
 			return false;
 		int wait_ms = read_wait_ms(in);
-		if ((wait_ms > 0 || in->err->stop_at) && !wait_fd(in->err, in->fd, POLLIN, wait_ms))
+		if ((wait_ms > 0 || in->err->stop_at) && !wait_input(in, wait_ms))
 			return false;
 		if (in->err->code)
 			return false;
@@ -407,7 +483,7 @@ static bool raw_fill(struct wire_in *in, size_t need)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0 && errno == EAGAIN) {
-			if (!wait_fd(in->err, in->fd, POLLIN, wait_ms))
+			if (!wait_input(in, wait_ms))
 				return false;
 			continue;
 		}
@@ -720,6 +796,7 @@ void wire_out_init(struct wire_out *out, int fd, struct wire_error *err)
 	out->ndx_prev_pos = -1;
 	out->ndx_prev_neg = 1;
 	out->protocol = 32;
+	out->last_write_ms = wire_now_ms();
 	pthread_mutexattr_init(&attr);
 	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&out->lock, &attr);
@@ -854,6 +931,7 @@ static bool raw_write_loop(struct wire_out *out, const uint8_t *p, size_t len)
 		p += w;
 		len -= (size_t)w;
 		out->total_written += (uint64_t)w;
+		__atomic_store_n(&out->last_write_ms, wire_now_ms(), __ATOMIC_RELAXED);
 		if (out->bwlimit)
 			bwlimit_sleep(out, (size_t)w);
 	}
@@ -898,6 +976,28 @@ static bool flush_locked(struct wire_out *out)
 		return false;
 	ok = raw_write_all(out, out->buf, out->len);
 	out->len = 0;
+	return ok;
+}
+
+bool wire_keepalive(struct wire_out *out)
+{
+	static const uint8_t empty_data[4] = {0, 0, 0, MPLEX_BASE + MSG_DATA};
+	bool ok = true;
+
+	if (!out->mux || out->divert || lull_ms(out) <= 0 || lull_left_ms(out) > 1)
+		return true;
+	/* busy: its holder is writing, which keeps the peer's clock too */
+	if (pthread_mutex_trylock(&out->lock) != 0)
+		return true;
+	if (!out->err->code && out->buf) {
+		close_frame(out);
+		if (out->len == 0) { /* else what is buffered goes out instead */
+			memcpy(out->buf, empty_data, sizeof empty_data);
+			out->len = sizeof empty_data;
+		}
+		ok = flush_locked(out);
+	}
+	pthread_mutex_unlock(&out->lock);
 	return ok;
 }
 

@@ -113,6 +113,8 @@ struct wire_in {
 	int protocol;
 	struct batch_tee *tee;  /* --write-batch: a copy of every data byte
 				 * read (proto/batch.h), or NULL */
+	struct wire_out *keepalive; /* while a read waits, keep-alives go
+				 * here (wire_keepalive), or NULL */
 };
 
 struct wire_out {
@@ -138,6 +140,8 @@ struct wire_out {
 				 * written (proto/batch.h), or NULL */
 	bool divert;            /* --only-write-batch: data goes to the tee
 				 * only, not to the peer */
+	int64_t last_write_ms;  /* wire_now_ms() of the last write() that
+				 * put bytes on fd (read with __atomic) */
 };
 
 void wire_in_init(struct wire_in *in, int fd, struct wire_error *err);
@@ -199,6 +203,13 @@ bool wire_write_varlong30(struct wire_out *out, int64_t v, int min_bytes);
 bool wire_write_vstring(struct wire_out *out, const char *s);
 bool wire_write_ndx(struct wire_out *out, int32_t ndx);
 bool wire_flush(struct wire_out *out);
+/* rsync's keep-alive (io.c: maybe_send_keepalive): with a --timeout, and
+ * nothing written for half of it, an empty MSG_DATA frame (or the data
+ * already buffered) goes out, so the peer's timeout does not end a
+ * transfer that is busy on this side. Safe from any thread: if another
+ * holds the output it is writing, and nothing is sent. Returns false
+ * only if the write failed (recorded in out->err). */
+bool wire_keepalive(struct wire_out *out);
 /* How long the link has kept the writer waiting, in ns: the time write()
  * took, plus with --bwlimit the time the rate allots to every byte
  * produced (the adaptive compression rule reads it). */

@@ -99,7 +99,7 @@ for prog in rsync ferry; do
     fi
 done
 
-# The daemon side: 12,000 entries are over 1 MiB of ferry's 112-byte
+# The daemon side: 12,000 entries are over 1 MiB of ferry's 96-byte
 # entries (rsync's list needs 131,072 to reach it, so only ferry is pushed).
 mkdir -p "$T/many" "$T/mod"
 "$PYTHON" -c '

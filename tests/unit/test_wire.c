@@ -247,6 +247,72 @@ static void test_oversized_message_fails(void **state)
 	close(p[1]);
 }
 
+/* rsync's keep-alive: an empty MSG_DATA frame, only on a multiplexed
+ * output with a --timeout that has been silent for half of it. */
+static void test_keepalive_frame(void **state)
+{
+	int p[2];
+	struct wire_error err;
+	struct wire_out out;
+	uint8_t got[8];
+	const uint8_t want[4] = {0, 0, 0, MPLEX_BASE + MSG_DATA};
+	(void)state;
+
+	assert_int_equal(pipe(p), 0);
+	wire_error_init(&err);
+	wire_out_init(&out, p[1], &err);
+	out.timeout_ms = 60000;
+	out.last_write_ms -= 30000; /* silent for half the timeout */
+	assert_true(wire_keepalive(&out)); /* not multiplexed: nothing */
+	assert_int_equal(wire_out_queued(&out), 0);
+	out.mux = true;
+	assert_true(wire_keepalive(&out));
+	assert_int_equal(read(p[0], got, sizeof got), 4);
+	assert_memory_equal(got, want, 4);
+	assert_true(wire_keepalive(&out)); /* just written: not again */
+	assert_int_equal(wire_out_queued(&out), 0);
+	out.timeout_ms = 0; /* no --timeout, no keep-alives */
+	out.last_write_ms -= 30000;
+	assert_true(wire_keepalive(&out));
+	assert_int_equal(wire_out_queued(&out), 0);
+	wire_out_free(&out);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* A read that waits sends keep-alives on its paired output meanwhile,
+ * and still fails with code 30 once the peer stayed silent too long. */
+static void test_wait_keeps_alive_then_times_out(void **state)
+{
+	int in_p[2], out_p[2];
+	struct wire_error err;
+	struct wire_in in;
+	struct wire_out out;
+	uint8_t b, got[64];
+	(void)state;
+
+	assert_int_equal(pipe(in_p), 0);
+	assert_int_equal(pipe(out_p), 0);
+	wire_error_init(&err);
+	wire_in_init(&in, in_p[0], &err);
+	wire_out_init(&out, out_p[1], &err);
+	in.mux = out.mux = true;
+	in.keepalive = &out;
+	in.timeout_ms = out.timeout_ms = 600;
+	assert_false(wire_read(&in, &b, 1));
+	assert_int_equal(wire_error_code(&err), RERR_TIMEOUT);
+	ssize_t n = read(out_p[0], got, sizeof got);
+	assert_true(n >= 4 && n % 4 == 0);
+	for (ssize_t i = 0; i < n; i++)
+		assert_int_equal(got[i], i % 4 == 3 ? MPLEX_BASE + MSG_DATA : 0);
+	wire_in_free(&in);
+	wire_out_free(&out);
+	close(in_p[0]);
+	close(in_p[1]);
+	close(out_p[0]);
+	close(out_p[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,6 +324,8 @@ int main(void)
 		cmocka_unit_test(test_read_view),
 		cmocka_unit_test(test_wait_and_queue),
 		cmocka_unit_test(test_oversized_message_fails),
+		cmocka_unit_test(test_keepalive_frame),
+		cmocka_unit_test(test_wait_keeps_alive_then_times_out),
 	};
 	return cmocka_run_group_tests_name("wire", tests, NULL, NULL);
 }
