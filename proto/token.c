@@ -331,6 +331,7 @@ struct token_enc {
 	uint64_t win_bytes;   /* literal bytes of all files in the window */
 	uint64_t win_comp_ns;
 	uint64_t win_wait0;   /* the output's wait_ns when the window began */
+	uint64_t win_wall0;   /* the wall clock when the window began */
 	int64_t spd_out0;     /* comp_out when the speed window began */
 	uint8_t *sample;      /* while storing: the window's last bytes */
 	size_t sample_len;
@@ -851,6 +852,26 @@ static uint64_t comp_clock_ns(const struct token_enc *e)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* The wall clock, for the window's wall time (one reading per window). */
+static uint64_t wall_clock_ns(const struct token_enc *e)
+{
+	struct timespec t;
+
+	if (e->clock)
+		return e->clock(e->clock_ctx);
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* A speed window starts: the link's waiting, the wall clock and the
+ * output are counted from here. */
+static void speed_window_start(struct token_enc *e, struct wire_out *out)
+{
+	e->win_wait0 = wire_out_wait_ns(out);
+	e->win_wall0 = wall_clock_ns(e);
+	e->spd_out0 = e->comp_out;
+}
+
 /* The "no compression effort" setting of this algorithm. */
 static int store_setting(const struct token_enc *e)
 {
@@ -920,8 +941,7 @@ static void window_reset(struct token_enc *e, struct wire_out *out, bool data, b
 	if (timed) {
 		e->win_bytes = 0;
 		e->win_comp_ns = 0;
-		e->win_wait0 = wire_out_wait_ns(out);
-		e->spd_out0 = e->comp_out;
+		speed_window_start(e, out);
 	}
 }
 
@@ -984,6 +1004,8 @@ static bool window_end(struct token_enc *e, struct wire_out *out, bool data, boo
 		w.bytes = e->win_bytes;
 		w.comp_ns = e->win_comp_ns;
 		w.wait_ns = wire_out_wait_ns(out) - e->win_wait0;
+		w.wall_ns = wall_clock_ns(e) - e->win_wall0;
+		w.sent = (uint64_t)(e->comp_out - e->spd_out0);
 	}
 	bool changed = zadapt_window_end(&e->za, &w);
 	/* the new window is measured from after the switch (a new frame) */
@@ -991,7 +1013,8 @@ static bool window_end(struct token_enc *e, struct wire_out *out, bool data, boo
 		return false;
 	/* while storing, the speed window starts afresh after every window,
 	 * so that it measures only data the compressor worked on */
-	window_reset(e, out, evidence || changed, w.timed || !e->timed || e->za.incompressible);
+	window_reset(e, out, evidence || changed,
+		     w.timed || changed || !e->timed || e->za.incompressible);
 	return true;
 }
 
@@ -1025,10 +1048,8 @@ bool token_enc_begin(struct token_enc *e, struct wire_out *out, bool minimal)
 	e->win_in = 0;
 	e->win_out0 = e->comp_out;
 	e->sample_len = 0;
-	if (e->win_bytes == 0) { /* a speed window starts with its first data */
-		e->win_wait0 = wire_out_wait_ns(out);
-		e->spd_out0 = e->comp_out;
-	}
+	if (e->win_bytes == 0) /* a speed window starts with its first data */
+		speed_window_start(e, out);
 	int target = minimal ? store_setting(e) : zadapt_setting(&e->za);
 	switch (e->alg) {
 	case CPRES_ZLIB:
