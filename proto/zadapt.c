@@ -205,12 +205,12 @@ static void measure(struct zadapt *z, const struct zadapt_window *w)
 				   wall > busy ? (wall - busy) * MIB / w->bytes : 0, true);
 	if (w->sent < ZADAPT_STORE_WINDOW || wall == 0)
 		return; /* too little output to time the link by */
-	uint64_t link = wall * MIB / w->sent;
+	/* Only a saturated window times the link. One that did not block
+	 * shows no bound worth having: the socket's buffers (megabytes) take
+	 * in a window's output faster than any link. */
 	if (w->wait_ns * ZADAPT_SATURATED >= wall) {
-		z->link_ns_per_mib = ewma(z->link_ns_per_mib, link, z->link_known);
+		z->link_ns_per_mib = ewma(z->link_ns_per_mib, wall * MIB / w->sent, z->link_known);
 		z->link_known = true;
-	} else if (z->link_ns_per_mib == 0 || link < z->link_ns_per_mib) {
-		z->link_ns_per_mib = link; /* the link is at least this fast */
 	}
 }
 
