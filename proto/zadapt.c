@@ -182,6 +182,31 @@ static uint64_t ewma(uint64_t old, uint64_t sample, bool have_old)
 	return have_old ? (old + sample) / 2 : sample;
 }
 
+/* A saturated window's time per MiB of output. One window can be a stall
+ * of the receiver's (a disk flush, a busy machine) rather than the link:
+ * the link is known from ZADAPT_LINK_SAMPLES such windows on, its time the
+ * median of the last ones (the mean of two). */
+static void link_sample(struct zadapt *z, uint64_t ns_per_mib)
+{
+	uint64_t *v = z->link_samples;
+
+	memmove(v + 1, v, (ZADAPT_LINK_SAMPLES - 1) * sizeof *v);
+	v[0] = ns_per_mib;
+	if (z->nlink < ZADAPT_LINK_SAMPLES)
+		z->nlink++;
+	if (z->nlink < 2) {
+		z->link_ns_per_mib = ns_per_mib;
+		return;
+	}
+	z->link_known = true;
+	if (z->nlink == 2) {
+		z->link_ns_per_mib = (v[0] + v[1]) / 2;
+		return;
+	}
+	uint64_t a = v[0], b = v[1], c = v[2];
+	z->link_ns_per_mib = a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+}
+
 /* Take in a timed window's measurements: the current rung's compress
  * time and ratio, the sender's other work, and the link. */
 static void measure(struct zadapt *z, const struct zadapt_window *w)
@@ -208,10 +233,8 @@ static void measure(struct zadapt *z, const struct zadapt_window *w)
 	/* Only a saturated window times the link. One that did not block
 	 * shows no bound worth having: the socket's buffers (megabytes) take
 	 * in a window's output faster than any link. */
-	if (w->wait_ns * ZADAPT_SATURATED >= wall) {
-		z->link_ns_per_mib = ewma(z->link_ns_per_mib, wall * MIB / w->sent, z->link_known);
-		z->link_known = true;
-	}
+	if (w->wait_ns * ZADAPT_SATURATED >= wall)
+		link_sample(z, wall * MIB / w->sent);
 }
 
 static bool better(uint64_t cost, uint64_t than)
@@ -238,6 +261,12 @@ static int best_rung(const struct zadapt *z, bool guesses)
 		if (guess && !is_store(z, r) && r != z->rung - 1 && r != z->rung + 1)
 			continue; /* guesses reach one rung only */
 		uint64_t c = zadapt_cost(z, r);
+		if (guess && is_store(z, r) && z->nlink > 0) {
+			/* one saturated window is too little to count on, but
+			 * enough to not try storing against it */
+			struct zadapt_rung e = estimate(z, r, &guess);
+			c = cost_of(z, &e, false);
+		}
 		/* a guess needs no margin to be tried: the measurement
 		 * there must have one to be kept */
 		bool gain = guesses ? c + ZADAPT_MIN_GAIN_NS < cur : better(c, cur);

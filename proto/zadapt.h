@@ -24,8 +24,10 @@
  *    files) measures the current setting's compress time and ratio, the
  *    sender's other work, and the link: a window in which the sender was
  *    blocked on the link for at least 1/ZADAPT_SATURATED of its wall time
- *    saw the link saturated, so output/wall is its rate; any other window
- *    only shows the link is at least that fast.
+ *    saw the link saturated, so output/wall is its rate (the median of the
+ *    last ZADAPT_LINK_SAMPLES such windows, known from two on, so that one
+ *    stall of the receiver's is not taken for the link); a window that did
+ *    not block says nothing (socket buffers take in megabytes).
  *
  * The decision: move to a setting whose cost, from fresh measurements
  * (taken within ZADAPT_STALE timed windows), beats the current one by
@@ -34,8 +36,8 @@
  * (from its old measurement, else from the current setting's by the
  * ZADAPT_STEP_* factors) and, if that looks better by ZADAPT_MIN_GAIN_NS,
  * it is tried (a probe); "store" is probed the same way while the link's
- * rate is unknown (it needs no guess about the data, only about the
- * link). Every move is judged after ZADAPT_TRIAL windows: kept only if it
+ * rate is unknown and no window has yet been saturated (it needs no guess
+ * about the data, only about the link). Every move is judged after ZADAPT_TRIAL windows: kept only if it
  * beats the setting it left by the margin, else taken back, and then the
  * next move waits: the hold doubles, up to ZADAPT_MAX_HOLD windows; a
  * move that is kept halves it. So the level settles instead of flapping,
@@ -69,6 +71,9 @@
 #define ZADAPT_OVERLAP 8
 /* Blocked on the link for at least 1/ZADAPT_SATURATED of the window. */
 #define ZADAPT_SATURATED 4
+/* The link's time is the median of this many saturated windows (known
+ * from two on). */
+#define ZADAPT_LINK_SAMPLES 3
 /* A move must gain more than 1/ZADAPT_MARGIN of the current cost ... */
 #define ZADAPT_MARGIN 8
 /* ... and more than this many ns per MiB of input (a compressor working
@@ -116,7 +121,9 @@ struct zadapt {
 	uint64_t other_ns_per_mib; /* the sender's work besides compressing */
 	uint64_t link_ns_per_mib;  /* the link's time per MiB of output: an
 				    * estimate if link_known, else at most */
-	bool link_known;   /* a saturated window measured the link */
+	bool link_known;   /* saturated windows measured the link */
+	uint64_t link_samples[ZADAPT_LINK_SAMPLES]; /* the last ones, newest first */
+	int nlink;         /* samples in link_samples */
 	int came_from;     /* the rung before the last move, -1: none */
 	int probing;       /* windows left to measure the last move by */
 	int hold;          /* windows to wait before the next move */

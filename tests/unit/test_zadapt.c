@@ -114,23 +114,33 @@ static void test_link_measured(void **state)
 	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
 	assert_false(z.link_known);
 	/* 1 MiB compressed in 2 ms to 50 %, the sender blocked for 6 ms:
-	 * 512 KiB in 8 ms, the link takes 16 ms per MiB */
+	 * 512 KiB in 8 ms, the link takes 16 ms per MiB; one such window
+	 * may be a stall of the receiver's, the link is not known yet */
 	struct zadapt_window w = timed(1, 2, 50, 6);
 	zadapt_window_end(&z, &w);
-	assert_true(z.link_known);
+	assert_false(z.link_known);
 	assert_int_equal(z.link_ns_per_mib, 16 * MS);
-	/* the cost of storing a MiB is the link's 16 ms (and an eighth of
-	 * the copy's 0.1 ms) */
-	assert_int_equal(zadapt_cost(&z, z.nrungs - 1), 16 * MS + ZADAPT_STORE_NS_PER_MIB / 8);
 	/* a window that did not block says nothing about the link: the
 	 * socket's buffers took its output in */
 	struct zadapt_window free_link = timed(1, 2, 50, 0);
 	zadapt_window_end(&z, &free_link);
-	assert_int_equal(z.link_ns_per_mib, 16 * MS);
-	/* the next saturated window is averaged in: 512 KiB in 4 ms */
+	assert_false(z.link_known);
+	/* a second saturated window: known, the mean of the two (512 KiB
+	 * in 4 ms is 8 ms per MiB) */
 	struct zadapt_window faster = timed(1, 2, 50, 2);
 	zadapt_window_end(&z, &faster);
+	assert_true(z.link_known);
 	assert_int_equal(z.link_ns_per_mib, 12 * MS);
+	/* the cost of storing a MiB is then the link's 12 ms (and an eighth
+	 * of the copy's 0.1 ms) */
+	assert_int_equal(zadapt_cost(&z, z.nrungs - 1), 12 * MS + ZADAPT_STORE_NS_PER_MIB / 8);
+	/* from three on, the median: a stall of 100 ms per MiB is outvoted */
+	struct zadapt_window stall = timed(1, 2, 50, 48);
+	zadapt_window_end(&z, &stall);
+	assert_int_equal(z.link_ns_per_mib, 16 * MS);
+	struct zadapt_window again = timed(1, 2, 50, 2);
+	zadapt_window_end(&z, &again);
+	assert_int_equal(z.link_ns_per_mib, 8 * MS);
 }
 
 /* Tiny windows, zero pages at 4 GB/s: no move gains enough to be worth
@@ -342,7 +352,8 @@ static void test_replay_1g_pgdata(void **state)
 
 	int s = settled_setting(pgdata_zstd, N(pgdata_zstd), LINK_1G, CPRES_ZSTD, 3, &storing);
 	assert_int_equal(s, 3);
-	assert_true(storing <= ZADAPT_TRIAL); /* one trial of the link */
+	/* one trial of the link (and the window that times it again) */
+	assert_true(storing <= ZADAPT_TRIAL + 1);
 }
 
 /* 10 Gbit/s and loopback, random data: stored from the first window on. */
@@ -368,7 +379,7 @@ static void test_replay_100m(void **state)
 
 	int s = settled_setting(text_zstd, N(text_zstd), LINK_100M, CPRES_ZSTD, 3, &storing);
 	assert_int_equal(s, 6);
-	assert_int_equal(storing, 0); /* the link was measured at 3 */
+	assert_int_equal(storing, 0); /* the link held zstd 3 up: no trial of storing */
 	s = settled_setting(pgdata_zstd, N(pgdata_zstd), LINK_100M, CPRES_ZSTD, 3, &storing);
 	assert_int_equal(s, 3);
 }
@@ -428,6 +439,10 @@ static void test_probe_taken_back(void **state)
 	 * rung above looks better, the measurement there is not */
 	struct zadapt_window at3 = timed(1, 2, 50, 30);
 	struct zadapt_window at6 = timed(1, 40, 49, 0);
+	/* the link known already (as after two saturated windows) */
+	z.link_known = true;
+	z.nlink = 2;
+	z.link_samples[0] = z.link_samples[1] = z.link_ns_per_mib = 64 * MS;
 	assert_true(zadapt_window_end(&z, &at3));
 	assert_int_equal(zadapt_setting(&z), 6);
 	assert_false(zadapt_window_end(&z, &at6)); /* a trial of two windows */
@@ -512,7 +527,7 @@ static void test_recorded_1g_pgdata(void **state)
 		      s, stored, wall / 1e6, recorded_wall(pg1g, N(pg1g), 3) / 1e6,
 		      recorded_wall(pg1g, N(pg1g), ZSTD_MIN) / 1e6);
 	assert_int_not_equal(s, ZSTD_MIN);
-	assert_true(stored <= ZADAPT_TRIAL);
+	assert_true(stored <= ZADAPT_TRIAL + 1);
 	assert_true(wall <= recorded_wall(pg1g, N(pg1g), 3) * 11 / 10);
 }
 
@@ -532,7 +547,7 @@ static void test_recorded_100m_text(void **state)
 		      s, stored, wall / 1e6, recorded_wall(text100m, N(text100m), 3) / 1e6,
 		      recorded_wall(text100m, N(text100m), 6) / 1e6);
 	assert_true(s == 3 || s == 6);
-	assert_int_equal(stored, 0);
+	assert_true(stored <= ZADAPT_TRIAL + 1);
 	assert_true(wall < recorded_wall(text100m, N(text100m), 1));
 }
 
