@@ -24,6 +24,11 @@
  * ZSTD_e_flush before tokens and at the end of every file, its output
  * sent in full chunks (a short one only at those flushes), as rsync does.
  * lz4: every chunk an independent block.
+ *
+ * Each algorithm is a codec (struct token_codec, token_int.h) in a file
+ * of its own: token_zlib.c, token_zstd.c, token_lz4.c. This file holds
+ * what all streams share: names and levels, the skip list, runs and
+ * chunks, the adaptive rule's windows, and the plain (uncompressed) stream.
  */
 #include "proto/token.h"
 
@@ -34,91 +39,65 @@
 #include <time.h>
 
 #include <lz4.h>
-#include <zlib.h>
-/* for ZSTD_getFrameProgression: the adaptive rule reads how much zstd has
- * compressed instead of flushing it (a flush costs bytes) */
-#define ZSTD_STATIC_LINKING_ONLY
-#include <zstd.h>
 
+#include "proto/token_int.h"
 #include "proto/wildmatch.h"
-#include "proto/zadapt.h"
-
-#define END_FLAG 0x00
-#define TOKEN_LONG 0x20
-#define TOKENRUN_LONG 0x21
-#define DEFLATED_DATA 0x40
-#define TOKEN_REL 0x80
-#define TOKENRUN_REL 0xC0
-
-#define MAX_RUN 65535           /* a run's count is 16 bits */
-#define STORED_MAX 0xFFFF       /* largest stored deflate block */
-#define LITERAL_PIECE (64 * 1024) /* uncompressed literal read size */
-#define INFLATE_OUT (64 * 1024)
-/* rsync's lz4 receive buffer: max(LZ4_compressBound(CHUNK_SIZE), 16385). */
-#define LZ4_OUT_MAX (32768 + 32768 / 255 + 16)
-/* A literal-only lz4 block of this many bytes fits in one chunk. */
-#define LZ4_RAW_PIECE 16256
-#define ZLIB_PEND_CAP (96 * 1024)
-/* A zstd Raw block of ours: the most a frame with a 128 KiB window takes
- * (RFC 8878 Block_Maximum_Size), so per byte no more headers than zstd's
- * own Raw blocks. */
-#define ZSTD_RAW_BLOCK_MAX (128 * 1024)
 
 /* ------------------------------------------------------------ names */
 
-static const struct {
-	const char *name;
-	int alg;
-} alg_names[] = {
-	{"zstd", CPRES_ZSTD}, {"lz4", CPRES_LZ4}, {"zlibx", CPRES_ZLIBX},
-	{"zlib", CPRES_ZLIB}, {"none", CPRES_NONE},
+static int none_next(struct token_dec *d, struct wire_in *in, const uint8_t **data, size_t *len,
+		     int32_t *block);
+static size_t none_dec_cap(void);
+
+/* The uncompressed stream: not a compressor, but negotiated like one. */
+static const struct token_codec token_codec_none = {
+	.alg = CPRES_NONE,
+	.name = "none",
+	.dec_cap = none_dec_cap,
+	.next = none_next,
 };
+
+/* In the order rsync offers them. */
+static const struct token_codec *const codecs[] = {
+	&token_codec_zstd, &token_codec_lz4, &token_codec_zlibx, &token_codec_zlib, &token_codec_none,
+};
+
+/* An algorithm this build does not know: every operation missing. */
+static const struct token_codec token_codec_unknown = {.alg = -1, .name = "UNKNOWN"};
+
+static const struct token_codec *codec_of(int alg)
+{
+	for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++)
+		if (codecs[i]->alg == alg)
+			return codecs[i];
+	return &token_codec_unknown;
+}
 
 int token_alg_by_name(const char *name)
 {
-	for (size_t i = 0; i < sizeof alg_names / sizeof alg_names[0]; i++)
-		if (strcasecmp(name, alg_names[i].name) == 0)
-			return alg_names[i].alg;
+	for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++)
+		if (strcasecmp(name, codecs[i]->name) == 0)
+			return codecs[i]->alg;
 	return -2;
 }
 
 const char *token_alg_name(int alg)
 {
-	for (size_t i = 0; i < sizeof alg_names / sizeof alg_names[0]; i++)
-		if (alg_names[i].alg == alg)
-			return alg_names[i].name;
-	return "UNKNOWN";
+	return codec_of(alg)->name;
 }
 
 int token_resolve_level(int *alg, int level)
 {
-	int lo, hi, def;
+	const struct token_codec *c = codec_of(*alg);
 
-	switch (*alg) {
-	case CPRES_ZLIB:
-	case CPRES_ZLIBX:
-		lo = 1, hi = 9, def = 6;
-		if (level == -1) /* Z_DEFAULT_COMPRESSION */
-			level = def;
-		if (level == 0) { /* zlib's "off" level: no compression at all */
-			*alg = CPRES_NONE;
-			return 0;
-		}
-		break;
-	case CPRES_ZSTD:
-		lo = ZSTD_minCLevel(), hi = ZSTD_maxCLevel(), def = ZSTD_CLEVEL_DEFAULT;
-		if (level == 0)
-			level = def;
-		break;
-	case CPRES_LZ4:
-		lo = hi = def = 0;
-		break;
-	default:
+	if (!c->resolve_level)
+		return 0;
+	level = c->resolve_level(level);
+	if (level == TOKEN_LEVEL_OFF) { /* zlib's level 0: no compression at all */
+		*alg = CPRES_NONE;
 		return 0;
 	}
-	if (level == TOKEN_LEVEL_DEFAULT)
-		return def;
-	return level < lo ? lo : level > hi ? hi : level;
+	return level;
 }
 
 /* ------------------------------------------------------ skip lists */
@@ -303,76 +282,10 @@ bool token_skip_match(const struct token_skip *k, const char *name)
 
 /* ------------------------------------------------------- the encoder */
 
-struct token_enc {
-	int alg, protocol;
-	int level;          /* the normal level */
-	struct wire_error *err;
-	struct zadapt za;   /* ferry's adaptive rule (zadapt.h) */
-	bool timed;         /* measure compressing and waiting (token_enc_set_timing) */
-	token_clock_fn clock; /* a test's clock instead of the real one */
-	void *clock_ctx;
-	int setting;        /* the setting the compressor runs at now */
-	int threads;        /* zstd worker threads (0: none) */
-
-	/* this file */
-	bool file_minimal;  /* on the skip list: no compression effort at all */
-	bool first_done;    /* the file's first (short) window has ended */
-	bool hist_gap;      /* zlib: a matched block skipped the history while
-			     * storing, so this file stays stored */
-	int64_t file_in;    /* literal bytes of this file */
-	int64_t comp_out;   /* compressed bytes sent (all files) */
-	bool need_flush;    /* literal data went in since the last flush */
-	bool run_pending;
-	int32_t run_start, run_last, last_run_end;
-
-	/* the current window (zadapt.h) */
-	uint64_t win_in;      /* literal bytes of this file in the window */
-	int64_t win_out0;     /* comp_out when the window began */
-	uint64_t win_bytes;   /* literal bytes of all files in the window */
-	uint64_t win_comp_ns;
-	uint64_t win_wait0;   /* the output's wait_ns when the window began */
-	int64_t spd_out0;     /* comp_out when the speed window began */
-	uint8_t *sample;      /* while storing: the window's last bytes */
-	size_t sample_len;
-	uint8_t *sample_z;    /* the sample, compressed */
-
-	/* zlib, zlibx */
-	z_stream z;
-	bool z_ready;
-	int z_level;        /* the level deflate runs at now */
-	uint8_t *pend;      /* compressed bytes not sent yet */
-	size_t pend_len;
-	bool marker_held;   /* pend ends with a mid-data flush's sync marker */
-
-	/* zstd */
-	ZSTD_CCtx *zc;
-	int zs_level;
-	bool zs_frame_open; /* data went into the current frame */
-	bool zs_raw;        /* storing: raw blocks in frames of our own */
-	bool zs_raw_open;   /* one of those frames is open */
-	uint8_t *zs_block;  /* storing: the Raw block being gathered */
-	size_t zs_block_len;
-	size_t zs_opos;     /* output gathered in obuf for the next chunk */
-	uint64_t zs_in0, zs_out0; /* zstd_progress when the window began */
-
-	uint8_t *obuf;      /* a chunk: 2 header bytes + payload */
-};
-
-static bool enc_fail(struct token_enc *e, const char *what, long code)
-{
-	return wire_fail(e->err, RERR_STREAMIO, "compression failed: %s (%ld)", what, code);
-}
-
 /* Is `setting` this algorithm's "no compression effort" one? */
 static bool setting_is_store(const struct token_enc *e, int setting)
 {
-	switch (e->alg) {
-	case CPRES_ZLIB:
-	case CPRES_ZLIBX: return setting == 0;
-	case CPRES_ZSTD: return setting == ZSTD_minCLevel();
-	case CPRES_LZ4: return setting <= 0;
-	default: return false;
-	}
+	return e->codec->is_store && e->codec->is_store(setting);
 }
 
 struct token_enc *token_enc_new(int alg, int level, bool adaptive, int protocol,
@@ -384,6 +297,7 @@ struct token_enc *token_enc_new(int alg, int level, bool adaptive, int protocol,
 		wire_fail(err, RERR_MALLOC, "out of memory");
 		return NULL;
 	}
+	e->codec = codec_of(alg);
 	e->alg = alg;
 	e->level = level;
 	e->protocol = protocol;
@@ -393,32 +307,14 @@ struct token_enc *token_enc_new(int alg, int level, bool adaptive, int protocol,
 	e->obuf = malloc(2 + (size_t)LZ4_COMPRESSBOUND(TOKEN_MAX_DATA));
 	e->sample = malloc(ZADAPT_SAMPLE);
 	e->sample_z = malloc((size_t)LZ4_COMPRESSBOUND(ZADAPT_SAMPLE));
-	if (alg == CPRES_ZSTD)
-		e->zs_block = malloc(ZSTD_RAW_BLOCK_MAX);
-	if (!e->obuf || !e->sample || !e->sample_z || (alg == CPRES_ZSTD && !e->zs_block)) {
+	if (!e->obuf || !e->sample || !e->sample_z) {
 		token_enc_free(e);
 		wire_fail(err, RERR_MALLOC, "out of memory");
 		return NULL;
 	}
-	if (alg == CPRES_ZLIB || alg == CPRES_ZLIBX) {
-		e->pend = malloc(ZLIB_PEND_CAP);
-		if (!e->pend || deflateInit2(&e->z, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) !=
-					Z_OK) {
-			token_enc_free(e);
-			wire_fail(err, RERR_STREAMIO, "compression init failed");
-			return NULL;
-		}
-		e->z_ready = true;
-		e->z_level = level;
-	} else if (alg == CPRES_ZSTD) {
-		e->zc = ZSTD_createCCtx();
-		if (!e->zc || ZSTD_isError(ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel,
-								  level))) {
-			token_enc_free(e);
-			wire_fail(err, RERR_STREAMIO, "compression init failed");
-			return NULL;
-		}
-		e->zs_level = level;
+	if (e->codec->enc_init && !e->codec->enc_init(e, level)) {
+		token_enc_free(e);
+		return NULL;
 	}
 	return e;
 }
@@ -427,14 +323,11 @@ void token_enc_free(struct token_enc *e)
 {
 	if (!e)
 		return;
-	if (e->z_ready)
-		deflateEnd(&e->z);
-	ZSTD_freeCCtx(e->zc);
-	free(e->pend);
+	if (e->codec->enc_free)
+		e->codec->enc_free(e);
 	free(e->obuf);
 	free(e->sample);
 	free(e->sample_z);
-	free(e->zs_block);
 	free(e);
 }
 
@@ -468,15 +361,6 @@ int token_enc_setting_changes(const struct token_enc *e)
 	return e->za.changes;
 }
 
-/* One DEFLATED_DATA chunk (n <= TOKEN_MAX_DATA). */
-static bool put_chunk(struct token_enc *e, struct wire_out *out, const uint8_t *p, size_t n)
-{
-	uint8_t hdr[2] = {(uint8_t)(DEFLATED_DATA | (n >> 8)), (uint8_t)n};
-
-	e->comp_out += (int64_t)n;
-	return wire_write(out, hdr, 2) && wire_write(out, p, n);
-}
-
 /* The held-back run of consecutive blocks (token.c: send_deflated_token). */
 static bool put_run(struct token_enc *e, struct wire_out *out)
 {
@@ -499,343 +383,6 @@ static bool put_run(struct token_enc *e, struct wire_out *out)
 	return ok;
 }
 
-/* -- zlib -- */
-
-/* Send pend as chunks, keeping its last `keep` bytes back; with keep > 0
- * only whole chunks go. */
-static bool zlib_send(struct token_enc *e, struct wire_out *out, size_t keep)
-{
-	size_t off = 0;
-
-	while (e->pend_len - off > keep) {
-		size_t n = e->pend_len - off - keep;
-		if (n > TOKEN_MAX_DATA)
-			n = TOKEN_MAX_DATA;
-		else if (keep && n < TOKEN_MAX_DATA)
-			break;
-		if (!put_chunk(e, out, e->pend + off, n))
-			return false;
-		off += n;
-	}
-	if (off) {
-		memmove(e->pend, e->pend + off, e->pend_len - off);
-		e->pend_len -= off;
-	}
-	return true;
-}
-
-/* Run deflate over what is in z.next_in with `flush`, collecting output
- * in pend and sending whole chunks (the last 4 bytes are always held back:
- * they may be the sync marker). */
-static bool zlib_run(struct token_enc *e, struct wire_out *out, int flush)
-{
-	for (;;) {
-		e->z.next_out = e->pend + e->pend_len;
-		e->z.avail_out = (uInt)(ZLIB_PEND_CAP - e->pend_len);
-		int r = deflate(&e->z, flush);
-		e->pend_len = ZLIB_PEND_CAP - e->z.avail_out;
-		if (r != Z_OK && r != Z_BUF_ERROR)
-			return enc_fail(e, "deflate", r);
-		if (!zlib_send(e, out, 4))
-			return false;
-		if (e->z.avail_in == 0 && e->z.avail_out != 0)
-			return true;
-		if (r == Z_BUF_ERROR && e->z.avail_out != 0)
-			return enc_fail(e, "deflate made no progress", r);
-	}
-}
-
-/* Flush before a token or the end (`trim`: drop the 00 00 FF FF marker,
- * the receiver adds it), or in the middle of literal data (`trim` false:
- * the marker is held back, to go out in front of more data or to be
- * dropped if a token or the end comes next, since the receiver adds one
- * after every run of data). */
-static bool zlib_flush(struct token_enc *e, struct wire_out *out, bool trim)
-{
-	static const uint8_t marker[4] = {0, 0, 0xFF, 0xFF};
-
-	e->z.next_in = NULL;
-	e->z.avail_in = 0;
-	if (!zlib_run(e, out, Z_SYNC_FLUSH))
-		return false;
-	if (e->pend_len < 4 || memcmp(e->pend + e->pend_len - 4, marker, 4) != 0)
-		return enc_fail(e, "no sync marker after a flush", (long)e->pend_len);
-	e->need_flush = false;
-	e->pend_len -= 4;
-	if (!zlib_send(e, out, 0))
-		return false;
-	if (!trim) {
-		memcpy(e->pend, marker, 4);
-		e->pend_len = 4;
-		e->marker_held = true;
-		return true;
-	}
-	e->marker_held = false;
-	return true;
-}
-
-static bool zlib_set_level(struct token_enc *e, struct wire_out *out, int level)
-{
-	if (level == e->z_level)
-		return true;
-	e->z.next_in = NULL;
-	e->z.avail_in = 0;
-	e->z.next_out = e->pend + e->pend_len;
-	e->z.avail_out = (uInt)(ZLIB_PEND_CAP - e->pend_len);
-	size_t had = e->pend_len;
-	int r = deflateParams(&e->z, level, Z_DEFAULT_STRATEGY);
-	e->pend_len = ZLIB_PEND_CAP - e->z.avail_out;
-	if (r != Z_OK)
-		return enc_fail(e, "deflateParams", r);
-	if (e->pend_len != had) /* a held marker is no longer last */
-		e->marker_held = false;
-	e->z_level = level;
-	return zlib_send(e, out, 4);
-}
-
-/* -- zstd -- */
-
-/* Send the zstd output gathered in obuf as one chunk. */
-static bool zstd_chunk_out(struct token_enc *e, struct wire_out *out)
-{
-	size_t n = e->zs_opos;
-
-	e->zs_opos = 0;
-	return n == 0 || put_chunk(e, out, e->obuf + 2, n);
-}
-
-/* Add bytes to the chunk being gathered, sending every one that fills
- * (whole chunks of Raw block data straight from where they are). */
-static bool zstd_chunk_add(struct token_enc *e, struct wire_out *out, const uint8_t *p,
-			   size_t n)
-{
-	while (n > 0) {
-		if (e->zs_opos == 0 && n >= TOKEN_MAX_DATA) {
-			if (!put_chunk(e, out, p, TOKEN_MAX_DATA))
-				return false;
-			p += TOKEN_MAX_DATA;
-			n -= TOKEN_MAX_DATA;
-			continue;
-		}
-		size_t k = TOKEN_MAX_DATA - e->zs_opos;
-		if (k > n)
-			k = n;
-		memcpy(e->obuf + 2 + e->zs_opos, p, k);
-		e->zs_opos += k;
-		p += k;
-		n -= k;
-		if (e->zs_opos == TOKEN_MAX_DATA && !zstd_chunk_out(e, out))
-			return false;
-	}
-	return true;
-}
-
-/* Compress into the chunk being gathered (mirrors rsync token.c:
- * send_zstd_token(), whose output buffer also goes out only when full or
- * when a flush is complete). */
-static bool zstd_run(struct token_enc *e, struct wire_out *out, const uint8_t *p, size_t n,
-		     ZSTD_EndDirective mode)
-{
-	ZSTD_inBuffer in = {p, n, 0};
-	size_t r;
-
-	do {
-		ZSTD_outBuffer ob = {e->obuf + 2, TOKEN_MAX_DATA, e->zs_opos};
-		r = ZSTD_compressStream2(e->zc, &ob, &in, mode);
-		if (ZSTD_isError(r))
-			return wire_fail(e->err, RERR_STREAMIO, "compression failed: %s",
-					 ZSTD_getErrorName(r));
-		e->zs_opos = ob.pos;
-		if (e->zs_opos == TOKEN_MAX_DATA && !zstd_chunk_out(e, out))
-			return false;
-	} while (mode == ZSTD_e_continue ? in.pos < in.size : r != 0);
-	if (n)
-		e->zs_frame_open = true;
-	if (mode == ZSTD_e_end)
-		e->zs_frame_open = false;
-	return true;
-}
-
-/* Input zstd has compressed and the output it made so far in this frame,
- * read without a flush (0 before the frame's first data). Windows are
- * measured between calls, and every frame change starts a new window. */
-static void zstd_progress(const struct token_enc *e, uint64_t *in, uint64_t *out)
-{
-	*in = *out = 0;
-	if (e->zs_frame_open && !e->zs_raw) {
-		ZSTD_frameProgression fp = ZSTD_getFrameProgression(e->zc);
-		*in = fp.consumed;
-		*out = fp.produced;
-	}
-}
-
-/*
- * Storing with zstd (the adaptive rule's "no effort", and skipped
- * suffixes) skips the compressor: the data goes out as Raw blocks of a
- * frame written here (RFC 8878: magic, a descriptor with no content size,
- * checksum or dictionary, a 128 KiB window; each block a 3-byte header
- * with its size, up to 128 KiB, spanning chunks). The receiver's stream
- * decoder reads it like any frame.
- */
-#define ZSTD_RAW_FRAME_HEADER 6
-#define ZSTD_RAW_BLOCK_HEADER 3
-
-/* One Raw block of n bytes (`last`: the frame's last block). */
-static bool zstd_raw_block(struct token_enc *e, struct wire_out *out, const uint8_t *p,
-			   size_t n, bool last)
-{
-	uint32_t bh = (uint32_t)n << 3 | (last ? 1u : 0u); /* Block_Type 0: Raw */
-	uint8_t hdr[ZSTD_RAW_BLOCK_HEADER] = {(uint8_t)bh, (uint8_t)(bh >> 8), (uint8_t)(bh >> 16)};
-
-	return zstd_chunk_add(e, out, hdr, sizeof hdr) && zstd_chunk_add(e, out, p, n);
-}
-
-/* Send the Raw block gathered so far (before a token, the end of the
- * file or of the frame). */
-static bool zstd_raw_flush(struct token_enc *e, struct wire_out *out, bool last)
-{
-	size_t n = e->zs_block_len;
-
-	e->zs_block_len = 0;
-	if (n == 0 && !last)
-		return true;
-	return zstd_raw_block(e, out, e->zs_block, n, last);
-}
-
-static bool zstd_raw_literal(struct token_enc *e, struct wire_out *out, const uint8_t *p,
-			     size_t n)
-{
-	static const uint8_t frame_header[ZSTD_RAW_FRAME_HEADER] = {
-		0x28, 0xB5, 0x2F, 0xFD, /* ZSTD_MAGICNUMBER, little-endian */
-		0x00,                   /* Frame_Header_Descriptor: nothing optional */
-		7 << 3,                 /* Window_Descriptor: 2^(10+7) = 128 KiB */
-	};
-
-	if (!e->zs_raw_open) {
-		if (!zstd_chunk_add(e, out, frame_header, sizeof frame_header))
-			return false;
-		e->zs_raw_open = true;
-	}
-	while (n > 0) {
-		if (e->zs_block_len == 0 && n >= ZSTD_RAW_BLOCK_MAX) {
-			/* a whole block straight from the input: no copy */
-			if (!zstd_raw_block(e, out, p, ZSTD_RAW_BLOCK_MAX, false))
-				return false;
-			p += ZSTD_RAW_BLOCK_MAX;
-			n -= ZSTD_RAW_BLOCK_MAX;
-			continue;
-		}
-		size_t k = ZSTD_RAW_BLOCK_MAX - e->zs_block_len;
-		if (k > n)
-			k = n;
-		memcpy(e->zs_block + e->zs_block_len, p, k);
-		e->zs_block_len += k;
-		p += k;
-		n -= k;
-		if (e->zs_block_len == ZSTD_RAW_BLOCK_MAX && !zstd_raw_flush(e, out, false))
-			return false;
-	}
-	return true;
-}
-
-/* End our own frame: its last block carries the last bit. */
-static bool zstd_raw_end(struct token_enc *e, struct wire_out *out)
-{
-	if (!e->zs_raw_open)
-		return true;
-	e->zs_raw_open = false;
-	return zstd_raw_flush(e, out, true);
-}
-
-/* Everything literal so far out on the wire, before a token or the end
- * of the file. */
-static bool zstd_flush(struct token_enc *e, struct wire_out *out)
-{
-	if (e->need_flush) {
-		e->need_flush = false;
-		if (!zstd_run(e, out, NULL, 0, ZSTD_e_flush))
-			return false;
-	}
-	return zstd_raw_flush(e, out, false) && zstd_chunk_out(e, out);
-}
-
-static bool zstd_set_level(struct token_enc *e, struct wire_out *out, int level)
-{
-	/* raw blocks for "no effort" while adapting or for a skipped file;
-	 * an explicit --compress-level runs the compressor at that level */
-	bool raw = level == ZSTD_minCLevel() && (e->za.adaptive || e->file_minimal);
-
-	if (level == e->zs_level && raw == e->zs_raw)
-		return true;
-	/* The level only changes between frames: end the current one (the
-	 * receiver's stream decoder goes on with the next frame). */
-	if (!zstd_raw_end(e, out))
-		return false;
-	if (e->zs_frame_open && !zstd_run(e, out, NULL, 0, ZSTD_e_end))
-		return false;
-	size_t r = ZSTD_CCtx_setParameter(e->zc, ZSTD_c_compressionLevel, level);
-	if (ZSTD_isError(r))
-		return wire_fail(e->err, RERR_STREAMIO, "compression failed: %s",
-				 ZSTD_getErrorName(r));
-	e->zs_level = level;
-	e->zs_raw = raw;
-	e->need_flush = false;
-	return true;
-}
-
-/* -- lz4 -- */
-
-/* An lz4 block holding n bytes as literals only: no compression work. */
-static size_t lz4_raw_block(uint8_t *dst, const uint8_t *src, size_t n)
-{
-	size_t o = 0;
-
-	if (n < 15) {
-		dst[o++] = (uint8_t)(n << 4);
-	} else {
-		size_t rest = n - 15;
-		dst[o++] = 0xF0;
-		while (rest >= 255) {
-			dst[o++] = 255;
-			rest -= 255;
-		}
-		dst[o++] = (uint8_t)rest;
-	}
-	memcpy(dst + o, src, n);
-	return o + n;
-}
-
-static bool lz4_literal(struct token_enc *e, struct wire_out *out, const uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		size_t k = n, c;
-		if (e->setting <= 0) {
-			if (k > LZ4_RAW_PIECE)
-				k = LZ4_RAW_PIECE;
-			c = lz4_raw_block(e->obuf + 2, p, k);
-		} else {
-			if (k > TOKEN_MAX_DATA)
-				k = TOKEN_MAX_DATA;
-			for (;;) {
-				/* acceleration 1 is LZ4_compress_default */
-				int r = LZ4_compress_fast((const char *)p, (char *)e->obuf + 2, (int)k,
-							  LZ4_COMPRESSBOUND(TOKEN_MAX_DATA), e->setting);
-				if (r <= 0)
-					return enc_fail(e, "LZ4_compress_fast", r);
-				c = (size_t)r;
-				if (c <= TOKEN_MAX_DATA)
-					break;
-				k /= 2; /* as rsync: halve the input until it fits */
-			}
-		}
-		if (!put_chunk(e, out, e->obuf + 2, c))
-			return false;
-		p += k;
-		n -= k;
-	}
-	return true;
-}
-
 /* -- common: ferry's adaptive rule (zadapt.h) -- */
 
 /* The compressor's time: this thread's CPU time, so that being
@@ -849,6 +396,26 @@ static uint64_t comp_clock_ns(const struct token_enc *e)
 		return e->clock(e->clock_ctx);
 	clock_gettime(e->threads > 0 ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &t);
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The wall clock, for the window's wall time (one reading per window). */
+static uint64_t wall_clock_ns(const struct token_enc *e)
+{
+	struct timespec t;
+
+	if (e->clock)
+		return e->clock(e->clock_ctx);
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* A speed window starts: the link's waiting, the wall clock and the
+ * output are counted from here. */
+static void speed_window_start(struct token_enc *e, struct wire_out *out)
+{
+	e->win_wait0 = wire_out_wait_ns(out);
+	e->win_wall0 = wall_clock_ns(e);
+	e->spd_out0 = e->comp_out;
 }
 
 /* The "no compression effort" setting of this algorithm. */
@@ -875,23 +442,8 @@ static bool apply_setting(struct token_enc *e, struct wire_out *out, int setting
 {
 	if (setting == e->setting)
 		return true;
-	switch (e->alg) {
-	case CPRES_ZLIB:
-	case CPRES_ZLIBX:
-		if (e->hist_gap && setting != 0)
-			return true;
-		if (e->need_flush && !zlib_flush(e, out, false))
-			return false;
-		if (!zlib_set_level(e, out, setting))
-			return false;
-		break;
-	case CPRES_ZSTD:
-		if (!zstd_set_level(e, out, setting))
-			return false;
-		break;
-	default:
-		break;
-	}
+	if (e->codec->set_level && !e->codec->set_level(e, out, setting))
+		return false;
 	e->setting = setting;
 	return true;
 }
@@ -915,40 +467,26 @@ static void window_reset(struct token_enc *e, struct wire_out *out, bool data, b
 	e->sample_len = 0;
 	if (data) {
 		e->win_out0 = e->comp_out;
-		zstd_progress(e, &e->zs_in0, &e->zs_out0);
+		if (e->codec->window_start)
+			e->codec->window_start(e);
 	}
 	if (timed) {
 		e->win_bytes = 0;
 		e->win_comp_ns = 0;
-		e->win_wait0 = wire_out_wait_ns(out);
-		e->spd_out0 = e->comp_out;
+		speed_window_start(e, out);
 	}
 }
 
 /* This file's data in the window: what went into the compressor and what
- * came out. zstd says how much of it it has compressed (it works in
- * blocks of 128 KiB) without a flush, which would cost bytes; if that is
- * less than a first window, there is no evidence yet (returns false) and
- * the window goes on. zlib is flushed so that its output is all counted;
- * lz4 holds nothing back. */
+ * came out (the codec may say otherwise: zstd counts what it has really
+ * compressed, zlib is flushed first; lz4 holds nothing back). *evidence
+ * false: too little to judge yet, the window goes on. */
 static bool window_data(struct token_enc *e, struct wire_out *out, struct zadapt_window *w,
 			bool *evidence)
 {
 	*evidence = true;
-	if (e->alg == CPRES_ZSTD) {
-		uint64_t in, o;
-		zstd_progress(e, &in, &o);
-		if (in - e->zs_in0 < ZADAPT_FIRST_WINDOW) {
-			*evidence = false;
-			return true;
-		}
-		w->in = in - e->zs_in0;
-		w->out = o - e->zs_out0;
-		return true;
-	}
-	if (e->need_flush && (e->alg == CPRES_ZLIB || e->alg == CPRES_ZLIBX) &&
-	    !zlib_flush(e, out, false))
-		return false;
+	if (e->codec->window_data)
+		return e->codec->window_data(e, out, w, evidence);
 	w->in = e->win_in;
 	w->out = (uint64_t)(e->comp_out - e->win_out0);
 	return true;
@@ -984,6 +522,8 @@ static bool window_end(struct token_enc *e, struct wire_out *out, bool data, boo
 		w.bytes = e->win_bytes;
 		w.comp_ns = e->win_comp_ns;
 		w.wait_ns = wire_out_wait_ns(out) - e->win_wait0;
+		w.wall_ns = wall_clock_ns(e) - e->win_wall0;
+		w.sent = (uint64_t)(e->comp_out - e->spd_out0);
 	}
 	bool changed = zadapt_window_end(&e->za, &w);
 	/* the new window is measured from after the switch (a new frame) */
@@ -991,7 +531,8 @@ static bool window_end(struct token_enc *e, struct wire_out *out, bool data, boo
 		return false;
 	/* while storing, the speed window starts afresh after every window,
 	 * so that it measures only data the compressor worked on */
-	window_reset(e, out, evidence || changed, w.timed || !e->timed || e->za.incompressible);
+	window_reset(e, out, evidence || changed,
+		     w.timed || changed || !e->timed || e->za.incompressible);
 	return true;
 }
 
@@ -1025,29 +566,11 @@ bool token_enc_begin(struct token_enc *e, struct wire_out *out, bool minimal)
 	e->win_in = 0;
 	e->win_out0 = e->comp_out;
 	e->sample_len = 0;
-	if (e->win_bytes == 0) { /* a speed window starts with its first data */
-		e->win_wait0 = wire_out_wait_ns(out);
-		e->spd_out0 = e->comp_out;
-	}
+	if (e->win_bytes == 0) /* a speed window starts with its first data */
+		speed_window_start(e, out);
 	int target = minimal ? store_setting(e) : zadapt_setting(&e->za);
-	switch (e->alg) {
-	case CPRES_ZLIB:
-	case CPRES_ZLIBX:
-		e->pend_len = 0;
-		e->marker_held = false;
-		if (deflateReset(&e->z) != Z_OK)
-			return enc_fail(e, "deflateReset", 0);
-		if (!zlib_set_level(e, out, target))
-			return false;
-		break;
-	case CPRES_ZSTD:
-		if (!zstd_set_level(e, out, target))
-			return false;
-		zstd_progress(e, &e->zs_in0, &e->zs_out0);
-		break;
-	default:
-		break;
-	}
+	if (e->codec->enc_begin && !e->codec->enc_begin(e, out, target))
+		return false;
 	e->setting = target;
 	return true;
 }
@@ -1062,37 +585,10 @@ static bool compress_piece(struct token_enc *e, struct wire_out *out, const uint
 	bool timed = e->timed && !e->za.incompressible;
 	uint64_t t0 = timed ? comp_clock_ns(e) : 0;
 	uint64_t wait0 = timed && e->threads > 0 ? wire_out_wait_ns(out) : 0;
-	bool ok = true;
 
-	switch (e->alg) {
-	case CPRES_ZLIB:
-	case CPRES_ZLIBX:
-		/* deflate takes uInt lengths; pieces keep it simple */
-		while (ok && n > 0) {
-			size_t k = n > (1u << 30) ? (1u << 30) : n;
-			e->z.next_in = (Bytef *)(uintptr_t)p;
-			e->z.avail_in = (uInt)k;
-			e->marker_held = false;
-			ok = zlib_run(e, out, Z_NO_FLUSH);
-			p += k;
-			n -= k;
-		}
-		e->need_flush = true;
-		break;
-	case CPRES_ZSTD:
-		if (e->zs_raw) {
-			ok = zstd_raw_literal(e, out, p, n);
-			break;
-		}
-		ok = zstd_run(e, out, p, n, ZSTD_e_continue);
-		e->need_flush = true;
-		break;
-	case CPRES_LZ4:
-		ok = lz4_literal(e, out, p, n);
-		break;
-	default:
-		return enc_fail(e, "unknown algorithm", e->alg);
-	}
+	if (!e->codec->compress)
+		return tok_enc_fail(e, "unknown algorithm", e->alg);
+	bool ok = e->codec->compress(e, out, p, n);
 	if (timed) {
 		uint64_t spent = comp_clock_ns(e) - t0;
 		if (e->threads > 0) { /* wall time: leave the waiting out */
@@ -1110,7 +606,7 @@ bool token_enc_literal(struct token_enc *e, struct wire_out *out, const uint8_t 
 		return true;
 	if (e->alg == CPRES_NONE) {
 		if (n > INT32_MAX)
-			return enc_fail(e, "literal too long", 0);
+			return tok_enc_fail(e, "literal too long", 0);
 		return wire_write_i32(out, (int32_t)n) && wire_write(out, p, n);
 	}
 	if (!put_run(e, out))
@@ -1143,24 +639,14 @@ bool token_enc_literal(struct token_enc *e, struct wire_out *out, const uint8_t 
 /* Flush what literal data is pending before a token or the end. */
 static bool flush_literals(struct token_enc *e, struct wire_out *out)
 {
-	if (e->alg == CPRES_ZSTD)
-		return zstd_flush(e, out);
-	if (e->marker_held && !e->need_flush) {
-		/* the receiver supplies the marker itself */
-		e->pend_len -= 4;
-		e->marker_held = false;
-		return zlib_send(e, out, 0);
-	}
-	if (!e->need_flush)
-		return true;
-	return zlib_flush(e, out, true);
+	return !e->codec->flush || e->codec->flush(e, out);
 }
 
 bool token_enc_block(struct token_enc *e, struct wire_out *out, int32_t block,
 		     const uint8_t *data, size_t len)
 {
 	if (block < 0)
-		return enc_fail(e, "negative block index", block);
+		return tok_enc_fail(e, "negative block index", block);
 	if (e->alg == CPRES_NONE)
 		return wire_write_i32(out, -(block + 1));
 	if (!flush_literals(e, out))
@@ -1174,27 +660,7 @@ bool token_enc_block(struct token_enc *e, struct wire_out *out, int32_t block,
 		e->run_pending = true;
 		e->run_start = e->run_last = block;
 	}
-	if (e->alg == CPRES_ZLIB && e->setting == 0) {
-		/* Stored blocks never refer back, so the history may skip the
-		 * block; but then this file must stay stored (the receiver's
-		 * window has the block, ours would not). */
-		e->hist_gap = true;
-	} else if (e->alg == CPRES_ZLIB) {
-		/* Into the history, in pieces of at most 0xFFFF bytes taken as
-		 * see_deflate_token() takes them on the receiver: for protocol
-		 * <= 30 every piece starts again at the block's start. */
-		size_t off = 0, left = len;
-		while (left > 0) {
-			size_t n1 = left > STORED_MAX ? STORED_MAX : left;
-			const uint8_t *src = data + (e->protocol >= 31 ? off : 0);
-			int r = deflateSetDictionary(&e->z, src, (uInt)n1);
-			if (r != Z_OK)
-				return enc_fail(e, "deflateSetDictionary", r);
-			left -= n1;
-			off += n1;
-		}
-	}
-	return true;
+	return !e->codec->enc_block || e->codec->enc_block(e, data, len);
 }
 
 bool token_enc_end(struct token_enc *e, struct wire_out *out)
@@ -1212,37 +678,6 @@ bool token_enc_end(struct token_enc *e, struct wire_out *out)
 
 /* ------------------------------------------------------- the decoder */
 
-struct token_dec {
-	int alg, protocol;
-	struct wire_error *err;
-
-	int32_t count;      /* blocks in this file */
-	int32_t rx_token;   /* the last block returned */
-	int32_t run_left;   /* blocks of a run still to return */
-	int64_t residue;    /* uncompressed: literal bytes still to read */
-
-	uint8_t *cbuf;      /* a compressed chunk */
-	uint8_t *dbuf;      /* decompressed output */
-	size_t dcap;
-
-	/* zlib, zlibx */
-	z_stream z;
-	bool z_ready;
-	bool z_inflating;   /* input or output may be pending in inflate */
-	bool z_data;        /* data came since the last sync marker */
-
-	/* zstd */
-	ZSTD_DCtx *zd;
-	ZSTD_inBuffer zin;
-	bool zs_inflating;
-};
-
-static int dec_fail(struct token_dec *d, const char *fmt, long v)
-{
-	wire_fail(d->err, RERR_STREAMIO, fmt, v);
-	return TOKEN_ERROR;
-}
-
 struct token_dec *token_dec_new(int alg, int protocol, struct wire_error *err)
 {
 	struct token_dec *d = calloc(1, sizeof *d);
@@ -1251,15 +686,11 @@ struct token_dec *token_dec_new(int alg, int protocol, struct wire_error *err)
 		wire_fail(err, RERR_MALLOC, "out of memory");
 		return NULL;
 	}
+	d->codec = codec_of(alg);
 	d->alg = alg;
 	d->protocol = protocol;
 	d->err = err;
-	switch (alg) {
-	case CPRES_NONE: d->dcap = LITERAL_PIECE; break;
-	case CPRES_LZ4: d->dcap = LZ4_OUT_MAX; break;
-	case CPRES_ZSTD: d->dcap = ZSTD_DStreamOutSize() * 2; break;
-	default: d->dcap = INFLATE_OUT; break;
-	}
+	d->dcap = d->codec->dec_cap ? d->codec->dec_cap() : INFLATE_OUT;
 	d->dbuf = malloc(d->dcap);
 	d->cbuf = malloc(TOKEN_MAX_DATA);
 	if (!d->dbuf || !d->cbuf) {
@@ -1267,19 +698,9 @@ struct token_dec *token_dec_new(int alg, int protocol, struct wire_error *err)
 		wire_fail(err, RERR_MALLOC, "out of memory");
 		return NULL;
 	}
-	if (alg == CPRES_ZLIB || alg == CPRES_ZLIBX) {
-		if (inflateInit2(&d->z, -15) != Z_OK) {
-			token_dec_free(d);
-			wire_fail(err, RERR_STREAMIO, "inflate init failed");
-			return NULL;
-		}
-		d->z_ready = true;
-	} else if (alg == CPRES_ZSTD) {
-		if (!(d->zd = ZSTD_createDCtx())) {
-			token_dec_free(d);
-			wire_fail(err, RERR_STREAMIO, "zstd init failed");
-			return NULL;
-		}
+	if (d->codec->dec_init && !d->codec->dec_init(d)) {
+		token_dec_free(d);
+		return NULL;
 	}
 	return d;
 }
@@ -1288,9 +709,8 @@ void token_dec_free(struct token_dec *d)
 {
 	if (!d)
 		return;
-	if (d->z_ready)
-		inflateEnd(&d->z);
-	ZSTD_freeDCtx(d->zd);
+	if (d->codec->dec_free)
+		d->codec->dec_free(d);
 	free(d->cbuf);
 	free(d->dbuf);
 	free(d);
@@ -1302,18 +722,17 @@ void token_dec_begin(struct token_dec *d, int32_t block_count)
 	d->rx_token = 0;
 	d->run_left = 0;
 	d->residue = 0;
-	if (d->z_ready) {
-		inflateReset(&d->z);
-		d->z_inflating = false;
-		d->z_data = false;
-	}
-	/* zstd keeps its context (and any frame in progress) across files;
-	 * a chunk is always consumed whole before its file ends. */
-	d->zs_inflating = false;
+	if (d->codec->dec_begin)
+		d->codec->dec_begin(d);
+}
+
+static size_t none_dec_cap(void)
+{
+	return LITERAL_PIECE;
 }
 
 /* The uncompressed stream (token.c: simple_recv_token). */
-static int next_plain(struct token_dec *d, struct wire_in *in, const uint8_t **data,
+static int none_next(struct token_dec *d, struct wire_in *in, const uint8_t **data,
 		      size_t *len, int32_t *block)
 {
 	if (d->residue == 0) {
@@ -1339,224 +758,6 @@ static int next_plain(struct token_dec *d, struct wire_in *in, const uint8_t **d
 	return TOKEN_DATA;
 }
 
-/* A token flag (not END_FLAG, not data): the block it names, checked
- * against the file's block count. */
-static int token_flag(struct token_dec *d, struct wire_in *in, uint8_t flag, int32_t *block)
-{
-	int64_t t;
-
-	if (flag & TOKEN_REL) {
-		t = (int64_t)d->rx_token + (flag & 0x3F);
-	} else if (flag == TOKEN_LONG || flag == TOKENRUN_LONG) {
-		int32_t v;
-		if (!wire_read_i32(in, &v))
-			return TOKEN_ERROR;
-		t = v;
-	} else {
-		return dec_fail(d, "invalid flag byte 0x%02lx in compressed stream", flag);
-	}
-	if (t < 0 || t >= d->count)
-		return dec_fail(d, "invalid token number %ld in compressed stream", (long)t);
-	d->rx_token = (int32_t)t;
-	if (flag & TOKEN_REL ? flag & 0x40 : flag & 1) { /* TOKENRUN_*: a 16-bit count follows */
-		uint8_t lo, hi;
-		if (!wire_read_u8(in, &lo) || !wire_read_u8(in, &hi))
-			return TOKEN_ERROR;
-		int32_t run = lo | (hi << 8);
-		if (run == 0 || t + run >= d->count)
-			return dec_fail(d, "invalid token run of %ld blocks in compressed stream", run);
-		d->run_left = run;
-	}
-	*block = d->rx_token;
-	return TOKEN_BLOCK;
-}
-
-/* Read one chunk's payload: in place in the input buffer when it lies
- * whole there (valid until the next read), else copied into cbuf. */
-static const uint8_t *read_chunk(struct token_dec *d, struct wire_in *in, uint8_t flag,
-				 size_t *n)
-{
-	uint8_t lo;
-
-	if (!wire_read_u8(in, &lo))
-		return NULL;
-	*n = ((size_t)(flag & 0x3F) << 8) | lo;
-	return wire_read_view(in, d->cbuf, *n);
-}
-
-static int next_zlib(struct token_dec *d, struct wire_in *in, const uint8_t **data,
-		     size_t *len, int32_t *block)
-{
-	for (;;) {
-		if (d->z_inflating) {
-			uInt had = d->z.avail_in;
-			d->z.next_out = d->dbuf;
-			d->z.avail_out = (uInt)d->dcap;
-			int r = inflate(&d->z, Z_NO_FLUSH);
-			size_t n = d->dcap - d->z.avail_out;
-			if (r == Z_STREAM_END)
-				return dec_fail(d, "compressed data ended the deflate stream (%ld)", r);
-			if (r != Z_OK && r != Z_BUF_ERROR)
-				return dec_fail(d, "inflate returned %ld", r);
-			if (n == 0) {
-				if (d->z.avail_in != 0 && d->z.avail_in == had)
-					return dec_fail(d, "inflate made no progress (%ld)", r);
-				if (d->z.avail_in == 0)
-					d->z_inflating = false;
-				continue;
-			}
-			*data = d->dbuf;
-			*len = n;
-			return TOKEN_DATA;
-		}
-		uint8_t flag;
-		if (!wire_read_u8(in, &flag))
-			return TOKEN_ERROR;
-		if ((flag & 0xC0) == DEFLATED_DATA) {
-			size_t n;
-			const uint8_t *chunk = read_chunk(d, in, flag, &n);
-			if (!chunk)
-				return TOKEN_ERROR;
-			d->z.next_in = (Bytef *)(uintptr_t)chunk;
-			d->z.avail_in = (uInt)n;
-			d->z_inflating = n > 0;
-			if (n)
-				d->z_data = true;
-			continue;
-		}
-		if (d->z_data) {
-			/* Everything sent so far is inflated and drained; the
-			 * sender left out the sync flush's 00 00 FF FF. */
-			static const uint8_t marker[4] = {0, 0, 0xFF, 0xFF};
-			if (!inflateSyncPoint(&d->z))
-				return dec_fail(d, "decompressor lost sync (%ld)", 0);
-			d->z.next_in = (Bytef *)(uintptr_t)marker;
-			d->z.avail_in = 4;
-			d->z.next_out = d->dbuf;
-			d->z.avail_out = (uInt)d->dcap;
-			int r = inflate(&d->z, Z_SYNC_FLUSH);
-			if (r != Z_OK || d->z.avail_in != 0 || d->z.avail_out != d->dcap)
-				return dec_fail(d, "inflate of the sync marker returned %ld", r);
-			d->z_data = false;
-		}
-		if (flag == END_FLAG)
-			return TOKEN_END;
-		return token_flag(d, in, flag, block);
-	}
-}
-
-/* Take the chunk that follows when it is already buffered, so that one
- * call fills the output buffer from several chunks (and the receiver
- * writes it in one piece). */
-static bool zstd_next_chunk_buffered(struct token_dec *d, struct wire_in *in)
-{
-	uint8_t flag;
-
-	if (!wire_peek_buffered(in, &flag) || (flag & 0xC0) != DEFLATED_DATA)
-		return false;
-	if (!wire_read_u8(in, &flag))
-		return false;
-	size_t n;
-	const uint8_t *chunk = read_chunk(d, in, flag, &n);
-	if (!chunk)
-		return false;
-	d->zin = (ZSTD_inBuffer){chunk, n, 0};
-	d->zs_inflating = n > 0;
-	return true;
-}
-
-/* Decompress the chunks in hand into dbuf until it is full or the input
- * runs out. Returns the bytes made, or -1 on error. */
-static ssize_t zstd_inflate(struct token_dec *d, struct wire_in *in)
-{
-	ZSTD_outBuffer ob = {d->dbuf, d->dcap, 0};
-
-	while (d->zs_inflating) {
-		size_t had_in = d->zin.pos, had_out = ob.pos;
-		size_t r = ZSTD_decompressStream(d->zd, &ob, &d->zin);
-		if (ZSTD_isError(r)) {
-			wire_fail(d->err, RERR_STREAMIO, "zstd decompression failed: %s",
-				  ZSTD_getErrorName(r));
-			return -1;
-		}
-		if (d->zin.pos == d->zin.size && ob.pos < ob.size) {
-			d->zs_inflating = false;
-			if (!zstd_next_chunk_buffered(d, in) && d->err->code)
-				return -1;
-			continue;
-		}
-		if (ob.pos == had_out && d->zin.pos == had_in) {
-			dec_fail(d, "zstd decompression made no progress (%ld)", 0);
-			return -1;
-		}
-		if (ob.pos == ob.size)
-			break;
-	}
-	return (ssize_t)ob.pos;
-}
-
-static int next_zstd(struct token_dec *d, struct wire_in *in, const uint8_t **data,
-		     size_t *len, int32_t *block)
-{
-	for (;;) {
-		if (d->zs_inflating) {
-			ssize_t n = zstd_inflate(d, in);
-			if (n < 0)
-				return TOKEN_ERROR;
-			if (n == 0)
-				continue;
-			*data = d->dbuf;
-			*len = (size_t)n;
-			return TOKEN_DATA;
-		}
-		uint8_t flag;
-		if (!wire_read_u8(in, &flag))
-			return TOKEN_ERROR;
-		if ((flag & 0xC0) == DEFLATED_DATA) {
-			size_t n;
-			const uint8_t *chunk = read_chunk(d, in, flag, &n);
-			if (!chunk)
-				return TOKEN_ERROR;
-			d->zin = (ZSTD_inBuffer){chunk, n, 0};
-			d->zs_inflating = n > 0;
-			continue;
-		}
-		if (flag == END_FLAG)
-			return TOKEN_END;
-		return token_flag(d, in, flag, block);
-	}
-}
-
-static int next_lz4(struct token_dec *d, struct wire_in *in, const uint8_t **data,
-		    size_t *len, int32_t *block)
-{
-	for (;;) {
-		uint8_t flag;
-		if (!wire_read_u8(in, &flag))
-			return TOKEN_ERROR;
-		if ((flag & 0xC0) == DEFLATED_DATA) {
-			size_t n;
-			const uint8_t *chunk = read_chunk(d, in, flag, &n);
-			if (!chunk)
-				return TOKEN_ERROR;
-			if (n == 0)
-				continue;
-			int r = LZ4_decompress_safe((const char *)chunk, (char *)d->dbuf, (int)n,
-						    (int)d->dcap);
-			if (r < 0)
-				return dec_fail(d, "lz4 decompression failed (%ld)", r);
-			if (r == 0)
-				continue;
-			*data = d->dbuf;
-			*len = (size_t)r;
-			return TOKEN_DATA;
-		}
-		if (flag == END_FLAG)
-			return TOKEN_END;
-		return token_flag(d, in, flag, block);
-	}
-}
-
 int token_dec_next(struct token_dec *d, struct wire_in *in, const uint8_t **data, size_t *len,
 		   int32_t *block)
 {
@@ -1565,70 +766,19 @@ int token_dec_next(struct token_dec *d, struct wire_in *in, const uint8_t **data
 		*block = ++d->rx_token;
 		return TOKEN_BLOCK;
 	}
-	switch (d->alg) {
-	case CPRES_NONE: return next_plain(d, in, data, len, block);
-	case CPRES_ZLIB:
-	case CPRES_ZLIBX: return next_zlib(d, in, data, len, block);
-	case CPRES_ZSTD: return next_zstd(d, in, data, len, block);
-	case CPRES_LZ4: return next_lz4(d, in, data, len, block);
-	default: return dec_fail(d, "unknown compression %ld", d->alg);
-	}
-}
-
-/* Inflate p[0..n) as stored blocks, throwing the output away. */
-static bool see_stored(struct token_dec *d, const uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		size_t k = n > STORED_MAX ? STORED_MAX : n;
-		uint8_t hdr[5] = {0, (uint8_t)k, (uint8_t)(k >> 8), (uint8_t)~k, (uint8_t)(~k >> 8)};
-		const uint8_t *parts[2] = {hdr, p};
-		size_t lens[2] = {5, k};
-		for (int i = 0; i < 2; i++) {
-			d->z.next_in = (Bytef *)(uintptr_t)parts[i];
-			d->z.avail_in = (uInt)lens[i];
-			do {
-				d->z.next_out = d->dbuf;
-				d->z.avail_out = (uInt)d->dcap;
-				int r = inflate(&d->z, Z_SYNC_FLUSH);
-				if (r != Z_OK && r != Z_BUF_ERROR) {
-					dec_fail(d, "inflate (token) returned %ld", r);
-					return false;
-				}
-				if (r == Z_BUF_ERROR && d->z.avail_in != 0) {
-					dec_fail(d, "inflate (token) made no progress (%ld)", r);
-					return false;
-				}
-			} while (d->z.avail_in != 0 || d->z.avail_out == 0);
-		}
-		p += k;
-		n -= k;
-	}
-	return true;
+	if (!d->codec->next)
+		return tok_dec_fail(d, "unknown compression %ld", d->alg);
+	return d->codec->next(d, in, data, len, block);
 }
 
 bool token_dec_wants_blocks(const struct token_dec *d)
 {
-	return d->alg == CPRES_ZLIB;
+	return d->codec->dec_see != NULL;
 }
 
 bool token_dec_see(struct token_dec *d, const uint8_t *p, size_t n, size_t off, size_t blk_len)
 {
-	if (d->alg != CPRES_ZLIB || n == 0)
+	if (!d->codec->dec_see || n == 0)
 		return true;
-	if (d->protocol >= 31)
-		return see_stored(d, p, n);
-	/* Protocol <= 30 (see_deflate_token's old bug, kept on the wire):
-	 * every piece of at most 0xFFFF bytes is taken from the block's start.
-	 * Only the last 32 KiB reach the window, so the last full piece and the
-	 * final one are enough. */
-	if (off != 0)
-		return true;
-	if (blk_len <= STORED_MAX)
-		return see_stored(d, p, n < blk_len ? n : blk_len);
-	if (n < STORED_MAX) {
-		dec_fail(d, "internal: short first piece of a block (%ld)", (long)n);
-		return false;
-	}
-	size_t rem = blk_len % STORED_MAX;
-	return see_stored(d, p, STORED_MAX) && (rem == 0 || see_stored(d, p, rem));
+	return d->codec->dec_see(d, p, n, off, blk_len);
 }

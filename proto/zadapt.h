@@ -3,31 +3,45 @@
  * decided window by window from what the sender measured. Pure logic (no
  * clocks, no I/O), so every decision can be replayed in a unit test.
  *
- * Each algorithm has a ladder of settings, rung 0 being the normal level
- * (rsync's default or --compress-level), the last rung "store": data goes
- * out with no compression effort (zlib level 0 = stored blocks, zstd's
- * fastest level = raw blocks, lz4 literal-only blocks). Every setting on a
- * ladder is one the receiving rsync decodes without knowing it changed.
+ * Each algorithm has a ladder of settings, ordered from the most effort to
+ * none: a higher level where the algorithm has one, the normal level
+ * (rsync's default), faster levels, and "store" last: data goes out with
+ * no compression effort (zlib level 0 = stored blocks, zstd raw blocks in
+ * frames of our own, lz4 literal-only blocks). Every setting on a ladder
+ * is one the receiving rsync decodes without knowing it changed.
  *
- * Two reasons move the compressor off rung 0:
+ * Two reasons move the compressor off the normal level:
  *  - the data does not compress: a window whose output is more than
  *    ZADAPT_INCOMPRESSIBLE_PCT % of its input goes to "store" until a
  *    cheap sample of later data (lz4 on the last ZADAPT_SAMPLE bytes of
  *    every ZADAPT_STORE_WINDOW) compresses below ZADAPT_COMPRESSIBLE_PCT %;
  *    a new file starts afresh;
- *  - the compressor, not the link, is the bottleneck: in a window (at
- *    least ZADAPT_WINDOW bytes, across files) where the compressor's CPU
- *    time was more than ZADAPT_CPU_BOUND times the time the sender spent
- *    waiting for the link (writes blocked on a full socket or pipe; with
- *    --bwlimit, the time the rate allots to the bytes written), go one
- *    rung down; where the waiting took more than
- *    ZADAPT_LINK_BOUND times the compressing, go one rung back up. A
- *    compressor that took in more than 1 MiB per ZADAPT_FAST_NS_PER_MIB
- *    (about 2 GB/s: zero pages, long runs, which every level compresses
- *    that fast and to almost nothing) is never the bottleneck, however
- *    little the link waited for its few output bytes. A step
- *    up that has to be taken back makes the next one wait twice as long
- *    (at most ZADAPT_MAX_HOLD windows), so the level does not flap.
+ *  - another setting moves more input per second of wall time. A setting
+ *    costs, per MiB of input, about
+ *        max(compress time + other sender work, output bytes / link rate)
+ *    (the compressor and the link work in parallel; the slower one sets
+ *    the pace; the faster one adds 1/ZADAPT_OVERLAP of itself). Each timed window (at least ZADAPT_WINDOW bytes, across
+ *    files) measures the current setting's compress time and ratio, the
+ *    sender's other work, and the link: a window in which the sender was
+ *    blocked on the link for at least 1/ZADAPT_SATURATED of its wall time
+ *    saw the link saturated, so output/wall is its rate (the median of the
+ *    last ZADAPT_LINK_SAMPLES such windows, known from two on, so that one
+ *    stall of the receiver's is not taken for the link); a window that did
+ *    not block says nothing (socket buffers take in megabytes).
+ *
+ * The decision: move to a setting whose cost, from fresh measurements
+ * (taken within ZADAPT_STALE timed windows), beats the current one by
+ * more than 1/ZADAPT_MARGIN and ZADAPT_MIN_GAIN_NS ns per MiB. Where a
+ * neighbouring setting has no fresh measurement, its cost is guessed
+ * (from its old measurement, else from the current setting's by the
+ * ZADAPT_STEP_* factors) and, if that looks better by ZADAPT_MIN_GAIN_NS,
+ * it is tried (a probe); "store" is probed the same way while the link's
+ * rate is unknown and no window has yet been saturated (it needs no guess
+ * about the data, only about the link). Every move is judged after ZADAPT_TRIAL windows: kept only if it
+ * beats the setting it left by the margin, else taken back, and then the
+ * next move waits: the hold doubles, up to ZADAPT_MAX_HOLD windows; a
+ * move that is kept halves it. So the level settles instead of flapping,
+ * and of two settings close in cost the one it had stays.
  */
 #ifndef FERRY_ZADAPT_H
 #define FERRY_ZADAPT_H
@@ -51,31 +65,69 @@
 #define ZADAPT_INCOMPRESSIBLE_PCT 97
 #define ZADAPT_COMPRESSIBLE_PCT 90
 #define ZADAPT_SAMPLE (8 * 1024)
-#define ZADAPT_CPU_BOUND 4
-/* ... and this far over, two rungs at once */
-#define ZADAPT_CPU_FAR 16
-#define ZADAPT_LINK_BOUND 2
-#define ZADAPT_FAST_NS_PER_MIB 500000
+
+/* Compressing and sending overlap but not perfectly: the smaller of the
+ * two adds 1/ZADAPT_OVERLAP of itself to a setting's cost. */
+#define ZADAPT_OVERLAP 8
+/* Blocked on the link for at least 1/ZADAPT_SATURATED of the window. */
+#define ZADAPT_SATURATED 4
+/* The link's time is the median of this many saturated windows (known
+ * from two on). */
+#define ZADAPT_LINK_SAMPLES 3
+/* A move must gain more than 1/ZADAPT_MARGIN of the current cost ... */
+#define ZADAPT_MARGIN 8
+/* ... and more than this many ns per MiB of input (a compressor working
+ * at 4 GB/s, zero pages, is nobody's bottleneck) */
+#define ZADAPT_MIN_GAIN_NS 250000
+/* A measurement older than this many timed windows is a guess again. */
+#define ZADAPT_STALE 24
+/* A move is judged after this many windows at the new setting. */
+#define ZADAPT_TRIAL 2
 #define ZADAPT_MAX_HOLD 64
-/* Windows whose compressing took less than this are not evidence of
- * anything (tiny windows at the end of files). */
-#define ZADAPT_MIN_NS 500000
+/* Storing costs a copy and block headers: about 10 GB/s. */
+#define ZADAPT_STORE_NS_PER_MIB 100000
+/* Guesses for an untried neighbour, per rung, as fractions of 16: one
+ * rung faster takes 10/16 of the time for 18/16 of the output, one rung
+ * more effort twice the time for 14/16 of the output. */
+#define ZADAPT_STEP_FASTER_CPU 10
+#define ZADAPT_STEP_FASTER_OUT 18
+#define ZADAPT_STEP_SLOWER_CPU 32
+#define ZADAPT_STEP_SLOWER_OUT 14
+/* Ratios are in 1/ZADAPT_RATIO_ONE of the input. */
+#define ZADAPT_RATIO_ONE 65536u
 
 #define ZADAPT_MAX_RUNGS 8
+
+/* What was measured of one setting. */
+struct zadapt_rung {
+	uint64_t ns_per_mib;  /* compress time per MiB of input */
+	uint32_t ratio;       /* output per input, ZADAPT_RATIO_ONE = 1 */
+	int age;              /* timed windows since measured */
+	bool seen;
+};
 
 struct zadapt {
 	/* configuration (set by zadapt_init) */
 	int alg;                        /* CPRES_* */
-	bool adaptive;                  /* false: rung 0 always (--compress-level) */
+	bool adaptive;                  /* false: the normal level always (--compress-level) */
 	int nrungs;                     /* rungs[nrungs-1] is "store" */
+	int normal;                     /* the rung of the normal level */
 	int rungs[ZADAPT_MAX_RUNGS];    /* zstd/zlib level, lz4 acceleration */
 
 	/* state */
 	int rung;          /* the speed rung */
 	bool incompressible; /* this file's data is being stored for that reason */
-	bool last_up;      /* the last move was a step up */
-	int hold;          /* windows to wait before the next step up */
-	int backoff;       /* what hold is set to after a step down */
+	struct zadapt_rung stat[ZADAPT_MAX_RUNGS];
+	uint64_t other_ns_per_mib; /* the sender's work besides compressing */
+	uint64_t link_ns_per_mib;  /* the link's time per MiB of output: an
+				    * estimate if link_known, else at most */
+	bool link_known;   /* saturated windows measured the link */
+	uint64_t link_samples[ZADAPT_LINK_SAMPLES]; /* the last ones, newest first */
+	int nlink;         /* samples in link_samples */
+	int came_from;     /* the rung before the last move, -1: none */
+	int probing;       /* windows left to measure the last move by */
+	int hold;          /* windows to wait before the next move */
+	int backoff;       /* what hold is set to after a move taken back */
 	int changes;       /* setting changes so far (for tests and --debug) */
 };
 
@@ -83,11 +135,13 @@ struct zadapt {
 struct zadapt_window {
 	uint64_t in;          /* literal bytes given to the compressor */
 	uint64_t out;         /* compressed bytes that came out */
-	bool timed;           /* comp_ns and wait_ns cover at least
-			       * ZADAPT_WINDOW bytes: judge the speed */
+	bool timed;           /* the times cover at least ZADAPT_WINDOW bytes:
+			       * judge the speed */
 	uint64_t bytes;       /* literal bytes (all files) those times cover */
+	uint64_t sent;        /* compressed bytes sent in that time */
 	uint64_t comp_ns;     /* CPU time spent compressing */
 	uint64_t wait_ns;     /* time spent waiting for the link */
+	uint64_t wall_ns;     /* wall time of it all (0: comp_ns + wait_ns) */
 	uint64_t sample_in;   /* while storing: a sample's size ... */
 	uint64_t sample_out;  /* ... and what a fast compressor made of it */
 };
@@ -103,5 +157,9 @@ bool zadapt_window_end(struct zadapt *z, const struct zadapt_window *w);
 int zadapt_setting(const struct zadapt *z);
 /* Is the current setting "no compression effort"? */
 bool zadapt_storing(const struct zadapt *z);
+/* The estimated cost of rung r in ns per MiB of input, from what was
+ * measured (a guess where nothing fresh was; see zadapt.h). For tests
+ * and --debug. */
+uint64_t zadapt_cost(const struct zadapt *z, int r);
 
 #endif
