@@ -48,7 +48,7 @@ struct eh_run {
 /* Flags of eh_transfer. */
 /* The receiving half's threads run as "nobody" (uid and gid 65534) when
  * the tests run as root, so that a read-only directory refuses their
- * writes as it would an unprivileged user's. */
+ * writes as it would an unprivileged user's. Without root: no change. */
 #define EH_RECV_UNPRIVILEGED 0x1
 
 /* Make the directories (ROOT/src empty, ROOT/dst absent). 0 or -1. */

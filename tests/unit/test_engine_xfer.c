@@ -309,6 +309,10 @@ static void test_receiver_write_failure_is_code_23(void **state)
 	struct eh_run r;
 	struct stat st;
 
+	/* only root has another user to be: the owner of a read-only dir
+	 * may make it writable, and rsync's generator does */
+	if (geteuid() != 0)
+		skip();
 	eh_write(e, "src/f", "data\n", 5, 0644, T_OLD);
 	eh_write(e, "src/g", "more\n", 5, 0644, T_OLD);
 	eh_mkdir(e, "dst", 0555);
@@ -326,7 +330,7 @@ static void test_receiver_write_failure_is_code_23(void **state)
 	snprintf(want, sizeof want,
 		 "ferry: [generator] failed to modify permissions on \"%s/.\": "
 		 "Operation not permitted (1)", dst);
-	if (!eh_has_line(errs, want) && geteuid() == 0)
+	if (!eh_has_line(errs, want))
 		fail_msg("no \"%s\" in:\n%s", want, errs);
 	for (const char *name = "f"; name; name = *name == 'f' ? "g" : NULL) {
 		snprintf(want, sizeof want, "ferry: [receiver] mkstemp \"%s/.%s.", dst, name);
