@@ -49,6 +49,14 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libferry.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libferry.a $(LDLIBS_ALL) -lcmocka
 
+# The engine tests (test_engine_*.c) run whole transfers in-process with
+# tests/unit/engine_harness.c.
+ENGINE_HARNESS := tests/unit/engine_harness.c tests/unit/engine_harness.h
+
+$(BUILD)/tests/test_engine_%: tests/unit/test_engine_%.c $(ENGINE_HARNESS) $(BUILD)/libferry.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< tests/unit/engine_harness.c $(BUILD)/libferry.a $(LDLIBS_ALL) -lcmocka
+
 unit: $(UNIT_BINS) $(BUILD)/tests/test_fuzz_replay
 
 # The fuzz harnesses (tests/fuzz/fuzz_<name>.c), linked with libFuzzer by

@@ -20,6 +20,7 @@
 #include "client/options.h"
 #include "client/pull.h"
 #include "proto/logfmt.h"
+#include "proto/msg.h"
 #include "client/push.h"
 #include "proto/filesfrom.h"
 #include "proto/filter.h"
@@ -63,12 +64,33 @@ static int parse_with_remote_options(const struct ferry_opts *o, struct ferry_op
 	return rc == FERRY_OPTS_EXIT_OK ? 0 : rc;
 }
 
-static int run_receiver_child(const struct ferry_opts *o, int fd, const char *dest)
+/* Where a half's output goes and what it leaves behind, as io asks. */
+static void half_streams(struct session *s, const struct local_half_io *io)
+{
+	if (io && io->info)
+		s->info = io->info;
+	if (io && io->errors)
+		s->errors = io->errors;
+}
+
+static void half_result(const struct session *s, const struct local_half_io *io)
+{
+	if (!io || !io->result)
+		return;
+	io->result->stats = s->stats;
+	io->result->protocol = s->protocol;
+	io->result->inc_recurse = s->inc_recurse;
+	io->result->compress = s->compress;
+}
+
+int local_receiver_half(const struct ferry_opts *o, int fd, const char *dest,
+			const struct local_half_io *io)
 {
 	struct ferry_opts ro = *o, parsed;
 	struct session s;
+	bool reparsed = o->nremote_options > 0 && o->raw_argv;
 
-	if (o->nremote_options > 0 && o->raw_argv) {
+	if (reparsed) {
 		int rc = parse_with_remote_options(o, &parsed);
 		if (rc) {
 			options_free(&parsed);
@@ -96,15 +118,57 @@ static int run_receiver_child(const struct ferry_opts *o, int fd, const char *de
 		ro.whole_file = 1;
 	session_init(&s, &ro, fd, fd);
 	s.info = stderr;
+	half_streams(&s, io);
 	s.local_copy = true; /* it logs the deletions to --log-file */
 	int code = server_run(&s, &ctx);
+	half_result(&s, io);
+	session_free(&s);
+	if (reparsed)
+		options_free(&parsed);
+	return code;
+}
+
+int local_sender_half(const struct ferry_opts *o, int fd, char **srcs, int nsrc,
+		      struct filter_list *filters, time_t start, const struct local_half_io *io)
+{
+	struct session s;
+	struct ferry_opts so = *o;
+
+	/* --whole-file by default here too, except when the deltas are what
+	 * a batch records */
+	if (so.whole_file < 0 && !o->write_batch)
+		so.whole_file = 1;
+	session_init(&s, &so, fd, fd);
+	half_streams(&s, io);
+	s.am_sender = true;
+	s.local_copy = true;
+	int code;
+	if (!negotiate_client(&s, 0)) {
+		code = session_exit_code(&s);
+		if (s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
+			fprintf(msg_err_stream(&s), "ferry: %s\n", s.err.msg);
+	} else {
+		s.in.mux = true;
+		s.out.mux = s.protocol >= 30;
+		code = push_run(&s, srcs, nsrc, filters, start);
+	}
+	half_result(&s, io);
+	progress_json_note_totals(&s); /* for --json's end event */
 	session_free(&s);
 	return code;
 }
 
+int local_exit_code(int sender, int receiver)
+{
+	/* When the receiver gave up, its reason is the one that counts: the
+	 * sender only saw the connection close. */
+	if (receiver && (sender == 0 || sender == RERR_STREAMIO))
+		return receiver;
+	return sender;
+}
+
 int client_local(const struct ferry_opts *o, char **srcs, int nsrc, const char *dest)
 {
-	struct session s;
 	struct filter_list filters;
 	char err[512];
 	int sv[2];
@@ -131,39 +195,16 @@ int client_local(const struct ferry_opts *o, char **srcs, int nsrc, const char *
 	if (pid == 0) {
 		close(sv[0]);
 		stop_signal_install(NULL); /* a forced exit is the parent's to report */
-		_exit(run_receiver_child(o, sv[1], dest));
+		_exit(local_receiver_half(o, sv[1], dest, NULL));
 	}
 	close(sv[1]);
-	struct ferry_opts so = *o;
-	/* ... except when the deltas are what a batch records. */
-	if (so.whole_file < 0 && !o->write_batch)
-		so.whole_file = 1;
-	session_init(&s, &so, sv[0], sv[0]);
-	s.am_sender = true;
-	s.local_copy = true;
-	int code;
-	if (!negotiate_client(&s, 0)) {
-		code = session_exit_code(&s);
-		if (s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
-			fprintf(stderr, "ferry: %s\n", s.err.msg);
-	} else {
-		s.in.mux = true;
-		s.out.mux = s.protocol >= 30;
-		code = push_run(&s, srcs, nsrc, &filters, start);
-	}
-	progress_json_note_totals(&s); /* for --json's end event */
-	session_free(&s);
+	int code = local_sender_half(o, sv[0], srcs, nsrc, &filters, start, NULL);
 	close(sv[0]);
 	filter_list_free(&filters);
 	int status;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	int child = WIFEXITED(status) ? WEXITSTATUS(status) : RERR_CRASHED;
-	/* When the receiver gave up, its reason is the one that counts: our
-	 * side only saw the connection close. */
-	if (child && (code == 0 || code == RERR_STREAMIO))
-		return child;
-	return code;
+	return local_exit_code(code, WIFEXITED(status) ? WEXITSTATUS(status) : RERR_CRASHED);
 }
 
 int client_local_list(const struct ferry_opts *o, char **srcs, int nsrc)

@@ -193,7 +193,7 @@ int push_run(struct session *s, char **srcs, int nsrc, struct filter_list *filte
 			}
 		}
 		if (s->err.msg[0] && strcmp(s->err.msg, " ") != 0)
-			fprintf(stderr, "ferry: %s\n", s->err.msg);
+			fprintf(msg_err_stream(s), "ferry: %s\n", s->err.msg);
 	}
 	return batch_client_finish(s, code);
 }

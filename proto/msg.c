@@ -133,10 +133,15 @@ static bool is_exit_line(const char *text, size_t len)
 	return at && strstr(at, ") at ") && len > 0 && line[len - 1] == ']';
 }
 
+FILE *msg_err_stream(const struct session *s)
+{
+	return s->errors ? s->errors : stderr;
+}
+
 static FILE *local_stream(const struct session *s, enum msg_class c)
 {
 	if (is_error_class(c) || (s->am_server && s->opts->msgs2stderr))
-		return stderr;
+		return msg_err_stream(s);
 	return s->info;
 }
 
@@ -162,7 +167,7 @@ void msg_write(struct session *s, enum msg_class c, const char *text, size_t len
 	}
 	if (json_event(s, c, text, len))
 		return;
-	print_local(s, s->am_server ? stderr : local_stream(s, c), text, len, false);
+	print_local(s, s->am_server ? msg_err_stream(s) : local_stream(s, c), text, len, false);
 }
 
 void msg_write_lines(struct session *s, enum msg_class c, const char *text, size_t len)
@@ -192,7 +197,7 @@ void msg_from_peer(struct session *s, int msg_code, const char *text, size_t len
 		s->peer_exit_line = is_exit_line(text, len);
 	if (json_event(s, c, text, len))
 		return;
-	print_local(s, is_error_class(c) ? stderr : s->info, text, len, true);
+	print_local(s, is_error_class(c) ? msg_err_stream(s) : s->info, text, len, true);
 }
 
 /* vsnprintf, an over-long text cut short with "[...]" (and its newline

@@ -11,7 +11,8 @@
  *    class's MSG_* (MSG_ERROR -> MSG_ERROR_XFER and MSG_WARNING -> MSG_INFO
  *    below protocol 30, as rsync does); --stderr=all on a server, or a
  *    stream not multiplexed yet, prints it on stderr instead;
- *  - otherwise errors and warnings go to stderr, information to s->info,
+ *  - otherwise errors and warnings go to stderr (s->errors when set),
+ *    information to s->info,
  *    control characters (and, without -8, what the locale cannot print)
  *    shown as \#ooo; a leading '\r' and the trailing newline stay raw;
  *  - with --json a client writes each message as a "message" event on
@@ -25,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 struct session;
 
@@ -37,6 +39,9 @@ enum msg_class {
 	MC_LOG,        /* FLOG: the log only */
 	MC_CLIENT,     /* FCLIENT: as MC_INFO, but never logged */
 };
+
+/* Where s prints errors and warnings: s->errors, or stderr. */
+FILE *msg_err_stream(const struct session *s);
 
 /* Route len bytes of text of class c (see above). Safe from the sender,
  * generator and receiver threads at once. */

@@ -171,6 +171,8 @@ struct session {
 	void (*on_no_send)(void *ctx, int32_t ndx);
 	void *on_no_send_ctx;
 	FILE *info;                 /* where MSG_INFO and our -v output go */
+	FILE *errors;               /* where errors and warnings go (NULL:
+				     * stderr; tests capture them) */
 	bool local_copy;            /* a half of a local copy: items show '>' */
 	FILE *log_fp;               /* --log-file, or NULL */
 	/* Inside a daemon module (set by daemon/serve.c; NULL elsewhere): its
