@@ -1590,9 +1590,9 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 		request_file(g, ndx, f, dirfd, leaf, NULL, ITEM_IS_NEW, false);
 		return REG_REQUESTED;
 	}
-	if (o->update && (st.st_mtim.tv_sec > f->mtime ||
-			  (st.st_mtim.tv_sec == f->mtime &&
-			   (uint32_t)st.st_mtim.tv_nsec > f->mtime_nsec))) {
+	/* rsync compares whole seconds here, within --modify-window: a
+	 * destination touched later in the same second is not newer */
+	if (o->update && (int64_t)f->mtime - (int64_t)st.st_mtim.tv_sec < o->modify_window) {
 		if (info_ge(o, INFO_SKIP, 1))
 			session_info(g->s, "%s is newer\n", path);
 		return REG_IN_PLACE;

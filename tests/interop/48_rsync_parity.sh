@@ -154,6 +154,14 @@ done
 t_check gen_err_1 parity gen_err_1 "mkdir -p SRC/d/e DST/d && echo c >SRC/d/e/c && echo f >DST/d/e && $OLD" \
     "\$R -a SRC/ DST/"
 
+# --update compares whole seconds, as rsync does: a destination written
+# later within the same second is not newer; one a second later is.
+UP_TREE="mkdir SRC DST && echo a >SRC/same && echo b >DST/same && echo c >SRC/later && echo d >DST/later \
+ && touch -d '2020-01-01 00:00:00.1' SRC/same SRC/later && touch -d '2020-01-01 00:00:00.9' DST/same \
+ && touch -d '2020-01-01 00:00:01.0' DST/later"
+t_check update_same_second parity update_same_second "$UP_TREE" \
+    "\$R -aii --update --info=skip SRC/ DST/"
+
 # A dry run's --stats count the files it would transfer, as rsync's.
 t_check dry_stats parity dry_stats "mkdir -p SRC/d DST && echo a >SRC/a && echo b >SRC/d/b && $OLD" \
     "\$R -a --stats --dry-run SRC/ DST/"
