@@ -754,7 +754,7 @@ bool sender_run(struct session *s, struct send_list *sl)
 			d.append = 0;
 		/* --only-write-batch: the file goes to the batch alone
 		 * (sender.c: f_xfer = batch_fd). */
-		s->out.divert = s->out.tee && s->opts->write_batch < 0;
+		s->out.divert = s->out.tee.fn && s->opts->write_batch < 0;
 		uint64_t given = wire_out_given(&s->out), taken = wire_in_taken(&s->in);
 		ok = send_one(&d, ndx, iflags, type, xname);
 		d.append = append;
