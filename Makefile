@@ -61,13 +61,13 @@ REPLAY_OBJS := $(FUZZ_NAMES:%=$(BUILD)/tests/fuzz/replay_%.o) $(BUILD)/tests/fuz
 
 $(BUILD)/tests/fuzz/replay_%.o: tests/fuzz/fuzz_%.c $(FUZZ_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -DLLVMFuzzerTestOneInput=fuzz_one_$* -c -o $@ $<
+	$(CC) $(CFLAGS_ALL) -MMD -MP -DLLVMFuzzerTestOneInput=fuzz_one_$* -c -o $@ $<
 
 $(BUILD)/tests/test_fuzz_replay: tests/fuzz/replay.c $(REPLAY_OBJS) $(BUILD)/libferry.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(REPLAY_OBJS) $(BUILD)/libferry.a $(LDLIBS_ALL) -lcmocka
 
--include $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(REPLAY_OBJS:.o=.d)
 
 # ---- fuzzing (issue 22; README "Fuzzing") ----
 # `make fuzz`: build/fuzz/fuzz_<name>, clang with libFuzzer, ASan and

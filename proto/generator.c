@@ -58,54 +58,6 @@ static bool unchanged_attrs(struct gen *g, const struct file_entry *f, const str
 
 /* ---- block sums ---- */
 
-/* mirrors rsync generator.c:sum_sizes_sqroot() */
-void sum_sizes_sqroot(struct sum_head *h, int64_t len, int protocol, long block_size,
-		      size_t digest_len, bool redo)
-{
-	int32_t max_s2 = digest_len < 16 ? (int32_t)digest_len : 16;
-	int32_t blength;
-
-	if (block_size) {
-		blength = (int32_t)block_size;
-	} else if (len <= 700 * 700) {
-		blength = 700;
-	} else {
-		int32_t max_blength = protocol < 30 ? (1 << 29) : (1 << 17);
-		int32_t c = 1;
-		for (int64_t l = len; l >>= 2;)
-			c <<= 1;
-		if (c < 0 || c >= max_blength) {
-			blength = max_blength;
-		} else {
-			blength = 0;
-			do {
-				blength |= c;
-				if (len < (int64_t)blength * blength)
-					blength &= ~c;
-				c >>= 1;
-			} while (c >= 8);
-			if (blength < 700)
-				blength = 700;
-		}
-	}
-	if (redo) {
-		h->s2length = max_s2;
-	} else {
-		int b = 10;
-		for (int64_t l = len; l >>= 1;)
-			b += 2;
-		for (int32_t c = blength; (c >>= 1) && b;)
-			b--;
-		int32_t s2 = (b + 1 - 32 + 7) / 8;
-		if (s2 < 2)
-			s2 = 2;
-		h->s2length = s2 < max_s2 ? s2 : max_s2;
-	}
-	h->blength = blength;
-	h->remainder = (int32_t)(len % blength);
-	h->count = (int32_t)(len / blength + (h->remainder != 0));
-}
-
 static bool write_sum_head(struct session *s, const struct sum_head *h)
 {
 	return wire_write_i32(&s->out, h->count) && wire_write_i32(&s->out, h->blength) &&

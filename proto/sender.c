@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/itemlog.h"
 #include "proto/alloc.h"
 #include "proto/msg.h"
 #include "proto/batch.h"
