@@ -2163,10 +2163,8 @@ void *generator_main(void *arg)
 {
 	struct recv_ctx *rc = arg;
 	struct gen g = {.rc = rc, .s = rc->s, .o = rc->s->opts};
-	mode_t um = umask(0);
 
-	umask(um);
-	g.dflt_perms = 0777 & ~um;
+	g.dflt_perms = 0777 & ~rc->s->umask_bits;
 	dir_cursor_init(&g.dirs, rc->rootfd);
 	g.dirs.follow = recv_follows_dest_links(g.o);
 	/* -K follows a destination symlink only while it stays beneath the

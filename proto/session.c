@@ -7,7 +7,7 @@
 #include "proto/msg.h"
 #include "proto/outfilter.h"
 #include "proto/filter.h"
-#include "client/exit_line.h"
+#include "proto/exit_line.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -155,11 +155,10 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 	s->munge_symlinks = opts->munge_links; /* a daemon's module decides for itself */
 	logfile_open(s);
 	s->skip_compress = opts->skip_compress;
-	if (opts->chmod) {
-		mode_t um = umask(0);
-		umask(um);
-		chmod_parse(&s->chmod, opts->chmod, um);
-	}
+	s->umask_bits = umask(0);
+	umask(s->umask_bits);
+	if (opts->chmod)
+		chmod_parse(&s->chmod, opts->chmod, s->umask_bits);
 }
 
 bool session_on_free(struct session *s, session_cleanup_fn fn)

@@ -149,6 +149,9 @@ struct session {
 	struct id_map uids, gids;
 	struct flist_codec fl;      /* file-list decoding state */
 	struct chmod_rules chmod;   /* --chmod, applied to the local side's list */
+	mode_t umask_bits;          /* the process's umask, read once by
+				     * session_init: reading it means setting
+				     * it, which no thread may race */
 
 	/* Daemon module policy (set by daemon/serve.c; off elsewhere). */
 	bool munge_symlinks;        /* "munge symlinks": /rsyncd-munged/ prefix */
