@@ -121,3 +121,19 @@ void sum_sizes_sqroot(struct sum_head *h, int64_t len, int protocol, long block_
 	h->remainder = (int32_t)(len % blength);
 	h->count = (int32_t)(len / blength + (h->remainder != 0));
 }
+
+/* Is the entry below a directory we failed to create? Entries are sorted
+ * so that a directory precedes its contents; we keep the failed ones in
+ * the state array and look the parent up by name. */
+bool parent_failed(struct recv_ctx *rc, const struct file_entry *f)
+{
+	if (!f->dirname || !rc->failed_dirs)
+		return false;
+	for (size_t i = 0; i < rc->nfailed_dirs; i++) {
+		size_t n = strlen(rc->failed_dirs[i]);
+		if (strncmp(f->dirname, rc->failed_dirs[i], n) == 0 &&
+		    (f->dirname[n] == '\0' || f->dirname[n] == '/'))
+			return true;
+	}
+	return false;
+}
