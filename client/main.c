@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "client/batch_client.h"
-#include "client/exit_line.h"
+#include "proto/exit_line.h"
 #include "client/local.h"
 #include "client/options.h"
 #include "client/pull.h"

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "client/connect.h"
-#include "client/exit_line.h"
+#include "proto/exit_line.h"
 #include "client/options.h"
 #include "proto/logfmt.h"
 #include "proto/oppath.h"

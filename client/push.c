@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "client/batch_client.h"
-#include "client/exit_line.h"
+#include "proto/exit_line.h"
 #include "client/transport.h"
 #include "client/options.h"
 #include "proto/filesfrom.h"

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "client/connect.h"
-#include "client/exit_line.h"
+#include "proto/exit_line.h"
 #include "client/options.h"
 #include "daemon/auth.h"
 #include "daemon/conn_limits.h"

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "client/exit_line.h"
+#include "proto/exit_line.h"
 #include "proto/alloc.h"
 #include "proto/stop_signal.h"
 #include "client/options.h"

@@ -76,10 +76,14 @@ struct acl_state {
 
 static const struct racl empty_racl = {NULL, 0, NO_ENTRY, NO_ENTRY, NO_ENTRY, NO_ENTRY};
 
+static void acl_state_free(struct session *s);
+
 static struct acl_state *state(struct session *s)
 {
-	if (!s->acl_state)
+	if (!s->acl_state) {
 		s->acl_state = calloc(1, sizeof *s->acl_state);
+		session_on_free(s, acl_state_free);
+	}
 	return s->acl_state;
 }
 
@@ -89,7 +93,8 @@ static void racl_free(struct racl *r)
 	*r = empty_racl;
 }
 
-void acl_state_free(struct session *s)
+/* The session's clean-up for the ACLs seen (session_on_free). */
+static void acl_state_free(struct session *s)
 {
 	struct acl_state *a = s->acl_state;
 

@@ -53,6 +53,4 @@ int acl_apply(struct session *s, int dirfd, const char *leaf, const struct file_
  * when it has one, else umask_perms (acls.c: default_perms_for_dir). */
 uint32_t acl_default_perms(int dirfd, uint32_t umask_perms);
 
-void acl_state_free(struct session *s);
-
 #endif

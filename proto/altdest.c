@@ -234,3 +234,16 @@ void recv_close_side_dirs(struct recv_ctx *rc)
 		close(rc->temp_fd);
 	rc->backup_fd = rc->temp_fd = -1;
 }
+
+const char *recv_dest_dir(const struct recv_ctx *rc, char *buf, size_t size)
+{
+	if (rc->dest_rel)
+		return rc->dest_rel;
+	if (!rc->root_path)
+		return NULL;
+	snprintf(buf, size, "%s", rc->root_path);
+	char *slash = strrchr(buf, '/');
+	if (rc->solo_name) /* a file's new name: its directory */
+		snprintf(slash ? slash : buf, slash ? 2 : size, slash ? "/" : ".");
+	return buf;
+}

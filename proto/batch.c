@@ -112,6 +112,12 @@ static bool write_header(struct batch_tee *t, struct session *s)
 	return batch_tee_data(t, b, n);
 }
 
+/* The stream's tee (wire.h): the batch file's copy of its data. */
+static bool tee_hook(void *ctx, const void *p, size_t n)
+{
+	return batch_tee_data(ctx, p, n);
+}
+
 bool batch_start(struct session *s, bool we_send)
 {
 	const char *name = s->opts->batch_name;
@@ -136,10 +142,11 @@ bool batch_start(struct session *s, bool we_send)
 		free(t);
 		return false;
 	}
+	struct wire_tee hook = {.fn = tee_hook, .ctx = t};
 	if (we_send)
-		s->out.tee = t;
+		s->out.tee = hook;
 	else
-		s->in.tee = t;
+		s->in.tee = hook;
 	return true;
 }
 
@@ -160,7 +167,7 @@ static size_t put_varlong30(uint8_t *b, int64_t v, int protocol)
 
 bool batch_write_stats(struct session *s)
 {
-	struct batch_tee *t = s->out.tee;
+	struct batch_tee *t = s->out.tee.ctx; /* ours, from batch_start */
 	uint8_t b[5 * 12];
 	size_t n = 0;
 	int64_t v[5] = {(int64_t)s->in.total_read, (int64_t)(s->out.total_written + s->out.len),
@@ -176,14 +183,14 @@ bool batch_write_stats(struct session *s)
 	return batch_tee_data(t, b, n);
 }
 
-static bool finish_one(struct batch_tee **tp)
+static bool finish_one(struct wire_tee *tee)
 {
-	struct batch_tee *t = *tp;
+	struct batch_tee *t = tee->ctx;
 	bool ok;
 
-	if (!t)
+	if (!tee->fn)
 		return true;
-	*tp = NULL;
+	*tee = (struct wire_tee){0};
 	ok = tee_flush(t);
 	if (close(t->fd) < 0 && ok)
 		ok = wire_fail(t->err, RERR_FILEIO, "write error on batch file \"%s\": %s",

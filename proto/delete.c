@@ -5,6 +5,7 @@
  * --delete-excluded; after a sender I/O error nothing is deleted unless
  * --ignore-errors.
  */
+#include "proto/itemlog.h"
 #include "proto/delete.h"
 #include "proto/recvside.h"
 

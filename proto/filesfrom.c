@@ -257,7 +257,7 @@ static size_t squeeze(unsigned char *buf, size_t n, bool from0, bool *last_nul)
 static void *forward_main(void *arg)
 {
 	struct names_forwarder *f = arg;
-	static __thread unsigned char frame[4 + 8192];
+	unsigned char *frame = f->frame;
 	bool last_nul = true;
 
 	for (;;) {
@@ -269,7 +269,7 @@ static void *forward_main(void *arg)
 		int r = poll(&pf, 1, POLL_TICK_MS);
 		if (r == 0 || (r < 0 && errno == EINTR))
 			continue;
-		ssize_t n = read(f->src_fd, frame + 4, sizeof frame - 4);
+		ssize_t n = read(f->src_fd, frame + 4, sizeof f->frame - 4);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {

@@ -65,6 +65,7 @@ struct names_forwarder {
 	atomic_bool stop;
 	bool failed;
 	char why[256];
+	unsigned char frame[4 + 8192]; /* the thread's read buffer: a frame */
 };
 
 /* Start forwarding (the output is flushed first). False if the thread

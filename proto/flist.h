@@ -165,10 +165,23 @@ bool flist_recv(struct session *s, struct flist *fl);
  * With incremental recursion the list is the first part. */
 bool flist_sort_and_clean(struct session *s, struct flist *fl);
 
-/* Incremental recursion, receiving side (flist_inc_recv.c): reserve the
- * arrays before the first entry; read the contents of dir_ndx announced
- * by NDX_FLIST_OFFSET - dir_ndx; close a part (sort, clean, number). */
+/* The most entries and indexes an incremental list may hold: address
+ * space reserved up front, inaccessible, and made usable in steps as
+ * entries arrive, so that the kernel's commit accounting (strict under
+ * vm.overcommit_memory=2) only sees what is used. */
+#define INC_MAX_FILES ((size_t)1 << 24)
+#define INC_MAX_SLOTS (INC_MAX_FILES * 2 + 2)
+
+/* Incremental recursion, receiving side: reserve the arrays before the
+ * first entry (flist.c); read the contents of dir_ndx announced by
+ * NDX_FLIST_OFFSET - dir_ndx (flist_recv.c); close a part (sort, clean,
+ * number: flist_inc_recv.c). */
 bool flist_inc_reserve(struct session *s, struct flist *fl);
+/* Make the first `need` bytes of a reserved area (of `size` bytes, base)
+ * usable, in steps; *committed is how much already is. Pages already
+ * usable stay where they are: the other thread may be reading them.
+ * False when the kernel refuses. */
+bool flist_inc_commit(void *base, size_t size, size_t *committed, size_t need);
 /* Room for more entries in files[] (cap grows); false past the limit. */
 bool flist_inc_grow(struct session *s, struct flist *fl);
 /* The part being received: the sender's number of its first entry and its

@@ -47,7 +47,11 @@ struct walker {
 	const char *lazy_root; /* the source directory a lazy walk is under,
 				* relative to the module (NULL: see sl->roots) */
 	const char *base_name; /* the --files-from source directory, as named */
+	uint8_t *sum_buf;      /* -c: file_sum's read buffer (SUM_BUF_SIZE),
+				* made at its first use, freed with the walker */
 };
+
+#define SUM_BUF_SIZE (256 * 1024)
 
 /* rsync's rsyserr() as the sender: "[sender] WHAT "/full/name" failed";
  * dir is what name is relative to (NULL: the working directory). */
@@ -81,7 +85,6 @@ static bool file_sum(struct walker *k, struct file_entry *f, int dirfd, const ch
 		     const char *path)
 {
 	size_t n = csum_len(k->s->flist_csum);
-	static __thread uint8_t buf[256 * 1024];
 	struct csum_ctx c;
 	ssize_t got;
 	int64_t off = 0;
@@ -89,6 +92,9 @@ static bool file_sum(struct walker *k, struct file_entry *f, int dirfd, const ch
 	f->sum = flist_alloc(&k->sl->fl, n);
 	if (!f->sum)
 		return false;
+	if (!k->sum_buf && !(k->sum_buf = malloc(SUM_BUF_SIZE)))
+		return wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
+	uint8_t *buf = k->sum_buf;
 	memset(f->sum, 0, n);
 	int fd = fs_open_source(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
 				k->s->opts->open_noatime);
@@ -97,7 +103,7 @@ static bool file_sum(struct walker *k, struct file_entry *f, int dirfd, const ch
 		return true;
 	}
 	csum_file_init(&c, k->s->flist_csum, 0);
-	while ((got = fs_pread_full(fd, buf, sizeof buf, off)) > 0) {
+	while ((got = fs_pread_full(fd, buf, SUM_BUF_SIZE, off)) > 0) {
 		csum_file_update(&c, buf, (size_t)got);
 		off += got;
 	}
@@ -1212,6 +1218,7 @@ bool flist_build(struct session *s, const struct walk_opts *w, char **args, int 
 	for (size_t i = 0; i < k.nroot_names; i++)
 		free(k.root_names[i]);
 	free(k.root_names);
+	free(k.sum_buf);
 	return ok;
 }
 
@@ -1275,12 +1282,13 @@ bool flist_read_dir(struct session *s, const struct send_list *sl, const char *d
 	 * one in another part's storage, which may be freed by now */
 	s->fl.lastdir = NULL;
 	bool ok = walk_dir(&k, dirfd, dirpath);
+	free(k.sum_buf);
 	s->fl.lastdir = NULL;
 	trim_part(part);
 	return ok;
 }
 
-void send_list_free(struct send_list *sl)
+void flist_build_free(struct send_list *sl)
 {
 	for (size_t i = 0; i < sl->roots.count; i++) {
 		close(sl->roots.fds[i]);
@@ -1290,8 +1298,6 @@ void send_list_free(struct send_list *sl)
 	free(sl->roots.paths);
 	free(sl->info);
 	part_names_free(sl->part_names);
-	flist_enc_free(sl->enc);
-	flist_inc_free(sl->inc);
 	flist_free(&sl->fl);
 	memset(sl, 0, sizeof *sl);
 }

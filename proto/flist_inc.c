@@ -22,6 +22,7 @@
 
 #include "proto/fileio.h"
 #include "proto/sendside.h"
+#include "proto/xattrs.h"
 
 /* rsync.h MIN/MAX_FILECNT_LOOKAHEAD: files listed ahead of the part the
  * generator works on - at least before each request, at most when idle. */
@@ -729,4 +730,22 @@ int32_t flist_send_file_index(const struct send_list *sl, int32_t ndx)
 bool flist_send_complete(const struct send_list *sl)
 {
 	return !sl->inc || sl->inc->eof_sent;
+}
+
+/* The top of the sending list: the whole list at once (flist_send.c), or
+ * its first part with the rest to follow (above). */
+bool flist_send(struct session *s, struct send_list *sl)
+{
+	if (!meta_check_protocol(s))
+		return false;
+	if (s->inc_recurse)
+		return flist_inc_start(s, sl) && wire_flush(&s->out);
+	return flist_send_whole(s, sl);
+}
+
+void send_list_free(struct send_list *sl)
+{
+	flist_enc_free(sl->enc);
+	flist_inc_free(sl->inc);
+	flist_build_free(sl); /* ... and clears sl */
 }

@@ -15,117 +15,8 @@
 #include "proto/flist.h"
 #include "proto/session.h"
 
-/* The most entries and indexes an incremental list may hold: address
- * space reserved up front, inaccessible, and made usable in steps as
- * entries arrive, so that the kernel's commit accounting (strict under
- * vm.overcommit_memory=2) only sees what is used. */
-#define INC_MAX_FILES ((size_t)1 << 24)
-#define INC_MAX_SLOTS (INC_MAX_FILES * 2 + 2)
-#define COMMIT_STEP ((size_t)2 << 20)
-
 /* What a gap index holds when it stands for no directory. */
 static struct file_entry no_dir = {.basename = "", .flags = 0};
-
-static void *reserve(size_t bytes, int prot)
-{
-	void *p = mmap(NULL, bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
-/* Make the first `need` bytes of a reserved area (of `size`) usable.
- * Pages already usable stay where they are: the other thread may be
- * reading them. */
-static bool commit(void *base, size_t size, size_t *committed, size_t need)
-{
-	if (need <= *committed)
-		return true;
-	size_t to = (need + COMMIT_STEP - 1) / COMMIT_STEP * COMMIT_STEP;
-	if (to > size)
-		to = size;
-	if (mprotect((char *)base + *committed, to - *committed, PROT_READ | PROT_WRITE) < 0)
-		return false;
-	*committed = to;
-	return true;
-}
-
-/* The receiver's per-index state for an incremental list (indexes run
- * up to INC_MAX_SLOTS, one byte each); release with flist_inc_state_free. */
-uint8_t *flist_inc_state_new(void)
-{
-	return reserve(INC_MAX_SLOTS, PROT_READ | PROT_WRITE);
-}
-
-void flist_inc_state_free(uint8_t *state)
-{
-	if (state)
-		munmap(state, INC_MAX_SLOTS);
-}
-
-/* Can parts be released once done? Not where the receiving side goes
- * back to entries of finished parts: hard links (a later member links to
- * an earlier one), delayed updates and deletions (renamed or scanned at
- * the end), batches (read in an order of their own), and -m. */
-static bool parts_releasable(const struct ferry_opts *o)
-{
-	bool late_delete = o->delete_mode == DELETE_BEFORE || o->delete_mode == DELETE_DELAY ||
-			   o->delete_mode == DELETE_AFTER;
-
-	return !o->hard_links && !o->delay_updates && !late_delete && !o->read_batch &&
-	       !o->write_batch && !o->prune_empty_dirs;
-}
-
-bool flist_inc_reserve(struct session *s, struct flist *fl)
-{
-	fl->files = reserve(INC_MAX_FILES * sizeof *fl->files, PROT_NONE);
-	fl->sorted = reserve(INC_MAX_SLOTS * sizeof *fl->sorted, PROT_NONE);
-	fl->parts = reserve((INC_MAX_FILES + 1) * sizeof *fl->parts, PROT_NONE);
-	fl->files_commit = fl->sorted_commit = fl->parts_commit = 0;
-	fl->cap = 0;
-	if (!fl->files || !fl->sorted || !fl->parts) {
-		flist_inc_release(fl);
-		return wire_fail(&s->err, RERR_MALLOC,
-				 "cannot reserve address space for incremental recursion");
-	}
-	fl->inc = true;
-	fl->release = parts_releasable(s->opts);
-	return flist_inc_grow(s, fl);
-}
-
-bool flist_inc_grow(struct session *s, struct flist *fl)
-{
-	if (fl->cap >= INC_MAX_FILES)
-		return wire_fail(&s->err, RERR_MALLOC,
-				 "too many files for incremental recursion (%zu); use "
-				 "--no-inc-recursive",
-				 fl->cap);
-	if (!commit(fl->files, INC_MAX_FILES * sizeof *fl->files, &fl->files_commit,
-		    (fl->cap + 1) * sizeof *fl->files))
-		return wire_fail(&s->err, RERR_MALLOC, "out of memory receiving the file list");
-	fl->cap = fl->files_commit / sizeof *fl->files;
-	if (fl->cap > INC_MAX_FILES)
-		fl->cap = INC_MAX_FILES;
-	return true;
-}
-
-void flist_inc_release(struct flist *fl)
-{
-	if (fl->files)
-		munmap(fl->files, INC_MAX_FILES * sizeof *fl->files);
-	if (fl->sorted)
-		munmap(fl->sorted, INC_MAX_SLOTS * sizeof *fl->sorted);
-	if (fl->parts)
-		munmap(fl->parts, (INC_MAX_FILES + 1) * sizeof *fl->parts);
-	fl->files = NULL;
-	fl->sorted = NULL;
-	free(fl->dirs);
-	fl->parts = NULL;
-	fl->dirs = NULL;
-}
-
-size_t flist_slots(const struct flist *fl)
-{
-	return fl->inc ? fl->nslots : fl->count;
-}
 
 static bool grow(struct session *s, void **arr, size_t *cap, size_t need, size_t size)
 {
@@ -184,9 +75,9 @@ bool flist_part_finish(struct session *s, struct flist *fl, size_t first, size_t
 
 	if (start + n > INC_MAX_SLOTS || start + n > INT32_MAX || fl->nparts >= INC_MAX_FILES)
 		return wire_fail(&s->err, RERR_MALLOC, "file list too long");
-	if (!commit(fl->sorted, INC_MAX_SLOTS * sizeof *fl->sorted, &fl->sorted_commit,
+	if (!flist_inc_commit(fl->sorted, INC_MAX_SLOTS * sizeof *fl->sorted, &fl->sorted_commit,
 		    (start + n) * sizeof *fl->sorted) ||
-	    !commit(fl->parts, (INC_MAX_FILES + 1) * sizeof *fl->parts, &fl->parts_commit,
+	    !flist_inc_commit(fl->parts, (INC_MAX_FILES + 1) * sizeof *fl->parts, &fl->parts_commit,
 		    (fl->nparts + 1) * sizeof *fl->parts))
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory receiving the file list");
 	struct file_entry **v = fl->sorted + start;
@@ -281,66 +172,6 @@ bool flist_sent_pos(const struct flist *fl, int32_t sent, size_t *pos)
 		return false;
 	*pos = p->first_file + (size_t)(sent - p->ndx_start);
 	return true;
-}
-
-/* Every name of a part lies directly in its directory. */
-static bool in_dir(const struct file_entry *f, const char *dirpath)
-{
-	return f->dirname && strcmp(f->dirname, dirpath) == 0;
-}
-
-bool flist_recv_part(struct session *s, struct flist *fl, int32_t dir_ndx)
-{
-	uint64_t start = s->in.total_read;
-	char dirpath[MAXPATHLEN_WIRE];
-
-	/* rsync 3.4's checks against a hostile sender (CVE-2024-12087) */
-	if (dir_ndx < 0 || (size_t)dir_ndx >= fl->ndirs)
-		return wire_fail(&s->err, RERR_PROTOCOL, "refusing invalid dir_ndx %d >= %zu",
-				 dir_ndx, fl->ndirs);
-	struct file_entry *dir = fl->dirs[dir_ndx];
-	if (!(dir->flags & FE_ACTIVE))
-		return wire_fail(&s->err, RERR_PROTOCOL, "refusing flist for cleared dir_ndx %d",
-				 dir_ndx);
-	if (dir->flags & FE_GOT_LIST)
-		return wire_fail(&s->err, RERR_PROTOCOL,
-				 "refusing malicious duplicate flist for dir %d", dir_ndx);
-	dir->flags |= FE_GOT_LIST;
-	if (!flist_path(dir, dirpath, sizeof dirpath))
-		return wire_fail(&s->err, RERR_PROTOCOL, "file name too long");
-	size_t first = fl->count;
-	int io_before = fl->io_error;
-	if (!flist_recv_entries(s, fl))
-		return false;
-	for (size_t i = first; i < fl->count; i++) {
-		struct file_entry *f = &fl->files[i];
-		if (!in_dir(f, dirpath))
-			return wire_fail(&s->err, RERR_UNSUPPORTED,
-					 "ABORTING due to invalid path from sender: %s/%s",
-					 f->dirname ? f->dirname : "", f->basename);
-		id_map_apply(s, f);
-	}
-	if (!s->opts->ignore_errors)
-		s->io_error |= fl->io_error & ~io_before;
-	s->stats.flist_size += (int64_t)(s->in.total_read - start);
-	return flist_part_finish(s, fl, first, fl->count - first, dir_ndx);
-}
-
-bool flist_recv_second(struct session *s, struct flist *fl)
-{
-	int32_t ndx;
-
-	if (!fl->inc || fl->count != 1)
-		return true;
-	if (!wire_read_ndx(&s->in, &ndx))
-		return false;
-	if (ndx == NDX_FLIST_EOF) {
-		fl->eof = true;
-		return true;
-	}
-	if (ndx > NDX_FLIST_OFFSET)
-		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid dir index: %d", ndx);
-	return flist_recv_part(s, fl, NDX_FLIST_OFFSET - ndx);
 }
 
 int32_t flist_file_index(const struct flist *fl, int32_t ndx)

@@ -534,7 +534,7 @@ bool flist_send_part(struct session *s, struct send_list *sl, struct file_entry 
 	return ok;
 }
 
-bool flist_send(struct session *s, struct send_list *sl)
+bool flist_send_whole(struct session *s, struct send_list *sl)
 {
 	const struct ferry_opts *o = s->opts;
 	/* rsync's sender counts the bytes that reached the socket while the
@@ -542,12 +542,8 @@ bool flist_send(struct session *s, struct send_list *sl)
 	 * flushed): what still sits in the buffer at the end is not counted,
 	 * so a small list shows "File list size: 0". */
 	uint64_t start = s->out.total_written;
-	bool ok = meta_check_protocol(s);
-
-	if (ok && s->inc_recurse)
-		return flist_inc_start(s, sl) && wire_flush(&s->out);
-	struct flist_enc *e = ok ? encoder_of(s, sl) : NULL;
-	ok = e != NULL;
+	struct flist_enc *e = encoder_of(s, sl);
+	bool ok = e != NULL;
 	int32_t *leaders = o->hard_links ? flist_hlink_leaders(sl, NULL) : NULL;
 
 	for (size_t i = 0; ok && i < sl->fl.count; i++) {

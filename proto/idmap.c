@@ -138,6 +138,8 @@ static const struct id_rule *match_rule(const struct id_map *map, uint32_t id, c
 	return NULL;
 }
 
+static void id_maps_free(struct session *s);
+
 static bool remember(struct session *s, struct id_map *map, uint32_t id, uint32_t local)
 {
 	for (size_t i = 0; i < map->count; i++) {
@@ -148,6 +150,7 @@ static bool remember(struct session *s, struct id_map *map, uint32_t id, uint32_
 	}
 	if (map->count == map->cap) {
 		size_t cap = map->cap ? map->cap * 2 : 32;
+		session_on_free(s, id_maps_free);
 		uint32_t *from = xrealloc_array(&s->err, map->from, cap, sizeof *from);
 		if (!from)
 			return false;
@@ -269,6 +272,7 @@ bool id_rules_parse(struct session *s, struct id_map *map, const char *spec, boo
 	if (!copy)
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
 	map->rules_parsed = true;
+	session_on_free(s, id_maps_free);
 	for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
 		struct id_rule *rules = realloc(map->rules, (map->nrules + 1) * sizeof *rules);
 		if (!rules) {
@@ -287,7 +291,7 @@ bool id_rules_parse(struct session *s, struct id_map *map, const char *spec, boo
 	return true;
 }
 
-void id_map_free(struct id_map *map)
+static void id_map_free(struct id_map *map)
 {
 	free(map->from);
 	free(map->to);
@@ -295,4 +299,11 @@ void id_map_free(struct id_map *map)
 		free(map->rules[i].pattern);
 	free(map->rules);
 	memset(map, 0, sizeof *map);
+}
+
+/* The session's clean-up for its two maps (session_on_free). */
+static void id_maps_free(struct session *s)
+{
+	id_map_free(&s->uids);
+	id_map_free(&s->gids);
 }

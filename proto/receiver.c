@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/itemlog.h"
 #include "proto/batch.h"
 #include "proto/blockwise.h"
 #include "proto/hlink.h"

@@ -24,46 +24,6 @@
 /* Bytes read at a time when input is only being discarded. */
 #define WIRE_DRAIN_STEP (64 * 1024)
 
-void recv_mark_dir_failed(struct recv_ctx *rc, const char *path)
-{
-	char **t = realloc(rc->failed_dirs, (rc->nfailed_dirs + 1) * sizeof *t);
-
-	if (!t)
-		return;
-	rc->failed_dirs = t;
-	rc->failed_dirs[rc->nfailed_dirs] = strdup(path);
-	if (rc->failed_dirs[rc->nfailed_dirs])
-		rc->nfailed_dirs++;
-}
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-void recv_report_success(struct recv_ctx *rc, int32_t ndx, const char *path, bool always)
-{
-	const struct ferry_opts *o = rc->s->opts;
-	uint8_t msg[20];
-	struct stat st;
-
-	if (!o->remove_source_files || o->dry_run || (o->remove_source_files != 1 && !always))
-		return;
-	put_le(msg, (uint32_t)ndx, 4);
-	if (!rc->local) {
-		wire_send_msg(&rc->s->out, MSG_SUCCESS, msg, 4);
-		return;
-	}
-	/* In a local copy the sender must not remove what is our file. */
-	const char *name = rc->solo_name ? rc->solo_name : path;
-	if (fstatat(rc->rootfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		memset(&st, 0, sizeof st);
-	put_le(msg + 4, (uint64_t)st.st_dev, 8);
-	put_le(msg + 12, (uint64_t)st.st_ino, 8);
-	wire_send_msg(&rc->s->out, MSG_SUCCESS, msg, 20);
-}
-
 /* MSG_NO_SEND (receiver thread): the file will not come; the generator
  * may end its part (generator.c: got_flist_entry_status FES_NO_SEND). */
 static void recv_no_send(void *ctx, int32_t ndx)
@@ -76,26 +36,6 @@ static void recv_no_send(void *ctx, int32_t ndx)
 	rc->state[ndx] |= FS_FAILED;
 	pthread_cond_broadcast(&rc->cond);
 	pthread_mutex_unlock(&rc->lock);
-}
-
-bool recv_follows_dest_links(const struct ferry_opts *o)
-{
-	return o->keep_dirlinks || (o->relative && o->no_implied_dirs);
-}
-
-bool recv_daemon_excludes(const struct recv_ctx *rc, const char *path, bool is_dir)
-{
-	char full[MAXPATHLEN_WIRE * 3];
-
-	if (!rc->daemon_filters || strcmp(path, ".") == 0)
-		return false;
-	if (rc->solo_name)
-		snprintf(full, sizeof full, "%s", *rc->daemon_dest ? rc->daemon_dest : path);
-	else if (*rc->daemon_dest)
-		snprintf(full, sizeof full, "%s/%s", rc->daemon_dest, path);
-	else
-		snprintf(full, sizeof full, "%s", path);
-	return filter_check(rc->daemon_filters, full, is_dir, false) < 0;
 }
 
 /* --sums-cache: read before the generator needs it, written back when

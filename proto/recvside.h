@@ -110,6 +110,11 @@ void recv_close_side_dirs(struct recv_ctx *rc);
 /* The --backup-dir fd, making the directory at the first call if it was
  * missing (-1 after reporting a failure). */
 int recv_backup_dir(struct recv_ctx *rc);
+/* The destination directory as messages name it (relative to our working
+ * directory, or absolute): the server's dest_rel, or a pull's named
+ * destination (its directory for a single file's new name); NULL when
+ * unknown. buf holds it when it had to be made. */
+const char *recv_dest_dir(const struct recv_ctx *rc, char *buf, size_t size);
 
 /* -b: move dirfd/leaf (the destination's path) aside as its backup before
  * it is replaced or deleted (backup.c). True when done or when there was

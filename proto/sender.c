@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/itemlog.h"
 #include "proto/alloc.h"
 #include "proto/msg.h"
 #include "proto/batch.h"
@@ -43,6 +44,7 @@ struct snd {
 	uint8_t digest[CSUM_MAX_DIGEST]; /* the last file's whole-file sum (%C) */
 	int matches;               /* blocks matched, for -vv's report */
 	int64_t hash_hits, false_alarms; /* the matcher's, ditto */
+	uint8_t append_buf[32 * 1024]; /* --append's reads */
 };
 
 static bool read_request(struct snd *d, int32_t *ndx, int *iflags, uint8_t *type, char *xname,
@@ -308,11 +310,11 @@ static int64_t append_offset(const struct sum_head *h, int64_t size)
  * --append-verify the whole file goes into the checksum. */
 static bool send_appended(struct snd *d, int fd, int64_t size, int64_t have, int *read_errno)
 {
-	static __thread uint8_t buf[32 * 1024];
+	uint8_t *buf = d->append_buf;
 	int64_t off = 0;
 
 	while (d->append == 2 && off < have) {
-		size_t want = have - off < (int64_t)sizeof buf ? (size_t)(have - off) : sizeof buf;
+		size_t want = have - off < (int64_t)sizeof d->append_buf ? (size_t)(have - off) : sizeof d->append_buf;
 		ssize_t n = fs_pread_full(fd, buf, want, off);
 		if (n <= 0)
 			break;
@@ -321,7 +323,7 @@ static bool send_appended(struct snd *d, int fd, int64_t size, int64_t have, int
 	}
 	d->sent_ofs = have;
 	for (off = have; off < size;) {
-		size_t want = size - off < (int64_t)sizeof buf ? (size_t)(size - off) : sizeof buf;
+		size_t want = size - off < (int64_t)sizeof d->append_buf ? (size_t)(size - off) : sizeof d->append_buf;
 		ssize_t n = fs_pread_full(fd, buf, want, off);
 		if (n <= 0) {
 			/* shrank under us: the spoilt checksum tells the
@@ -758,7 +760,7 @@ bool sender_run(struct session *s, struct send_list *sl)
 			d.append = 0;
 		/* --only-write-batch: the file goes to the batch alone
 		 * (sender.c: f_xfer = batch_fd). */
-		s->out.divert = s->out.tee && s->opts->write_batch < 0;
+		s->out.divert = s->out.tee.fn && s->opts->write_batch < 0;
 		uint64_t given = wire_out_given(&s->out), taken = wire_in_taken(&s->in);
 		ok = send_one(&d, ndx, iflags, type, xname);
 		d.append = append;

@@ -75,7 +75,12 @@ struct walk_opts {
  * and recorded in s->io_error, as rsync does. */
 bool flist_build(struct session *s, const struct walk_opts *w, char **args, int nargs,
 		 struct send_list *out);
+/* Free a send list: its encoder and incremental state, then what
+ * flist_build made (flist_inc.c, the top of the sending list). */
 void send_list_free(struct send_list *sl);
+/* Free what flist_build made (roots, entries, a lazy walk's names) and
+ * clear sl; the encoder and incremental state must be freed before. */
+void flist_build_free(struct send_list *sl);
 
 struct sum_head;
 /* The generator's sum head and block sums as the sender reads them, with
@@ -103,8 +108,12 @@ bool flist_read_dir(struct session *s, const struct send_list *sl, const char *d
  * never 0, so that it is always reported (flist.c: send_file_list). */
 void flist_note_build_time(struct session *s, int64_t t0);
 
-/* Send the list (entries in building order, end marker, id lists). */
+/* Send the list (entries in building order, end marker, id lists), or
+ * with incremental recursion its first part (flist_inc.c). */
 bool flist_send(struct session *s, struct send_list *sl);
+/* flist_send without incremental recursion (flist_send.c), once the
+ * protocol allows the list's -A/-X. */
+bool flist_send_whole(struct session *s, struct send_list *sl);
 
 /* Incremental recursion: send the entries v[0..n) (pointers into
  * sl->fl.files), numbered from ndx_start, as one list with its end marker.

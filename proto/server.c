@@ -23,7 +23,7 @@
 #include "proto/oppath.h"
 #include "proto/recvside.h"
 #include "proto/sendside.h"
-#include "client/exit_line.h"
+#include "proto/exit_line.h"
 
 /* A server stopped by a signal says so to its client in its closing line,
  * as rsync's log_exit does through the multiplexed stream. */
@@ -45,7 +45,7 @@ static void tell_signal_line(struct session *s, int line)
  * reset connection (closing a socket with unread data resets it). */
 static void hang_up(struct session *s)
 {
-	static __thread uint8_t sink[64 * 1024];
+	uint8_t sink[64 * 1024];
 	struct pollfd p = {.fd = s->in.fd, .events = POLLIN};
 	int64_t until = wire_now_ms() + HANGUP_WAIT_MS;
 

@@ -2,13 +2,12 @@
  * Session set-up, the handler for the peer's out-of-band messages, and the
  * exit-code rules.
  */
-#include "proto/acls.h"
-#include "proto/xattrs.h"
+#include "proto/itemlog.h"
 #include "proto/session.h"
 #include "proto/msg.h"
 #include "proto/outfilter.h"
 #include "proto/filter.h"
-#include "client/exit_line.h"
+#include "proto/exit_line.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -145,6 +144,7 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 	s->namecvt_req_fd = s->namecvt_ans_fd = -1;
 	s->info = stdout;
 	s->run_start_ms = wire_now_ms();
+	pthread_mutex_init(&s->cleanup_lock, NULL);
 	wire_error_init(&s->err);
 	wire_in_init(&s->in, fd_in, &s->err);
 	wire_out_init(&s->out, fd_out, &s->err);
@@ -157,11 +157,28 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 	s->munge_symlinks = opts->munge_links; /* a daemon's module decides for itself */
 	logfile_open(s);
 	s->skip_compress = opts->skip_compress;
-	if (opts->chmod) {
-		mode_t um = umask(0);
-		umask(um);
-		chmod_parse(&s->chmod, opts->chmod, um);
+	s->umask_bits = umask(0);
+	umask(s->umask_bits);
+	if (opts->chmod)
+		chmod_parse(&s->chmod, opts->chmod, s->umask_bits);
+}
+
+bool session_on_free(struct session *s, session_cleanup_fn fn)
+{
+	bool ok = true;
+
+	pthread_mutex_lock(&s->cleanup_lock);
+	unsigned i = 0;
+	while (i < s->ncleanups && s->cleanups[i] != fn)
+		i++;
+	if (i == s->ncleanups) {
+		if (i < SESSION_CLEANUPS_MAX)
+			s->cleanups[s->ncleanups++] = fn;
+		else
+			ok = false;
 	}
+	pthread_mutex_unlock(&s->cleanup_lock);
+	return ok;
 }
 
 void session_free(struct session *s)
@@ -169,12 +186,11 @@ void session_free(struct session *s)
 	logfile_close(s);
 	wire_in_free(&s->in);
 	wire_out_free(&s->out);
-	id_map_free(&s->uids);
-	id_map_free(&s->gids);
+	while (s->ncleanups > 0)
+		s->cleanups[--s->ncleanups](s);
 	free(s->fl.hl_pairs);
-	chmod_free(&s->chmod);
-	acl_state_free(s);
-	xattr_state_free(s);
+	chmod_free(&s->chmod); /* chmod.c is a leaf below the session */
+	pthread_mutex_destroy(&s->cleanup_lock);
 }
 
 /* The five emitters of old, now thin wrappers over the one message path

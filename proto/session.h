@@ -100,6 +100,12 @@ struct id_map {
 	bool rules_parsed;
 };
 
+struct session;
+/* Frees state a module hangs on the session (see session_on_free). */
+typedef void (*session_cleanup_fn)(struct session *s);
+/* How many modules may register a clean-up: acls, xattrs, idmap so far. */
+#define SESSION_CLEANUPS_MAX 8
+
 struct session {
 	const struct ferry_opts *opts;
 	int protocol;              /* negotiated */
@@ -143,6 +149,9 @@ struct session {
 	struct id_map uids, gids;
 	struct flist_codec fl;      /* file-list decoding state */
 	struct chmod_rules chmod;   /* --chmod, applied to the local side's list */
+	mode_t umask_bits;          /* the process's umask, read once by
+				     * session_init: reading it means setting
+				     * it, which no thread may race */
 
 	/* Daemon module policy (set by daemon/serve.c; off elsewhere). */
 	bool munge_symlinks;        /* "munge symlinks": /rsyncd-munged/ prefix */
@@ -192,6 +201,12 @@ struct session {
 	/* -A/-X: ACLs and xattr sets seen in the file list (acls.c, xattrs.c). */
 	struct acl_state *acl_state;
 	struct xattr_state *xattr_state;
+
+	/* What session_free runs for the modules above (session_on_free):
+	 * the session is the bottom layer and names none of them. */
+	session_cleanup_fn cleanups[SESSION_CLEANUPS_MAX];
+	unsigned ncleanups;
+	pthread_mutex_t cleanup_lock;
 };
 
 /* --log-file (logfile.c): opened by session_init when asked for; lines
@@ -216,31 +231,19 @@ void id_map_apply(struct session *s, struct file_entry *f);
 /* Read --usermap/--groupmap (rsync uidlist.c: parse_name_map). False,
  * with the error reported and the exit code set, for a malformed map. */
 bool id_rules_parse(struct session *s, struct id_map *map, const char *spec, bool users);
-void id_map_free(struct id_map *map);
-
-/* Print an item line for -v/-i/--out-format as rsync's client does
- * (log.c: log_item, maybe_log_item); nothing on a server. */
-void session_log_item(struct session *s, const struct file_entry *f, int iflags,
-		      const char *xname, const char *name_override);
-/* What only the end of a file's transfer knows, for %b %c %C. */
-struct xfer_facts {
-	int64_t bytes;          /* %b: written when sending, read when receiving */
-	int64_t checksum_bytes; /* %c: the other way */
-	const uint8_t *sum;     /* %C: the whole-file sum, or NULL */
-};
-/* A transferred file's line, when the output format waits for the end of
- * the transfer (%b, %c, %C); nothing otherwise. */
-void session_log_transferred(struct session *s, const struct file_entry *f, int iflags,
-			     const char *name_override, const struct xfer_facts *x);
-
-/* Print a deletion as rsync's client does (log.c: log_delete). */
-void session_log_delete(struct session *s, const char *path, mode_t mode);
 
 void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, int fd_out);
 /* am_root and fake_super from s->opts->super_mode and our euid (again
  * after a daemon drops privileges or a module says "fake super"). */
 void session_set_privilege(struct session *s);
+/* Run the registered clean-ups (last registered first), then free what
+ * the session itself holds. */
 void session_free(struct session *s);
+/* Have session_free call fn(s): for state a module hangs on the session
+ * and frees itself. Registering the same fn again is a no-op. Safe from
+ * any thread. False only when SESSION_CLEANUPS_MAX is exceeded (a
+ * programming error; the state then leaks until the process ends). */
+bool session_on_free(struct session *s, session_cleanup_fn fn);
 
 struct filter_list;
 /* -vv: report what fl's rules match as rsync's --debug=filter does; and

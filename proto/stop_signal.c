@@ -4,13 +4,13 @@
 #include "proto/stop_signal.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "client/options.h"
 #include "proto/json.h"
-#include "proto/tempfile.h"
 #include "proto/wire.h"
 
 #define STRINGIFY(x) #x
@@ -21,6 +21,8 @@
 static volatile sig_atomic_t stop_signo;
 static const char *const *client_role;
 static bool client_json; /* --json: the forced exit ends the event stream */
+/* What the forced exit runs first (stop_signal_cleanup_on). */
+static struct stop_cleanup *_Atomic exit_cleanups[STOP_CLEANUPS_MAX];
 
 /* Append text to buf[0..*len) within size; async-signal-safe. */
 static void append(char *buf, size_t size, size_t *len, const char *text)
@@ -34,7 +36,11 @@ static void append(char *buf, size_t size, size_t *len, const char *text)
  * Only async-signal-safe calls: it runs in a handler. */
 static void forced_exit(void)
 {
-	temp_cleanup_for_exit();
+	for (int i = 0; i < STOP_CLEANUPS_MAX; i++) {
+		struct stop_cleanup *c = atomic_load(&exit_cleanups[i]);
+		if (c)
+			c->fn(c->ctx);
+	}
 	if (client_role && *client_role) {
 		char line[256];
 		size_t n = 0;
@@ -71,6 +77,29 @@ static void on_stop_signal(int sig)
 	stop_signo = sig;
 	alarm(STOP_SIGNAL_GRACE_S);
 	errno = saved;
+}
+
+bool stop_signal_cleanup_on(struct stop_cleanup *c)
+{
+	for (int i = 0; i < STOP_CLEANUPS_MAX; i++) {
+		if (atomic_load(&exit_cleanups[i]) == c)
+			return true; /* once is enough */
+	}
+	for (int i = 0; i < STOP_CLEANUPS_MAX; i++) {
+		struct stop_cleanup *none = NULL;
+		if (atomic_compare_exchange_strong(&exit_cleanups[i], &none, c))
+			return true;
+	}
+	return false;
+}
+
+void stop_signal_cleanup_off(struct stop_cleanup *c)
+{
+	for (int i = 0; i < STOP_CLEANUPS_MAX; i++) {
+		struct stop_cleanup *mine = c;
+		if (atomic_compare_exchange_strong(&exit_cleanups[i], &mine, NULL))
+			return;
+	}
 }
 
 void stop_signal_json_end(bool json)

@@ -19,6 +19,16 @@
 #include <stdbool.h>
 
 #define STOP_SIGNAL_GRACE_S 5
+/* How many clean-ups may be registered at once (one per receiver). */
+#define STOP_CLEANUPS_MAX 8
+
+/* Work a forced exit does before it exits (the receiver's temp file):
+ * fn(ctx), with only async-signal-safe calls. Owned by the registrant,
+ * which keeps it alive while registered. */
+struct stop_cleanup {
+	void (*fn)(void *ctx);
+	void *ctx;
+};
 
 /* Install the handler for SIGINT, SIGTERM and SIGHUP, also where the
  * signal was inherited as ignored (a background job of a non-interactive
@@ -32,6 +42,14 @@ void stop_signal_install(const char *const *role);
 /* --json: a forced exit of the client (role set) also writes the run's
  * end event on stdout (json.h). */
 void stop_signal_json_end(bool json);
+
+/* Have a forced exit run c, until stop_signal_cleanup_off(c). The layer
+ * that owns the state registers it: this module names no other. False
+ * when STOP_CLEANUPS_MAX are registered already (c then never runs).
+ * Lock-free: safe from any thread. */
+bool stop_signal_cleanup_on(struct stop_cleanup *c);
+/* Withdraw c (nothing when it is not registered). */
+void stop_signal_cleanup_off(struct stop_cleanup *c);
 
 /* The stop signal received, 0 while none. Async-signal-safe. */
 int stop_signal_pending(void);

@@ -15,11 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The one file being written, for temp_cleanup_for_exit, which cannot be
- * handed a context: the one piece of process-wide state here; it is only
- * written by the receiver thread. */
-static struct temp_file *volatile active_temp;
-
 /* --partial keeps only a file that got data: an empty one would replace
  * the destination's good copy with nothing (rsync: cleanup_got_literal).
  * Async-signal-safe. */
@@ -41,11 +36,15 @@ static void mark_unfinished(const struct temp_file *t)
 	futimens(t->fd, times);
 }
 
-void temp_cleanup_for_exit(void)
+/* A process about to _exit on a stop signal (stop_signal.h) whose receiver
+ * could not unwind: remove the temporary file being written, or keep it
+ * as --partial says. Registered while the file is open (temp_open to
+ * temp_close). Only async-signal-safe calls. */
+static void temp_cleanup_for_exit(void *ctx)
 {
-	struct temp_file *t = active_temp;
+	struct temp_file *t = ctx;
 
-	if (t && t->fd >= 0 && !t->inplace && !t->partial_inplace) {
+	if (t->fd >= 0 && !t->inplace && !t->partial_inplace) {
 		if (!worth_keeping(t)) {
 			unlinkat(t->tmpdirfd, t->tmpname, 0);
 		} else if (t->partial_name[0]) {
@@ -59,19 +58,6 @@ void temp_cleanup_for_exit(void)
 			unlinkat(t->tmpdirfd, t->tmpname, 0);
 		}
 	}
-}
-
-const char *recv_dest_dir(const struct recv_ctx *rc, char *buf, size_t size)
-{
-	if (rc->dest_rel)
-		return rc->dest_rel;
-	if (!rc->root_path)
-		return NULL;
-	snprintf(buf, size, "%s", rc->root_path);
-	char *slash = strrchr(buf, '/');
-	if (rc->solo_name) /* a file's new name: its directory */
-		snprintf(slash ? slash : buf, slash ? 2 : size, slash ? "/" : ".");
-	return buf;
 }
 
 /* name (a path relative to the destination, or a leaf in dir_override)
@@ -175,7 +161,8 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 		t->dirfd = -1;
 		return false;
 	}
-	active_temp = t;
+	t->on_exit = (struct stop_cleanup){.fn = temp_cleanup_for_exit, .ctx = t};
+	stop_signal_cleanup_on(&t->on_exit);
 	return true;
 }
 
@@ -233,7 +220,7 @@ bool temp_open_partial(struct temp_file *t, struct recv_ctx *rc, struct dir_curs
 
 static void temp_close(struct temp_file *t)
 {
-	active_temp = NULL;
+	stop_signal_cleanup_off(&t->on_exit);
 	if (t->fd >= 0)
 		close(t->fd);
 	t->fd = -1;

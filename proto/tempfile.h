@@ -11,6 +11,7 @@
 
 #include "proto/fileio.h"
 #include "proto/recvside.h"
+#include "proto/stop_signal.h"
 
 struct temp_file {
 	struct recv_ctx *rc;
@@ -31,13 +32,8 @@ struct temp_file {
 	bool want_placed;       /* stat the file once in place (--sums-cache) */
 	bool placed_ok;
 	struct stat placed;
+	struct stop_cleanup on_exit; /* registered while the file is open */
 };
-
-/* The destination directory as messages name it (relative to our working
- * directory, or absolute): the server's dest_rel, or a pull's named
- * destination (its directory for a single file's new name); NULL when
- * unknown. buf holds it when it had to be made. */
-const char *recv_dest_dir(const struct recv_ctx *rc, char *buf, size_t size);
 
 /* Create the temporary file (or open the destination with --inplace). */
 bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
@@ -57,10 +53,5 @@ bool temp_commit_delayed(struct temp_file *t, const struct file_entry *f);
 void temp_discard(struct temp_file *t);
 /* The stream broke: keep the partial file with --partial, else remove. */
 void temp_abandon(struct temp_file *t);
-
-/* A process about to _exit on a stop signal (stop_signal.h) whose receiver
- * could not unwind: remove the temporary file being written, or keep it
- * as --partial says. Only async-signal-safe calls. */
-void temp_cleanup_for_exit(void);
 
 #endif

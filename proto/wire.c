@@ -3,7 +3,6 @@
  * encodings. See wire.h for the contracts.
  */
 #include "proto/wire.h"
-#include "proto/batch.h"
 #include "proto/stop_signal.h"
 
 #include <errno.h>
@@ -558,7 +557,7 @@ bool wire_read(struct wire_in *in, void *dst, size_t n)
 		if (avail > n)
 			avail = n;
 		memcpy(d, in->buf + in->pos, avail);
-		if (in->tee && !batch_tee_data(in->tee, d, avail))
+		if (in->tee.fn && !in->tee.fn(in->tee.ctx, d, avail))
 			return false;
 		in->pos += avail;
 		if (in->mux)
@@ -575,7 +574,7 @@ static const uint8_t *take_in_place(struct wire_in *in, size_t n)
 {
 	const uint8_t *p = in->buf + in->pos;
 
-	if (in->tee && !batch_tee_data(in->tee, p, n))
+	if (in->tee.fn && !in->tee.fn(in->tee.ctx, p, n))
 		return NULL;
 	in->pos += n;
 	if (in->mux)
@@ -1055,8 +1054,8 @@ bool wire_write(struct wire_out *out, const void *src, size_t n)
 	else
 		ok = out->buf ? write_locked(out, src, n)
 			      : wire_fail(out->err, RERR_MALLOC, "out of memory");
-	if (ok && out->tee)
-		ok = batch_tee_data(out->tee, src, n);
+	if (ok && out->tee.fn)
+		ok = out->tee.fn(out->tee.ctx, src, n);
 	pthread_mutex_unlock(&out->lock);
 	return ok;
 }

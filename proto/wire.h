@@ -90,7 +90,15 @@ bool wire_fail(struct wire_error *e, int code, const char *fmt, ...)
 int wire_error_code(struct wire_error *e);
 
 struct wire_in;
-struct batch_tee;
+
+/* A copy of the data bytes a stream carries, handed to the stream by a
+ * layer above it (--write-batch, proto/batch.h): fn gets every run of data
+ * bytes in stream order; false (with the error recorded) stops the stream.
+ * fn NULL: no copy. */
+struct wire_tee {
+	bool (*fn)(void *ctx, const void *p, size_t n);
+	void *ctx;
+};
 /* Called for every non-data frame of a multiplexed input. Returns false to
  * stop the session (after recording an error). */
 typedef bool (*wire_msg_fn)(void *ctx, struct wire_in *in, int code,
@@ -111,8 +119,7 @@ struct wire_in {
 	void *msg_ctx;
 	int32_t ndx_prev_pos, ndx_prev_neg; /* read_ndx state (protocol >= 30) */
 	int protocol;
-	struct batch_tee *tee;  /* --write-batch: a copy of every data byte
-				 * read (proto/batch.h), or NULL */
+	struct wire_tee tee;    /* a copy of every data byte read */
 	struct wire_out *keepalive; /* while a read waits, keep-alives go
 				 * here (wire_keepalive), or NULL */
 };
@@ -136,8 +143,7 @@ struct wire_out {
 	long bwlimit;           /* --bwlimit in KiB/s, 0 = none */
 	int64_t bw_backlog;     /* bytes written ahead of the allowed rate */
 	struct timespec bw_prior;
-	struct batch_tee *tee;  /* --write-batch: a copy of every data byte
-				 * written (proto/batch.h), or NULL */
+	struct wire_tee tee;    /* a copy of every data byte written */
 	bool divert;            /* --only-write-batch: data goes to the tee
 				 * only, not to the peer */
 	int64_t last_write_ms;  /* wire_now_ms() of the last write() that

@@ -61,6 +61,8 @@ static bool abbrev(const struct xa_item *x)
 	return x->datum_len > MAX_FULL_DATUM;
 }
 
+static void xattr_state_free(struct session *s);
+
 static struct xattr_state *state(struct session *s)
 {
 	if (!s->xattr_state) {
@@ -68,6 +70,7 @@ static struct xattr_state *state(struct session *s)
 		if (s->xattr_state) {
 			pthread_mutex_init(&s->xattr_state->lock, NULL);
 			ixtable_init(&s->xattr_state->index);
+			session_on_free(s, xattr_state_free);
 		}
 	}
 	return s->xattr_state;
@@ -85,7 +88,8 @@ static void set_free(struct xa_set *set)
 	set->count = 0;
 }
 
-void xattr_state_free(struct session *s)
+/* The session's clean-up for the xattr sets seen (session_on_free). */
+static void xattr_state_free(struct session *s)
 {
 	struct xattr_state *x = s->xattr_state;
 

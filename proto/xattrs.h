@@ -66,6 +66,4 @@ bool xattr_apply_gen(struct session *s, int dirfd, const char *leaf, const struc
 		     int basis_dirfd, const char *basis_leaf);
 
 
-void xattr_state_free(struct session *s);
-
 #endif

@@ -1,5 +1,5 @@
 /*
- * proto/flist.c: hard links before protocol 30, where each entry carries
+ * proto/flist_recv.c: hard links before protocol 30, where each entry carries
  * its (dev, ino) and the receiver groups equal pairs. The peer chooses
  * both values; the table's hash once multiplied them as signed 64-bit
  * integers, which overflowed (undefined behaviour, found by a fuzzer):

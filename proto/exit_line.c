@@ -1,7 +1,7 @@
 /*
  * The closing line of a failed run (see exit_line.h).
  */
-#include "client/exit_line.h"
+#include "proto/exit_line.h"
 
 #include <stdbool.h>
 #include <stdio.h>
