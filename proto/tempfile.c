@@ -214,7 +214,8 @@ bool temp_open_partial(struct temp_file *t, struct recv_ctx *rc, struct dir_curs
 		t->dirfd = -1;
 		return false;
 	}
-	active_temp = t;
+	t->on_exit = (struct stop_cleanup){.fn = temp_cleanup_for_exit, .ctx = t};
+	stop_signal_cleanup_on(&t->on_exit);
 	return true;
 }
 
