@@ -23,6 +23,7 @@
 #include "daemon/access.h"
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
+#include "daemon/log.h"
 #include "daemon/module_glob.h"
 #include "daemon/proxy_header.h"
 #include "daemon/xfer_exec.h"
