@@ -78,7 +78,7 @@ fail:
 	return NULL;
 }
 
-void module_relative(const char *arg, const char *module, bool keep_dots, char *out,
+void module_arg_relative(const char *arg, const char *module, bool keep_dots, char *out,
 			    size_t size)
 {
 	size_t mlen = strlen(module);
@@ -141,7 +141,7 @@ bool module_path_args(const struct daemon_module *m, const struct ferry_opts *o,
 				len = sizeof piece - 1;
 			memcpy(piece, arg, len);
 			piece[len] = '\0';
-			module_relative(piece, module, o->relative, rel, sizeof rel);
+			module_arg_relative(piece, module, o->relative, rel, sizeof rel);
 			if (!module_glob(root_fd, filters, rel, out))
 				return false;
 			if (!next)
@@ -190,7 +190,7 @@ static bool dir_excluded(const struct filter_list *fl, const char *dir)
 {
 	char rel[4096];
 
-	module_relative(dir, "", false, rel, sizeof rel);
+	module_arg_relative(dir, "", false, rel, sizeof rel);
 	size_t n = strlen(rel);
 	while (n > 1 && rel[n - 1] == '/')
 		rel[--n] = '\0';

@@ -107,7 +107,7 @@ char *run_pre_xfer_hook(struct xfer_hook *pre, const char *request, char **argv,
 			hook_argv[i] = argv[i];
 			continue;
 		}
-		module_relative(argv[i], module, false, rel, sizeof rel);
+		module_arg_relative(argv[i], module, false, rel, sizeof rel);
 		hook_argv[i] = strdup(rel);
 		if (!hook_argv[i])
 			hook_argv[i] = argv[i];

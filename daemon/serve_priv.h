@@ -126,7 +126,7 @@ bool enter_daemon_jail(const struct daemon_config *cfg);
  * kept: it decides whether a directory or its contents are sent. With -R
  * the "." components stay (SP_KEEP_DOT_DIRS): "/./" marks where the
  * sent names begin. */
-void module_relative(const char *arg, const char *module, bool keep_dots, char *out,
+void module_arg_relative(const char *arg, const char *module, bool keep_dots, char *out,
 			    size_t size);
 
 /* The path arguments as the module will use them: each made relative to
