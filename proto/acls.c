@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "proto/byteorder.h"
 #include "proto/fakesuper.h"
 #include "proto/session.h"
 
@@ -200,16 +201,6 @@ static bool fd_path(char *buf, size_t size, int dirfd, const char *leaf)
 	return n > 0 && (size_t)n < size;
 }
 
-static uint16_t get_le16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static void put_entry(uint8_t *p, uint16_t tag, uint16_t perm, uint32_t id)
 {
 	p[0] = (uint8_t)tag;
@@ -254,14 +245,6 @@ static bool parse_kacl(const uint8_t *buf, size_t len, struct racl *r)
 static bool no_acl_errno(int e)
 {
 	return e == ENODATA || e == ENOTSUP || e == ENOSYS || e == EOPNOTSUPP;
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
 }
 
 /* --fake-super: an ACL from user.rsync.%aacl/%dacl, the objects it leaves

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/byteorder.h"
 #include "proto/oppath.h"
 #include "proto/session.h"
 #include "proto/token.h"
@@ -83,16 +84,6 @@ bool batch_tee_data(struct batch_tee *t, const void *p, size_t n)
 			return false;
 	}
 	return true;
-}
-
-static void put_le32(uint8_t *p, int32_t v)
-{
-	uint32_t u = (uint32_t)v;
-
-	p[0] = (uint8_t)u;
-	p[1] = (uint8_t)(u >> 8);
-	p[2] = (uint8_t)(u >> 16);
-	p[3] = (uint8_t)(u >> 24);
 }
 
 /* The header (batch.c: write_stream_flags; io.c: start_write_batch). */

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "proto/alloc.h"
+#include "proto/byteorder.h"
 #include "proto/delete.h"
 #include "proto/filter.h"
 #include "proto/hlink.h"
@@ -34,12 +35,6 @@ void recv_mark_dir_failed(struct recv_ctx *rc, const char *path)
 	rc->failed_dirs[rc->nfailed_dirs] = strdup(path);
 	if (rc->failed_dirs[rc->nfailed_dirs])
 		rc->nfailed_dirs++;
-}
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
 }
 
 void recv_report_success(struct recv_ctx *rc, int32_t ndx, const char *path, bool always)
