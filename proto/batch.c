@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "proto/byteorder.h"
+#include "proto/fdio.h"
 #include "proto/oppath.h"
 #include "proto/session.h"
 #include "proto/token.h"
@@ -213,22 +214,13 @@ int batch_open_read(const char *name, bool insecure, int32_t *flags)
 			return -1;
 		}
 	}
-	size_t have = 0;
-	while (have < sizeof b) {
-		ssize_t r = read(fd, b + have, sizeof b - have);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			fprintf(stderr, "ferry: Batch file %s is too short to be a batch file\n",
-				name);
-			if (fd != STDIN_FILENO)
-				close(fd);
-			return -1;
-		}
-		have += (size_t)r;
+	if (fd_read_full(fd, b, sizeof b) < sizeof b) {
+		fprintf(stderr, "ferry: Batch file %s is too short to be a batch file\n", name);
+		if (fd != STDIN_FILENO)
+			close(fd);
+		return -1;
 	}
-	*flags = (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-			   (uint32_t)b[3] << 24);
+	*flags = (int32_t)get_le32(b);
 	return fd;
 }
 
