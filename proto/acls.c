@@ -14,6 +14,7 @@
 
 #include "proto/byteorder.h"
 #include "proto/fakesuper.h"
+#include "proto/fileio.h"
 #include "proto/session.h"
 
 /* What an ACL entry's transmission flags say follows (acls.c: XMIT_*). */
@@ -189,16 +190,6 @@ static long list_find(struct racl_list *l, const struct racl *r)
 	}
 	l->match = -1;
 	return -1;
-}
-
-/* "/proc/self/fd/N/leaf": a path the *xattr calls resolve through the
- * directory fd we hold, so only the last component is looked up by name
- * (and the l* variants do not follow it). */
-static bool fd_path(char *buf, size_t size, int dirfd, const char *leaf)
-{
-	int n = dirfd >= 0 ? snprintf(buf, size, "/proc/self/fd/%d/%s", dirfd, leaf)
-			   : snprintf(buf, size, "%s", leaf);
-	return n > 0 && (size_t)n < size;
 }
 
 static void put_entry(uint8_t *p, uint16_t tag, uint16_t perm, uint32_t id)
@@ -482,7 +473,7 @@ bool acl_send_entry(struct session *s, int rootfd, const char *path, const struc
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
 	if (S_ISLNK(f->mode))
 		return true;
-	bool on_disk = has_acls(s, f->mode) && fd_path(p, sizeof p, rootfd, path);
+	bool on_disk = has_acls(s, f->mode) && fs_proc_path(p, sizeof p, rootfd, path);
 	if (!on_disk || !read_acl(s, p, path, false, f->mode, &acc)) {
 		racl_free(&acc);
 		acc.user_obj = (f->mode >> 6) & 7;
@@ -742,7 +733,7 @@ static int acl_sync(struct session *s, int dirfd, const char *leaf, const struct
 	struct racl have = empty_racl;
 	int changed = 0;
 
-	if (S_ISLNK(f->mode) || (!want_acc && !want_def) || !fd_path(p, sizeof p, dirfd, leaf))
+	if (S_ISLNK(f->mode) || (!want_acc && !want_def) || !fs_proc_path(p, sizeof p, dirfd, leaf))
 		return 0;
 	if (want_acc) {
 		bool eq = read_acl(s, p, leaf, false, *cur_mode, &have) &&
@@ -791,7 +782,7 @@ int acl_item_bits(struct session *s, int dirfd, const char *leaf, const struct f
 	struct stat st;
 	char p[MAXPATHLEN_WIRE + 64];
 
-	if (!s->opts->acls || S_ISLNK(f->mode) || !fd_path(p, sizeof p, dirfd, leaf) ||
+	if (!s->opts->acls || S_ISLNK(f->mode) || !fs_proc_path(p, sizeof p, dirfd, leaf) ||
 	    lstat(p, &st) < 0)
 		return 0;
 	fake_stat(s, dirfd, leaf, leaf, &st);

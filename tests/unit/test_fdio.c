@@ -1,6 +1,7 @@
 /*
- * Whole writes and reads on a plain descriptor (proto/fdio.c) and the
- * little-endian helpers (proto/byteorder.h).
+ * Whole writes and reads on a plain descriptor (proto/fdio.c), the
+ * little-endian helpers (proto/byteorder.h) and the /proc path of a name
+ * under a directory fd (proto/fileio.c: fs_proc_path).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,12 +10,17 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "proto/byteorder.h"
 #include "proto/fdio.h"
+#include "proto/fileio.h"
 
 static void test_write_then_read(void **state)
 {
@@ -90,6 +96,33 @@ static void test_le(void **state)
 	assert_int_equal((int32_t)get_le32(b), -2);
 }
 
+static void test_proc_path(void **state)
+{
+	char buf[64], dir[] = "/tmp/ferry-test-fdio-XXXXXX";
+	struct stat st;
+
+	(void)state;
+	assert_true(fs_proc_path(buf, sizeof buf, 7, "name"));
+	assert_string_equal(buf, "/proc/self/fd/7/name");
+	assert_true(fs_proc_path(buf, sizeof buf, -1, "name"));
+	assert_string_equal(buf, "name");
+	assert_false(fs_proc_path(buf, 20, 7, "name"));  /* needs 21 bytes */
+	assert_true(fs_proc_path(buf, 21, 7, "name"));
+	/* the path reaches the name through the fd, wherever the dir is */
+	assert_non_null(mkdtemp(dir));
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	int fd = openat(dfd, "f", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_true(fs_proc_path(buf, sizeof buf, dfd, "f"));
+	assert_int_equal(lstat(buf, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(unlinkat(dfd, "f", 0), 0);
+	close(dfd);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -98,6 +131,7 @@ int main(void)
 		cmocka_unit_test(test_write_to_closed_pipe_fails),
 		cmocka_unit_test(test_read_bad_fd),
 		cmocka_unit_test(test_le),
+		cmocka_unit_test(test_proc_path),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
