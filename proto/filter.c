@@ -26,6 +26,7 @@
 
 #include "proto/filter_priv.h"
 #include "proto/flist.h"
+#include "proto/fname.h"
 #include "proto/opts.h"
 #include "proto/oppath.h"
 #include "proto/session.h"
@@ -871,41 +872,6 @@ int filter_list_from_opts(struct filter_list *fl, const struct ferry_opts *o, ch
 
 /* ------------------------------------------- per-directory merge files */
 
-/* Collapse "//", "/./" and "/../" in an absolute path (clean_fname with
- * CFN_COLLAPSE_DOT_DOT_DIRS). */
-static void clean_path(char *p)
-{
-	char *out = p + 1;
-	const char *in = p + 1;
-
-	while (*in) {
-		const char *e = strchr(in, '/');
-		size_t n = e ? (size_t)(e - in) : strlen(in);
-		if (n == 0 || (n == 1 && in[0] == '.')) {
-			/* skip */
-		} else if (n == 2 && in[0] == '.' && in[1] == '.') {
-			if (out > p + 1) {
-				out--;
-				while (out > p + 1 && out[-1] != '/')
-					out--;
-			}
-		} else {
-			memmove(out, in, n);
-			out += n;
-			/* only between components: after the last one this
-			 * would overwrite the terminator we still have to see */
-			if (e)
-				*out++ = '/';
-		}
-		if (!e)
-			break;
-		in = e + 1;
-	}
-	if (out > p + 1 && out[-1] == '/')
-		out--;
-	*out = '\0';
-}
-
 static int dm_add_level(struct filter_dm *dm, int depth)
 {
 	if (dm->nlv == dm->lvcap) {
@@ -964,7 +930,7 @@ static int dm_parent_scan(struct pctx *pc, struct filter_dm *dm, const char *fsd
 		snprintf(dir, sizeof dir, "%s", pat);
 	else
 		snprintf(dir, sizeof dir, "%s/%s", cur, pat);
-	clean_path(dir);
+	clean_fname(dir, CFN_COLLAPSE_DOT_DOT_DIRS); /* dir is absolute */
 	*strrchr(dir, '/') = '\0'; /* the directory part */
 	clen = strlen(cur);
 	dlen = strlen(dir);

@@ -16,40 +16,11 @@
 #include "proto/filesfrom.h"
 #include "proto/filter.h"
 #include "proto/flist_build_priv.h"
+#include "proto/fname.h"
 
 /* ---- -R/--relative and --files-from (flist.c: send_file_list) ---- */
 
 enum name_type { NORMAL_NAME, SLASH_ENDING_NAME, DOTDIR_NAME };
-
-/* rsync's clean_fname(CFN_KEEP_TRAILING_SLASH | CFN_DROP_TRAILING_DOT_DIR):
- * collapse "//" and "./", drop a trailing ".", keep a trailing "/" and
- * a leading one; an empty result is ".". Returns the new length. */
-static size_t clean_relative(char *name)
-{
-	char *t = name, *f = name;
-	bool anchored = *f == '/';
-
-	if (anchored)
-		*t++ = *f++;
-	while (*f) {
-		if (*f == '/') {
-			f++;
-			continue;
-		}
-		if (*f == '.' && f[1] == '/') {
-			f += 2;
-			continue;
-		}
-		if (*f == '.' && f[1] == '\0')
-			break;
-		while (*f && (*t++ = *f++) != '/')
-			;
-	}
-	if (t == name)
-		*t++ = '.';
-	*t = '\0';
-	return (size_t)(t - name);
-}
 
 /* Make the "/./" dir of a name (relative to the base; "" is the base)
  * the current root, opening it the first time. False after reporting. */
@@ -206,7 +177,8 @@ static bool split_relative(struct walker *k, char *fbuf, const char **dir, char 
 	/* A leading "./" puts "." itself in the list (implied_dot_dir). */
 	if ((*fn)[0] == '.' && (*fn)[1] == '/' && (*fn)[2] && !k->implied_dot)
 		k->implied_dot = -1;
-	size_t len = clean_relative(*fn);
+	size_t len =
+		(size_t)clean_fname(*fn, CFN_KEEP_TRAILING_SLASH | CFN_DROP_TRAILING_DOT_DIR);
 	*type = NORMAL_NAME;
 	if (len == 1 && (*fn)[0] == '/') {
 		*fn = "/.";
