@@ -2,13 +2,16 @@
  * One daemon connection: greetings, module choice, access checks,
  * authentication, entering the module, the client's arguments, and then
  * the server side of the protocol (clientserver.c: start_daemon,
- * rsync_module).
+ * rsync_module). This file runs the steps in order and decides what the
+ * module refuses; the steps are in serve_greet.c, serve_enter.c,
+ * serve_args.c and serve_hooks.c (daemon/serve_priv.h).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client/exit_line.h"
