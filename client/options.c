@@ -147,8 +147,13 @@ static int store_bound(struct pstate *ps, const struct opt_binding *b, int v, co
 	if (b->type == BT_STR)
 		return opt_set_str(ps, (char **)field, arg);
 	int cur = b->type == BT_BOOL ? *(bool *)field : *(int *)field;
-	int val = b->kind == BK_V ? v : b->kind == BK_TRUE ? 1 : b->kind == BK_NOT ? !v
-				: v ? cur + 1 : 0;
+	int val;
+	switch (b->kind) {
+	case BK_V: val = v; break;
+	case BK_TRUE: val = 1; break;
+	case BK_NOT: val = !v; break;
+	default: val = v ? cur + 1 : 0; break; /* BK_COUNT */
+	}
 	if (b->type == BT_BOOL)
 		*(bool *)field = val != 0;
 	else
