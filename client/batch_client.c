@@ -1,8 +1,7 @@
 /*
- * Batch mode on the client: recording (--write-batch, --only-write-batch),
- * the replay script FILE.sh (rsync batch.c: write_batch_shell_file) and
- * replaying (--read-batch; rsync main.c: do_cmd and client_run with
- * read_batch, where the batch file stands in for the sender).
+ * Batch mode on the client: recording (--write-batch, --only-write-batch)
+ * and the replay script FILE.sh (rsync batch.c: write_batch_shell_file).
+ * Replaying is client/batch_read.c.
  */
 #include "client/batch_client.h"
 
@@ -176,73 +175,5 @@ int batch_client_finish(struct session *s, int code)
 		fprintf(stderr, "ferry: %s\n", s->err.msg);
 		code = RERR_FILEIO;
 	}
-	return code;
-}
-
-/* The stream flags win over the command line (batch.c:
- * check_batch_flags); also no block sums: nobody reads them. */
-static bool replay_options(struct ferry_opts *ro, const struct ferry_opts *o, int32_t flags)
-{
-	*ro = *o;
-	ro->whole_file = 1;
-	return batch_apply_flags(ro, flags);
-}
-
-int client_read_batch(const struct ferry_opts *o)
-{
-	struct ferry_opts ro;
-	struct remote_spec where;
-	struct filter_list filters;
-	struct session s;
-	char err[512];
-	int32_t flags;
-
-	if (o->nargs < 1) {
-		fprintf(stderr, "ferry: --read-batch needs a destination\n");
-		return RERR_SYNTAX;
-	}
-	const char *dest = o->args[o->nargs - 1];
-	remote_parse(dest, &where);
-	if (where.kind != REMOTE_LOCAL) {
-		fprintf(stderr, "ferry: remote destination is not allowed with --read-batch\n");
-		return RERR_SYNTAX;
-	}
-	int fd = batch_open_read(o->batch_name, o->insecure_links, &flags);
-	if (fd < 0)
-		return RERR_FILEIO;
-	if (!replay_options(&ro, o, flags)) {
-		if (fd != STDIN_FILENO)
-			close(fd);
-		return RERR_SYNTAX;
-	}
-	/* The generator's requests have no sender to go to. */
-	int sink = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	filter_list_init(&filters);
-	if (filter_list_from_opts(&filters, &ro, err, sizeof err) < 0 || sink < 0) {
-		fprintf(stderr, "ferry: %s\n", sink < 0 ? strerror(errno) : err);
-		filter_list_free(&filters);
-		if (fd != STDIN_FILENO)
-			close(fd);
-		if (sink >= 0)
-			close(sink);
-		return RERR_SYNTAX;
-	}
-	session_init(&s, &ro, fd, sink);
-	int code;
-	if (!negotiate_from_batch(&s)) {
-		code = session_exit_code(&s);
-		fprintf(stderr, "ferry: %s\n", s.err.msg);
-	} else {
-		struct names_forwarder none = {0}; /* no --files-from here */
-		code = pull_receive(&s, dest, &filters, &none, NULL, (double)time(NULL));
-		if (code && wire_error_code(&s.err) && s.err.msg[0] && strcmp(s.err.msg, " ") != 0)
-			fprintf(stderr, "ferry: %s\n", s.err.msg);
-	}
-	progress_json_note_totals(&s); /* for --json's end event */
-	session_free(&s);
-	filter_list_free(&filters);
-	if (fd != STDIN_FILENO)
-		close(fd);
-	close(sink);
 	return code;
 }

@@ -22,6 +22,8 @@ bool batch_client_start(struct session *s, bool we_send);
  * which a failed batch write turns into rsync's file I/O error. */
 int batch_client_finish(struct session *s, int code);
 
+/* ---- batch_read.c ---- */
+
 /* --read-batch=FILE DEST: replay FILE into DEST. Returns the exit code. */
 int client_read_batch(const struct ferry_opts *o);
 

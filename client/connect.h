@@ -28,6 +28,8 @@ struct connect_req {
  * the program cannot be started). */
 int daemon_connect(const struct connect_req *req, pid_t *prog_pid, int *exit_code);
 
+/* ---- connect_tcp.c ---- */
+
 /* Plain TCP (no program, no proxy): host:port. Returns the socket, or -1
  * after printing why, with *exit_code set as above. */
 int tcp_connect(const struct connect_req *req, int *exit_code);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "proto/checksum.h"
+#include "proto/fdio.h"
 
 #define PROXY_BUF 1024          /* a request or one response line */
 #define PROXY_MAX_HEADER_LINES 100
@@ -141,20 +142,6 @@ static bool read_proxy_line(int fd, char *buf, size_t size, long long deadline_m
 	return true;
 }
 
-static bool write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t w = write(fd, buf, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		buf += w;
-		len -= (size_t)w;
-	}
-	return true;
-}
-
 /* "HTTP/1.x 2xx ..." */
 static bool status_ok(const char *line)
 {
@@ -200,7 +187,7 @@ static bool proxy_handshake(int fd, const struct proxy_spec *ps, const char *hos
 		fprintf(stderr, "ferry: proxy CONNECT request too long\n");
 		return false;
 	}
-	bool sent = write_all(fd, req, (size_t)len);
+	bool sent = fd_write_all(fd, req, (size_t)len);
 	memset(req, 0, sizeof req);
 	if (!sent) {
 		fprintf(stderr, "ferry: failed to write to proxy: %s\n", strerror(errno));

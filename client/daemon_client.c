@@ -19,6 +19,7 @@
 #include "client/rsh.h"
 #include "client/secluded.h"
 #include "proto/checksum.h"
+#include "proto/fdio.h"
 #include "proto/json.h"
 #include "proto/negotiate.h"
 #include "proto/oppath.h"
@@ -191,17 +192,11 @@ static bool send_early_input(struct session *s, const char *name, int *exit_code
 		close(fd);
 		return false;
 	}
-	size_t len = 0;
-	while (len < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + len, (size_t)st.st_size - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			fprintf(stderr, "ferry: Early EOF in %s\n", name);
-			close(fd);
-			return false;
-		}
-		len += (size_t)r;
+	size_t len = fd_read_full(fd, buf, (size_t)st.st_size);
+	if (len < (size_t)st.st_size) {
+		fprintf(stderr, "ferry: Early EOF in %s\n", name);
+		close(fd);
+		return false;
 	}
 	close(fd);
 	if (!len)

@@ -183,6 +183,7 @@ enum opt_id {
 	OPT_IPV6, OPT_QSORT, OPT_SERVER, OPT_SENDER, OPT_DAEMON, OPT_CONFIG,
 	OPT_DPARAM, OPT_DETACH, OPT_SSH_MODE, OPT_SSH_CIPHER, OPT_SUMS_CACHE, OPT_JSON,
 	OPT_CHECK_CONFIG,
+	OPT_ID_COUNT      /* the number of ids, not an option */
 };
 
 /* ---- stop_time.c ---- */

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "proto/checksum.h"
+#include "proto/fdio.h"
 
 #define PUMP_BUF (256 * 1024)
 #define SSH_EXIT_FAILURE 255 /* what ssh itself exits with */
@@ -432,20 +433,6 @@ static void send_env(ssh_channel ch, const struct ssh_spec *sp)
 
 /* ---- the pump ---- */
 
-static bool write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		p += w;
-		n -= (size_t)w;
-	}
-	return true;
-}
-
 /* Move bytes both ways until the channel closes. libssh is not safe for
  * concurrent use, so one thread does both directions, waiting on the SSH
  * socket and our socketpair end with poll(). */
@@ -469,7 +456,7 @@ static void *pump_main(void *arg)
 		bool moved = false;
 		while ((n = ssh_channel_read_nonblocking(b->channel, buf, PUMP_BUF, 0)) > 0) {
 			moved = true;
-			if (!write_all(b->ours, buf, (size_t)n))
+			if (!fd_write_all(b->ours, buf, (size_t)n))
 				goto done;
 		}
 		while ((n = ssh_channel_read_nonblocking(b->channel, buf, PUMP_BUF, 1)) > 0)

@@ -16,6 +16,7 @@
 #include "client/rsh.h"
 #include "client/secluded.h"
 #include "client/ssh_builtin.h"
+#include "proto/fdio.h"
 #include "proto/negotiate.h"
 #include "proto/progress.h"
 #include "proto/server.h"
@@ -115,25 +116,6 @@ static int fail(struct session *s, struct transport *t, int code, bool server_se
 	return transport_close(s, t, code);
 }
 
-/* Write all of buf to fd (the remote shell's end, before the protocol
- * starts); false after saying why. */
-static bool write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t w = write(fd, buf, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			fprintf(stderr, "ferry: sending the secluded arguments: %s\n",
-				w < 0 ? strerror(errno) : "short write");
-			return false;
-		}
-		buf += w;
-		len -= (size_t)w;
-	}
-	return true;
-}
-
 /* --secluded-args over a remote shell: what follows the command line,
  * sent as soon as the shell runs (rsync main.c: do_cmd). */
 static bool send_secluded(const struct ferry_opts *o, int fd, char **rest, char **paths,
@@ -146,7 +128,10 @@ static bool send_secluded(const struct ferry_opts *o, int fd, char **rest, char 
 		ok = (shown[i] = options_remote_arg(o, NULL, paths[i], false)) != NULL;
 	size_t len = 0;
 	char *buf = ok ? secluded_pack(rest, shown, npaths, &len) : NULL;
-	ok = buf && write_all(fd, buf, len);
+	ok = buf && fd_write_all(fd, buf, len);
+	if (buf && !ok)
+		fprintf(stderr, "ferry: sending the secluded arguments: %s\n",
+			errno ? strerror(errno) : "short write");
 	free(buf);
 	for (int i = 0; shown && i < npaths; i++)
 		free(shown[i]);

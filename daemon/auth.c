@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/fdio.h"
 #include "proto/oppath.h"
 #include "proto/wildmatch.h"
 
@@ -166,14 +167,7 @@ static bool random_bytes(uint8_t *buf, size_t len)
 	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return false;
-	while (got < len) {
-		ssize_t n = read(fd, buf + got, len - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	got += fd_read_full(fd, buf + got, len - got);
 	close(fd);
 	return got == len;
 }

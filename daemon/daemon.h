@@ -29,17 +29,4 @@ int daemon_serve_client(const struct daemon_config *cfg, const struct ferry_opts
 int daemon_handshake_check(const struct daemon_config *cfg, const struct ferry_opts *daemon_opts,
 			   int fd_in, int fd_out);
 
-/* A listening TCP socket on port, at --address or the config's `address`
- * (any address when neither is set), for the daemon port and the SSH
- * listener's port. Returns the socket, or -1 after printing why. */
-int daemon_listen_socket(const struct ferry_opts *o, const struct daemon_config *cfg, int port);
-
-/* Append a line to the daemon log ("log file", or syslog). */
-void daemon_log(const struct daemon_config *cfg, const struct daemon_module *m, const char *fmt,
-		...) __attribute__((format(printf, 3, 4)));
-
-/* Open the log that m's lines go to, before the connection chroots or
- * drops privileges: it stays open for the rest of the connection. */
-void daemon_log_open(const struct daemon_config *cfg, const struct daemon_module *m);
-
 #endif

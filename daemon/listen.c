@@ -27,6 +27,8 @@
 #include "daemon/auth.h"
 #include "daemon/conn_limits.h"
 #include "daemon/daemon.h"
+#include "daemon/listen_socket.h"
+#include "daemon/log.h"
 #include "daemon/pid_file.h"
 #include "daemon/ssh_listen.h"
 #include "daemon/socket_activation.h"
@@ -41,82 +43,6 @@ static const char default_config[] =
 	"\tpath = %FERRY_ROOT%\n"
 	"\tcomment = files served by ferry\n"
 	"\tread only = yes\n";
-
-/* The log file stays open across the privilege drop, as rsync keeps it:
- * a module running as nobody could not open a root-owned log. A connection
- * writes to the daemon's log until it opens its module's (daemon_log_open)
- * and to that one after, so a single cached descriptor does. */
-static struct {
-	char path[4096];
-	int fd;
-} log_cache = {.fd = -1};
-
-static int log_fd_for(const char *file)
-{
-	if (log_cache.fd >= 0 && strcmp(log_cache.path, file) == 0)
-		return log_cache.fd;
-	int fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return -1;
-	if (log_cache.fd >= 0)
-		close(log_cache.fd);
-	log_cache.fd = fd;
-	snprintf(log_cache.path, sizeof log_cache.path, "%s", file);
-	return fd;
-}
-
-/* The listening process does not keep the log open: each connection
- * opens it afresh, so a log rotated away is not written to any more. */
-static void log_cache_drop(void)
-{
-	if (log_cache.fd >= 0)
-		close(log_cache.fd);
-	log_cache.fd = -1;
-}
-
-static const char *log_file_of(const struct daemon_config *cfg, const struct daemon_module *m)
-{
-	return m && m->log_file ? m->log_file : cfg->defaults.log_file;
-}
-
-void daemon_log_open(const struct daemon_config *cfg, const struct daemon_module *m)
-{
-	const char *file = log_file_of(cfg, m);
-
-	if (file && *file)
-		log_fd_for(file);
-}
-
-void daemon_log(const struct daemon_config *cfg, const struct daemon_module *m, const char *fmt,
-		...)
-{
-	const char *file = log_file_of(cfg, m);
-	char msg[2048], when[64];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	if (!file || !*file) {
-		const char *tag = m && m->syslog_tag ? m->syslog_tag : cfg->defaults.syslog_tag;
-		openlog(tag ? tag : "rsyncd", LOG_PID,
-			m ? m->syslog_facility : cfg->defaults.syslog_facility);
-		syslog(LOG_INFO, "%s", msg);
-		return;
-	}
-	time_t t = time(NULL);
-	struct tm tm;
-	localtime_r(&t, &tm);
-	strftime(when, sizeof when, "%Y/%m/%d %H:%M:%S", &tm);
-	int fd = log_fd_for(file);
-	if (fd < 0)
-		return;
-	/* a client's file name must not forge log lines or send escapes to
-	 * the terminal an administrator reads the log on (log.c: logit) */
-	char shown[5 * sizeof msg];
-	out_escape_log(shown, sizeof shown, msg, strlen(msg));
-	dprintf(fd, "%s [%d] %s\n", when, (int)getpid(), shown);
-}
 
 static int replace_str(char **field, const char *value)
 {
@@ -201,51 +127,6 @@ static void log_config_errors(const struct daemon_config *cfg, const char *err)
 		p += n + (p[n] == '\n');
 	}
 }
-
-int daemon_listen_socket(const struct ferry_opts *o, const struct daemon_config *cfg, int port)
-{
-	const char *addr = o->bind_address ? o->bind_address : cfg->address;
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
-	struct addrinfo *res;
-	char portstr[16];
-
-	hints.ai_family = o->ip_family == 4 ? AF_INET : o->ip_family == 6 ? AF_INET6 : AF_UNSPEC;
-	snprintf(portstr, sizeof portstr, "%d", port);
-	int gai = getaddrinfo(addr, portstr, &hints, &res);
-	if (gai != 0) {
-		fprintf(stderr, "ferry: getaddrinfo: bind address %s: %s\n", addr ? addr : "*",
-			gai_strerror(gai));
-		return -1;
-	}
-	int fd = -1;
-	/* Prefer IPv6 with dual stack for a wildcard address, like rsync. */
-	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-		if (fd < 0)
-			continue;
-		int one = 1;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-		/* As the client does (connect.c): without it the small messages
-		 * that end each phase wait for the peer's delayed ACK, 40 ms each
-		 * (a small pull: 0.20 s -> 0.05 s). Inherited by accepted
-		 * sockets; "socket options = TCP_NODELAY=0" still turns it off. */
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-		/* rsync socket.c: open_socket_in; accepted sockets inherit them */
-		sockopts_apply(fd, o->sockopts ? o->sockopts : cfg->socket_options);
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
-		    listen(fd, cfg->listen_backlog > 0 ? cfg->listen_backlog
-							   : CONFIG_DEFAULT_LISTEN_BACKLOG) == 0)
-			break;
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	if (fd < 0)
-		fprintf(stderr, "ferry: unable to bind any inbound sockets on port %d: %s\n", port,
-			strerror(errno));
-	return fd;
-}
-
 
 /* Room for every error of a failed load (config.h: CONFIG_MAX_ERRORS). */
 #define CONFIG_ERRS_SIZE 8192
@@ -352,7 +233,7 @@ static void reload_config(struct listener *L, bool report)
 	log_config_errors(&L->cfg, err);
 	daemon_log(&L->cfg, NULL,
 		   "config not reloaded: still serving the last configuration that loaded");
-	log_cache_drop();
+	daemon_log_close();
 	snprintf(L->last_err, sizeof L->last_err, "%s", err);
 }
 
@@ -426,7 +307,7 @@ static bool host_limit_refused(struct listener *L, int cfd, const char *addr)
 	if (max <= 0 || conn_table_host_count(&L->conns, addr) < (size_t)max)
 		return false;
 	daemon_log(&L->cfg, NULL, "max connections per host (%d) reached for %s", max, addr);
-	log_cache_drop();
+	daemon_log_close();
 	int len = snprintf(msg, sizeof msg,
 			   "@RSYNCD: %d.0 %s\n@ERROR: max connections per host (%d) reached -- "
 			   "try again later\n",
@@ -459,7 +340,7 @@ static bool startups_dropped(struct listener *L, const char *addr)
 		   "ssh: drop connection from %s: %zu not yet authenticated (ssh max startups "
 		   "%d:%d:%d)",
 		   addr, pending, m->start, m->rate, m->full);
-	log_cache_drop();
+	daemon_log_close();
 	return true;
 }
 
@@ -471,7 +352,7 @@ static void spawn_child(struct listener *L, int cfd, bool is_ssh, const char *ad
 
 	if (is_ssh && pipe2(sp, O_CLOEXEC) < 0) {
 		daemon_log(&L->cfg, NULL, "ssh: cannot create a startup pipe: %s", strerror(errno));
-		log_cache_drop();
+		daemon_log_close();
 		return;
 	}
 	pid_t pid = fork();
@@ -485,7 +366,7 @@ static void spawn_child(struct listener *L, int cfd, bool is_ssh, const char *ad
 	if (pid < 0) {
 		daemon_log(&L->cfg, NULL, "could not create child server process: %s",
 			   strerror(errno));
-		log_cache_drop();
+		daemon_log_close();
 	}
 	if (pid < 0 || conn_table_add(&L->conns, pid, addr, is_ssh, sp[0]) < 0) {
 		if (sp[0] >= 0)
@@ -504,7 +385,7 @@ static int stop_code(const struct listener *L, int sig)
 	exit_line_format(line, sizeof line, RERR_SIGNAL, "Receiver", "listen.c", __LINE__);
 	line[strcspn(line, "\n")] = '\0';
 	daemon_log(&L->cfg, NULL, "%s", line);
-	log_cache_drop();
+	daemon_log_close();
 	return RERR_SIGNAL;
 }
 
@@ -525,7 +406,7 @@ static int accept_loop(struct listener *L)
 			if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
 				continue;
 			daemon_log(&L->cfg, NULL, "accept failed: %s", strerror(errno));
-			log_cache_drop();
+			daemon_log_close();
 			continue;
 		}
 		reload_config(L, false);
@@ -617,7 +498,7 @@ static int take_pid_file(struct listener *L)
 	exit_line_format(line, sizeof line, RERR_FILEIO, "Receiver", "listen.c", __LINE__);
 	line[strcspn(line, "\n")] = '\0';
 	daemon_log(&L->cfg, NULL, "%s", line);
-	log_cache_drop();
+	daemon_log_close();
 	return RERR_FILEIO;
 }
 
@@ -642,7 +523,7 @@ static int run_listener(struct listener *L)
 		detach_done(ready_fd);
 	daemon_log(&L->cfg, NULL, "ferry version %s starting, listening on port %d", FERRY_VERSION,
 		   L->port);
-	log_cache_drop();
+	daemon_log_close();
 	code = accept_loop(L);
 	conn_table_free(&L->conns);
 	linger_free(&L->refused);

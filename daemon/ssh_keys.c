@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/fdio.h"
+
 static void set_why(char *why, size_t whysz, const char *fmt, const char *a, const char *b)
 {
 	if (why && whysz)
@@ -45,15 +47,7 @@ static char *read_keys_file(const char *path, bool strict_modes, char *why, size
 		return NULL;
 	}
 	char *buf = malloc((size_t)st.st_size + 1);
-	size_t got = 0;
-	while (buf && got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	size_t got = buf ? fd_read_full(fd, buf, (size_t)st.st_size) : 0;
 	close(fd);
 	if (!buf) {
 		set_why(why, whysz, "out of memory reading %s%s", path, "");

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/daemon.h"
+#include "daemon/listen_socket.h"
 #include "daemon/ssh_priv.h"
 
 /* Load every `ssh host key` file into bind. At most one key per type is

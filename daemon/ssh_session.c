@@ -23,6 +23,7 @@
 
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
+#include "daemon/log.h"
 #include "daemon/ssh_keys.h"
 #include "daemon/ssh_listen.h"
 #include "daemon/ssh_priv.h"

@@ -15,6 +15,7 @@
 #include <linux/close_range.h>
 
 #include "daemon/xfer_exec.h"
+#include "proto/fdio.h"
 
 #define HOOK_ARG_MAX 5120     /* one request or argument, as rsync's BIGPATHBUFLEN */
 #define HOOK_ARGS_MAX 20000   /* more than the daemon accepts from a client */
@@ -127,22 +128,6 @@ bool xfer_hook_start(const char *cmd, bool capture_stdout, struct xfer_hook *h)
 	return true;
 }
 
-static bool write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		p += n;
-		len -= (size_t)n;
-	}
-	return true;
-}
-
 /* The request, the arguments and the empty string that ends them. */
 static bool send_list(struct xfer_hook *h, const char *request, char *const *argv, int argc,
 		      const void *input, size_t input_len)
@@ -151,12 +136,12 @@ static bool send_list(struct xfer_hook *h, const char *request, char *const *arg
 		request = "(NONE)";
 	/* A hook that exits without reading must not kill the daemon. */
 	void (*old)(int) = signal(SIGPIPE, SIG_IGN);
-	bool ok = write_all(h->arg_fd, request, strlen(request) + 1);
+	bool ok = fd_write_all(h->arg_fd, request, strlen(request) + 1);
 	for (int i = 0; ok && i < argc; i++)
-		ok = write_all(h->arg_fd, argv[i], strlen(argv[i]) + 1);
-	ok = ok && write_all(h->arg_fd, "", 1);
+		ok = fd_write_all(h->arg_fd, argv[i], strlen(argv[i]) + 1);
+	ok = ok && fd_write_all(h->arg_fd, "", 1);
 	if (ok && input_len)
-		ok = write_all(h->arg_fd, input, input_len);
+		ok = fd_write_all(h->arg_fd, input, input_len);
 	signal(SIGPIPE, old);
 	return ok;
 }

@@ -12,7 +12,9 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "proto/byteorder.h"
 #include "proto/fakesuper.h"
+#include "proto/fileio.h"
 #include "proto/session.h"
 
 /* What an ACL entry's transmission flags say follows (acls.c: XMIT_*). */
@@ -195,26 +197,6 @@ static long list_find(struct racl_list *l, const struct racl *r)
 	return -1;
 }
 
-/* "/proc/self/fd/N/leaf": a path the *xattr calls resolve through the
- * directory fd we hold, so only the last component is looked up by name
- * (and the l* variants do not follow it). */
-static bool fd_path(char *buf, size_t size, int dirfd, const char *leaf)
-{
-	int n = dirfd >= 0 ? snprintf(buf, size, "/proc/self/fd/%d/%s", dirfd, leaf)
-			   : snprintf(buf, size, "%s", leaf);
-	return n > 0 && (size_t)n < size;
-}
-
-static uint16_t get_le16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static void put_entry(uint8_t *p, uint16_t tag, uint16_t perm, uint32_t id)
 {
 	p[0] = (uint8_t)tag;
@@ -259,14 +241,6 @@ static bool parse_kacl(const uint8_t *buf, size_t len, struct racl *r)
 static bool no_acl_errno(int e)
 {
 	return e == ENODATA || e == ENOTSUP || e == ENOSYS || e == EOPNOTSUPP;
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
 }
 
 /* --fake-super: an ACL from user.rsync.%aacl/%dacl, the objects it leaves
@@ -504,7 +478,7 @@ bool acl_send_entry(struct session *s, int rootfd, const char *path, const struc
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
 	if (S_ISLNK(f->mode))
 		return true;
-	bool on_disk = has_acls(s, f->mode) && fd_path(p, sizeof p, rootfd, path);
+	bool on_disk = has_acls(s, f->mode) && fs_proc_path(p, sizeof p, rootfd, path);
 	if (!on_disk || !read_acl(s, p, path, false, f->mode, &acc)) {
 		racl_free(&acc);
 		acc.user_obj = (f->mode >> 6) & 7;
@@ -764,7 +738,7 @@ static int acl_sync(struct session *s, int dirfd, const char *leaf, const struct
 	struct racl have = empty_racl;
 	int changed = 0;
 
-	if (S_ISLNK(f->mode) || (!want_acc && !want_def) || !fd_path(p, sizeof p, dirfd, leaf))
+	if (S_ISLNK(f->mode) || (!want_acc && !want_def) || !fs_proc_path(p, sizeof p, dirfd, leaf))
 		return 0;
 	if (want_acc) {
 		bool eq = read_acl(s, p, leaf, false, *cur_mode, &have) &&
@@ -813,7 +787,7 @@ int acl_item_bits(struct session *s, int dirfd, const char *leaf, const struct f
 	struct stat st;
 	char p[MAXPATHLEN_WIRE + 64];
 
-	if (!s->opts->acls || S_ISLNK(f->mode) || !fd_path(p, sizeof p, dirfd, leaf) ||
+	if (!s->opts->acls || S_ISLNK(f->mode) || !fs_proc_path(p, sizeof p, dirfd, leaf) ||
 	    lstat(p, &st) < 0)
 		return 0;
 	fake_stat(s, dirfd, leaf, leaf, &st);

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/byteorder.h"
+#include "proto/fdio.h"
 #include "proto/oppath.h"
 #include "proto/session.h"
 #include "proto/token.h"
@@ -83,16 +85,6 @@ bool batch_tee_data(struct batch_tee *t, const void *p, size_t n)
 			return false;
 	}
 	return true;
-}
-
-static void put_le32(uint8_t *p, int32_t v)
-{
-	uint32_t u = (uint32_t)v;
-
-	p[0] = (uint8_t)u;
-	p[1] = (uint8_t)(u >> 8);
-	p[2] = (uint8_t)(u >> 16);
-	p[3] = (uint8_t)(u >> 24);
 }
 
 /* The header (batch.c: write_stream_flags; io.c: start_write_batch). */
@@ -229,22 +221,13 @@ int batch_open_read(const char *name, bool insecure, int32_t *flags)
 			return -1;
 		}
 	}
-	size_t have = 0;
-	while (have < sizeof b) {
-		ssize_t r = read(fd, b + have, sizeof b - have);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			fprintf(stderr, "ferry: Batch file %s is too short to be a batch file\n",
-				name);
-			if (fd != STDIN_FILENO)
-				close(fd);
-			return -1;
-		}
-		have += (size_t)r;
+	if (fd_read_full(fd, b, sizeof b) < sizeof b) {
+		fprintf(stderr, "ferry: Batch file %s is too short to be a batch file\n", name);
+		if (fd != STDIN_FILENO)
+			close(fd);
+		return -1;
 	}
-	*flags = (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-			   (uint32_t)b[3] << 24);
+	*flags = (int32_t)get_le32(b);
 	return fd;
 }
 

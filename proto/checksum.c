@@ -7,6 +7,7 @@
  * is left out, and the byte order of the xxhash results.
  */
 #include "proto/checksum.h"
+#include "proto/byteorder.h"
 
 #include <string.h>
 #ifdef __SSE2__
@@ -288,20 +289,6 @@ void rolling_init(struct rolling *r, const uint8_t *buf, size_t n)
 {
 	rolling_sums(buf, n, &r->s1, &r->s2);
 	r->n = n;
-}
-
-/* ---- byte order ---------------------------------------------------------- */
-
-static void put_le32(uint8_t *d, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		d[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_le64(uint8_t *d, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		d[i] = (uint8_t)(v >> (8 * i));
 }
 
 /* ---- streaming state, kept as bytes in the ctx --------------------------- */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "proto/fakesuper.h"
+#include "proto/fileio.h"
 
 #define STAT_VALUE_MAX 256 /* rsync reads the value into a 256-byte buffer */
 
@@ -21,13 +22,6 @@ static bool is_device(mode_t m)
 static bool is_special(mode_t m)
 {
 	return S_ISFIFO(m) || S_ISSOCK(m);
-}
-
-/* The l*xattr path of dirfd/leaf (through /proc, as xattrs.c does). */
-static bool xattr_path(char *buf, size_t size, int dirfd, const char *leaf)
-{
-	int n = snprintf(buf, size, "/proc/self/fd/%d/%s", dirfd, leaf);
-	return n > 0 && (size_t)n < size;
 }
 
 /* The recorded attributes: true and *rec filled when there is a valid
@@ -67,7 +61,7 @@ bool fake_stat(struct session *s, int dirfd, const char *leaf, const char *shown
 
 	if (!s->fake_super || is_device(st->st_mode) || is_special(st->st_mode))
 		return true;
-	if (!xattr_path(path, sizeof path, dirfd, leaf))
+	if (!fs_proc_path(path, sizeof path, dirfd, leaf))
 		return true;
 	if (read_record(path, &rec, raw, sizeof raw, &corrupt)) {
 		st->st_mode = rec.st_mode;
@@ -130,7 +124,7 @@ bool fake_stat_store(struct session *s, int dirfd, const char *leaf, const char 
 	if (o->dry_run)
 		return true;
 	if (fstatat(dirfd, leaf, &real, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    !xattr_path(path, sizeof path, dirfd, leaf)) {
+	    !fs_proc_path(path, sizeof path, dirfd, leaf)) {
 		session_xfer_err(s, "failed to re-stat %s: %s", shown, strerror(errno));
 		return false;
 	}

@@ -644,6 +644,13 @@ bool fs_sparse_in_place(int fd, const void *buf, size_t len)
 	return !zrun || punch_present_zeros(fd, zrun);
 }
 
+bool fs_proc_path(char *buf, size_t size, int dirfd, const char *leaf)
+{
+	int n = dirfd >= 0 ? snprintf(buf, size, "/proc/self/fd/%d/%s", dirfd, leaf)
+			   : snprintf(buf, size, "%s", leaf);
+	return n > 0 && (size_t)n < size;
+}
+
 bool fs_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;

@@ -119,6 +119,12 @@ int fs_copy_then_unlink(int from_dir, const char *from, int to_dir, const char *
  * these files. Returns the bytes copied (short at EOF) or -1 with errno. */
 int64_t fs_copy_range(int in, off_t *in_off, int out, int64_t len);
 
+/* "/proc/self/fd/DIRFD/LEAF" into buf: a path the *xattr and ACL calls
+ * resolve through the directory fd we hold, so only the last component is
+ * looked up by name (and the l* variants do not follow it). With dirfd < 0,
+ * leaf itself. False when it does not fit in size. */
+bool fs_proc_path(char *buf, size_t size, int dirfd, const char *leaf);
+
 /* Write all of buf; false with errno on failure. */
 bool fs_write_all(int fd, const void *buf, size_t len);
 /* Read exactly len bytes at offset (short only at EOF): returns bytes read

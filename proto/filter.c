@@ -1,9 +1,9 @@
 /*
  * Filter rules: parsing (exclude.c: parse_rule_tok, parse_filter_str,
- * parse_filter_file, add_rule), matching (rule_matches, check_filter),
- * per-directory merge files (push_local_filters, pop_local_filters,
- * setup_merge_file). The list on the wire is in filter_wire.c; see
- * filter.h for the API.
+ * parse_filter_file, add_rule), per-directory merge files
+ * (push_local_filters, pop_local_filters, setup_merge_file). Matching is
+ * in filter_match.c, the list on the wire in filter_wire.c; see filter.h
+ * for the API.
  *
  * Where rsync keeps global state (the current directory, which side we
  * are, the active per-dir merge lists) we keep it in the filter_list, and
@@ -24,7 +24,9 @@
 
 #include "proto/fileio.h"
 
+#include "proto/filter_priv.h"
 #include "proto/flist.h"
+#include "proto/fname.h"
 #include "proto/opts.h"
 #include "proto/oppath.h"
 #include "proto/session.h"
@@ -48,25 +50,6 @@ static const char cvs_default[] =
 	"RCS SCCS CVS CVS.adm RCSLOG cvslog.* tags TAGS .make.state .nse_depinfo "
 	"*~ #* .#* ,* _$* *$ *.old *.bak *.BAK *.orig *.rej .del-* *.a *.olb *.o "
 	"*.obj *.so *.exe *.Z *.elc *.ln core .svn/ .git/ .hg/ .bzr/";
-
-/* One directory's worth of a dir-merge rule's rules. */
-struct dm_level {
-	int depth;    /* filter_push_dir() depth that added it */
-	size_t start; /* its first rule in dm->rules */
-	bool cut;     /* a '!' in this file: parents' rules no longer apply */
-};
-
-/* A dir-merge rule's per-directory state (rsync's mergelist). Rules of
- * all open directories are in one array, oldest level first; matching
- * goes newest level first, as rsync's inherited-list layout does. */
-struct filter_dm {
-	struct filter_rule *owner;
-	char *fname;     /* the file looked for in each directory */
-	struct filter_rules rules;
-	struct dm_level *lv;
-	size_t nlv, lvcap;
-	bool set_up;     /* parent-directory scan done (setup_merge_file) */
-};
 
 /* Where rules being parsed go, and how to parse them. */
 struct pctx {
@@ -1025,187 +1008,7 @@ int filter_list_from_opts(struct filter_list *fl, const struct ferry_opts *o, ch
 	return 0;
 }
 
-/* ----------------------------------------------------------- matching */
-
-/* Does a rule with flags f count on this side? A rule for one side only
- * is that side's (exclude.c: send_rules marks the rest as elided). */
-static bool side_applies(uint32_t f, bool receiver)
-{
-	if (receiver)
-		return !(f & FR_SENDER_SIDE) || f & FR_RECEIVER_SIDE;
-	return !(f & FR_RECEIVER_SIDE) || f & FR_SENDER_SIDE;
-}
-
-/* exclude.c: rule_matches. rsync matches against a virtual join of up
- * to four strings; we build the joined text. */
-static bool rule_matches(const struct filter_list *fl, const struct filter_rule *r,
-			 const char *fname, bool is_dir)
-{
-	bool hit = !(r->flags & FR_NEGATE), m;
-	const char *name = fname + (*fname == '/'), *pat = r->pattern;
-	const char *pre = "", *sep = "", *tail = "", *p;
-	char sbuf[2 * MAXPATHLEN_WIRE + 8], *text = sbuf;
-	int where;
-
-	if (!*name || r->flags & FR_XATTR)
-		return false;
-	if (!r->slash_cnt && !(r->flags & FR_WILD2)) {
-		/* no slash and no "**": just the last component */
-		if ((p = strrchr(name, '/')) != NULL)
-			name = p + 1;
-	} else if (r->flags & FR_ABS_PATH && *fname != '/' && fl->abs_root && fl->abs_root[1]) {
-		pre = fl->abs_root + 1;
-		sep = "/";
-	} else if (r->flags & FR_WILD2_PREFIX && *fname != '/') {
-		sep = "/"; /* so "**" + "/" matches at the start */
-	}
-	if (is_dir) {
-		if (r->flags & FR_WILD3_SUFFIX)
-			tail = "/"; /* a trailing "***" matches the dir itself */
-	} else if (r->flags & FR_DIRECTORY) {
-		return !hit;
-	}
-	bool anchored = *pat == '/';
-	if (anchored)
-		pat++;
-	if (!anchored && r->slash_cnt && !(r->flags & FR_WILD2))
-		where = (int)r->slash_cnt + 1; /* the last slash_cnt+1 elements */
-	else if (!anchored && !(r->flags & FR_WILD2_PREFIX) && r->flags & FR_WILD2)
-		where = -1; /* at the start or after any slash */
-	else
-		where = 0;
-	size_t need = strlen(pre) + strlen(sep) + strlen(name) + strlen(tail) + 1;
-	if (need > sizeof sbuf && !(text = malloc(need)))
-		return false;
-	snprintf(text, need, "%s%s%s%s", pre, sep, name, tail);
-	m = r->flags & FR_WILD ? wildmatch_where(pat, text, where) : litmatch_where(pat, text, where);
-	if (text != sbuf)
-		free(text);
-	return m ? hit : !hit;
-}
-
-static int check_rules(const struct filter_list *fl, const struct filter_rules *rs,
-		       size_t from, size_t to, const char *path, int cflags, const char *type);
-
-/* A dir-merge rule's rules: this directory's first, then inherited ones. */
-static int check_dm(const struct filter_list *fl, const struct filter_dm *dm,
-		    const char *path, int cflags)
-{
-	char type[PATH_MAX + 16];
-
-	snprintf(type, sizeof type, " [per-dir %s]",
-		 dm->owner->flags & FR_FROM_FILE ? "<rule from a file read earlier>" : dm->fname);
-	for (size_t k = dm->nlv; k-- > 0;) {
-		size_t end = k + 1 < dm->nlv ? dm->lv[k + 1].start : dm->rules.n;
-		int rc = check_rules(fl, &dm->rules, dm->lv[k].start, end, path, cflags, type);
-		if (rc)
-			return rc;
-		if (dm->lv[k].cut || dm->owner->flags & FR_NO_INHERIT)
-			break;
-	}
-	return 0;
-}
-
-/* -vv's line for a match (exclude.c: report_filter_result): the sender
- * hides or shows, the generator protects or risks; a rule read from a
- * file is not quoted. type names the list ("", " [global CVS]", ...). */
-static void report_match(const struct filter_list *fl, const struct filter_rule *r,
-			 const char *path, int cflags, const char *type)
-{
-	bool gen = cflags & FILTER_CHECK_RECEIVER, incl = r->flags & FR_INCLUDE;
-	bool hidden = r->flags & FR_FROM_FILE;
-	char line[2 * PATH_MAX + 128];
-
-	snprintf(line, sizeof line, "[%s] %s %s %s because of pattern %s%s%s\n",
-		 gen ? "generator" : "sender",
-		 gen ? (incl ? "risking" : "protecting") : (incl ? "showing" : "hiding"),
-		 cflags & FILTER_CHECK_DIR ? "directory" : "file", path,
-		 hidden ? "<rule from a file read earlier>" : r->pattern,
-		 !hidden && r->flags & FR_DIRECTORY ? "/" : "", type);
-	fl->report(fl->report_ctx, line);
-}
-
-/* exclude.c: check_filter */
-static int check_rules(const struct filter_list *fl, const struct filter_rules *rs,
-		       size_t from, size_t to, const char *path, int cflags, const char *type)
-{
-	bool is_dir = cflags & FILTER_CHECK_DIR, recv = cflags & FILTER_CHECK_RECEIVER;
-
-	for (size_t i = from; i < to; i++) {
-		const struct filter_rule *r = rs->v[i];
-		int rc;
-		if (cflags & FILTER_CHECK_IGNORE_PERISHABLE && r->flags & FR_PERISHABLE)
-			continue;
-		if (r->flags & FR_PERDIR_MERGE) {
-			if (r->dm && (rc = check_dm(fl, r->dm, path, cflags)) != 0)
-				return rc;
-			continue;
-		}
-		if (r->flags & FR_CVS_IGNORE) {
-			if ((rc = check_rules(fl, &fl->cvs, 0, fl->cvs.n, path, cflags,
-					      " [global CVS]")) != 0)
-				return rc;
-			continue;
-		}
-		if (side_applies(r->flags, recv) && rule_matches(fl, r, path, is_dir)) {
-			if (fl->report)
-				report_match(fl, r, path, cflags, type);
-			return r->flags & FR_INCLUDE ? 1 : -1;
-		}
-	}
-	return 0;
-}
-
-int filter_check_flags(const struct filter_list *fl, const char *path, int cflags)
-{
-	if (!fl || !path)
-		return 0;
-	return check_rules(fl, &fl->rules, 0, fl->rules.n, path, cflags, "");
-}
-
-int filter_check(const struct filter_list *fl, const char *path, bool is_dir,
-		 bool receiver_side)
-{
-	return filter_check_flags(fl, path, (is_dir ? FILTER_CHECK_DIR : 0) |
-					    (receiver_side ? FILTER_CHECK_RECEIVER : 0));
-}
-
 /* ------------------------------------------- per-directory merge files */
-
-/* Collapse "//", "/./" and "/../" in an absolute path (clean_fname with
- * CFN_COLLAPSE_DOT_DOT_DIRS). */
-static void clean_path(char *p)
-{
-	char *out = p + 1;
-	const char *in = p + 1;
-
-	while (*in) {
-		const char *e = strchr(in, '/');
-		size_t n = e ? (size_t)(e - in) : strlen(in);
-		if (n == 0 || (n == 1 && in[0] == '.')) {
-			/* skip */
-		} else if (n == 2 && in[0] == '.' && in[1] == '.') {
-			if (out > p + 1) {
-				out--;
-				while (out > p + 1 && out[-1] != '/')
-					out--;
-			}
-		} else {
-			memmove(out, in, n);
-			out += n;
-			/* only between components: after the last one this
-			 * would overwrite the terminator we still have to see */
-			if (e)
-				*out++ = '/';
-		}
-		if (!e)
-			break;
-		in = e + 1;
-	}
-	if (out > p + 1 && out[-1] == '/')
-		out--;
-	*out = '\0';
-}
 
 static int dm_add_level(struct filter_dm *dm, int depth)
 {
@@ -1312,7 +1115,7 @@ static int dm_parent_scan(struct pctx *pc, struct filter_dm *dm, const char *fsd
 		snprintf(dir, sizeof dir, "%s", pat);
 	else
 		snprintf(dir, sizeof dir, "%s/%s", cur, pat);
-	clean_path(dir);
+	clean_fname(dir, CFN_COLLAPSE_DOT_DOT_DIRS); /* dir is absolute */
 	*strrchr(dir, '/') = '\0'; /* the directory part */
 	clen = strlen(cur);
 	dlen = strlen(dir);

@@ -1,6 +1,6 @@
 /*
  * The filter list on the wire (docs/protocol.md section 7; exclude.c:
- * get_rule_prefix, send_rules, send_filter_list, recv_filter_list). The
+ * send_rules, send_filter_list, recv_filter_list). The
  * client sends, the server receives; see filter.h.
  */
 #include "proto/filter.h"
@@ -16,63 +16,6 @@
 #define MAX_WIRE_RULE (MAXPATHLEN_WIRE + 1024)
 /* A peer sending more rules than this is not a real client. */
 #define MAX_PEER_RULES (1 << 20)
-
-int filter_rule_prefix(const struct filter_rule *r, bool for_xfer, int protocol,
-		       bool am_sender, bool delete_excluded, char *buf)
-{
-	uint32_t f = r->flags;
-	int legal = for_xfer && protocol < 29 ? 1 : 15;
-	char *op = buf;
-
-	if (f & FR_PERDIR_MERGE) {
-		if (legal == 1)
-			return -1;
-		*op++ = ':';
-	} else if (f & FR_INCLUDE) {
-		*op++ = '+';
-	} else if (legal != 1 || ((r->pattern[0] == '-' || r->pattern[0] == '+') &&
-				  r->pattern[1] == ' ')) {
-		/* an old peer needs "- " only where the pattern would read as one */
-		*op++ = '-';
-	} else {
-		legal = 0;
-	}
-	if (f & FR_ABS_PATH)
-		*op++ = '/';
-	if (f & FR_NEGATE)
-		*op++ = '!';
-	if (f & FR_CVS_IGNORE) {
-		*op++ = 'C';
-	} else {
-		if (f & FR_NO_INHERIT)
-			*op++ = 'n';
-		if (f & FR_WORD_SPLIT)
-			*op++ = 'w';
-		if (f & FR_NO_PREFIXES)
-			*op++ = f & FR_INCLUDE ? '+' : '-';
-	}
-	if (f & FR_EXCLUDE_SELF)
-		*op++ = 'e';
-	if (f & FR_XATTR)
-		*op++ = 'x';
-	if (f & FR_SENDER_SIDE && (!for_xfer || protocol >= 29))
-		*op++ = 's';
-	if (f & FR_RECEIVER_SIDE &&
-	    (!for_xfer || protocol >= 29 || (delete_excluded && am_sender)))
-		*op++ = 'r';
-	if (f & FR_PERISHABLE) {
-		if (!for_xfer || protocol >= 30)
-			*op++ = 'p';
-		else if (am_sender)
-			return -1;
-	}
-	if (op - buf > legal)
-		return -1;
-	if (legal)
-		*op++ = ' ';
-	*op = '\0';
-	return (int)(op - buf);
-}
 
 bool filter_receiver_wants_list(const struct session *s)
 {

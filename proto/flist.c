@@ -6,6 +6,7 @@
 #include "proto/flist.h"
 #include "proto/alloc.h"
 #include "proto/filesfrom.h"
+#include "proto/fname.h"
 
 #include <grp.h>
 #include <pwd.h>
@@ -132,36 +133,9 @@ char *flist_strdup(struct flist *fl, const char *s, size_t len)
 	return flist_arena_strdup(&fl->names, s, len);
 }
 
-/* mirrors rsync util1.c:clean_fname(name, CFN_REFUSE_DOT_DOT_DIRS) */
 bool flist_clean_name(char *name)
 {
-	char *t = name, *f = name;
-	bool anchored = *f == '/';
-
-	if (anchored)
-		*t++ = *f++;
-	while (*f) {
-		if (*f == '/') {
-			f++;
-			continue;
-		}
-		if (*f == '.') {
-			if (f[1] == '/') {
-				f += 2;
-				continue;
-			}
-			if (f[1] == '.' && (f[2] == '/' || f[2] == '\0'))
-				return false;
-		}
-		while (*f && (*t++ = *f++) != '/')
-			;
-	}
-	if (t > name + anchored && t[-1] == '/')
-		t--;
-	if (t == name)
-		*t++ = '.';
-	*t = '\0';
-	return true;
+	return clean_fname(name, CFN_REFUSE_DOT_DOT_DIRS) >= 0;
 }
 
 bool flist_path(const struct file_entry *f, char *buf, size_t size)

@@ -1,7 +1,8 @@
 /*
  * Building the sender's file list by walking the source arguments from
  * directory fds (flist.c: send_file_list, send_directory), never following
- * a symlink inside the tree.
+ * a symlink inside the tree. Which arguments, and -R/--files-from, are
+ * flist_roots.c.
  */
 #include <dirent.h>
 #include <limits.h>
@@ -22,40 +23,11 @@
 #include "proto/filesfrom.h"
 #include "proto/filter.h"
 #include "proto/sendside.h"
-
-struct walker {
-	struct session *s;
-	const struct walk_opts *w;
-	struct send_list *sl;
-	uint32_t root;
-	dev_t top_dev;  /* -x: the file system of the current source argument */
-	int base_fd;    /* names are relative to this: w->root_fd, or the
-			 * --files-from source directory */
-	struct { dev_t dev; ino_t ino; } above[128]; /* dirs being walked: no loops */
-	int nabove;
-	char err[512];
-	/* -R (flist.c: send_file_list's statics) */
-	char **root_names;     /* the "/./" dir of each root, "" = base */
-	size_t nroot_names;
-	char lastpath[MAXPATHLEN_WIRE]; /* the last implied dirs sent */
-	int implied_dot;       /* rsync's implied_dot_dir: 0, -1 due, 1 sent */
-	bool defer_stat;       /* regular files are stat'ed as their part is
-				* sent (flist_stat_deferred) */
-	bool lazy_ok;          /* the lazy walk may be used (can_walk_lazily) */
-	bool lazy;             /* list one level: subdirectories are read when
-				* their own part is sent (flist_read_dir) */
-	const char *lazy_root; /* the source directory a lazy walk is under,
-				* relative to the module (NULL: see sl->roots) */
-	const char *base_name; /* the --files-from source directory, as named */
-	uint8_t *sum_buf;      /* -c: file_sum's read buffer (SUM_BUF_SIZE),
-				* made at its first use, freed with the walker */
-};
-
-#define SUM_BUF_SIZE (256 * 1024)
+#include "proto/flist_build_priv.h"
 
 /* rsync's rsyserr() as the sender: "[sender] WHAT "/full/name" failed";
  * dir is what name is relative to (NULL: the working directory). */
-static void io_error_in(struct walker *k, int bit, const char *what, const char *dir,
+void walk_io_error_in(struct walker *k, int bit, const char *what, const char *dir,
 			const char *name)
 {
 	int e = errno;
@@ -75,9 +47,9 @@ static const char *cur_dir_name(const struct walker *k)
 }
 
 /* The same about a name below the current source directory. */
-static void io_error(struct walker *k, int bit, const char *what, const char *name)
+void walk_io_error(struct walker *k, int bit, const char *what, const char *name)
 {
-	io_error_in(k, bit, what, cur_dir_name(k), name);
+	walk_io_error_in(k, bit, what, cur_dir_name(k), name);
 }
 
 /* The --checksum sum of a regular file (checksum.c: file_checksum). */
@@ -99,7 +71,7 @@ static bool file_sum(struct walker *k, struct file_entry *f, int dirfd, const ch
 	int fd = fs_open_source(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
 				k->s->opts->open_noatime);
 	if (fd < 0) {
-		io_error(k, IOERR_GENERAL, "open", path);
+		walk_io_error(k, IOERR_GENERAL, "open", path);
 		return true;
 	}
 	csum_file_init(&c, k->s->flist_csum, 0);
@@ -198,7 +170,7 @@ static char *entry_strdup(struct send_list *sl, const char *s, size_t len)
 }
 
 /* Append an entry for path (relative to the root) with the given stat. */
-static struct file_entry *add_entry(struct walker *k, const char *path, const struct stat *given,
+struct file_entry *walk_add_entry(struct walker *k, const char *path, const struct stat *given,
 				    int dirfd, const char *leaf)
 {
 	struct flist *fl = &k->sl->fl;
@@ -252,7 +224,7 @@ static struct file_entry *add_entry(struct walker *k, const char *path, const st
 		ssize_t n = k->s->fake_super ? fake_readlink(dirfd, leaf, target, sizeof target - 1)
 					     : readlinkat(dirfd, leaf, target, sizeof target - 1);
 		if (n < 0) {
-			io_error(k, IOERR_GENERAL, "readlink", path);
+			walk_io_error(k, IOERR_GENERAL, "readlink", path);
 			return NULL;
 		}
 		target[n] = '\0';
@@ -298,7 +270,7 @@ static bool daemon_rejects(struct walker *k, const char *path, bool is_dir)
 	return filter_check(k->w->daemon_filters, path, is_dir, false) < 0;
 }
 
-static bool excluded(struct walker *k, const char *path, bool is_dir)
+bool walk_excluded(struct walker *k, const char *path, bool is_dir)
 {
 	if (k->w->daemon_filters && daemon_rejects(k, path, is_dir))
 		return true;
@@ -313,9 +285,9 @@ static bool add_deferred(struct walker *k, const char *path, int dirfd, const ch
 {
 	struct stat st = {.st_mode = S_IFREG};
 
-	if (excluded(k, path, false))
+	if (walk_excluded(k, path, false))
 		return true;
-	if (!add_entry(k, path, &st, dirfd, leaf))
+	if (!walk_add_entry(k, path, &st, dirfd, leaf))
 		return false;
 	k->sl->info[k->sl->fl.count - 1].unstated = true;
 	return true;
@@ -388,9 +360,7 @@ static void join(char *out, size_t size, const char *dir, const char *name)
 		snprintf(out, size, "%s/%s", dir, name);
 }
 
-static bool walk_dir(struct walker *k, int dirfd, const char *relpath);
-
-static bool following_links(const struct ferry_opts *o)
+bool walk_following_links(const struct ferry_opts *o)
 {
 	return o->copy_links || o->copy_unsafe_links || o->copy_dirlinks;
 }
@@ -415,7 +385,7 @@ static int stat_target(struct walker *k, int dirfd, const char *leaf, const char
 /* -L, --copy-unsafe-links, -k (flist.c: readlink_stat, link_stat): replace
  * a symlink's stat by its referent's when asked to. False: leave the entry
  * out (a link that must be followed but leads nowhere). */
-static bool resolve_link(struct walker *k, int dirfd, const char *leaf, const char *path,
+bool walk_resolve_link(struct walker *k, int dirfd, const char *leaf, const char *path,
 			 struct stat *st)
 {
 	const struct ferry_opts *o = k->s->opts;
@@ -439,7 +409,7 @@ static bool resolve_link(struct walker *k, int dirfd, const char *leaf, const ch
 		if (errno == ELOOP && k->w->confined) {
 			/* a link out of the module: refused, never sent as a
 			 * link either (rsync 3.5's message for the open) */
-			io_error(k, IOERR_GENERAL, "readlink_stat", path);
+			walk_io_error(k, IOERR_GENERAL, "readlink_stat", path);
 			return false;
 		}
 		if (!follow)
@@ -462,7 +432,7 @@ static int open_subdir(struct walker *k, int dirfd, const char *leaf, const char
 {
 	int fd = openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
-	if (fd >= 0 || (errno != ELOOP && errno != ENOTDIR) || !following_links(k->s->opts))
+	if (fd >= 0 || (errno != ELOOP && errno != ENOTDIR) || !walk_following_links(k->s->opts))
 		return fd;
 	if (!k->w->confined || k->s->opts->insecure_links)
 		return openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -472,7 +442,7 @@ static int open_subdir(struct walker *k, int dirfd, const char *leaf, const char
 
 /* Is the directory on fd one we are already inside (a followed link
  * leading back up)? Otherwise remember it while its contents are walked. */
-static bool enter_dir(struct walker *k, int fd)
+bool walk_enter_dir(struct walker *k, int fd)
 {
 	struct stat st;
 
@@ -491,7 +461,7 @@ static bool enter_dir(struct walker *k, int fd)
 
 /* Send a directory's entries, then recurse into its subdirectories, like
  * rsync's send_directory(). */
-static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
+bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 {
 	const struct ferry_opts *o = k->s->opts;
 	struct flist *fl = &k->sl->fl;
@@ -499,7 +469,7 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 	struct dir_reader d;
 
 	if (dir_reader_open(&d, dirfd) < 0) {
-		io_error(k, IOERR_GENERAL, "opendir", relpath);
+		walk_io_error(k, IOERR_GENERAL, "opendir", relpath);
 		return true;
 	}
 	bool pushed = false;
@@ -525,7 +495,7 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 		join(path, sizeof path, relpath, de->d_name);
 		if (strlen(path) >= MAXPATHLEN_WIRE - 1) {
 			errno = ENAMETOOLONG;
-			io_error(k, IOERR_GENERAL, "readdir", path);
+			walk_io_error(k, IOERR_GENERAL, "readdir", path);
 			continue;
 		}
 		if (k->defer_stat && de->d_type == DT_REG) {
@@ -536,17 +506,17 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 			continue;
 		}
 		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			io_error(k, errno == ENOENT ? IOERR_VANISHED : IOERR_GENERAL, "readlink_stat",
+			walk_io_error(k, errno == ENOENT ? IOERR_VANISHED : IOERR_GENERAL, "readlink_stat",
 				 path);
 			continue;
 		}
 		fake_stat(k->s, dirfd, de->d_name, path, &st); /* --fake-super: x_lstat */
-		if (S_ISLNK(st.st_mode) && following_links(o) &&
-		    !resolve_link(k, dirfd, de->d_name, path, &st))
+		if (S_ISLNK(st.st_mode) && walk_following_links(o) &&
+		    !walk_resolve_link(k, dirfd, de->d_name, path, &st))
 			continue;
 		/* every type is listed, devices and specials without -D too:
 		 * the receiver skips what it may not make (rsync's make_file) */
-		if (excluded(k, path, S_ISDIR(st.st_mode)))
+		if (walk_excluded(k, path, S_ISDIR(st.st_mode)))
 			continue;
 		/* -xx leaves out mount points; -x sends them empty (below). */
 		if (o->one_file_system > 1 && S_ISDIR(st.st_mode) && st.st_dev != k->top_dev)
@@ -554,7 +524,7 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 		if (k->s->ignore_nonreadable && !S_ISLNK(st.st_mode) &&
 		    faccessat(dirfd, de->d_name, R_OK, AT_EACCESS) < 0)
 			continue;
-		if (!add_entry(k, path, &st, dirfd, de->d_name) && wire_error_code(&k->s->err)) {
+		if (!walk_add_entry(k, path, &st, dirfd, de->d_name) && wire_error_code(&k->s->err)) {
 			dir_reader_close(&d);
 			return false;
 		}
@@ -570,7 +540,7 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 			continue;
 		int sfd = open_subdir(k, dirfd, f->basename, sub);
 		if (sfd < 0) {
-			io_error(k, IOERR_GENERAL, "opendir", sub);
+			walk_io_error(k, IOERR_GENERAL, "opendir", sub);
 			continue;
 		}
 		struct stat dst;
@@ -578,7 +548,7 @@ static bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 			close(sfd);
 			continue;
 		}
-		if (!enter_dir(k, sfd)) {
+		if (!walk_enter_dir(k, sfd)) {
 			session_err(k->s, "skipping directory %s: a symlink loop leads back to it", sub);
 			close(sfd);
 			continue;
@@ -624,7 +594,7 @@ static void split_arg(const char *arg, char *base, size_t bsize, char *name, siz
 
 /* Open a directory below `from` (a module root: one component at a time,
  * no symlinks; the user's own files: as the path says). */
-static int open_dir_at(struct walker *k, int from, const char *dir)
+int walk_open_dir_at(struct walker *k, int from, const char *dir)
 {
 	if (k->w->confined) {
 		/* a module's directory, through trusted links that stay in it
@@ -635,13 +605,13 @@ static int open_dir_at(struct walker *k, int from, const char *dir)
 	return openat(from, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
-static int open_base(struct walker *k, const char *base)
+int walk_open_base(struct walker *k, const char *base)
 {
-	return open_dir_at(k, k->base_fd, base);
+	return walk_open_dir_at(k, k->base_fd, base);
 }
 
 /* A source directory, fd and path (the sender's %f starts with it). */
-static bool add_roots(struct walker *k, int fd, const char *path)
+bool walk_add_roots(struct walker *k, int fd, const char *path)
 {
 	struct send_roots *r = &k->sl->roots;
 	int *fds = realloc(r->fds, (r->count + 1) * sizeof *fds);
@@ -671,7 +641,7 @@ static bool can_defer_stat(const struct walker *k)
 
 	return k->w->defer_stat && s->inc_recurse && !k->w->names && !o->relative &&
 	       !o->checksum && !o->hard_links && !s->fake_super && !s->ignore_nonreadable &&
-	       !following_links(o);
+	       !walk_following_links(o);
 }
 
 /* Can each directory be read only when its part is sent (the lazy walk,
@@ -697,13 +667,13 @@ static bool can_defer_stat(const struct walker *k)
  *    rules are a stack of every directory above (filter_push_dir).
  * --delete and --delete-excluded change nothing here: the sender only
  * lists. */
-static bool can_walk_lazily(const struct walker *k, int nargs)
+bool can_walk_lazily(const struct walker *k, int nargs)
 {
 	const struct session *s = k->s;
 	const struct ferry_opts *o = s->opts;
 
 	return k->w->defer_stat && s->inc_recurse && o->recursive && nargs == 1 && !k->w->names &&
-	       !o->relative && !o->hard_links && !o->checksum && !following_links(o) &&
+	       !o->relative && !o->hard_links && !o->checksum && !walk_following_links(o) &&
 	       !o->one_file_system && !s->fake_super && !s->ignore_nonreadable &&
 	       !filter_list_has_dir_merge(k->w->filters) &&
 	       !filter_list_has_dir_merge(k->w->daemon_filters);
@@ -737,7 +707,7 @@ static bool top_is_plain_dir(const struct walker *k, int bfd, const char *name)
 	return fstatat(bfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 }
 
-static bool build_one(struct walker *k, const char *arg)
+bool walk_build_one(struct walker *k, const char *arg)
 {
 	const struct ferry_opts *o = k->s->opts;
 	char base[MAXPATHLEN_WIRE], name[MAXPATHLEN_WIRE];
@@ -748,14 +718,14 @@ static bool build_one(struct walker *k, const char *arg)
 	if (strcmp(base, ".") != 0 && daemon_hides_dir(k, base))
 		errno = ENOENT; /* a dir the module excludes does not exist (flist.c) */
 	else
-		bfd = open_base(k, base);
+		bfd = walk_open_base(k, base);
 	if (bfd < 0) {
 		/* a missing argument is an error, not a vanished file (flist.c) */
-		io_error_in(k, IOERR_GENERAL, "change_dir", NULL, base);
+		walk_io_error_in(k, IOERR_GENERAL, "change_dir", NULL, base);
 		k->sl->vanished = true;
 		return true;
 	}
-	if (!add_roots(k, bfd, base)) {
+	if (!walk_add_roots(k, bfd, base)) {
 		close(bfd);
 		return wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
 	}
@@ -767,16 +737,16 @@ static bool build_one(struct walker *k, const char *arg)
 			/* --delete-missing-args: a mode-0 entry tells the
 			 * receiver to delete its copy (flist.c) */
 			memset(&st, 0, sizeof st);
-			return add_entry(k, name, &st, bfd, name) || !wire_error_code(&k->s->err);
+			return walk_add_entry(k, name, &st, bfd, name) || !wire_error_code(&k->s->err);
 		}
-		io_error_in(k, IOERR_GENERAL, "link_stat", NULL, arg);
+		walk_io_error_in(k, IOERR_GENERAL, "link_stat", NULL, arg);
 		k->sl->vanished = true;
 		return true;
 	}
 	if (!S_ISDIR(st.st_mode) && flags == 0 && strcmp(name, ".") != 0)
 		fstatat(bfd, name, &st, AT_SYMLINK_NOFOLLOW); /* a top-level symlink stays one */
 	fake_stat(k->s, bfd, name, arg, &st);
-	if (S_ISLNK(st.st_mode) && following_links(o) && !resolve_link(k, bfd, name, name, &st))
+	if (S_ISLNK(st.st_mode) && walk_following_links(o) && !walk_resolve_link(k, bfd, name, name, &st))
 		return true;
 	if (strcmp(name, ".") != 0 && daemon_hides(k, arg, S_ISDIR(st.st_mode))) {
 		/* what the module excludes does not exist for the client (flist.c) */
@@ -790,9 +760,9 @@ static bool build_one(struct walker *k, const char *arg)
 		session_info(k->s, "skipping directory %s\n", name);
 		return true;
 	}
-	if (strcmp(name, ".") != 0 && excluded(k, name, S_ISDIR(st.st_mode)))
+	if (strcmp(name, ".") != 0 && walk_excluded(k, name, S_ISDIR(st.st_mode)))
 		return true;
-	struct file_entry *f = add_entry(k, name, &st, bfd, strcmp(name, ".") == 0 ? "." : name);
+	struct file_entry *f = walk_add_entry(k, name, &st, bfd, strcmp(name, ".") == 0 ? "." : name);
 	if (!f)
 		return !wire_error_code(&k->s->err);
 	if (S_ISDIR(st.st_mode)) {
@@ -803,7 +773,7 @@ static bool build_one(struct walker *k, const char *arg)
 			  : k->w->confined ? open_subdir(k, bfd, name, name)
 					   : openat(bfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0) {
-			io_error(k, IOERR_GENERAL, "opendir", name);
+			walk_io_error(k, IOERR_GENERAL, "opendir", name);
 			return true;
 		}
 		if (o->recursive || strcmp(name, ".") == 0) {
@@ -819,7 +789,7 @@ static bool build_one(struct walker *k, const char *arg)
 				close(dfd); /* its contents are its own part */
 				return true;
 			}
-			enter_dir(k, dfd);
+			walk_enter_dir(k, dfd);
 			bool ok = walk_dir(k, dfd, name);
 			close(dfd);
 			return ok;
@@ -829,400 +799,7 @@ static bool build_one(struct walker *k, const char *arg)
 	return true;
 }
 
-/* ---- -R/--relative and --files-from (flist.c: send_file_list) ---- */
-
-enum name_type { NORMAL_NAME, SLASH_ENDING_NAME, DOTDIR_NAME };
-
-/* rsync's clean_fname(CFN_KEEP_TRAILING_SLASH | CFN_DROP_TRAILING_DOT_DIR):
- * collapse "//" and "./", drop a trailing ".", keep a trailing "/" and
- * a leading one; an empty result is ".". Returns the new length. */
-static size_t clean_relative(char *name)
-{
-	char *t = name, *f = name;
-	bool anchored = *f == '/';
-
-	if (anchored)
-		*t++ = *f++;
-	while (*f) {
-		if (*f == '/') {
-			f++;
-			continue;
-		}
-		if (*f == '.' && f[1] == '/') {
-			f += 2;
-			continue;
-		}
-		if (*f == '.' && f[1] == '\0')
-			break;
-		while (*f && (*t++ = *f++) != '/')
-			;
-	}
-	if (t == name)
-		*t++ = '.';
-	*t = '\0';
-	return (size_t)(t - name);
-}
-
-/* Make the "/./" dir of a name (relative to the base; "" is the base)
- * the current root, opening it the first time. False after reporting. */
-static bool set_root(struct walker *k, const char *dir)
-{
-	for (size_t i = 0; i < k->nroot_names; i++) {
-		if (strcmp(k->root_names[i], dir) == 0) {
-			k->root = (uint32_t)i;
-			return true;
-		}
-	}
-	int fd;
-	if (*dir)
-		fd = open_base(k, dir);
-	else if (k->base_fd == AT_FDCWD)
-		fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	else
-		fd = fcntl(k->base_fd, F_DUPFD_CLOEXEC, 0);
-	if (fd < 0) {
-		int e = errno;
-		char where[MAXPATHLEN_WIRE * 2];
-		snprintf(where, sizeof where, "%s/%s", k->base_name ? k->base_name : ".", dir);
-		errno = e;
-		io_error_in(k, IOERR_GENERAL, "change_dir", NULL, where);
-		return false;
-	}
-	char **names = realloc(k->root_names, (k->nroot_names + 1) * sizeof *names);
-	char *copy = strdup(dir);
-	if (names)
-		k->root_names = names;
-	if (!names || !copy || !add_roots(k, fd, dir)) {
-		free(copy);
-		close(fd);
-		return wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
-	}
-	k->root_names[k->nroot_names++] = copy; /* add_roots made it k->root */
-	return true;
-}
-
-static int cur_root_fd(const struct walker *k)
-{
-	return k->sl->roots.fds[k->root];
-}
-
-/* The directory holding name inside the current root, and its last
- * component. Symlinks on the way are followed for the user's own files
- * (rsync follows implied dirs), in a module only while they stay in it. */
-static int open_parent(struct walker *k, const char *name, const char **leaf)
-{
-	char dir[MAXPATHLEN_WIRE];
-	const char *slash = strrchr(name, '/');
-
-	if (!slash) {
-		*leaf = name;
-		return fcntl(cur_root_fd(k), F_DUPFD_CLOEXEC, 0);
-	}
-	*leaf = slash + 1;
-	snprintf(dir, sizeof dir, "%.*s", slash == name ? 1 : (int)(slash - name), name);
-	return open_dir_at(k, cur_root_fd(k), dir);
-}
-
-/* One implied directory: its own attributes, as a dir with no contents
- * of its own in the transfer; only the module's rules filter it. */
-static bool add_implied(struct walker *k, const char *path)
-{
-	struct stat st;
-	int fd = open_dir_at(k, cur_root_fd(k), path);
-
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		io_error(k, IOERR_GENERAL, "link_stat", path);
-		if (fd >= 0)
-			close(fd);
-		return !wire_error_code(&k->s->err);
-	}
-	close(fd);
-	if (k->w->daemon_filters && filter_check(k->w->daemon_filters, path, true, false) < 0)
-		return true;
-	struct file_entry *f = add_entry(k, path, &st, cur_root_fd(k), path);
-	if (!f)
-		return !wire_error_code(&k->s->err);
-	f->flags = FE_ACTIVE | FE_IMPLIED_DIR;
-	return true;
-}
-
-/* The directories leading to name[0..limit), skipping those the last
- * call already sent. mirrors rsync flist.c:send_implied_dirs() */
-static bool send_implied(struct walker *k, const char *name, size_t limit)
-{
-	char path[MAXPATHLEN_WIRE];
-	size_t start = 0, i;
-
-	for (i = 0;; i++) {
-		if (i == limit) {
-			if (k->lastpath[i] == '/' || k->lastpath[i] == '\0')
-				return true;
-			break;
-		}
-		if (k->lastpath[i] != name[i])
-			break;
-		if (name[i] == '/')
-			start = i;
-	}
-	memcpy(path, name, limit);
-	path[limit] = '\0';
-	for (char *sl = path + start; (sl = strchr(sl + 1, '/')) != NULL;) {
-		*sl = '\0';
-		bool ok = add_implied(k, path);
-		*sl = '/';
-		if (!ok)
-			return false;
-	}
-	if (!add_implied(k, path))
-		return false;
-	snprintf(k->lastpath, sizeof k->lastpath, "%s", path);
-	return true;
-}
-
-/* Is any leading part of name hidden by the module's rules?
- * (flist.c: path_is_daemon_excluded) */
-static bool daemon_hides_path(struct walker *k, const char *name)
-{
-	char path[MAXPATHLEN_WIRE];
-
-	if (!k->w->daemon_filters)
-		return false;
-	snprintf(path, sizeof path, "%s", name);
-	for (char *sl = path + 1; (sl = strchr(sl, '/')) != NULL; sl++) {
-		*sl = '\0';
-		bool hidden = filter_check(k->w->daemon_filters, path, true, false) < 0;
-		*sl = '/';
-		if (hidden)
-			return true;
-	}
-	return false;
-}
-
-/* Split one -R name at "/./" into its root dir and the name sent, and
- * classify it. False (after reporting) for a ".." in the sent part, which
- * ends the run as in rsync. */
-static bool split_relative(struct walker *k, char *fbuf, const char **dir, char **fn,
-			   enum name_type *type)
-{
-	char *p = strstr(fbuf, "/./");
-
-	*dir = "";
-	*fn = fbuf;
-	if (p) {
-		*p = '\0';
-		*dir = p == fbuf ? "/" : fbuf;
-		*fn = p + 3;
-		while (**fn == '/')
-			(*fn)++;
-	}
-	/* A leading "./" puts "." itself in the list (implied_dot_dir). */
-	if ((*fn)[0] == '.' && (*fn)[1] == '/' && (*fn)[2] && !k->implied_dot)
-		k->implied_dot = -1;
-	size_t len = clean_relative(*fn);
-	*type = NORMAL_NAME;
-	if (len == 1 && (*fn)[0] == '/') {
-		*fn = "/.";
-		*type = DOTDIR_NAME;
-	} else if (len == 1 && (*fn)[0] == '.') {
-		*type = DOTDIR_NAME;
-	} else if ((*fn)[len - 1] == '/') {
-		(*fn)[--len] = '\0';
-		*type = len == 1 && **fn == '.' ? DOTDIR_NAME : SLASH_ENDING_NAME;
-	}
-	for (char *d = *fn; (d = strstr(d, "..")) != NULL; d += 2) {
-		if ((d[2] == '/' || d[2] == '\0') && (d == *fn || d[-1] == '/')) {
-			session_err(k->s, "found \"..\" dir in relative path: %s", *fn);
-			return wire_fail(&k->s->err, RERR_SYNTAX, " ");
-		}
-	}
-	return true;
-}
-
-/* Stat a -R name: symlinks are followed for "dir/" and "." names
- * (link_stat with copy_dirlinks || name_type != NORMAL_NAME). */
-static int stat_relative(struct walker *k, const char *fn, enum name_type type, struct stat *st,
-			 int *pfd, const char **leaf)
-{
-	*pfd = open_parent(k, fn, leaf);
-	if (*pfd < 0)
-		return -1;
-	bool follow = type != NORMAL_NAME && !k->w->confined;
-	if (strcmp(*leaf, ".") == 0)
-		return fstat(*pfd, st);
-	if (fstatat(*pfd, *leaf, st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0)
-		return -1;
-	fake_stat(k->s, *pfd, *leaf, fn, st);
-	return 0;
-}
-
-/* The entry for the name itself and, for a directory, what it holds. */
-static bool add_named(struct walker *k, const char *fn, enum name_type type,
-		      const struct stat *st, int pfd, const char *leaf)
-{
-	const struct ferry_opts *o = k->s->opts;
-	bool whole = o->recursive || (o->dirs && type != NORMAL_NAME);
-	struct file_entry *f = add_entry(k, fn, st, pfd, leaf);
-
-	if (!f)
-		return !wire_error_code(&k->s->err);
-	if (!S_ISDIR(st->st_mode))
-		return true;
-	f->flags &= ~(FE_TOP_DIR | FE_CONTENT_DIR);
-	if (!whole)
-		return true;
-	f->flags |= FE_TOP_DIR | FE_CONTENT_DIR;
-	int dfd = strcmp(leaf, ".") == 0 ? fcntl(pfd, F_DUPFD_CLOEXEC, 0)
-					 : openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC |
-							     (k->w->confined ? O_NOFOLLOW : 0));
-	if (dfd < 0) {
-		io_error(k, IOERR_GENERAL, "opendir", fn);
-		return true;
-	}
-	k->nabove = 0;
-	enter_dir(k, dfd);
-	bool ok = walk_dir(k, dfd, fn);
-	close(dfd);
-	return ok;
-}
-
-/* One source name under -R (an argument or a --files-from line). */
-static bool build_relative(struct walker *k, const char *arg)
-{
-	const struct ferry_opts *o = k->s->opts;
-	char fbuf[MAXPATHLEN_WIRE];
-	const char *dir, *leaf;
-	char *fn;
-	enum name_type type;
-	struct stat st;
-
-	snprintf(fbuf, sizeof fbuf, "%s", arg);
-	if (!split_relative(k, fbuf, &dir, &fn, &type))
-		return false;
-	if (!set_root(k, dir)) {
-		if (k->implied_dot < 0)
-			k->implied_dot = 0;
-		return !wire_error_code(&k->s->err);
-	}
-	if (k->implied_dot < 0) {
-		k->implied_dot = 1;
-		if (!add_implied(k, "."))
-			return false;
-	}
-	int pfd = -1;
-	int e = 0;
-	bool hidden = false;
-	if (stat_relative(k, fn, type, &st, &pfd, &leaf) < 0)
-		e = errno;
-	else if (S_ISLNK(st.st_mode) && following_links(o) &&
-		 !resolve_link(k, pfd, leaf, fn, &st)) {
-		close(pfd);
-		return true;
-	}
-	else if (type != DOTDIR_NAME && k->w->daemon_filters &&
-		 filter_check(k->w->daemon_filters, fn, S_ISDIR(st.st_mode), false) < 0)
-		hidden = true;
-	else if (daemon_hides_path(k, fn))
-		hidden = true;
-	if ((e == ENOENT || hidden) && o->missing_args == 1) {
-		if (pfd >= 0) /* --ignore-missing-args */
-			close(pfd);
-		return true;
-	}
-	if ((e == ENOENT || hidden) && o->missing_args == 2) {
-		/* --delete-missing-args: a mode-0 entry tells the receiver to
-		 * delete its copy (flist.c: send_file_list) */
-		memset(&st, 0, sizeof st);
-		e = 0;
-		hidden = false;
-	}
-	if (e || hidden) {
-		/* what the module excludes does not exist for the client */
-		e = e ? e : ENOENT;
-		char where[MAXPATHLEN_WIRE * 2], full[PATH_MAX + 8];
-		snprintf(where, sizeof where, "%s/%s", k->base_name ? k->base_name : ".", dir);
-		msg_full_name(k->s, where, fn, full, sizeof full);
-		session_xfer_err(k->s, "[sender] link_stat %s failed: %s (%d)", full, strerror(e), e);
-		if (e != ENOENT)
-			k->s->io_error |= IOERR_GENERAL;
-		if (pfd >= 0)
-			close(pfd);
-		return true;
-	}
-	bool ok = true;
-	if (type != DOTDIR_NAME && excluded(k, fn, S_ISDIR(st.st_mode))) {
-		/* left out by the filter rules */
-	} else if (S_ISDIR(st.st_mode) && !o->dirs) {
-		session_info(k->s, "skipping directory %s\n", fn);
-	} else {
-		/* From protocol 30 the implied dirs always go, flagged, and
-		 * the receiver decides (flist.c: implied_dirs = 1). */
-		const char *last = strrchr(fn, '/');
-		if ((k->s->protocol >= 30 || !o->no_implied_dirs) && last && last != fn)
-			ok = send_implied(k, fn, (size_t)(last - fn));
-		k->top_dev = st.st_dev;
-		ok = ok && add_named(k, fn, type, &st, pfd, leaf);
-	}
-	close(pfd);
-	return ok;
-}
-
-/* The --files-from names, relative to the source directory args[0].
- * A source directory that cannot be entered ends the run (exit 3). */
-static bool build_listed(struct walker *k, const char *base)
-{
-	const struct ferry_opts *o = k->s->opts;
-	char name[MAXPATHLEN_WIRE];
-	int r;
-
-	int bfd = open_dir_at(k, k->w->root_fd, base);
-	if (bfd < 0) {
-		int e = errno;
-		session_err(k->s, "change_dir \"%s\" failed: %s (%d)", base, strerror(e), e);
-		return wire_fail(&k->s->err, RERR_FILESELECT, " ");
-	}
-	k->base_fd = bfd;
-	k->base_name = base;
-	while ((r = names_next(k->w->names, name, sizeof name)) > 0) {
-		names_sanitize(name, o->relative);
-		if (!(o->relative ? build_relative(k, name) : build_one(k, name)))
-			break;
-	}
-	close(bfd);
-	k->base_fd = k->w->root_fd;
-	if (r < 0 && k->w->names->fd >= 0) {
-		int e = errno;
-		return wire_fail(&k->s->err, RERR_FILEIO, "reading the --files-from list: %s",
-				 strerror(e));
-	}
-	return r == 0 && !wire_error_code(&k->s->err);
-}
-
-bool flist_build(struct session *s, const struct walk_opts *w, char **args, int nargs,
-		 struct send_list *out)
-{
-	struct walker k = {.s = s, .w = w, .sl = out, .base_fd = w->root_fd};
-	bool ok = true;
-
-	memset(out, 0, sizeof *out);
-	out->confined = w->confined;
-	out->module_fd = w->root_fd;
-	flist_init(&out->fl);
-	/* -R outside a module: the sender opens files by their path, through
-	 * implied dirs that may be symlinks, as rsync does. */
-	out->open_plain = s->opts->relative && !w->confined;
-	k.lazy_ok = can_walk_lazily(&k, nargs);
-	if (w->names)
-		ok = build_listed(&k, nargs ? args[0] : ".");
-	for (int i = 0; ok && !w->names && i < nargs; i++)
-		ok = s->opts->relative ? build_relative(&k, args[i]) : build_one(&k, args[i]);
-	for (size_t i = 0; i < k.nroot_names; i++)
-		free(k.root_names[i]);
-	free(k.root_names);
-	free(k.sum_buf);
-	return ok;
-}
-
-/* Room for a few entries: add_entry's first growth (1024) is sized for
+/* Room for a few entries: walk_add_entry's first growth (1024) is sized for
  * a whole tree, too much for each of many small parts held at once. */
 static bool reserve_part(struct session *s, struct send_list *part)
 {
@@ -1272,13 +849,13 @@ bool flist_read_dir(struct session *s, const struct send_list *sl, const char *d
 			s->io_error |= IOERR_VANISHED;
 		} else {
 			errno = e;
-			io_error(&k, IOERR_GENERAL, "opendir", dirpath);
+			walk_io_error(&k, IOERR_GENERAL, "opendir", dirpath);
 		}
 		return true;
 	}
 	if (!reserve_part(s, part))
 		return false;
-	/* add_entry shares a dirname with the entry before it: never with
+	/* walk_add_entry shares a dirname with the entry before it: never with
 	 * one in another part's storage, which may be freed by now */
 	s->fl.lastdir = NULL;
 	bool ok = walk_dir(&k, dirfd, dirpath);

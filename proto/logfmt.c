@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proto/fname.h"
+
 /* ------------------------------------------------------------------ */
 /* Numbers                                                              */
 /* ------------------------------------------------------------------ */
@@ -345,34 +347,6 @@ static const char *parse_spec(const char *p, struct spec *sp)
 	return p;
 }
 
-/* rsync's clean_fname(name, 0): drop repeated '/', "./" components and a
- * trailing '/'; an empty result is ".". In place. */
-static void clean_name(char *name)
-{
-	char *f = name, *t = name;
-	bool anchored = *f == '/';
-
-	if (anchored)
-		*t++ = *f++;
-	while (*f) {
-		if (*f == '/') {
-			f++;
-			continue;
-		}
-		if (f[0] == '.' && f[1] == '/') {
-			f += 2;
-			continue;
-		}
-		while (*f && (*t++ = *f++) != '/')
-			;
-	}
-	if (t > name + (anchored ? 1 : 0) && t[-1] == '/')
-		t--;
-	if (t == name)
-		*t++ = '.';
-	*t = '\0';
-}
-
 /* Join up to three strings into val (VAL_MAX bytes), truncating. */
 static char *join3(char *val, const char *a, const char *b, const char *c)
 {
@@ -417,7 +391,7 @@ static const char *esc_fullname(const struct log_item *it, char *val)
 	} else {
 		join3(val, n, "", "");
 	}
-	clean_name(val);
+	clean_fname(val, 0);
 	return *val == '/' ? val + 1 : val;
 }
 

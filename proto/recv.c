@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "proto/alloc.h"
+#include "proto/byteorder.h"
 #include "proto/delete.h"
 #include "proto/filter.h"
 #include "proto/hlink.h"

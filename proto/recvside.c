@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "proto/byteorder.h"
 #include "proto/filter.h"
 #include "proto/recvside.h"
 
@@ -24,12 +25,6 @@ void recv_mark_dir_failed(struct recv_ctx *rc, const char *path)
 	rc->failed_dirs[rc->nfailed_dirs] = strdup(path);
 	if (rc->failed_dirs[rc->nfailed_dirs])
 		rc->nfailed_dirs++;
-}
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
 }
 
 void recv_report_success(struct recv_ctx *rc, int32_t ndx, const char *path, bool always)

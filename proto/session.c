@@ -2,6 +2,7 @@
  * Session set-up, the handler for the peer's out-of-band messages, and the
  * exit-code rules.
  */
+#include "proto/byteorder.h"
 #include "proto/itemlog.h"
 #include "proto/session.h"
 #include "proto/msg.h"
@@ -14,12 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static uint32_t get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
 
 static bool on_error_exit(struct session *s, const uint8_t *payload, size_t len)
 {
@@ -39,11 +34,6 @@ static bool on_error_exit(struct session *s, const uint8_t *payload, size_t len)
 		wire_send_msg(&s->out, MSG_ERROR_EXIT, payload, 4);
 	/* The peer already printed why; exit quietly with its code. */
 	return wire_fail(&s->err, code > 0 ? code : RERR_STREAMIO, " ");
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
 }
 
 /* A daemon's "timeout", told to its client (main.c: start_server). Only

@@ -3,6 +3,7 @@
  * encodings. See wire.h for the contracts.
  */
 #include "proto/wire.h"
+#include "proto/byteorder.h"
 #include "proto/stop_signal.h"
 
 #include <errno.h>
@@ -499,12 +500,6 @@ static bool raw_fill(struct wire_in *in, size_t need)
 	return true;
 }
 
-static uint32_t get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
 /* Read frame headers (and whole message frames) until a data frame with
  * bytes left is current. */
 static bool next_data_frame(struct wire_in *in)
@@ -935,14 +930,6 @@ static bool raw_write_loop(struct wire_out *out, const uint8_t *p, size_t len)
 			bwlimit_sleep(out, (size_t)w);
 	}
 	return true;
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
 }
 
 /*

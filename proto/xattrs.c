@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include "proto/fileio.h"
 #include "proto/ixtable.h"
 #include "proto/session.h"
 
@@ -122,13 +123,6 @@ static bool has_prefix(const char *name, const char *prefix)
 static bool is_rsync_internal(const char *name)
 {
 	return has_prefix(name, RSYNC_PREFIX) && name[strlen(RSYNC_PREFIX)] == '%';
-}
-
-static bool fd_path(char *buf, size_t size, int dirfd, const char *leaf)
-{
-	int n = dirfd >= 0 ? snprintf(buf, size, "/proc/self/fd/%d/%s", dirfd, leaf)
-			   : snprintf(buf, size, "%s", leaf);
-	return n > 0 && (size_t)n < size;
 }
 
 static void digest(const uint8_t *v, size_t len, uint8_t *out)
@@ -418,7 +412,7 @@ bool xattr_send_entry(struct session *s, int rootfd, const char *path, struct fi
 	if (!x)
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
 	/* An unreadable entry is sent with no xattrs (rsync leaves it out). */
-	if (has_xattrs(s, f->mode) && fd_path(p, sizeof p, rootfd, path) &&
+	if (has_xattrs(s, f->mode) && fs_proc_path(p, sizeof p, rootfd, path) &&
 	    !read_set(s, p, path, true, true, &set))
 		s->io_error |= IOERR_GENERAL;
 	set.key = set_key(&set);
@@ -595,7 +589,7 @@ int xattr_item_bits(struct session *s, int dirfd, const char *leaf, const struct
 
 	if (!s->opts->xattrs || !snd)
 		return 0;
-	if (dirfd >= 0 && leaf && fd_path(p, sizeof p, dirfd, leaf) &&
+	if (dirfd >= 0 && leaf && fs_proc_path(p, sizeof p, dirfd, leaf) &&
 	    !read_set(s, p, leaf, false, false, &have))
 		return 0;
 	bool differ = sets_differ(snd, &have, true);
@@ -611,7 +605,7 @@ bool xattr_same(struct session *s, int dirfd, const char *leaf, const struct fil
 
 	if (!s->opts->xattrs || !snd)
 		return true;
-	if (!fd_path(p, sizeof p, dirfd, leaf) || !read_set(s, p, leaf, false, false, &have))
+	if (!fs_proc_path(p, sizeof p, dirfd, leaf) || !read_set(s, p, leaf, false, false, &have))
 		return false;
 	bool differ = sets_differ(snd, &have, false);
 	set_free(&have);
@@ -686,7 +680,7 @@ bool xattr_sender_send_values(struct session *s, int rootfd, const char *path,
 	struct xa_set *set = entry_set(s, f);
 	char p[MAXPATHLEN_WIRE + 64];
 	int32_t prior = 0;
-	bool have_path = fd_path(p, sizeof p, rootfd, path);
+	bool have_path = fs_proc_path(p, sizeof p, rootfd, path);
 
 	for (uint32_t i = 0; set && i < set->count; i++) {
 		struct xa_item *x = &set->items[i];
@@ -826,9 +820,9 @@ static bool apply_set(struct session *s, int dirfd, const char *leaf, const stru
 	char p[MAXPATHLEN_WIRE + 64], b[MAXPATHLEN_WIRE + 64];
 	bool ok = true;
 
-	if (!s->opts->xattrs || s->opts->dry_run || !set || !fd_path(p, sizeof p, dirfd, leaf))
+	if (!s->opts->xattrs || s->opts->dry_run || !set || !fs_proc_path(p, sizeof p, dirfd, leaf))
 		return true;
-	bool have_basis = basis_leaf && fd_path(b, sizeof b, basis_dirfd, basis_leaf);
+	bool have_basis = basis_leaf && fs_proc_path(b, sizeof b, basis_dirfd, basis_leaf);
 	for (uint32_t i = 0; i < set->count; i++) {
 		struct xa_item *x = &set->items[i];
 		uint8_t *owned;

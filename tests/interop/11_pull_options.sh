@@ -130,14 +130,6 @@ both() {
 
 rc_of() { cat "$1.rc"; }
 
-show_run() {
-    local f
-    for f in "$1.out" "$1.err"; do
-        [ -s "$f" ] && { echo "--- $f:"; head -n 20 "$f"; }
-    done
-    return 0
-}
-
 # rc_is RUN N -- the run exited with N.
 rc_is() {
     local rc

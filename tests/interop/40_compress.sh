@@ -32,29 +32,6 @@ mkdir -p "$UPR" "$UPF"
 
 CLEAN_ENV=(env -u RSYNC_PASSWORD -u USER -u LOGNAME -u RSYNC_PORT -u RSYNC_COMPRESS_LIST)
 
-# run OUT CMD... -- OUT.out, OUT.err, OUT.rc get CMD's stdout, stderr, exit.
-run() {
-    local out=$1
-    shift
-    (umask 022 && exec "${CLEAN_ENV[@]}" "$@") >"$out.out" 2>"$out.err" </dev/null
-    echo $? >"$out.rc"
-}
-
-show_run() {
-    local f
-    for f in "$1.out" "$1.err"; do
-        [ -s "$f" ] && { echo "--- $f:"; head -n 20 "$f"; }
-    done
-    return 0
-}
-
-ok() {
-    [ "$(cat "$1.rc")" = 0 ] && return 0
-    echo "exit $(cat "$1.rc"), expected 0"
-    show_run "$1"
-    return 1
-}
-
 # same A B -- the trees hold the same files with the same contents.
 same() {
     t_compare "$1" "$2" --no-hardlinks --no-dir-times

@@ -90,13 +90,6 @@ fi
 RPORT=$RSYNCD_PORT
 mkdir -p "$T/push" "$T/gone"
 
-run() {
-    local out=$1
-    shift
-    (umask 022 && exec "$@") >"$out.out" 2>"$out.err" </dev/null
-    echo $? >"$out.rc"
-}
-
 # the -i lines, as a set (deletions may overtake item lines)
 stable_out() {
     grep -v -e '^sent .* bytes' -e '^total size is' -e '^$' -e '^created directory' "$1" |

@@ -127,21 +127,6 @@ run() {
     echo "--- exit $(cat "$out.rc") after $(awk "BEGIN { printf \"%.1f\", $EPOCHREALTIME - $t0 }") s"
 }
 
-show_run() {
-    local f
-    for f in "$1.out" "$1.err"; do
-        [ -s "$f" ] && { echo "--- $f:"; head -n 20 "$f"; }
-    done
-    return 0
-}
-
-ok() {
-    [ "$(cat "$1.rc")" = 0 ] && return 0
-    echo "exit $(cat "$1.rc"), expected 0"
-    show_run "$1"
-    return 1
-}
-
 ok_compare() {
     local r=$1
     shift

@@ -82,14 +82,6 @@ run() {
     echo "--- exit $(cat "$out.rc")"
 }
 
-show_run() {
-    local f
-    for f in "$1.out" "$1.err"; do
-        [ -s "$f" ] && { echo "--- $f:"; head -n 20 "$f"; }
-    done
-    return 0
-}
-
 # connected RUN DST -- exit 0 and the tree arrived
 connected() {
     [ "$(cat "$1.rc")" = 0 ] && t_compare "$SRC" "$2" --no-hardlinks && return 0

@@ -18,14 +18,6 @@ run() {
     echo $? >"$out.rc"
 }
 
-show_run() {
-    local f
-    for f in "$1.out" "$1.err"; do
-        [ -s "$f" ] && { echo "--- $f:"; head -n 20 "$f"; }
-    done
-    return 0
-}
-
 # fails_with RUN CODE TEXT -- RUN exited CODE and said TEXT on stderr.
 fails_with() {
     local rc

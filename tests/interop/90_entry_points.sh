@@ -40,29 +40,6 @@ _t_rsyncd_conf ferryd "$MODS" >"$T/ferryd.conf"
 
 # ------------------------------------------------------------------ helpers
 
-# run OUT CMD... -- OUT.out, OUT.err, OUT.rc get CMD's stdout, stderr, exit.
-run() {
-    local out=$1
-    shift
-    (umask 022 && exec "$@") >"$out.out" 2>"$out.err" </dev/null
-    echo $? >"$out.rc"
-}
-
-show_run() {
-    local f
-    for f in "$1.out" "$1.err"; do
-        [ -s "$f" ] && { echo "--- $f:"; head -n 20 "$f"; }
-    done
-    return 0
-}
-
-ok() {
-    [ "$(cat "$1.rc")" = 0 ] && return 0
-    echo "exit $(cat "$1.rc"), expected 0"
-    show_run "$1"
-    return 1
-}
-
 ok_compare() {
     local r=$1
     shift

@@ -30,14 +30,6 @@ mkdir -p "$UPR"
 
 CLEAN_ENV=(env -u RSYNC_PASSWORD -u USER -u LOGNAME -u RSYNC_PORT -u RSYNC_COMPRESS_LIST)
 
-# run OUT CMD... -- OUT.out, OUT.err, OUT.rc get CMD's stdout, stderr, exit.
-run() {
-    local out=$1
-    shift
-    (umask 022 && exec "${CLEAN_ENV[@]}" "$@") >"$out.out" 2>"$out.err" </dev/null
-    echo $? >"$out.rc"
-}
-
 ok() {
     [ "$(cat "$1.rc")" = 0 ] && return 0
     echo "exit $(cat "$1.rc"), expected 0"

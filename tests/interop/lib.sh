@@ -10,7 +10,8 @@
 # Functions: t_setup t_track_pid t_pid_alive t_free_port t_port_open
 # t_wait_port t_rsyncd_start t_rsyncd_stop t_ferryd_start t_ferryd_stop
 # t_sshd_start t_mktree t_compare t_pass t_fail t_skip t_check t_require t_done
-# t_runas_nobody t_nobody_can_read.
+# t_runas_nobody t_nobody_can_read; run, show_run and ok for scripts that
+# record a command's output.
 # Variables: T FERRY FERRY_SRC RSYNC PYTHON RSYNCD_PORT RSYNCD_PID SSHD_PORT
 # SSHD_PID SSH_CMD T_SKIP_REASON FERRYD_PORT FERRYD_PID AS_NOBODY FERRY_NOBODY.
 
@@ -69,6 +70,34 @@ t_check() {
 # Failures are counted by the runner from FAIL lines, so success here just
 # means "the script got to its end".
 t_done() { exit 0; }
+
+# run OUT CMD... -- run CMD with umask 022 and no stdin, behind the script's
+# CLEAN_ENV (an "env -u ..." array) when it defines one; its stdout, stderr
+# and exit code go to OUT.out, OUT.err and OUT.rc. A script that needs
+# another shape defines its own run after sourcing this file.
+run() {
+    local out=$1
+    shift
+    (umask 022 && exec ${CLEAN_ENV[@]+"${CLEAN_ENV[@]}"} "$@") >"$out.out" 2>"$out.err" </dev/null
+    echo $? >"$out.rc"
+}
+
+# show_run OUT -- the first lines of a run's output and errors, for the log.
+show_run() {
+    local f
+    for f in "$1.out" "$1.err"; do
+        [ -s "$f" ] && { echo "--- $f:"; head -n 20 "$f"; }
+    done
+    return 0
+}
+
+# ok OUT -- true when the run exited 0; else say how it ended, for the log.
+ok() {
+    [ "$(cat "$1.rc")" = 0 ] && return 0
+    echo "exit $(cat "$1.rc"), expected 0"
+    show_run "$1"
+    return 1
+}
 
 # t_require CMD... -- skip the whole script if any command is missing; a
 # missing tool is an environment problem, not a ferry bug.
