@@ -135,7 +135,8 @@ static struct zadapt_rung estimate(const struct zadapt *z, int r, bool *guess)
 	*guess = false;
 	if (is_store(z, r)) {
 		*guess = !z->link_known;
-		return (struct zadapt_rung){ZADAPT_STORE_NS_PER_MIB, ZADAPT_RATIO_ONE, 0, true};
+		return (struct zadapt_rung){.ns_per_mib = ZADAPT_STORE_NS_PER_MIB,
+					    .ratio = ZADAPT_RATIO_ONE, .seen = true};
 	}
 	if (fresh(z, r))
 		return z->stat[r];
@@ -155,6 +156,40 @@ static struct zadapt_rung estimate(const struct zadapt *z, int r, bool *guess)
 	return e;
 }
 
+/* The median of a setting's last windows' time per MiB of output. */
+static uint64_t out_median(const struct zadapt_rung *s)
+{
+	uint64_t v[ZADAPT_CAP_WINDOWS];
+
+	for (int i = 0; i < s->nout; i++) {
+		int j = i;
+		for (; j > 0 && v[j - 1] > s->out_ns[i]; j--)
+			v[j] = v[j - 1];
+		v[j] = s->out_ns[i];
+	}
+	return v[s->nout / 2];
+}
+
+/* The link's time per MiB of output as the rule believes it: what the
+ * saturated windows showed, but never slower than a setting measured
+ * lately moved its output in most windows (see zadapt.h: the receiver's
+ * stalls block a setting that sends few bytes as long as one that sends
+ * many, and only the stalls block it). */
+static uint64_t link_time(const struct zadapt *z)
+{
+	uint64_t link = z->link_ns_per_mib;
+
+	for (int r = 0; r < z->nrungs; r++) {
+		const struct zadapt_rung *s = &z->stat[r];
+		if (!s->seen || s->age > ZADAPT_CAP_AGE || s->nout < ZADAPT_CAP_MIN)
+			continue;
+		uint64_t m = out_median(s);
+		if (m < link)
+			link = m;
+	}
+	return link;
+}
+
 /* max(compressing + the rest of the sender's work, the link's time for
  * the output), plus 1/ZADAPT_OVERLAP of the smaller: the two overlap
  * only as far as the buffers between them allow, so of two settings
@@ -164,7 +199,7 @@ static struct zadapt_rung estimate(const struct zadapt *z, int r, bool *guess)
 static uint64_t cost_of(const struct zadapt *z, const struct zadapt_rung *e, bool guess_link)
 {
 	uint64_t cpu = e->ns_per_mib + z->other_ns_per_mib;
-	uint64_t link = guess_link ? 0 : e->ratio * z->link_ns_per_mib / ZADAPT_RATIO_ONE;
+	uint64_t link = guess_link ? 0 : e->ratio * link_time(z) / ZADAPT_RATIO_ONE;
 
 	return cpu > link ? cpu + link / ZADAPT_OVERLAP : link + cpu / ZADAPT_OVERLAP;
 }
@@ -207,6 +242,15 @@ static void link_sample(struct zadapt *z, uint64_t ns_per_mib)
 	z->link_ns_per_mib = a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
 }
 
+/* Keep a window's time per MiB of output among the setting's last. */
+static void out_sample(struct zadapt_rung *s, uint64_t ns_per_mib)
+{
+	memmove(s->out_ns + 1, s->out_ns, (ZADAPT_CAP_WINDOWS - 1) * sizeof *s->out_ns);
+	s->out_ns[0] = ns_per_mib;
+	if (s->nout < ZADAPT_CAP_WINDOWS)
+		s->nout++;
+}
+
 /* Take in a timed window's measurements: the current rung's compress
  * time and ratio, the sender's other work, and the link. */
 static void measure(struct zadapt *z, const struct zadapt_window *w)
@@ -219,7 +263,7 @@ static void measure(struct zadapt *z, const struct zadapt_window *w)
 	if (ratio > 2 * ZADAPT_RATIO_ONE)
 		ratio = 2 * ZADAPT_RATIO_ONE;
 	for (int r = 0; r < z->nrungs; r++)
-		if (z->stat[r].age <= ZADAPT_STALE)
+		if (z->stat[r].age <= ZADAPT_CAP_AGE)
 			z->stat[r].age++;
 	s->ns_per_mib = ewma(s->ns_per_mib, w->comp_ns * MIB / w->bytes, was_seen);
 	s->ratio = (uint32_t)ewma(s->ratio, ratio, was_seen);
@@ -230,6 +274,7 @@ static void measure(struct zadapt *z, const struct zadapt_window *w)
 				   wall > busy ? (wall - busy) * MIB / w->bytes : 0, true);
 	if (w->sent < ZADAPT_STORE_WINDOW || wall == 0)
 		return; /* too little output to time the link by */
+	out_sample(s, wall * MIB / w->sent);
 	/* Only a saturated window times the link. One that did not block
 	 * shows no bound worth having: the socket's buffers (megabytes) take
 	 * in a window's output faster than any link. */

@@ -27,7 +27,16 @@
  *    saw the link saturated, so output/wall is its rate (the median of the
  *    last ZADAPT_LINK_SAMPLES such windows, known from two on, so that one
  *    stall of the receiver's is not taken for the link); a window that did
- *    not block says nothing (socket buffers take in megabytes).
+ *    not block says nothing (socket buffers take in megabytes). But a
+ *    receiver that stalls (writing to disk) blocks the sender too, for a
+ *    time that grows with input bytes, not output: a setting that sends
+ *    few bytes then sees only the stalls blocking it and takes the link
+ *    for a slow one. So the link is never taken slower than a setting
+ *    measured within ZADAPT_CAP_AGE windows moved its output in most of
+ *    its windows (the median of its last ZADAPT_CAP_WINDOWS, blocked or
+ *    not): "store" sending 1 MiB in 0.5 ms in most windows shows a link
+ *    of 0.5 ms per MiB or less, whatever the stalls made zstd's few
+ *    bytes wait.
  *
  * The decision: move to a setting whose cost, from fresh measurements
  * (taken within ZADAPT_STALE timed windows), beats the current one by
@@ -74,6 +83,13 @@
 /* The link's time is the median of this many saturated windows (known
  * from two on). */
 #define ZADAPT_LINK_SAMPLES 3
+/* A setting bounds the link by the median of its last ZADAPT_CAP_WINDOWS
+ * windows' time per MiB of output (once it has ZADAPT_CAP_MIN of them:
+ * the first ones after a move go into socket buffers), for
+ * ZADAPT_CAP_AGE timed windows after it was last measured. */
+#define ZADAPT_CAP_WINDOWS 8
+#define ZADAPT_CAP_MIN 5
+#define ZADAPT_CAP_AGE 256
 /* A move must gain more than 1/ZADAPT_MARGIN of the current cost ... */
 #define ZADAPT_MARGIN 8
 /* ... and more than this many ns per MiB of input (a compressor working
@@ -104,6 +120,10 @@ struct zadapt_rung {
 	uint32_t ratio;       /* output per input, ZADAPT_RATIO_ONE = 1 */
 	int age;              /* timed windows since measured */
 	bool seen;
+	/* wall ns per MiB of output of its last timed windows, newest
+	 * first: the rate it moved its output at, blocked or not */
+	uint64_t out_ns[ZADAPT_CAP_WINDOWS];
+	int nout;
 };
 
 struct zadapt {

@@ -246,8 +246,12 @@ struct replay {
 	int final_setting;
 	int changes_after_settling; /* in the second half */
 	int off_windows;            /* in the second half, not at final_setting */
-	int trail[128];             /* the setting after each window */
+	int trail[160];             /* the setting after each window */
 	int storing_windows;
+	/* the receiver stalls (a disk flush) for about stall_ns after every
+	 * stall_every bytes of input, whatever the setting */
+	uint64_t stall_ns, stall_every, stall_debt;
+	uint64_t wall_ns, in_bytes; /* of the whole run */
 };
 
 static unsigned noise(uint32_t *seed, unsigned pct)
@@ -283,7 +287,14 @@ static struct zadapt_window replay_window(struct replay *r, const struct zadapt 
 	uint64_t work = w.comp_ns + mib * OTHER_NS * noise(&r->seed, 20) / 100;
 	uint64_t link = w.sent * r->link_ns_per_mib / MIB * noise(&r->seed, 5) / 100;
 	w.wall_ns = work > link ? work : link;
+	r->stall_debt += bytes;
+	while (r->stall_every && r->stall_debt >= r->stall_every) {
+		r->stall_debt -= r->stall_every;
+		w.wall_ns += r->stall_ns * noise(&r->seed, 30) / 100;
+	}
 	w.wait_ns = w.wall_ns - work;
+	r->wall_ns += w.wall_ns;
+	r->in_bytes += bytes;
 	if (p == NULL) /* storing: the sample says whether it compresses */
 		w.sample_in = ZADAPT_SAMPLE, w.sample_out = ZADAPT_SAMPLE * ppm / 1000000;
 	return w;
@@ -401,6 +412,76 @@ static void test_replay_1g_text_and_loopback(void **state)
 				 * deflate 1 at 6 ms faster than storing at 8.4 */
 	s = settled_setting(text_zlib, N(text_zlib), LINK_LOOPBACK, CPRES_ZLIB, 6, &storing);
 	assert_int_equal(s, 0);
+}
+
+/* Wall time per MiB of a replay held at one setting (not adaptive). */
+static uint64_t fixed_wall(struct replay r, int setting)
+{
+	struct zadapt z;
+
+	zadapt_init(&z, CPRES_ZSTD, setting, false, ZSTD_MIN);
+	r.wall_ns = r.in_bytes = r.stall_debt = 0;
+	for (int i = 0; i < r.windows; i++) {
+		struct zadapt_window w = replay_window(&r, &z);
+		zadapt_window_end(&z, &w);
+	}
+	return r.wall_ns * MIB / r.in_bytes;
+}
+
+/* Loopback, where the receiver stalls writing to disk (blocks of 70 to
+ * 130 ms were seen) after every so many MiB of input, whatever the
+ * setting. A setting that sends few bytes is blocked by the stalls
+ * alone, which made the link look like 100 Mbit/s and zstd 6 pay (the
+ * rule before this one climbed there: twice the time of storing); the
+ * rule must see that storing moved most of its windows' bytes at
+ * loopback speed, and settle on storing. Where the stalls come every
+ * 8 MiB, every window of zstd 3 stalls and the link looks slow before
+ * storing was ever tried: the rule keeps zstd 3, which costs about what
+ * storing would, the receiver being the bottleneck either way. */
+static void test_replay_loopback_receiver_stalls(void **state)
+{
+	static const struct {
+		unsigned ms, every_mib;
+	} stalls[] = {{100, 32}, {70, 16}, {130, 64}, {100, 8}};
+	(void)state;
+
+	for (uint32_t i = 0; i < 8 * N(stalls); i++) {
+		uint32_t seed = 1 + i / N(stalls);
+		struct replay r = {.p = pgdata_zstd, .n = N(pgdata_zstd),
+				   .link_ns_per_mib = LINK_LOOPBACK, .seed = seed, .windows = 120,
+				   .stall_ns = (uint64_t)stalls[i % N(stalls)].ms * MS,
+				   .stall_every = (uint64_t)stalls[i % N(stalls)].every_mib * MIB};
+		run_replay(&r, CPRES_ZSTD, 3);
+		if (getenv("ZADAPT_TRACE")) {
+			for (int i = 0; i < r.windows; i++)
+				print_message("%d ", r.trail[i]);
+			print_message("\n");
+		}
+		uint64_t wall = r.wall_ns * MIB / r.in_bytes;
+		uint64_t store = fixed_wall(r, ZSTD_MIN), at6 = fixed_wall(r, 6);
+		print_message("stall %u ms per %u MiB, seed %u: ends at %d, %.2f ms/MiB (store %.2f, zstd 6 %.2f)\n",
+			      stalls[i % N(stalls)].ms, stalls[i % N(stalls)].every_mib, seed,
+			      r.final_setting, wall / 1e6, store / 1e6, at6 / 1e6);
+		int at_6 = 0;
+		for (int k = 0; k < r.windows; k++)
+			at_6 += r.trail[k] == 6;
+		if (stalls[i % N(stalls)].every_mib >= 16) {
+			/* storing was seen fast between the stalls: it stays */
+			assert_int_equal(r.final_setting, ZSTD_MIN);
+			assert_true(r.changes_after_settling <= 2);
+			assert_true(r.off_windows <= ZADAPT_TRIAL);
+			assert_true(at_6 <= ZADAPT_TRIAL); /* a trial at most */
+		} else {
+			/* every compressed window stalls, storing is never
+			 * tried: the normal level, zstd 6 only on a trial */
+			assert_int_equal(r.final_setting, 3);
+			assert_true(at_6 <= r.windows / 10);
+		}
+		/* within 10 % of storing all along, give or take where a
+		 * stall fell (up to 130 % of stall_ns) */
+		uint64_t one_stall = r.stall_ns * 13 / 10 * MIB / r.in_bytes;
+		assert_true(wall <= store * 11 / 10 + one_stall);
+	}
 }
 
 /* The link slows down in the middle (another transfer takes it): the
@@ -564,6 +645,7 @@ int main(void)
 		cmocka_unit_test(test_replay_10g_random),
 		cmocka_unit_test(test_replay_100m),
 		cmocka_unit_test(test_replay_1g_text_and_loopback),
+		cmocka_unit_test(test_replay_loopback_receiver_stalls),
 		cmocka_unit_test(test_replay_link_slows),
 		cmocka_unit_test(test_probe_taken_back),
 		cmocka_unit_test(test_recorded_1g_pgdata),
