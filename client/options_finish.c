@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "client/options.h"
 #include "client/options_priv.h"
 #include "proto/logfmt.h"
