@@ -57,6 +57,9 @@ $(BUILD)/tests/test_engine_%: tests/unit/test_engine_%.c $(ENGINE_HARNESS) $(BUI
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< tests/unit/engine_harness.c $(BUILD)/libferry.a $(LDLIBS_ALL) -lcmocka
 
+# Helpers shared by the files of one split test (test_NAME*.c).
+$(UNIT_BINS): $(wildcard tests/unit/*_util.h)
+
 unit: $(UNIT_BINS) $(BUILD)/tests/test_fuzz_replay
 
 # The fuzz harnesses (tests/fuzz/fuzz_<name>.c), linked with libFuzzer by

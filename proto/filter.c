@@ -2,7 +2,8 @@
  * Filter rules: parsing (exclude.c: parse_rule_tok, parse_filter_str,
  * parse_filter_file, add_rule), per-directory merge files
  * (push_local_filters, pop_local_filters, setup_merge_file). Matching is
- * in filter_match.c, the list on the wire in filter_wire.c; see filter.h
+ * in filter_match.c, the list on the wire in filter_wire.c, the traces and
+ * warnings in filter_trace.c; see filter.h
  * for the API.
  *
  * Where rsync keeps global state (the current directory, which side we
@@ -471,64 +472,6 @@ static int dm_attach(struct filter_list *fl, struct filter_rule *r, bool *dup)
 	return 0;
 }
 
-/* A trace line (tag 'T', with its newline) to report(), or a warning
- * ('W', or 'X' for a transfer's; without) to warn(); kept, tagged, until
- * they are set. */
-static void note_emit(struct filter_list *fl, char tag, const char *line)
-{
-	if (tag == 'T' && fl->report) {
-		fl->report(fl->report_ctx, line);
-		return;
-	}
-	if (tag != 'T' && fl->warn) {
-		fl->warn(fl->warn_ctx, line, tag == 'X');
-		return;
-	}
-	size_t n = strlen(line);
-	if (fl->trace_pending_len + n + 2 > 1024 * 1024)
-		return; /* a bound on what waits */
-	char *p = realloc(fl->trace_pending, fl->trace_pending_len + n + 3);
-	if (!p)
-		return;
-	p[fl->trace_pending_len] = tag;
-	memcpy(p + fl->trace_pending_len + 1, line, n);
-	p[fl->trace_pending_len + 1 + n] = '\0';
-	p[fl->trace_pending_len + 2 + n] = '\0';
-	fl->trace_pending = p;
-	fl->trace_pending_len += n + 2; /* tag, text, NUL */
-}
-
-static void filter_note(struct filter_list *fl, char tag, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void filter_note(struct filter_list *fl, char tag, const char *fmt, ...)
-{
-	char *line = NULL;
-	va_list ap;
-
-	va_start(ap, fmt);
-	int n = vasprintf(&line, fmt, ap);
-	va_end(ap);
-	if (n >= 0)
-		note_emit(fl, tag, line);
-	free(line);
-}
-
-void filter_trace_start(struct filter_list *fl, bool show_parsed, const char *who)
-{
-	const char *p = fl->trace_pending;
-
-	for (size_t i = 0; p && show_parsed && i < fl->trace_pending_len;) {
-		const char *line = p + i + 1;
-		if (p[i] == 'T' ? fl->report != NULL : fl->warn != NULL)
-			note_emit(fl, p[i], line);
-		i += strlen(line) + 2;
-	}
-	free(fl->trace_pending);
-	fl->trace_pending = NULL;
-	fl->trace_pending_len = 0;
-	fl->trace_who = who;
-}
-
 /* --debug=FILTER: the rule being added, as rsync's add_rule traces it;
  * a rule from a file shows where it is from, and nothing about its text
  * (not even its trailing whitespace: exclude.c, rule_detail). */
@@ -561,7 +504,7 @@ static void trace_rule(struct pctx *pc, const char *pat, size_t len, uint32_t f)
 				  (int)len, pat, list,
 				  ws ? " -- CAUTION: trailing whitespace!" : "");
 	if (n >= 0)
-		note_emit(fl, 'T', line);
+		filter_note_emit(fl, 'T', line);
 	free(line);
 }
 

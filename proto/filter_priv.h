@@ -1,6 +1,6 @@
 /*
  * What the files of the filter rules (proto/filter*.c) share: a dir-merge
- * rule's per-directory state.
+ * rule's per-directory state, and the notes (traces, warnings) they make.
  */
 #ifndef FERRY_PROTO_FILTER_PRIV_H
 #define FERRY_PROTO_FILTER_PRIV_H
@@ -28,5 +28,14 @@ struct filter_dm {
 	size_t nlv, lvcap;
 	bool set_up;     /* parent-directory scan done (setup_merge_file) */
 };
+
+/* A trace line (tag 'T', with its newline) to fl->report(), or a warning
+ * ('W', or 'X' for a transfer's; without) to fl->warn(); kept, tagged,
+ * in fl->trace_pending until those are set (filter_trace.c). */
+void filter_note_emit(struct filter_list *fl, char tag, const char *line);
+
+/* filter_note_emit() of a formatted line. */
+void filter_note(struct filter_list *fl, char tag, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #endif
