@@ -52,20 +52,12 @@ int32_t batch_stream_flags(const struct ferry_opts *o, bool compressed)
 
 static bool tee_flush(struct batch_tee *t)
 {
-	size_t off = 0;
+	bool ok = fd_write_all(t->fd, t->buf, t->len);
 
-	while (off < t->len) {
-		ssize_t w = write(t->fd, t->buf + off, t->len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			t->len = 0;
-			return wire_fail(t->err, RERR_FILEIO, "write error on batch file \"%s\": %s",
-					 t->name, w < 0 ? strerror(errno) : "short write");
-		}
-		off += (size_t)w;
-	}
 	t->len = 0;
+	if (!ok)
+		return wire_fail(t->err, RERR_FILEIO, "write error on batch file \"%s\": %s",
+				 t->name, errno ? strerror(errno) : "short write");
 	return true;
 }
 

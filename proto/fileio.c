@@ -1,6 +1,7 @@
 /*
  * The confined file layer (see fileio.h).
  */
+#include "proto/fdio.h"
 #include "proto/fileio.h"
 #include "proto/oppath.h"
 
@@ -510,7 +511,7 @@ static int64_t copy_range_by_hand(int in, off_t *in_off, int out, int64_t len)
 			return -1;
 		if (n == 0)
 			break;
-		if (!fs_write_all(out, buf, (size_t)n))
+		if (!fd_write_all(out, buf, (size_t)n))
 			return -1;
 		if (in_off)
 			*in_off += n;
@@ -585,7 +586,7 @@ static bool skip_zeros(int fd, const uint8_t *zeros, size_t n, bool punch)
 		return false;
 	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at, (off_t)n) == 0)
 		return lseek(fd, at + (off_t)n, SEEK_SET) >= 0;
-	return fs_write_all(fd, zeros, n);
+	return fd_write_all(fd, zeros, n);
 }
 
 bool fs_write_sparse(int fd, const void *buf, size_t len, bool punch)
@@ -601,7 +602,7 @@ bool fs_write_sparse(int fd, const void *buf, size_t len, bool punch)
 			if (zrun && !skip_zeros(fd, p - zrun, zrun, punch))
 				return false;
 			zrun = 0;
-			if (!fs_write_all(fd, p, n))
+			if (!fd_write_all(fd, p, n))
 				return false;
 		}
 		p += n;
@@ -646,25 +647,10 @@ bool fs_sparse_in_place(int fd, const void *buf, size_t len)
 
 bool fs_proc_path(char *buf, size_t size, int dirfd, const char *leaf)
 {
-	int n = dirfd >= 0 ? snprintf(buf, size, "/proc/self/fd/%d/%s", dirfd, leaf)
-			   : snprintf(buf, size, "%s", leaf);
+	int n = dirfd < 0 ? snprintf(buf, size, "%s", leaf)
+		: leaf	  ? snprintf(buf, size, FS_PROC_FD_DIR "%d/%s", dirfd, leaf)
+			  : snprintf(buf, size, FS_PROC_FD_DIR "%d", dirfd);
 	return n > 0 && (size_t)n < size;
-}
-
-bool fs_write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return false;
-		p += w;
-		len -= (size_t)w;
-	}
-	return true;
 }
 
 ssize_t fs_pread_full(int fd, void *buf, size_t len, off_t off)

@@ -119,14 +119,17 @@ int fs_copy_then_unlink(int from_dir, const char *from, int to_dir, const char *
  * these files. Returns the bytes copied (short at EOF) or -1 with errno. */
 int64_t fs_copy_range(int in, off_t *in_off, int out, int64_t len);
 
+/* Where the kernel shows the files this process holds open. */
+#define FS_PROC_FD_DIR "/proc/self/fd/"
+
 /* "/proc/self/fd/DIRFD/LEAF" into buf: a path the *xattr and ACL calls
  * resolve through the directory fd we hold, so only the last component is
  * looked up by name (and the l* variants do not follow it). With dirfd < 0,
- * leaf itself. False when it does not fit in size. */
+ * leaf itself; with leaf NULL, "/proc/self/fd/DIRFD", the directory (what
+ * realpath() names it by, or a name to read files in it by). False when it
+ * does not fit in size. */
 bool fs_proc_path(char *buf, size_t size, int dirfd, const char *leaf);
 
-/* Write all of buf; false with errno on failure. */
-bool fs_write_all(int fd, const void *buf, size_t len);
 /* Read exactly len bytes at offset (short only at EOF): returns bytes read
  * or -1. */
 ssize_t fs_pread_full(int fd, void *buf, size_t len, off_t off);

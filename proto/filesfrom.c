@@ -1,6 +1,7 @@
 /*
  * --files-from lists (see filesfrom.h).
  */
+#include "proto/byteorder.h"
 #include "proto/filesfrom.h"
 #include "proto/oppath.h"
 
@@ -218,11 +219,7 @@ static bool send_chunk(struct names_forwarder *f, unsigned char *frame, size_t l
 	unsigned char *p = frame + 4;
 
 	if (!f->raw) {
-		uint32_t h = (uint32_t)(MPLEX_BASE + MSG_DATA) << 24 | (uint32_t)len;
-		frame[0] = (unsigned char)h;
-		frame[1] = (unsigned char)(h >> 8);
-		frame[2] = (unsigned char)(h >> 16);
-		frame[3] = (unsigned char)(h >> 24);
+		put_le32(frame, (uint32_t)(MPLEX_BASE + MSG_DATA) << 24 | (uint32_t)len);
 		p = frame;
 		len += 4;
 	}

@@ -100,7 +100,8 @@ static void rule_where(const struct pctx *pc, char *buf, size_t size)
 
 	/* a per-directory file read through the walker's fd goes by the
 	 * directory's real name */
-	if (strncmp(file, "/proc/self/fd/", 14) == 0 && slash && slash > file + 14) {
+	const size_t fd_dir_len = sizeof FS_PROC_FD_DIR - 1;
+	if (strncmp(file, FS_PROC_FD_DIR, fd_dir_len) == 0 && slash && slash > file + fd_dir_len) {
 		char fdir[64];
 		snprintf(fdir, sizeof fdir, "%.*s", (int)(slash - file), file);
 		if (realpath(fdir, dir)) {
@@ -115,8 +116,7 @@ static void rule_where(const struct pctx *pc, char *buf, size_t size)
 	 * that directory's absolute name, as rsync's (its dirbuf is) */
 	char full[PATH_MAX * 2 + 2], fdpath[64];
 	if (*file != '/' && !strchr(file, '/') && pc->dir_fd >= 0 && pc->dir_fs_of_fd) {
-		snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", pc->dir_fd);
-		if (realpath(fdpath, dir)) {
+		if (fs_proc_path(fdpath, sizeof fdpath, pc->dir_fd, NULL) && realpath(fdpath, dir)) {
 			snprintf(full, sizeof full, "%s/%s", strcmp(dir, "/") ? dir : "", file);
 			file = full;
 		}
@@ -985,8 +985,8 @@ static bool dm_name_too_long(const struct pctx *pc, const struct filter_dm *dm, 
 	if (strlen(dm->fname) + strlen(dir_fs) < MAXPATHLEN_WIRE / 2)
 		return false;
 	bool in_dir = pc->dir_fd >= 0 && pc->dir_fs_of_fd && strcmp(dir_fs, pc->dir_fs_of_fd) == 0;
-	if (in_dir)
-		snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", pc->dir_fd);
+	if (in_dir && !fs_proc_path(fdpath, sizeof fdpath, pc->dir_fd, NULL))
+		in_dir = false; /* cannot happen: 64 bytes hold any fd's path */
 	if (!realpath(in_dir ? fdpath : dir_fs, abs))
 		snprintf(abs, sizeof abs, "%s", dir_fs);
 	return dm_name_too_long_at(abs, dm->fname, path, size);

@@ -475,7 +475,7 @@ bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 	bool pushed = false;
 	if (k->w->filters) {
 		struct filter_list *filters = (struct filter_list *)k->w->filters;
-		snprintf(fsdir, sizeof fsdir, "/proc/self/fd/%d", dirfd);
+		fs_proc_path(fsdir, sizeof fsdir, dirfd, NULL);
 		pushed = filter_push_dir(filters, fsdir, relpath, k->err, sizeof k->err) == 0;
 		/* a bad rule or merge file in a directory ends the transfer
 		 * (exclude.c: parse_filter_file, exit_cleanup) */

@@ -14,6 +14,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "proto/fdio.h"
 #include "proto/gen.h"
 
 /* An entry kept where it is: its attributes brought up to date, and at
@@ -397,7 +398,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		target = munged;
 	}
 	/* --fake-super: a regular file holding the target stands for it */
-	bool made = g->s->fake_super ? fs_write_all(fd, target, strlen(target)) : true;
+	bool made = g->s->fake_super ? fd_write_all(fd, target, strlen(target)) : true;
 	close(fd);
 	if (!g->s->fake_super) {
 		unlinkat(dirfd, tmp, 0);

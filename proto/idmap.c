@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "proto/alloc.h"
+#include "proto/fdio.h"
 #include "proto/fileio.h"
 #include "proto/session.h"
 #include "proto/wildmatch.h"
@@ -40,7 +41,7 @@ static bool namecvt_ask(struct session *s, const char *cmd, const char *arg, cha
 
 	if (len < 0 || (size_t)len >= sizeof req)
 		return false;
-	if (!fs_write_all(s->namecvt_req_fd, req, (size_t)len)) {
+	if (!fd_write_all(s->namecvt_req_fd, req, (size_t)len)) {
 		session_err(s, "Connection to name-converter failed.");
 		return false;
 	}

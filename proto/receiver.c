@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/fdio.h"
 #include "proto/itemlog.h"
 #include "proto/batch.h"
 #include "proto/blockwise.h"
@@ -204,7 +205,7 @@ static bool write_piece(struct rcv *r, int fd, const char *path, const uint8_t *
 	 * do_punch_hole) */
 	if (fd >= 0 && !(r->o->sparse ? fs_write_sparse(fd, p, n, r->o->preallocate || r->o->inplace ||
 								r->one_inplace)
-				      : fs_write_all(fd, p, n)))
+				      : fd_write_all(fd, p, n)))
 		return write_failed(r, path);
 	writeback_landed(r, fd, (int64_t)n);
 	return true;
@@ -314,7 +315,7 @@ static bool flush_run(struct rcv *r, int basis_fd, int fd, const char *path)
 	}
 	while (got >= 0 && got < want) {
 		size_t k = want - got < OUT_BUF ? (size_t)(want - got) : OUT_BUF;
-		if (!fs_write_all(fd, r->data, k))
+		if (!fd_write_all(fd, r->data, k))
 			got = -1;
 		else
 			got += (int64_t)k;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/byteorder.h"
 #include "proto/itemlog.h"
 #include "proto/alloc.h"
 #include "proto/msg.h"
@@ -411,8 +412,8 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 		free(sum1);
 		free(sum2);
 		if (s->protocol >= 30) {
-			uint8_t b[4] = {(uint8_t)ndx, (uint8_t)(ndx >> 8), (uint8_t)(ndx >> 16),
-					(uint8_t)(ndx >> 24)};
+			uint8_t b[4];
+			put_le32(b, (uint32_t)ndx);
 			return wire_send_msg(&s->out, MSG_NO_SEND, b, 4);
 		}
 		return true;

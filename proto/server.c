@@ -2,6 +2,7 @@
  * The server side: protocol set-up, then either the sender (a client
  * pulls) or the generator and receiver (a client pushes).
  */
+#include "proto/byteorder.h"
 #include "proto/server.h"
 #include "proto/msg.h"
 
@@ -85,8 +86,9 @@ static void await_exit_answer(struct session *s)
  * its closing line. */
 int error_exit_to_peer(struct session *s, int code)
 {
-	uint8_t b[4] = {(uint8_t)code, (uint8_t)(code >> 8), (uint8_t)(code >> 16),
-			(uint8_t)(code >> 24)};
+	uint8_t b[4];
+
+	put_le32(b, (uint32_t)code);
 
 	wire_flush(&s->out);
 	if (code == RERR_SIGNAL && s->am_server)
@@ -725,10 +727,10 @@ int server_run(struct session *s, const struct server_ctx *ctx)
 	}
 	/* a daemon tells its client the timeout in force (main.c:
 	 * start_server), so that the client keeps the link alive within it */
+	uint8_t timeout[4];
+	put_le32(timeout, (uint32_t)s->opts->timeout);
 	if (ctx->remote_protocol && s->opts->timeout > 0 && s->protocol >= 31 &&
-	    !wire_send_msg(&s->out, MSG_IO_TIMEOUT, (uint8_t[4]){(uint8_t)s->opts->timeout,
-			   (uint8_t)(s->opts->timeout >> 8), (uint8_t)(s->opts->timeout >> 16),
-			   (uint8_t)(s->opts->timeout >> 24)}, 4))
+	    !wire_send_msg(&s->out, MSG_IO_TIMEOUT, timeout, 4))
 		return finish(s, false);
 	filter_list_init(&filters);
 	/* a client's merge file on a daemon: inside the module, unless the

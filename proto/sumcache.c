@@ -10,6 +10,7 @@
  * Everything in it is checked before use, as if it came from the network:
  * a module's users may write the file.
  */
+#include "proto/byteorder.h"
 #include "proto/sumcache.h"
 
 #include <errno.h>
@@ -58,9 +59,7 @@ static bool take_u64(struct reader *r, uint64_t *v)
 	uint8_t b[8];
 	if (!take(r, b, 8))
 		return false;
-	*v = 0;
-	for (int i = 7; i >= 0; i--)
-		*v = *v << 8 | b[i];
+	*v = get_le64(b);
 	return true;
 }
 
@@ -69,7 +68,7 @@ static bool take_u32(struct reader *r, uint32_t *v)
 	uint8_t b[4];
 	if (!take(r, b, 4))
 		return false;
-	*v = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+	*v = get_le32(b);
 	return true;
 }
 
@@ -78,7 +77,7 @@ static bool take_u16(struct reader *r, uint16_t *v)
 	uint8_t b[2];
 	if (!take(r, b, 2))
 		return false;
-	*v = (uint16_t)(b[0] | b[1] << 8);
+	*v = get_le16(b);
 	return true;
 }
 
@@ -529,14 +528,16 @@ static void put(struct writer *w, const void *p, size_t n)
 static void put_u64(struct writer *w, uint64_t v)
 {
 	uint8_t b[8];
-	for (int i = 0; i < 8; i++)
-		b[i] = (uint8_t)(v >> (8 * i));
+
+	put_le64(b, v);
 	put(w, b, 8);
 }
 
 static void put_u32(struct writer *w, uint32_t v)
 {
-	uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+	uint8_t b[4];
+
+	put_le32(b, v);
 	put(w, b, 4);
 }
 

@@ -116,8 +116,7 @@ int varint_decode(const uint8_t *buf, size_t len, int32_t *v)
 	} else {
 		u[0] = buf[0];
 	}
-	*v = (int32_t)((uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 |
-		       (uint32_t)u[3] << 24);
+	*v = (int32_t)get_le32(u);
 	return 1 + extra;
 }
 
@@ -638,7 +637,7 @@ bool wire_read_u16(struct wire_in *in, uint16_t *v)
 
 	if (!wire_read(in, b, 2))
 		return false;
-	*v = (uint16_t)(b[0] | b[1] << 8);
+	*v = get_le16(b);
 	return true;
 }
 

@@ -108,6 +108,10 @@ static void test_proc_path(void **state)
 	assert_string_equal(buf, "name");
 	assert_false(fs_proc_path(buf, 20, 7, "name"));  /* needs 21 bytes */
 	assert_true(fs_proc_path(buf, 21, 7, "name"));
+	/* no leaf: the directory itself */
+	assert_true(fs_proc_path(buf, sizeof buf, 7, NULL));
+	assert_string_equal(buf, "/proc/self/fd/7");
+	assert_false(fs_proc_path(buf, 15, 7, NULL)); /* needs 16 bytes */
 	/* the path reaches the name through the fd, wherever the dir is */
 	assert_non_null(mkdtemp(dir));
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
