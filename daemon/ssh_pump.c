@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "daemon/ssh_priv.h"
-#include "proto/fdio.h"
-#include "proto/outfilter.h"
-#include "proto/session.h"
-#include "proto/wire.h"
+#include "proto/base/fdio.h"
+#include "proto/base/outfilter.h"
+#include "proto/core/session.h"
+#include "proto/base/wire.h"
 
 #define PUMP_CHUNK (256 * 1024)
 #define SHIM_TIMEOUT_MS (60 * 1000)    /* the whole start-up dialogue */
@@ -39,7 +39,7 @@ void ssh_channel_error(ssh_channel channel, const char *fmt, ...)
 		return;
 	if ((size_t)n > sizeof msg - 2)
 		n = (int)sizeof msg - 2;
-	/* escaped as every other message ferry writes (proto/msg.h): the
+	/* escaped as every other message ferry writes (proto/core/msg.h): the
 	 * daemon's text may carry a client's bytes */
 	char shown[5 * sizeof msg + 1];
 	size_t len = out_escape_log(shown, sizeof shown - 1, msg, (size_t)n);

@@ -24,10 +24,10 @@
 /* Test paths are short; GCC cannot know that. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
-#include "proto/filter.h"
-#include "proto/opts.h"
-#include "proto/session.h"
-#include "proto/wildmatch.h"
+#include "proto/filter/filter.h"
+#include "proto/base/opts.h"
+#include "proto/core/session.h"
+#include "proto/base/wildmatch.h"
 
 /* A file's and a directory's filter_check(), not on the receiving side. */
 #define F(fl, path) filter_check(fl, path, false, false)

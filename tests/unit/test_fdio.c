@@ -1,7 +1,7 @@
 /*
- * Whole writes and reads on a plain descriptor (proto/fdio.c), the
- * little-endian helpers (proto/byteorder.h) and the /proc path of a name
- * under a directory fd (proto/fileio.c: fs_proc_path).
+ * Whole writes and reads on a plain descriptor (proto/base/fdio.c), the
+ * little-endian helpers (proto/base/byteorder.h) and the /proc path of a name
+ * under a directory fd (proto/base/fileio.c: fs_proc_path).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,9 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proto/byteorder.h"
-#include "proto/fdio.h"
-#include "proto/fileio.h"
+#include "proto/base/byteorder.h"
+#include "proto/base/fdio.h"
+#include "proto/base/fileio.h"
 
 static void test_write_then_read(void **state)
 {

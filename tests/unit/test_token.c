@@ -1,5 +1,5 @@
 /*
- * proto/token.c: the token streams of file data, plain and compressed with
+ * proto/delta/token.c: the token streams of file data, plain and compressed with
  * zlib, zlibx, zstd and lz4 (docs/protocol.md 9.6 and 10).
  *
  * Round trips through our encoder and decoder (literal only, blocks only,

@@ -1,5 +1,5 @@
 /*
- * proto/token.c: decoding of token streams captured from real rsync 3.5.0;
+ * proto/delta/token.c: decoding of token streams captured from real rsync 3.5.0;
  * and bad input, which must end in TOKEN_ERROR with RERR_STREAMIO and
  * never crash. Round trips are in test_token.c.
  */

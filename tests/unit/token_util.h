@@ -18,8 +18,8 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "proto/token.h"
-#include "proto/zadapt.h"
+#include "proto/delta/token.h"
+#include "proto/delta/zadapt.h"
 
 static const int algs[] = {CPRES_NONE, CPRES_ZLIB, CPRES_ZLIBX, CPRES_ZSTD, CPRES_LZ4};
 #define NALGS (sizeof algs / sizeof algs[0])
