@@ -19,14 +19,14 @@ BUILD   ?= build/release
 CFLAGS_ALL = $(BASE_CFLAGS) $(OPT) $(SAN) $(CFLAGS)
 LDLIBS_ALL = $(PKG_LIBS) -lpthread $(LDLIBS)
 
-LIB_SRCS  := $(sort $(wildcard proto/*.c client/*.c daemon/*.c))
+LIB_SRCS  := $(sort $(wildcard proto/*/*.c client/*.c daemon/*.c))
 LIB_SRCS  := $(filter-out client/main.c,$(LIB_SRCS))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 MAIN_OBJ  := $(BUILD)/client/main.o
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all ferry deps check check-asan unit run install uninstall clean deps-build deb bench \
+.PHONY: all ferry deps check check-asan layers-check unit run install uninstall clean deps-build deb bench \
         bench-quick bench-deps fuzz fuzz-deps fuzz-run stress
 
 all: ferry
@@ -56,6 +56,9 @@ ENGINE_HARNESS := tests/unit/engine_harness.c tests/unit/engine_harness.h
 $(BUILD)/tests/test_engine_%: tests/unit/test_engine_%.c $(ENGINE_HARNESS) $(BUILD)/libferry.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< tests/unit/engine_harness.c $(BUILD)/libferry.a $(LDLIBS_ALL) -lcmocka
+
+# Helpers shared by the files of one split test (test_NAME*.c).
+$(UNIT_BINS): $(wildcard tests/unit/*_util.h)
 
 unit: $(UNIT_BINS) $(BUILD)/tests/test_fuzz_replay
 
@@ -118,11 +121,16 @@ deps:
 deps-build:
 	@sh build-aux/deps.sh build
 
-check: deps
+check: deps layers-check
 	$(MAKE) all unit
 	$(MAKE) BUILD=build/asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" unit build/asan/ferry
 	tests/check.sh build/release build/asan
+
+# No file includes a header from a layer above its own (the order is in
+# the script; docs/ARCHITECTURE.md, "The layers inside proto/").
+layers-check:
+	@sh build-aux/layers-check.sh
 
 check-asan: deps
 	$(MAKE) BUILD=build/asan OPT="-O1 -g -fno-omit-frame-pointer" \

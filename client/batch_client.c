@@ -15,13 +15,13 @@
 
 #include "client/pull.h"
 #include "client/remote.h"
-#include "proto/batch.h"
-#include "proto/filesfrom.h"
-#include "proto/filter.h"
-#include "proto/negotiate.h"
-#include "proto/oppath.h"
-#include "proto/progress.h"
-#include "proto/session.h"
+#include "proto/delta/batch.h"
+#include "proto/flist/filesfrom.h"
+#include "proto/filter/filter.h"
+#include "proto/run/negotiate.h"
+#include "proto/base/oppath.h"
+#include "proto/core/progress.h"
+#include "proto/core/session.h"
 
 /* One argument, single-quoted so that nothing in it reaches the shell;
  * a plain "--opt=" prefix stays outside the quotes (batch.c: write_arg). */

@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "proto/opts.h"
+#include "proto/base/opts.h"
 
 struct session;
 

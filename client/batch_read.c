@@ -14,11 +14,11 @@
 
 #include "client/pull.h"
 #include "client/remote.h"
-#include "proto/batch.h"
-#include "proto/filesfrom.h"
-#include "proto/filter.h"
-#include "proto/negotiate.h"
-#include "proto/session.h"
+#include "proto/delta/batch.h"
+#include "proto/flist/filesfrom.h"
+#include "proto/filter/filter.h"
+#include "proto/run/negotiate.h"
+#include "proto/core/session.h"
 
 /* The stream flags win over the command line (batch.c:
  * check_batch_flags); also no block sums: nobody reads them. */

@@ -5,7 +5,7 @@
  * "Proxy-Authorization: Basic base64(USER:PASS)".
  */
 #include "client/connect.h"
-#include "proto/outfilter.h"
+#include "proto/base/outfilter.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proto/checksum.h"
-#include "proto/fdio.h"
+#include "proto/base/checksum.h"
+#include "proto/base/fdio.h"
 
 #define PROXY_BUF 1024          /* a request or one response line */
 #define PROXY_MAX_HEADER_LINES 100

@@ -18,12 +18,12 @@
 #include "client/options.h"
 #include "client/rsh.h"
 #include "client/secluded.h"
-#include "proto/checksum.h"
-#include "proto/fdio.h"
-#include "proto/json.h"
-#include "proto/negotiate.h"
-#include "proto/oppath.h"
-#include "proto/progress.h"
+#include "proto/base/checksum.h"
+#include "proto/base/fdio.h"
+#include "proto/base/json.h"
+#include "proto/run/negotiate.h"
+#include "proto/base/oppath.h"
+#include "proto/core/progress.h"
 
 #define LINE_MAX_LEN 5120
 

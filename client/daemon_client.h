@@ -5,7 +5,7 @@
 #define FERRY_CLIENT_DAEMON_CLIENT_H
 
 #include "client/remote.h"
-#include "proto/session.h"
+#include "proto/core/session.h"
 
 struct daemon_peer {
 	int version, sub;

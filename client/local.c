@@ -19,16 +19,16 @@
 
 #include "client/options.h"
 #include "client/pull.h"
-#include "proto/logfmt.h"
-#include "proto/msg.h"
+#include "proto/core/logfmt.h"
+#include "proto/core/msg.h"
 #include "client/push.h"
-#include "proto/filesfrom.h"
-#include "proto/filter.h"
-#include "proto/negotiate.h"
-#include "proto/progress.h"
-#include "proto/sendside.h"
-#include "proto/stop_signal.h"
-#include "proto/server.h"
+#include "proto/flist/filesfrom.h"
+#include "proto/filter/filter.h"
+#include "proto/run/negotiate.h"
+#include "proto/core/progress.h"
+#include "proto/flist/sendside.h"
+#include "proto/base/stop_signal.h"
+#include "proto/run/server.h"
 
 /* The capability letters our client would send (options_server_argv):
  * 'i' where both halves can use incremental recursion. */

@@ -4,7 +4,7 @@
 #ifndef FERRY_CLIENT_LOCAL_H
 #define FERRY_CLIENT_LOCAL_H
 
-#include "proto/opts.h"
+#include "proto/base/opts.h"
 
 /* Copy the local sources to dest. Returns rsync's exit code. */
 int client_local(const struct ferry_opts *o, char **srcs, int nsrc, const char *dest);
@@ -16,7 +16,7 @@ int client_local(const struct ferry_opts *o, char **srcs, int nsrc, const char *
 #include <stdio.h>
 #include <time.h>
 
-#include "proto/session.h"
+#include "proto/core/session.h"
 
 struct filter_list;
 

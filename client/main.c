@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "client/batch_client.h"
-#include "proto/exit_line.h"
+#include "proto/core/exit_line.h"
 #include "client/local.h"
 #include "client/options.h"
 #include "client/pull.h"
@@ -20,13 +20,13 @@
 #include "client/remote.h"
 #include "client/secluded.h"
 #include "daemon/daemon.h"
-#include "proto/alloc.h"
-#include "proto/chmod.h"
-#include "proto/filesfrom.h"
-#include "proto/json.h"
-#include "proto/server.h"
-#include "proto/stop_signal.h"
-#include "proto/wire.h"
+#include "proto/base/alloc.h"
+#include "proto/base/chmod.h"
+#include "proto/flist/filesfrom.h"
+#include "proto/base/json.h"
+#include "proto/run/server.h"
+#include "proto/base/stop_signal.h"
+#include "proto/base/wire.h"
 
 #define MAX_SOURCES 64
 

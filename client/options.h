@@ -1,6 +1,6 @@
 /*
  * Command-line options: rsync's whole option table, parsed into a
- * struct ferry_opts (proto/opts.h), and the argument vector a client sends
+ * struct ferry_opts (proto/base/opts.h), and the argument vector a client sends
  * to a server. Mirrors rsync options.c (parse_arguments, server_options).
  *
  * Every option rsync knows has one row in options_table[] (options_table.c)
@@ -17,10 +17,10 @@
 #include <time.h>
 #include <stdio.h>
 
-#include "proto/opts.h"
-#include "proto/wire.h" /* enum rerr: rsync's exit codes */
+#include "proto/base/opts.h"
+#include "proto/base/version.h"
+#include "proto/base/wire.h" /* enum rerr: rsync's exit codes */
 
-#define FERRY_VERSION "0.1.0"
 #define FERRY_PROTOCOL_VERSION 32
 #define FERRY_PROTOCOL_OLDEST 27
 

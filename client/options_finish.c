@@ -7,12 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "client/options.h"
 #include "client/options_priv.h"
-#include "proto/logfmt.h"
-#include "proto/oppath.h"
-#include "proto/batch.h"
-#include "proto/token.h"
+#include "proto/core/logfmt.h"
+#include "proto/base/oppath.h"
+#include "proto/delta/batch.h"
+#include "proto/delta/token.h"
 
 /* --partial-dir and --delay-updates (options.c, after parsing): the
  * directory is cleaned, "." means none, RSYNC_PARTIAL_DIR stands in for a
@@ -268,7 +269,7 @@ int opt_finish(struct pstate *ps)
 			return opt_usage_err(ps, "Daemon option(s) used without --daemon.");
 		o->daemon = true;
 		/* the daemon's own allocation limit, which its clients can
-		 * lower but not lift (proto/alloc.h) */
+		 * lower but not lift (proto/base/alloc.h) */
 		const char *env = getenv("RSYNC_MAX_ALLOC");
 		return env && *env ? opt_set_max_alloc(ps, env) : 0;
 	}

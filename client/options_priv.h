@@ -123,7 +123,7 @@ int opt_parse_int(struct pstate *ps, const char *arg, long lo, long hi, long *ou
 
 /* --max-alloc=SIZE (rsync parse_arguments: parse_size_arg with a 1 MiB
  * minimum, 0 for unlimited). The parsed value becomes the process's
- * allocation limit (proto/alloc.h); the text is forwarded to the remote. */
+ * allocation limit (proto/base/alloc.h); the text is forwarded to the remote. */
 int opt_set_max_alloc(struct pstate *ps, const char *arg);
 
 /* ---- client/options_finish.c ---- */

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "client/options.h"
-#include "proto/wildmatch.h"
+#include "proto/base/wildmatch.h"
 
 static bool exact_only(const struct opt_spec *sp)
 {

@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "proto/exit_line.h"
+#include "proto/core/exit_line.h"
 #include "client/options.h"
 #include "client/options_priv.h"
-#include "proto/oppath.h"
-#include "proto/filter.h"
+#include "proto/base/oppath.h"
+#include "proto/filter/filter.h"
 
 /* Add one filter rule in rsync's rule text form. */
 int opt_add_rule(struct pstate *ps, const char *prefix, const char *text)

@@ -10,9 +10,9 @@
 #include <strings.h>
 
 #include "client/options.h"
-#include "proto/negotiate.h"
+#include "proto/run/negotiate.h"
 #include "client/remote.h"
-#include "proto/logfmt.h"
+#include "proto/core/logfmt.h"
 
 #define SHELL_CHARS "!#$&;|<>(){}\"'` \t\n\r\\"
 #define WILD_CHARS "*?[]"

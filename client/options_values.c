@@ -273,7 +273,7 @@ int opt_handle_words(struct pstate *ps, bool debug, const char *arg)
 }
 /* --max-alloc=SIZE (rsync parse_arguments: parse_size_arg with a 1 MiB
  * minimum, 0 for unlimited). The parsed value becomes the process's
- * allocation limit (proto/alloc.h); the text is forwarded to the remote. */
+ * allocation limit (proto/base/alloc.h); the text is forwarded to the remote. */
 int opt_set_max_alloc(struct pstate *ps, const char *arg)
 {
 	const char *err;

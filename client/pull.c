@@ -1,6 +1,6 @@
 /*
  * A client pull from an rsync daemon: connect, handshake, protocol set-up,
- * filter list, file list, then the receiving side (proto/recv.c).
+ * filter list, file list, then the receiving side (proto/recv/recv.c).
  * Mirrors rsync main.c: client_run() for a receiving client.
  */
 #include "client/pull.h"
@@ -15,20 +15,20 @@
 #include <unistd.h>
 
 #include "client/batch_client.h"
-#include "proto/exit_line.h"
+#include "proto/core/exit_line.h"
 #include "client/transport.h"
 #include "client/options.h"
-#include "proto/filesfrom.h"
-#include "proto/json.h"
-#include "proto/copy_as.h"
-#include "proto/filter.h"
-#include "proto/fileio.h"
-#include "proto/logfmt.h"
-#include "proto/msg.h"
-#include "proto/progress.h"
-#include "proto/negotiate.h"
-#include "proto/outfilter.h"
-#include "proto/recvside.h"
+#include "proto/flist/filesfrom.h"
+#include "proto/base/json.h"
+#include "proto/meta/copy_as.h"
+#include "proto/filter/filter.h"
+#include "proto/base/fileio.h"
+#include "proto/core/logfmt.h"
+#include "proto/core/msg.h"
+#include "proto/core/progress.h"
+#include "proto/run/negotiate.h"
+#include "proto/base/outfilter.h"
+#include "proto/recv/recvside.h"
 
 /* rsync measures the rate over whole seconds of time(NULL). */
 static double now_sec(void)

@@ -5,7 +5,7 @@
 #define FERRY_CLIENT_PULL_H
 
 #include "client/remote.h"
-#include "proto/opts.h"
+#include "proto/base/opts.h"
 
 /* Pull the sources (all on the same daemon) into dest, or list them when
  * dest is NULL / --list-only. Returns rsync's exit code. */

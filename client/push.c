@@ -13,18 +13,18 @@
 #include <unistd.h>
 
 #include "client/batch_client.h"
-#include "proto/exit_line.h"
+#include "proto/core/exit_line.h"
 #include "client/transport.h"
 #include "client/options.h"
-#include "proto/filesfrom.h"
-#include "proto/copy_as.h"
-#include "proto/filter.h"
-#include "proto/heap_stats.h"
-#include "proto/logfmt.h"
-#include "proto/msg.h"
-#include "proto/progress.h"
-#include "proto/negotiate.h"
-#include "proto/sendside.h"
+#include "proto/flist/filesfrom.h"
+#include "proto/meta/copy_as.h"
+#include "proto/filter/filter.h"
+#include "proto/core/heap_stats.h"
+#include "proto/core/logfmt.h"
+#include "proto/core/msg.h"
+#include "proto/core/progress.h"
+#include "proto/run/negotiate.h"
+#include "proto/flist/sendside.h"
 
 /* The last line rsync writes to its --log-file. */
 static void log_totals(struct session *s)

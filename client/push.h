@@ -5,7 +5,7 @@
 #define FERRY_CLIENT_PUSH_H
 
 #include "client/remote.h"
-#include "proto/opts.h"
+#include "proto/base/opts.h"
 
 /* Send the local sources to the daemon destination. Returns rsync's exit
  * code. */

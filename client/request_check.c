@@ -10,9 +10,9 @@
 
 #include "client/options.h"
 #include "client/remote.h"
-#include "proto/flist.h"
-#include "proto/session.h"
-#include "proto/wire.h"
+#include "proto/core/flist.h"
+#include "proto/core/session.h"
+#include "proto/base/wire.h"
 
 /* What one argument contributes, as rsync's add_implied_include() builds
  * it: the argument's own name (anchored, "/"-prefixed, cleaned of "//",

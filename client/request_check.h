@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "proto/filter.h"
+#include "proto/filter/filter.h"
 
 struct ferry_opts;
 struct remote_spec;

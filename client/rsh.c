@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "client/options.h"
-#include "proto/wire.h"
+#include "proto/base/wire.h"
 
 #define MAX_RSH_ARGS 4096
 

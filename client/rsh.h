@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "client/remote.h"
-#include "proto/opts.h"
+#include "proto/base/opts.h"
 
 /* The command line: the -e / RSYNC_RSH words (default "ssh"), [-l user],
  * [-4|-6], host, the --rsync-path program, then either the server

@@ -6,7 +6,7 @@
  * the engine keeps working on a file descriptor.
  */
 #include "client/ssh_builtin.h"
-#include "proto/stop_signal.h"
+#include "proto/base/stop_signal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,8 +23,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "proto/checksum.h"
-#include "proto/fdio.h"
+#include "proto/base/checksum.h"
+#include "proto/base/fdio.h"
 
 #define PUMP_BUF (256 * 1024)
 #define SSH_EXIT_FAILURE 255 /* what ssh itself exits with */

@@ -16,10 +16,10 @@
 #include "client/rsh.h"
 #include "client/secluded.h"
 #include "client/ssh_builtin.h"
-#include "proto/fdio.h"
-#include "proto/negotiate.h"
-#include "proto/progress.h"
-#include "proto/server.h"
+#include "proto/base/fdio.h"
+#include "proto/run/negotiate.h"
+#include "proto/core/progress.h"
+#include "proto/run/server.h"
 
 /* server_args followed by the paths, as one NULL-terminated vector. */
 static char **join_args(char **server_args, char **paths, int npaths)

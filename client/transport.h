@@ -10,7 +10,7 @@
 #include <sys/types.h>
 
 #include "client/remote.h"
-#include "proto/session.h"
+#include "proto/core/session.h"
 
 struct ssh_builtin;
 

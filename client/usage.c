@@ -13,9 +13,9 @@
 #include <time.h>
 
 #include "client/options.h"
-#include "proto/checksum.h"
-#include "proto/json.h"
-#include "proto/token.h"
+#include "proto/base/checksum.h"
+#include "proto/base/json.h"
+#include "proto/delta/token.h"
 
 #define HELP_COL 24
 

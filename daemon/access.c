@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "proto/wildmatch.h"
+#include "proto/base/wildmatch.h"
 
 /* glibc provides innetgr(); elsewhere an @netgroup pattern matches nothing. */
 #if defined(__GLIBC__) && !defined(FERRY_NO_INNETGR)

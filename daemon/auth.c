@@ -19,9 +19,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proto/fdio.h"
-#include "proto/oppath.h"
-#include "proto/wildmatch.h"
+#include "proto/base/fdio.h"
+#include "proto/base/oppath.h"
+#include "proto/base/wildmatch.h"
 
 #define CHALLENGE_RANDOM_BYTES 32
 /* Longest response we read: a user, a space, and a response with room to

@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "proto/checksum.h"
+#include "proto/base/checksum.h"
 
 /* Longest user name we accept in a response (rsync has no explicit limit;
  * its line buffer is BIGPATHBUFLEN). */

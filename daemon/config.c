@@ -24,7 +24,7 @@
 #include "daemon/access.h"
 #include "daemon/config.h"
 #include "daemon/config_priv.h"
-#include "proto/oppath.h"
+#include "proto/base/oppath.h"
 
 #define EOFC (-1)
 

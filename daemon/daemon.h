@@ -6,7 +6,7 @@
 #define FERRY_DAEMON_H
 
 #include "daemon/config.h"
-#include "proto/opts.h"
+#include "proto/base/opts.h"
 
 /* The config used by `--config=@default` (make run): one read-only module
  * "files" serving $FERRY_ROOT (default: the current directory). */

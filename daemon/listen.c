@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "client/connect.h"
-#include "proto/exit_line.h"
+#include "proto/core/exit_line.h"
 #include "client/options.h"
 #include "daemon/auth.h"
 #include "daemon/conn_limits.h"
@@ -32,9 +32,9 @@
 #include "daemon/pid_file.h"
 #include "daemon/ssh_listen.h"
 #include "daemon/socket_activation.h"
-#include "proto/outfilter.h"
-#include "proto/session.h"
-#include "proto/wire.h"
+#include "proto/base/outfilter.h"
+#include "proto/core/session.h"
+#include "proto/base/wire.h"
 
 static const char default_config[] =
 	"# ferry's built-in configuration (--config=@default)\n"

@@ -6,7 +6,7 @@
 #define FERRY_DAEMON_LISTEN_SOCKET_H
 
 #include "daemon/config.h"
-#include "proto/opts.h"
+#include "proto/base/opts.h"
 
 /* A listening TCP socket on port, at --address or the config's `address`
  * (any address when neither is set), for the daemon port and the SSH

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proto/outfilter.h"
+#include "proto/base/outfilter.h"
 
 /* The log file stays open across the privilege drop, as rsync keeps it:
  * a module running as nobody could not open a root-owned log. A connection

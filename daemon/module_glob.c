@@ -21,9 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proto/fileio.h"
-#include "proto/filter.h"
-#include "proto/wildmatch.h"
+#include "proto/base/fileio.h"
+#include "proto/filter/filter.h"
+#include "proto/base/wildmatch.h"
 
 #define GLOB_MAX_DEPTH 512      /* components; bounds recursion and open fds */
 

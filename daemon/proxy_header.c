@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "daemon/proxy_header.h"
-#include "proto/wire.h"
+#include "proto/base/wire.h"
 
 #define V2_SIGNATURE "\r\n\r\n\0\r\nQUIT\n"
 #define V2_SIGNATURE_LEN 12

@@ -14,17 +14,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proto/exit_line.h"
-#include "proto/alloc.h"
-#include "proto/stop_signal.h"
+#include "proto/core/exit_line.h"
+#include "proto/base/alloc.h"
+#include "proto/base/stop_signal.h"
 #include "client/options.h"
 #include "daemon/access.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/serve_priv.h"
 #include "daemon/proxy_header.h"
-#include "proto/server.h"
-#include "proto/token.h"
+#include "proto/run/server.h"
+#include "proto/delta/token.h"
 
 static int serve_module(struct conn *c, struct daemon_module *m);
 
@@ -57,7 +57,7 @@ static int serve_expanded(struct conn *c, const struct daemon_module *raw)
 }
 
 /* "transfer logging": the lines the engine makes in the module's log
- * format (proto/attrs.c), and its messages, go to the module's log. */
+ * format (proto/recv/attrs.c), and its messages, go to the module's log. */
 static void log_transfer_line(void *ctx, const char *line)
 {
 	struct conn *c = ctx;

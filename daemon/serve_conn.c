@@ -8,7 +8,7 @@
 #include "daemon/access.h"
 #include "daemon/log.h"
 #include "daemon/serve_priv.h"
-#include "proto/oppath.h"
+#include "proto/base/oppath.h"
 
 void log_lookup_note(const struct daemon_config *cfg)
 {

@@ -13,7 +13,7 @@
 
 #include "daemon/log.h"
 #include "daemon/serve_priv.h"
-#include "proto/oppath.h"
+#include "proto/base/oppath.h"
 
 static bool name_to_id(const char *name, bool is_group, unsigned *id)
 {

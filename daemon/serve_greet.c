@@ -11,7 +11,7 @@
 
 #include "daemon/log.h"
 #include "daemon/serve_priv.h"
-#include "proto/oppath.h"
+#include "proto/base/oppath.h"
 
 void send_motd(struct conn *c)
 {

@@ -12,10 +12,10 @@
 #include "daemon/config.h"
 #include "daemon/module_glob.h"
 #include "daemon/xfer_exec.h"
-#include "proto/filter.h"
-#include "proto/logfmt.h"
-#include "proto/opts.h"
-#include "proto/session.h"
+#include "proto/filter/filter.h"
+#include "proto/core/logfmt.h"
+#include "proto/base/opts.h"
+#include "proto/core/session.h"
 
 #define LINE_MAX_LEN 5120   /* BIGPATHBUFLEN */
 #define MAX_DAEMON_ARGS 16000

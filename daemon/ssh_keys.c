@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proto/fdio.h"
+#include "proto/base/fdio.h"
 
 static void set_why(char *why, size_t whysz, const char *fmt, const char *a, const char *b)
 {

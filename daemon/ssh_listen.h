@@ -26,7 +26,7 @@
 #define FERRY_DAEMON_SSH_LISTEN_H
 
 #include "daemon/config.h"
-#include "proto/opts.h"
+#include "proto/base/opts.h"
 
 struct ssh_listener;
 

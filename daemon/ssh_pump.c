@@ -15,9 +15,10 @@
 #include <unistd.h>
 
 #include "daemon/ssh_priv.h"
-#include "proto/outfilter.h"
-#include "proto/session.h"
-#include "proto/wire.h"
+#include "proto/base/fdio.h"
+#include "proto/base/outfilter.h"
+#include "proto/core/session.h"
+#include "proto/base/wire.h"
 
 #define PUMP_CHUNK (256 * 1024)
 #define SHIM_TIMEOUT_MS (60 * 1000)    /* the whole start-up dialogue */
@@ -38,7 +39,7 @@ void ssh_channel_error(ssh_channel channel, const char *fmt, ...)
 		return;
 	if ((size_t)n > sizeof msg - 2)
 		n = (int)sizeof msg - 2;
-	/* escaped as every other message ferry writes (proto/msg.h): the
+	/* escaped as every other message ferry writes (proto/core/msg.h): the
 	 * daemon's text may carry a client's bytes */
 	char shown[5 * sizeof msg + 1];
 	size_t len = out_escape_log(shown, sizeof shown - 1, msg, (size_t)n);
@@ -222,20 +223,6 @@ static bool read_daemon_line(int fd, char *line, size_t size)
 	return true;
 }
 
-static bool write_fd(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		p += w;
-		n -= (size_t)w;
-	}
-	return true;
-}
-
 /* The rsh-mode version exchange with the client: our int32 out, theirs in
  * (compat.c: setup_protocol, remote_protocol == 0). */
 static int exchange_version(ssh_channel channel, int *client_version)
@@ -273,8 +260,8 @@ static int daemon_handshake(ssh_channel channel, int fd, const struct ssh_cmd *c
 	}
 	char hello[128];
 	int n = snprintf(hello, sizeof hello, "@RSYNCD: %d.0 md5\n", version);
-	if (!write_fd(fd, hello, (size_t)n) || !write_fd(fd, cmd->module, strlen(cmd->module)) ||
-	    !write_fd(fd, "\n", 1)) {
+	if (!fd_write_all(fd, hello, (size_t)n) || !fd_write_all(fd, cmd->module, strlen(cmd->module)) ||
+	    !fd_write_all(fd, "\n", 1)) {
 		ssh_channel_error(channel, "lost the daemon during start-up");
 		return RERR_STARTCLIENT;
 	}
@@ -322,12 +309,12 @@ int ssh_shim_start(ssh_session session, ssh_channel channel, int fd, const struc
 	int proto = version < PROTOCOL_NEWEST ? version : PROTOCOL_NEWEST;
 	char sep = proto >= 30 ? '\0' : '\n';
 	for (int i = 0; i < cmd->nargs; i++) {
-		if (!write_fd(fd, cmd->args[i], strlen(cmd->args[i])) || !write_fd(fd, &sep, 1)) {
+		if (!fd_write_all(fd, cmd->args[i], strlen(cmd->args[i])) || !fd_write_all(fd, &sep, 1)) {
 			ssh_channel_error(channel, "lost the daemon during start-up");
 			return RERR_STARTCLIENT;
 		}
 	}
-	if (!write_fd(fd, &sep, 1)) {
+	if (!fd_write_all(fd, &sep, 1)) {
 		ssh_channel_error(channel, "lost the daemon during start-up");
 		return RERR_STARTCLIENT;
 	}

@@ -27,7 +27,7 @@
 #include "daemon/ssh_keys.h"
 #include "daemon/ssh_listen.h"
 #include "daemon/ssh_priv.h"
-#include "proto/wire.h"
+#include "proto/base/wire.h"
 
 #define LINGER_STEPS 50    /* of 100 ms: wait for the client to hang up */
 #define KEYFILE_CACHE 32 /* distinct authorized keys files remembered per lookup */

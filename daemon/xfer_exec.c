@@ -15,7 +15,7 @@
 #include <linux/close_range.h>
 
 #include "daemon/xfer_exec.h"
-#include "proto/fdio.h"
+#include "proto/base/fdio.h"
 
 #define HOOK_ARG_MAX 5120     /* one request or argument, as rsync's BIGPATHBUFLEN */
 #define HOOK_ARGS_MAX 20000   /* more than the daemon accepts from a client */

@@ -1,5 +1,5 @@
 /*
- * The ACL wire decoders (proto/acls.c): each entry's access ACL (and a
+ * The ACL wire decoders (proto/meta/acls.c): each entry's access ACL (and a
  * directory's default ACL), as an index of one seen before or a new list
  * of user/group entries with optional names, then the mapping of the
  * named ids to local ones (acl_map_ids). The first two bytes choose which
@@ -9,9 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "proto/acls.h"
-#include "proto/flist.h"
-#include "proto/session.h"
+#include "proto/meta/acls.h"
+#include "proto/core/flist.h"
+#include "proto/core/session.h"
 #include "tests/fuzz/fuzz_common.h"
 
 #define FUZZ_ENTRIES 16

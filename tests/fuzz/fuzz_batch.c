@@ -1,5 +1,5 @@
 /*
- * A --read-batch file (proto/batch.c: batch_open_read, batch_apply_flags;
+ * A --read-batch file (proto/delta/batch.c: batch_open_read, batch_apply_flags;
  * negotiate.c: negotiate_from_batch): the stream flags, protocol, compat
  * flags and checksum seed, then the file list that follows them, as
  * client_read_batch reads it. The input is the whole batch file.
@@ -10,10 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proto/batch.h"
-#include "proto/flist.h"
-#include "proto/negotiate.h"
-#include "proto/session.h"
+#include "proto/delta/batch.h"
+#include "proto/core/flist.h"
+#include "proto/run/negotiate.h"
+#include "proto/core/session.h"
 #include "tests/fuzz/fuzz_common.h"
 
 static char batch_path[64];

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/opts.h"
-#include "proto/session.h"
+#include "proto/base/opts.h"
+#include "proto/core/session.h"
 
 /* The unread part of an input. */
 struct fuzz_input {

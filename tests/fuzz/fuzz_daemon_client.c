@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "client/daemon_client.h"
-#include "proto/session.h"
+#include "proto/core/session.h"
 #include "tests/fuzz/fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,5 +1,5 @@
 /*
- * The --files-from reader (proto/filesfrom.c): a list from the peer
+ * The --files-from reader (proto/flist/filesfrom.c): a list from the peer
  * (NUL-terminated names, an empty one ends it) or a local list (lines or
  * NUL-separated with --from0, comments skipped), each name then made safe
  * as a daemon does (names_sanitize, path_sanitize). The first byte
@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proto/filesfrom.h"
-#include "proto/wire.h"
+#include "proto/flist/filesfrom.h"
+#include "proto/base/wire.h"
 #include "tests/fuzz/fuzz_common.h"
 
 static const size_t out_sizes[] = {1, 2, 16, 4096};

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/filter.h"
-#include "proto/session.h"
+#include "proto/filter/filter.h"
+#include "proto/core/session.h"
 #include "tests/fuzz/fuzz_common.h"
 
 static const char *const paths[] = {"a", "a/b.c", "dir", "x/.git/config", "deep/er/file.o",

@@ -8,9 +8,9 @@
  */
 #include <string.h>
 
-#include "proto/flist.h"
-#include "proto/session.h"
-#include "proto/wire.h"
+#include "proto/core/flist.h"
+#include "proto/core/session.h"
+#include "proto/base/wire.h"
 #include "tests/fuzz/fuzz_common.h"
 
 static void choose_options(struct fuzz_input *in, struct ferry_opts *o, int *protocol,

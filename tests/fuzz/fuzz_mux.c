@@ -8,8 +8,8 @@
  */
 #include <string.h>
 
-#include "proto/session.h"
-#include "proto/wire.h"
+#include "proto/core/session.h"
+#include "proto/base/wire.h"
 #include "tests/fuzz/fuzz_common.h"
 
 static void on_success(void *ctx, int32_t ndx, int64_t dev, int64_t ino)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "daemon/proxy_header.h"
-#include "proto/wire.h"
+#include "proto/base/wire.h"
 #include "tests/fuzz/fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/match.h"
-#include "proto/sendside.h"
-#include "proto/session.h"
+#include "proto/delta/match.h"
+#include "proto/flist/sendside.h"
+#include "proto/core/session.h"
 #include "tests/fuzz/fuzz_common.h"
 
 static const enum csum_type sum_types[] = {CSUM_MD4_OLD, CSUM_MD4, CSUM_MD5, CSUM_SHA1,

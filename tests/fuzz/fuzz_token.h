@@ -8,8 +8,8 @@
  */
 #include <string.h>
 
-#include "proto/token.h"
-#include "proto/wire.h"
+#include "proto/delta/token.h"
+#include "proto/base/wire.h"
 #include "tests/fuzz/fuzz_common.h"
 
 #define FUZZ_TOKEN_FILES 4

@@ -1,12 +1,12 @@
 /*
- * wildmatch (proto/wildmatch.c): the input is "pattern\0text"; the first
+ * wildmatch (proto/base/wildmatch.c): the input is "pattern\0text"; the first
  * byte chooses the anchoring (`where`) for wildmatch_where and
  * litmatch_where.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/wildmatch.h"
+#include "proto/base/wildmatch.h"
 #include "tests/fuzz/fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

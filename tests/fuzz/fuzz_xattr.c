@@ -1,5 +1,5 @@
 /*
- * The xattr wire decoders (proto/xattrs.c): the sets a file list carries
+ * The xattr wire decoders (proto/meta/xattrs.c): the sets a file list carries
  * for each entry (xattr_recv_entry: an index of a set seen before, or a
  * new set of abbreviated or full name/value pairs), then the sender's
  * answers to the receiver's requests for abbreviated values
@@ -9,9 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "proto/flist.h"
-#include "proto/session.h"
-#include "proto/xattrs.h"
+#include "proto/core/flist.h"
+#include "proto/core/session.h"
+#include "proto/meta/xattrs.h"
 #include "tests/fuzz/fuzz_common.h"
 
 #define FUZZ_ENTRIES 32

@@ -12,7 +12,7 @@ Real rsync 3.5.0 traffic where the bytes come from a session:
                 auth response, arguments), through a logging relay
                 (docs/protocol.md 14.3);
   daemon_client what the rsync daemon answers in those sessions;
-  token_*       the streams rsync sent, from tests/unit/test_token.c;
+  token_*       the streams rsync sent, from tests/unit/test_token_rsync.c;
   config        the rsyncd.conf the capture ran with, and variations.
 The others (sums, proxy, filter, wildmatch, filesfrom, xattr, acl) are
 written here by hand from the wire layouts. Each file starts with the
@@ -283,7 +283,7 @@ def c_array(text, name):
 
 
 def token_seeds():
-    text = open(os.path.join(HERE, "..", "unit", "test_token.c")).read()
+    text = open(os.path.join(HERE, "..", "unit", "test_token_rsync.c")).read()
     # option bytes: protocol 32, 16 blocks, a block length near 700
     opt = bytes([5, 16, 22])
     for alg in ("zstd", "lz4", "zlibx", "zlib"):

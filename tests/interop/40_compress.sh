@@ -8,7 +8,7 @@
 # RSYNC_COMPRESS_LIST), -z with protocols 29 and 30, -zz, --old-compress,
 # --new-compress, levels, incompressible and highly compressible data
 # (ferry's adaptive rule), the default skip-suffix list and --skip-compress.
-# Corrupt compressed streams are covered by tests/unit/test_token.c.
+# Corrupt compressed streams are covered by tests/unit/test_token_rsync.c.
 # Check functions are called through t_check, which shellcheck cannot see.
 # shellcheck disable=SC2317
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The one message path (proto/msg.h), compared line by line with real
+# The one message path (proto/core/msg.h), compared line by line with real
 # rsync: error lines name the full path, the role and the errno; a daemon's
 # name the module "(in MODULE)" and go to its log; --log-file gets every
 # error the terminal gets, the closing line included; control bytes in

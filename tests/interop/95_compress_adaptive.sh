@@ -1,5 +1,5 @@
 #!/bin/bash
-# ferry's adaptive compression (proto/zadapt.h) against real rsync 3.5.0:
+# ferry's adaptive compression (proto/delta/zadapt.h) against real rsync 3.5.0:
 # real rsync must decode every stream ferry's sender produces while it
 # changes levels (incompressible data stored, compressible data compressed
 # again, the level stepped down when the compressor is the bottleneck) --

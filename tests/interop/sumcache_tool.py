@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Read and doctor a --sums-cache file (format: proto/sumcache.c) for
+"""Read and doctor a --sums-cache file (format: proto/delta/sumcache.c) for
 tests/interop/45_sums_cache.sh.
 
   sumcache_tool.py FILE list              path and block count of each entry

@@ -25,7 +25,7 @@
 #include <cmocka.h>
 
 #include "client/options.h"
-#include "proto/filter.h"
+#include "proto/filter/filter.h"
 
 /* The uid and gid of an EH_RECV_UNPRIVILEGED receiver run by root. */
 #define NOBODY_ID 65534

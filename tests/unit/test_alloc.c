@@ -1,5 +1,5 @@
 /*
- * The --max-alloc allocator (proto/alloc.c): the overflow-checked size test,
+ * The --max-alloc allocator (proto/base/alloc.c): the overflow-checked size test,
  * the limits a client and a daemon apply, and the RERR_MALLOC failure with
  * rsync's message.
  */
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/alloc.h"
-#include "proto/wire.h"
+#include "proto/base/alloc.h"
+#include "proto/base/wire.h"
 
 static void test_fits_overflow(void **state)
 {

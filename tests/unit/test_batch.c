@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "client/options.h"
-#include "proto/batch.h"
+#include "proto/delta/batch.h"
 
 /* Parse {"ferry", args..., NULL} with stdout and stderr discarded. */
 static int parse_v(struct ferry_opts *o, char **args)

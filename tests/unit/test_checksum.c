@@ -1,5 +1,5 @@
 /*
- * Unit tests for proto/checksum.c.
+ * Unit tests for proto/base/checksum.c.
  *
  * Known answers come from real rsync 3.5.0 (/usr/bin/rsync, OpenSSL build
  * without MD4 in the default provider, xxhash 0.8), captured on the wire:
@@ -36,7 +36,7 @@
 
 #include <cmocka.h>
 
-#include "proto/checksum.h"
+#include "proto/base/checksum.h"
 
 #define DATA_LEN 4000
 #define BLEN 700

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "proto/token.h"
+#include "proto/delta/token.h"
 #include "tests/unit/engine_harness.h"
 
 /* Fixed times, so nothing depends on the clock. */

@@ -22,7 +22,7 @@
 #include "client/options.h"
 #include "client/rsh.h"
 #include "client/secluded.h"
-#include "proto/wire.h"
+#include "proto/base/wire.h"
 
 /* Parse {"ferry", args..., NULL} with stderr silenced. */
 static int parse_quiet(struct ferry_opts *o, char **args)

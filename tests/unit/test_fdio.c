@@ -1,7 +1,7 @@
 /*
- * Whole writes and reads on a plain descriptor (proto/fdio.c), the
- * little-endian helpers (proto/byteorder.h) and the /proc path of a name
- * under a directory fd (proto/fileio.c: fs_proc_path).
+ * Whole writes and reads on a plain descriptor (proto/base/fdio.c), the
+ * little-endian helpers (proto/base/byteorder.h) and the /proc path of a name
+ * under a directory fd (proto/base/fileio.c: fs_proc_path).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,9 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proto/byteorder.h"
-#include "proto/fdio.h"
-#include "proto/fileio.h"
+#include "proto/base/byteorder.h"
+#include "proto/base/fdio.h"
+#include "proto/base/fileio.h"
 
 static void test_write_then_read(void **state)
 {
@@ -108,6 +108,10 @@ static void test_proc_path(void **state)
 	assert_string_equal(buf, "name");
 	assert_false(fs_proc_path(buf, 20, 7, "name"));  /* needs 21 bytes */
 	assert_true(fs_proc_path(buf, 21, 7, "name"));
+	/* no leaf: the directory itself */
+	assert_true(fs_proc_path(buf, sizeof buf, 7, NULL));
+	assert_string_equal(buf, "/proc/self/fd/7");
+	assert_false(fs_proc_path(buf, 15, 7, NULL)); /* needs 16 bytes */
 	/* the path reaches the name through the fd, wherever the dir is */
 	assert_non_null(mkdtemp(dir));
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -1,5 +1,5 @@
 /*
- * proto/flist_recv.c: hard links before protocol 30, where each entry carries
+ * proto/flist/flist_recv.c: hard links before protocol 30, where each entry carries
  * its (dev, ino) and the receiver groups equal pairs. The peer chooses
  * both values; the table's hash once multiplied them as signed 64-bit
  * integers, which overflowed (undefined behaviour, found by a fuzzer):
@@ -16,9 +16,9 @@
 
 #include <cmocka.h>
 
-#include "proto/flist.h"
-#include "proto/opts.h"
-#include "proto/session.h"
+#include "proto/core/flist.h"
+#include "proto/base/opts.h"
+#include "proto/core/session.h"
 
 struct bytes {
 	uint8_t b[60000];   /* under a pipe's 64 KiB: written whole before reading */

@@ -1,5 +1,5 @@
 /*
- * The name normaliser (proto/fname.c: clean_fname): rsync's results for
+ * The name normaliser (proto/base/fname.c: clean_fname): rsync's results for
  * each caller's flags, and, for every name of up to 9 characters from
  * "/", "." and two letters, the same result as the four normalisers it
  * replaced (kept below as oracles, verbatim).
@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "proto/fname.h"
+#include "proto/base/fname.h"
 
 /* ---- the oracles: the copies clean_fname replaced ---- */
 

@@ -1,5 +1,5 @@
 /*
- * proto/fuzzy.c: -y's name distance and suffix rules, and the choice of a
+ * proto/recv/fuzzy.c: -y's name distance and suffix rules, and the choice of a
  * basis. The expected distances were computed with rsync 3.5.0's own
  * util1.c:fuzzy_distance(); ferry's version was also compared with it on
  * two million random name pairs (no difference).
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "proto/fuzzy.h"
+#include "proto/recv/fuzzy.h"
 
 static void test_distance(void **state)
 {

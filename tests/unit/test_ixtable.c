@@ -1,5 +1,5 @@
 /*
- * The shared open-addressing index (proto/ixtable.h): every index added is
+ * The shared open-addressing index (proto/base/ixtable.h): every index added is
  * found again by its key and no other is; growth keeps them all; two
  * tables hash alike digests differently (secret keys); digests that are
  * all equal fill one walk up to the probe limit and are then refused
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "proto/ixtable.h"
+#include "proto/base/ixtable.h"
 
 /* The caller's array: keys, and the digest each one is stored under. */
 struct keys {

@@ -1,5 +1,5 @@
 /*
- * The --json string writer (proto/json.h): valid UTF-8 passes through,
+ * The --json string writer (proto/base/json.h): valid UTF-8 passes through,
  * quotes, backslashes and control bytes are escaped, anything else becomes
  * U+FFFD with the raw bytes in a *_b64 field; rsync's error symbols; the
  * end event's totals.
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "proto/json.h"
+#include "proto/base/json.h"
 
 /* What fn wrote for (str, len), and whether json_write_string said valid. */
 static char *written(const char *str, size_t len, bool *valid)

@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "proto/logfmt.h"
+#include "proto/core/logfmt.h"
 
 static struct file_entry mkfile(uint32_t mode, int64_t size, const char *link)
 {

@@ -1,5 +1,5 @@
 /*
- * proto/match.c: the sender's block search, run against a receiver
+ * proto/delta/match.c: the sender's block search, run against a receiver
  * simulated in memory. Every case rebuilds the file from the tokens (a
  * block token copies the basis block, or with --inplace the block as it
  * is now in the file being overwritten) and checks that it equals the
@@ -27,7 +27,7 @@
 
 #include <cmocka.h>
 
-#include "proto/match.h"
+#include "proto/delta/match.h"
 
 #define PAGE 8192
 /* Strong-sum bytes the receiver sends: 8 lets a strong sum decide alone

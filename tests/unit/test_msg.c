@@ -1,5 +1,5 @@
 /*
- * Unit tests for the one message path (proto/msg.c): where each class of
+ * Unit tests for the one message path (proto/core/msg.c): where each class of
  * message goes, how the log escapes it (rsync log.c: rwrite, logit), and
  * how names are shown (util1.c: full_fname).
  */
@@ -15,9 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proto/msg.h"
-#include "proto/outfilter.h"
-#include "proto/session.h"
+#include "proto/core/msg.h"
+#include "proto/base/outfilter.h"
+#include "proto/core/session.h"
 
 static void test_log_escaping(void **state)
 {

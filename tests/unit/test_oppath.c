@@ -1,5 +1,5 @@
 /*
- * Unit tests for the operator-path walk (proto/oppath.c): a symlink on the
+ * Unit tests for the operator-path walk (proto/base/oppath.c): a symlink on the
  * way is followed only when root or the euid owns it; another user's link,
  * at the leaf or in a parent, fails with ELOOP, and OPPATH_INSECURE turns
  * the check off. The "other user" is uid 65534, which only root can give a
@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proto/oppath.h"
+#include "proto/base/oppath.h"
 
 #define OTHER_UID 65534
 

@@ -1,5 +1,5 @@
 /*
- * The stop signals (proto/stop_signal.h): recorded even where inherited as
+ * The stop signals (proto/base/stop_signal.h): recorded even where inherited as
  * ignored, blocked in worker threads, turned into the stream's code 20
  * once (later writes still go out), and a run that does not unwind is
  * ended when the grace period is over, or at a second signal. Each case
@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "proto/stop_signal.h"
-#include "proto/wire.h"
+#include "proto/base/stop_signal.h"
+#include "proto/base/wire.h"
 
 /* Run fn in a child; its exit status, or -1 if it did not end within
  * limit_s seconds (then it is killed). */

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "proto/wire.h"
+#include "proto/base/wire.h"
 
 static void check_varint(int32_t v, const uint8_t *want, size_t n)
 {

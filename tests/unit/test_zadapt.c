@@ -1,5 +1,5 @@
 /*
- * proto/zadapt.c: ferry's adaptive compression rule, decision by decision.
+ * proto/delta/zadapt.c: ferry's adaptive compression rule, decision by decision.
  *
  * The ladders of settings per algorithm; incompressible windows going to
  * "store" and a compressible sample bringing them back; the speed rule
@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "proto/token.h"
-#include "proto/zadapt.h"
+#include "proto/delta/token.h"
+#include "proto/delta/zadapt.h"
 
 #define ZSTD_MIN (-131072)
 #define ZSTD_STORE_SETTING ZSTD_MIN
