@@ -150,6 +150,8 @@ static bool add_contents(struct request_check *rq, const struct implied_pat *ip,
 	snprintf(pat + n, sizeof pat - n, "/*%s", recurse ? "*" : "");
 	if (ip->len == 0)
 		rq->root_content = true;
+	if (ip->len == 0 && recurse)
+		rq->whole_tree = true;
 	return add_rule(rq, pat, false, err, errsz) &&
 	       (!ip->open_bracket || add_literal_brackets(rq, pat, false, err, errsz));
 }
@@ -235,6 +237,8 @@ static bool only_a_parent(const struct request_check *rq, const char *path, bool
 {
 	if (root)
 		return !rq->root_content;
+	if (rq->whole_tree)
+		return false;
 	return filter_check(&rq->implied, path, true, false) <= 0 &&
 	       filter_check(&rq->implied_parents, path, true, false) > 0;
 }
@@ -276,7 +280,8 @@ bool request_check_range(struct session *s, const struct request_check *rq, stru
 		if (rq->check_filters && filter_check(rq->filters, path, is_dir, false) < 0)
 			return wire_fail(&s->err, RERR_UNSUPPORTED,
 					 "ERROR: rejecting excluded file-list name: %s", path);
-		if (rq->check_names && filter_check(&rq->implied, path, is_dir, false) <= 0 &&
+		if (rq->check_names && !rq->whole_tree &&
+		    filter_check(&rq->implied, path, is_dir, false) <= 0 &&
 		    filter_check(&rq->implied_parents, path, is_dir, false) <= 0)
 			return wire_fail(&s->err, RERR_UNSUPPORTED,
 					 "ERROR: rejecting unrequested file-list name: %s", path);

@@ -31,6 +31,7 @@ struct request_check {
 	struct filter_list implied;
 	struct filter_list implied_parents;
 	bool root_content;       /* a rule asks for the root's contents */
+	bool whole_tree;         /* the root with -r was asked for: every name passes */
 	bool check_filters;      /* our filter rules apply to the names */
 	const struct filter_list *filters; /* our rules (not owned) */
 };

@@ -1153,7 +1153,11 @@ int filter_push_dir_at(struct filter_list *fl, int dirfd, const char *fsdir, con
 	if (err && errsz)
 		*err = '\0';
 	fl->depth++;
-	if (fl->depth == 1 && !fl->abs_root_fixed)
+	/* only rules read the root's name; realpath() of a /proc/self/fd
+	 * name costs a dozen readlinks, and the walker pushes every
+	 * directory at depth 1 */
+	if (fl->depth == 1 && !fl->abs_root_fixed &&
+	    (fl->rules.n || fl->cvs.n || fl->ndms))
 		derive_abs_root(fl, fsdir, rel);
 	pc.xflags = X_PERDIR | (fl->delete_excluded ? FILTER_PARSE_DELETE_EXCLUDED : 0);
 	/* fl->ndms can grow while we go: a file may add dir-merge rules, and
