@@ -52,8 +52,12 @@ import datasets  # noqa: E402
 import measure   # noqa: E402
 import run as bench_run  # noqa: E402
 
-NETNS, HOST_IF, NS_IF = "fb", "fb0", "fb1"
-HOST_IP, NS_IP = "10.99.0.1", "10.99.0.2"
+# BENCH_NETNS=NAME (default fb) and BENCH_SUBNET=N (default 0, giving
+# 10.99.N.0/24) let two runs use separate emulated links at once.
+NETNS = os.environ.get("BENCH_NETNS", "fb")
+HOST_IF, NS_IF = NETNS + "0", NETNS + "1"
+_SUBNET = int(os.environ.get("BENCH_SUBNET", "0"))
+HOST_IP, NS_IP = f"10.99.{_SUBNET}.1", f"10.99.{_SUBNET}.2"
 # tbf needs a bucket of at least one timer tick's worth of bytes; 256 kB
 # (the recipe) is enough up to 1 Gbit/s.
 LINKS = {"100mbit": "256kb", "1gbit": "256kb", "10gbit": "2mb"}
@@ -251,8 +255,8 @@ class Postmaster(datasets.PgServer):
     def __init__(self, bindir, pgdata, sockdir, logfile):
         super().__init__(bindir, pgdata, sockdir, logfile)
         with open(os.path.join(pgdata, "pg_hba.conf"), "a") as f:
-            f.write("host all all 10.99.0.0/24 trust\n"
-                    "host replication all 10.99.0.0/24 trust\n")
+            f.write(f"host all all 10.99.{_SUBNET}.0/24 trust\n"
+                    f"host replication all 10.99.{_SUBNET}.0/24 trust\n")
 
     def start(self):
         opts = (f"-p {self.port} -k {self.sockdir} -c listen_addresses={HOST_IP} "
