@@ -103,19 +103,19 @@ static const char *final_full_name(const struct temp_file *t, char *out, size_t 
 	return dest_full_name(t->rc, NULL, t->path, out, size);
 }
 
-bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
-	       const char *path, const struct file_entry *f)
+/* Start t for the entry at path: no fds yet, its path and its leaf
+ * name, and the directory it goes in (the destination itself for a
+ * single-file destination). Returns that directory's fd, the cursor's
+ * (the caller dups it), or -1 after reporting the failure. */
+static int temp_locate(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
+		       const char *path)
 {
 	const char *leaf;
 	int dirfd;
 
 	memset(t, 0, sizeof *t);
 	t->rc = rc;
-	t->fd = -1;
-	t->dirfd = -1;
-	t->tmpdirfd = -1;
-	t->inplace = rc->s->opts->inplace;
-	t->keep_partial = rc->s->opts->partial;
+	t->fd = t->dirfd = t->tmpdirfd = -1;
 	snprintf(t->path, sizeof t->path, "%s", path);
 	if (rc->solo_name) {
 		dirfd = rc->rootfd;
@@ -126,9 +126,22 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 	if (dirfd < 0 || strlen(leaf) >= sizeof t->leaf) {
 		session_xfer_err(rc->s, "cannot open the directory of \"%s\": %s", path,
 				 strerror(dirfd < 0 ? errno : ENAMETOOLONG));
-		return false;
+		return -1;
 	}
 	snprintf(t->leaf, sizeof t->leaf, "%s", leaf);
+	return dirfd;
+}
+
+bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
+	       const char *path, const struct file_entry *f)
+{
+	int dirfd = temp_locate(t, rc, dirs, path);
+
+	if (dirfd < 0)
+		return false;
+	const char *leaf = t->leaf;
+	t->inplace = rc->s->opts->inplace;
+	t->keep_partial = rc->s->opts->partial;
 	/* what the cleanup at exit can do for --partial-dir: a relative,
 	 * one-component dir beside the file */
 	const char *pd = rc->s->opts->partial_dir;
@@ -169,26 +182,11 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 bool temp_open_partial(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
 		       const char *path)
 {
-	const char *leaf;
-	int dirfd;
+	int dirfd = temp_locate(t, rc, dirs, path);
 
-	memset(t, 0, sizeof *t);
-	t->rc = rc;
-	t->fd = t->dirfd = t->tmpdirfd = -1;
-	t->partial_inplace = true;
-	snprintf(t->path, sizeof t->path, "%s", path);
-	if (rc->solo_name) {
-		dirfd = rc->rootfd;
-		leaf = rc->solo_name;
-	} else {
-		dirfd = dir_cursor_parent(dirs, path, &leaf);
-	}
-	if (dirfd < 0 || strlen(leaf) >= sizeof t->leaf) {
-		session_xfer_err(rc->s, "cannot open the directory of \"%s\": %s", path,
-				 strerror(dirfd < 0 ? errno : ENAMETOOLONG));
+	if (dirfd < 0)
 		return false;
-	}
-	snprintf(t->leaf, sizeof t->leaf, "%s", leaf);
+	t->partial_inplace = true;
 	snprintf(t->tmpname, sizeof t->tmpname, "%s", partial_leaf(rc, path));
 	t->dirfd = dup(dirfd);
 	t->fd = t->dirfd < 0 ? -1 : partial_file_open(rc, path);
