@@ -24,7 +24,7 @@
 #include "proto/core/msg.h"
 #include "proto/core/progress.h"
 #include "proto/run/negotiate.h"
-#include "proto/flist/sendside.h"
+#include "proto/send/sender.h"
 
 /* The last line rsync writes to its --log-file. */
 static void log_totals(struct session *s)

@@ -23,7 +23,7 @@
 #include "proto/run/negotiate.h"
 #include "proto/base/oppath.h"
 #include "proto/recv/recvside.h"
-#include "proto/flist/sendside.h"
+#include "proto/send/sender.h"
 #include "proto/core/exit_line.h"
 
 /* A server stopped by a signal says so to its client in its closing line,

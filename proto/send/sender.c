@@ -24,7 +24,7 @@
 #include "proto/base/oppath.h"
 #include "proto/delta/match.h"
 #include "proto/core/progress.h"
-#include "proto/flist/sendside.h"
+#include "proto/send/sender.h"
 #include "proto/delta/token.h"
 
 /* rsync's default --max-alloc: no single allocation beyond this. */
