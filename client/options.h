@@ -236,6 +236,7 @@ int options_parse_words(const struct output_word *words, const char *str, short 
  * for a file it cannot open, and return the exit code, RERR_FILEIO for
  * such a file, else RERR_SYNTAX (exclude.c: parse_filter_file). */
 struct filter_list;
-int options_filter_failed(const struct filter_list *fl, const char *err);
+int options_filter_failed(const struct ferry_opts *o, const struct filter_list *fl,
+			  const char *err);
 
 #endif

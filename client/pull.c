@@ -274,7 +274,7 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 		flist_free(&fl);
 		code = session_exit_code(s);
 		print_summary(o, s, now_sec() - start);
-		exit_line_set_role("Receiver");
+		exit_line_set_role(o->exit_note, "Receiver");
 		return code;
 	}
 	memset(&rc, 0, sizeof rc);
@@ -305,7 +305,7 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	/* a write into the destination failed and stopped the receiver,
 	 * who ends the run then (receiver.c: receive_data) */
 	if (code == RERR_FILEIO && rc.receiver_failed)
-		exit_line_set_role("receiver");
+		exit_line_set_role(o->exit_note, "receiver");
 	if (code == 0 || code == RERR_PARTIAL || code == RERR_VANISHED || code == RERR_DEL_LIMIT)
 		print_summary(o, s, now_sec() - start);
 	return code;
@@ -323,7 +323,7 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 
 	filter_list_init(&filters);
 	if (filter_list_from_opts(&filters, o, err, sizeof err) < 0) {
-		int code = options_filter_failed(&filters, err);
+		int code = options_filter_failed(o, &filters, err);
 		filter_list_free(&filters);
 		return code;
 	}
@@ -336,7 +336,7 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 	free_paths(paths, nsrc);
 	if (!go) {
 		/* before any list, a failed pull is rsync's "Receiver" */
-		exit_line_set_role("Receiver");
+		exit_line_set_role(o->exit_note, "Receiver");
 		filter_list_free(&filters);
 		return code;
 	}

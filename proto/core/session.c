@@ -28,7 +28,7 @@ static bool on_error_exit(struct session *s, const uint8_t *payload, size_t len)
 	code = (int32_t)get_le32(payload);
 	s->peer_exit_code = code;
 	if (s->peer_exit_line && !s->am_server)
-		exit_line_peer_said();
+		exit_line_peer_said(s->opts->exit_note);
 	if (s->protocol >= 31)
 		wire_send_msg(&s->out, MSG_ERROR_EXIT, payload, 4);
 	/* The peer already printed why; exit quietly with its code. */
