@@ -56,9 +56,9 @@
 int options_parse(struct ferry_opts *o, int argc, char **argv);
 int options_parse_flags(struct ferry_opts *o, int argc, char **argv,
 			unsigned flags);
-/* The text of the last error options_parse*() reported in this thread,
+/* The text of the error options_parse*() reported while filling o,
  * without the "ferry: " prefix or newline; "" when none. */
-const char *options_last_error(void);
+const char *options_last_error(const struct ferry_opts *o);
 void options_free(struct ferry_opts *o);
 /* A daemon module's "max verbosity": -v and every info level no higher
  * than that many -v give (options.c: limit_output_verbosity). */

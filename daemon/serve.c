@@ -255,7 +255,7 @@ static void request_refusal(struct conn *c, const struct daemon_module *m, bool 
 		ctx->refusal_verbatim = true;
 		ctx->refusal_code = RERR_UNSUPPORTED;
 	} else if (rc != 0) {
-		snprintf(refusal, size, "%s", options_last_error());
+		snprintf(refusal, size, "%s", options_last_error(o));
 		ctx->refusal_code = RERR_UNSUPPORTED;
 	} else if (!o->server) {
 		snprintf(refusal, size, "the client did not ask for --server");

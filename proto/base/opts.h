@@ -264,6 +264,10 @@ struct ferry_opts {
 	/* the remaining non-option arguments */
 	char **args;
 	int nargs;
+
+	/* why options_parse* failed, without "ferry: " (options_last_error);
+	 * "" when it did not */
+	char parse_error[512];
 };
 
 /* Is informational output `w` at `level` or above wanted (rsync's
