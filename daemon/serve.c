@@ -38,8 +38,8 @@ static int serve_expanded(struct conn *c, const struct daemon_module *raw)
 	/* "reverse lookup" off globally but on for this module: look the
 	 * name up now (clientserver.c: rsync_module) */
 	if (strcmp(c->host, ACCESS_NAME_UNDETERMINED) == 0 && raw->reverse_lookup) {
-		addr_name(c->addr, c->host, sizeof c->host, true);
-		log_lookup_note(c->cfg);
+		addr_name(c->addr, c->host, sizeof c->host, true, c->lookup_note);
+		log_lookup_note(c);
 	}
 	setenv("RSYNC_MODULE_NAME", raw->name, 1);
 	setenv("RSYNC_HOST_ADDR", c->addr, 1);
@@ -452,8 +452,9 @@ static bool accept_proxy_header(struct conn *c)
 	}
 	if (*addr) {
 		snprintf(c->addr, sizeof c->addr, "%s", addr);
-		addr_name(c->addr, c->host, sizeof c->host, c->cfg->defaults.reverse_lookup);
-		log_lookup_note(c->cfg);
+		addr_name(c->addr, c->host, sizeof c->host, c->cfg->defaults.reverse_lookup,
+			  c->lookup_note);
+		log_lookup_note(c);
 	}
 	return true;
 }
@@ -482,8 +483,8 @@ int daemon_serve_client(const struct daemon_config *cfg, const struct ferry_opts
 	c.s.in.timeout_ms = c.s.out.timeout_ms = 60 * 1000; /* bound the handshake */
 	set_handshake_deadline(&c, cfg->defaults.timeout);
 	client_addr_name(fd_in, c.addr, sizeof c.addr, c.host, sizeof c.host,
-			 cfg->defaults.reverse_lookup);
-	log_lookup_note(cfg);
+			 cfg->defaults.reverse_lookup, c.lookup_note);
+	log_lookup_note(&c);
 	/* over a remote shell without a client address rsync says 0.0.0.0
 	 * (clientname.c: client_addr) */
 	if (!*c.addr)
