@@ -90,9 +90,7 @@ static bool apply_module_policy(struct conn *c, const struct daemon_module *m, b
 	s->ignore_nonreadable = m->ignore_nonreadable;
 	const char *cm = sending ? m->outgoing_chmod : m->incoming_chmod;
 	if (cm && *cm) {
-		mode_t um = umask(0);
-		umask(um);
-		if (!chmod_parse(&s->chmod, cm, um))
+		if (!chmod_parse(&s->chmod, cm, s->umask_bits))
 			daemon_log(c->cfg, m, "Invalid \"%sing chmod\" directive: %s",
 				   sending ? "outgo" : "incom", cm);
 	}

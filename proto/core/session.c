@@ -9,11 +9,26 @@
 #include "proto/base/outfilter.h"
 #include "proto/core/exit_line.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* The umask is the process's, and reading it means setting it for an
+ * instant: two sessions starting in two threads must not read the 0 the
+ * other one set. A process-wide lock, because what it guards is. */
+static pthread_mutex_t umask_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static mode_t process_umask(void)
+{
+	pthread_mutex_lock(&umask_lock);
+	mode_t bits = umask(0);
+	umask(bits);
+	pthread_mutex_unlock(&umask_lock);
+	return bits;
+}
 
 static bool on_error_exit(struct session *s, const uint8_t *payload, size_t len)
 {
@@ -146,8 +161,7 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 	s->munge_symlinks = opts->munge_links; /* a daemon's module decides for itself */
 	logfile_open(s);
 	s->skip_compress = opts->skip_compress;
-	s->umask_bits = umask(0);
-	umask(s->umask_bits);
+	s->umask_bits = process_umask();
 	if (opts->chmod)
 		chmod_parse(&s->chmod, opts->chmod, s->umask_bits);
 }
