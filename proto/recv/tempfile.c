@@ -88,7 +88,7 @@ static const char *temp_full_name(const struct temp_file *t, const char *path, c
 	const char *tmp = t->tmpname[0] ? t->tmpname : t->leaf;
 	char name[8192];
 
-	if (tmp_dir || rc->solo_name || !slash)
+	if (tmp_dir || rc->cfg.solo_name || !slash)
 		snprintf(name, sizeof name, "%s", tmp);
 	else
 		snprintf(name, sizeof name, "%.*s/%s", (int)(slash - path), path, tmp);
@@ -98,7 +98,7 @@ static const char *temp_full_name(const struct temp_file *t, const char *path, c
 /* The file's final name, as rsync's full_fname(fname). */
 static const char *final_full_name(const struct temp_file *t, char *out, size_t size)
 {
-	if (t->rc->solo_name)
+	if (t->rc->cfg.solo_name)
 		return dest_full_name(t->rc, NULL, t->leaf, out, size);
 	return dest_full_name(t->rc, NULL, t->path, out, size);
 }
@@ -117,9 +117,9 @@ static int temp_locate(struct temp_file *t, struct recv_ctx *rc, struct dir_curs
 	t->rc = rc;
 	t->fd = t->dirfd = t->tmpdirfd = -1;
 	snprintf(t->path, sizeof t->path, "%s", path);
-	if (rc->solo_name) {
-		dirfd = rc->rootfd;
-		leaf = rc->solo_name;
+	if (rc->cfg.solo_name) {
+		dirfd = rc->cfg.rootfd;
+		leaf = rc->cfg.solo_name;
 	} else {
 		dirfd = dir_cursor_parent(dirs, path, &leaf);
 	}
@@ -157,11 +157,11 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 		t->fd = openat(t->dirfd, leaf, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		snprintf(t->tmpname, sizeof t->tmpname, "%s", leaf);
 	} else {
-		t->tmpdirfd = rc->temp_fd >= 0 ? rc->temp_fd : t->dirfd;
-		t->fd = rc->temp_dir_errno ? -1
+		t->tmpdirfd = rc->cfg.temp_fd >= 0 ? rc->cfg.temp_fd : t->dirfd;
+		t->fd = rc->cfg.temp_dir_errno ? -1
 					   : fs_create_temp(t->tmpdirfd, leaf, t->tmpname, sizeof t->tmpname);
-		if (rc->temp_dir_errno)
-			errno = rc->temp_dir_errno;
+		if (rc->cfg.temp_dir_errno)
+			errno = rc->cfg.temp_dir_errno;
 	}
 	if (t->fd >= 0 && rc->s->opts->preallocate && f && f->size > 0 && !t->inplace)
 		fallocate(t->fd, 0, 0, (off_t)f->size); /* best effort, as rsync */
@@ -196,7 +196,7 @@ bool temp_open_partial(struct temp_file *t, struct recv_ctx *rc, struct dir_curs
 		int e = errno;
 		char name[8192], full[PATH_MAX + 600];
 		const char *pd = rc->s->opts->partial_dir;
-		const char *slash = rc->solo_name ? NULL : strrchr(path, '/');
+		const char *slash = rc->cfg.solo_name ? NULL : strrchr(path, '/');
 		if (*pd == '/' || !slash)
 			snprintf(name, sizeof name, "%s/%s", pd, t->tmpname);
 		else
@@ -272,12 +272,12 @@ static bool move_into_partial_dir(struct temp_file *t, const char *what)
  * next one arrives; a temporary file must be on disk before its rename. */
 static bool sync_later(struct temp_file *t)
 {
-	if (!t->inplace || !t->rc->syncer)
+	if (!t->inplace || !t->rc->cfg.syncer)
 		return false;
 	int fd = dup(t->fd);
 	if (fd < 0)
 		return false;
-	if (syncer_add(t->rc->syncer, fd, t->path))
+	if (syncer_add(t->rc->cfg.syncer, fd, t->path))
 		return true;
 	close(fd);
 	return false;
