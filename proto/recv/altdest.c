@@ -235,15 +235,15 @@ void recv_close_side_dirs(struct recv_ctx *rc)
 	rc->backup_fd = rc->cfg.temp_fd = -1;
 }
 
-const char *recv_dest_dir(const struct recv_ctx *rc, char *buf, size_t size)
+const char *recv_dest_dir(const struct recv_config *cfg, char *buf, size_t size)
 {
-	if (rc->cfg.dest_rel)
-		return rc->cfg.dest_rel;
-	if (!rc->cfg.root_path)
+	if (cfg->dest_rel)
+		return cfg->dest_rel;
+	if (!cfg->root_path)
 		return NULL;
-	snprintf(buf, size, "%s", rc->cfg.root_path);
+	snprintf(buf, size, "%s", cfg->root_path);
 	char *slash = strrchr(buf, '/');
-	if (rc->cfg.solo_name) /* a file's new name: its directory */
+	if (cfg->solo_name) /* a file's new name: its directory */
 		snprintf(slash ? slash : buf, slash ? 2 : size, slash ? "/" : ".");
 	return buf;
 }

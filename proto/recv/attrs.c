@@ -50,7 +50,7 @@ static void attr_error(struct recv_ctx *rc, const char *role, const struct file_
 		snprintf(name, sizeof name, "%s", leaf);
 	else
 		snprintf(name, sizeof name, "%.*s/%s", (int)(slash - path), path, leaf);
-	msg_full_name(rc->s, recv_dest_dir(rc, dest, sizeof dest), name, full, sizeof full);
+	msg_full_name(rc->s, recv_dest_dir(&rc->cfg, dest, sizeof dest), name, full, sizeof full);
 	msg_syserr(rc->s, MC_ERROR_XFER, role, e, what_failed ? "%s %s failed" : "%s %s", what,
 		   full);
 }

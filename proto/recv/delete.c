@@ -258,7 +258,7 @@ static bool protected_by_filter(struct recv_ctx *rc, const char *path, bool is_d
 	 * --delete-excluded, so protect/risk rules still count here. */
 	/* what a daemon module excludes is not there to delete
 	 * (flist.c: is_excluded checks the daemon's rules first) */
-	if (recv_daemon_excludes(rc, path, is_dir))
+	if (recv_daemon_excludes(&rc->cfg, path, is_dir))
 		return true;
 	if (!rc->cfg.filters)
 		return false;

@@ -93,7 +93,7 @@ bool partial_basis(struct gen *g, const char *path, int *pfd, struct basis *b,
 	if (!g->o->partial_dir)
 		return false;
 	int fd = partial_dir_open(g->rc, path, false);
-	const char *leaf = partial_leaf(g->rc, path);
+	const char *leaf = partial_leaf(&g->rc->cfg, path);
 	if (fd < 0)
 		return false;
 	if (fstatat(fd, leaf, st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st->st_mode)) {

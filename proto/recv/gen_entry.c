@@ -784,7 +784,7 @@ static bool ignore_existing(struct gen *g, const struct file_entry *f, const cha
 /* Do the module's exclude rules keep path out? */
 static bool daemon_excludes(struct gen *g, const struct file_entry *f, const char *path)
 {
-	return recv_daemon_excludes(g->rc, path, S_ISDIR(f->mode));
+	return recv_daemon_excludes(&g->rc->cfg, path, S_ISDIR(f->mode));
 }
 
 static bool daemon_refuses(struct gen *g, int32_t ndx, const struct file_entry *f,

@@ -132,7 +132,7 @@ void file_error_at(struct gen *g, const char *pre, const char *name, const char 
 	char full[PATH_MAX + 300], dest[4096];
 
 	/* the receiver's curr_dir is the destination (main.c: get_local_name) */
-	msg_full_name(g->s, recv_dest_dir(g->rc, dest, sizeof dest), name, full, sizeof full);
+	msg_full_name(g->s, recv_dest_dir(&g->rc->cfg, dest, sizeof dest), name, full, sizeof full);
 	session_xfer_err(g->s, "[generator] %s%s%s: %s (%d)", pre, full, post, strerror(e), e);
 }
 

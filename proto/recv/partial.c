@@ -19,12 +19,12 @@
 #include "proto/base/oppath.h"
 #include "proto/recv/recvside.h"
 
-const char *partial_leaf(const struct recv_ctx *rc, const char *path)
+const char *partial_leaf(const struct recv_config *cfg, const char *path)
 {
 	const char *slash = strrchr(path, '/');
 
-	if (rc->cfg.solo_name)
-		return rc->cfg.solo_name;
+	if (cfg->solo_name)
+		return cfg->solo_name;
 	return slash ? slash + 1 : path;
 }
 
@@ -125,9 +125,9 @@ static bool partial_file_rel(const struct recv_ctx *rc, const char *path, int *b
 
 	if (*pd == '/') {
 		*base = AT_FDCWD;
-		n = snprintf(out, size, "%s/%s", pd, partial_leaf(rc, path));
+		n = snprintf(out, size, "%s/%s", pd, partial_leaf(&rc->cfg, path));
 	} else if (partial_dir_rel(rc, path, base, dir, sizeof dir)) {
-		n = snprintf(out, size, "%s/%s", dir, partial_leaf(rc, path));
+		n = snprintf(out, size, "%s/%s", dir, partial_leaf(&rc->cfg, path));
 	} else {
 		return false;
 	}
@@ -144,7 +144,7 @@ static int partial_file_walk(struct recv_ctx *rc, const char *path, int flags, m
 
 	if (rc->cfg.confined) {
 		int pfd = partial_dir_open(rc, path, false);
-		int fd = pfd >= 0 ? openat(pfd, partial_leaf(rc, path), flags | O_NOFOLLOW | O_CLOEXEC,
+		int fd = pfd >= 0 ? openat(pfd, partial_leaf(&rc->cfg, path), flags | O_NOFOLLOW | O_CLOEXEC,
 					   mode)
 				  : -1;
 		int e = errno;
@@ -216,7 +216,7 @@ void partial_remove(struct recv_ctx *rc, const char *path)
 
 	if (fd < 0)
 		return;
-	unlinkat(fd, partial_leaf(rc, path), 0);
+	unlinkat(fd, partial_leaf(&rc->cfg, path), 0);
 	close(fd);
 	/* the dir goes when it is empty; an absolute one is the user's */
 	if (*pd != '/') {

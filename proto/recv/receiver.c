@@ -631,7 +631,7 @@ static int open_basis(struct rcv *r, const struct file_entry *f, const char *pat
 
 	if (type == FNAMECMP_PARTIAL_DIR) {
 		int pfd = partial_dir_open(r->rc, path, false);
-		int fd = pfd >= 0 ? openat(pfd, partial_leaf(r->rc, path),
+		int fd = pfd >= 0 ? openat(pfd, partial_leaf(&r->rc->cfg, path),
 					   O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
 				  : -1;
 		if (pfd >= 0)
@@ -742,16 +742,16 @@ static void finish_delayed(struct rcv *r)
 		int pfd = dirfd >= 0 ? partial_dir_open(rc, path, false) : -1;
 		if (pfd < 0) {
 			session_xfer_err(r->s, "rename \"%s/%s\" -> \"%s\" failed: %s",
-					 r->o->partial_dir, partial_leaf(rc, path), path,
+					 r->o->partial_dir, partial_leaf(&rc->cfg, path), path,
 					 strerror(errno));
 			r->s->got_xfer_error = true;
 			continue;
 		}
 		if (r->o->backup)
 			backup_make(rc, dirfd, leaf, path);
-		if (renameat(pfd, partial_leaf(rc, path), dirfd, leaf) < 0) {
+		if (renameat(pfd, partial_leaf(&rc->cfg, path), dirfd, leaf) < 0) {
 			session_xfer_err(r->s, "rename \"%s/%s\" -> \"%s\" failed: %s",
-					 r->o->partial_dir, partial_leaf(rc, path), path,
+					 r->o->partial_dir, partial_leaf(&rc->cfg, path), path,
 					 strerror(errno));
 			r->s->got_xfer_error = true;
 		} else {

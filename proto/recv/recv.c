@@ -52,7 +52,7 @@ static void sums_cache_open(struct recv_ctx *rc, struct sumcache *sc)
 	    s->xfer_csum == CSUM_NONE || o->whole_file == 1)
 		return;
 	/* a name the module's filters keep clients from is not ours to write */
-	if (recv_daemon_excludes(rc, o->sums_cache, false)) {
+	if (recv_daemon_excludes(&rc->cfg, o->sums_cache, false)) {
 		session_warn(s, "ferry: --sums-cache: %s is excluded by the module\n", o->sums_cache);
 		return;
 	}

@@ -54,19 +54,19 @@ bool recv_follows_dest_links(const struct ferry_opts *o)
 	return o->keep_dirlinks || (o->relative && o->no_implied_dirs);
 }
 
-bool recv_daemon_excludes(const struct recv_ctx *rc, const char *path, bool is_dir)
+bool recv_daemon_excludes(const struct recv_config *cfg, const char *path, bool is_dir)
 {
 	char full[MAXPATHLEN_WIRE * 3];
 
-	if (!rc->cfg.daemon_filters || strcmp(path, ".") == 0)
+	if (!cfg->daemon_filters || strcmp(path, ".") == 0)
 		return false;
-	if (rc->cfg.solo_name)
-		snprintf(full, sizeof full, "%s", *rc->cfg.daemon_dest ? rc->cfg.daemon_dest : path);
-	else if (*rc->cfg.daemon_dest)
-		snprintf(full, sizeof full, "%s/%s", rc->cfg.daemon_dest, path);
+	if (cfg->solo_name)
+		snprintf(full, sizeof full, "%s", *cfg->daemon_dest ? cfg->daemon_dest : path);
+	else if (*cfg->daemon_dest)
+		snprintf(full, sizeof full, "%s/%s", cfg->daemon_dest, path);
 	else
 		snprintf(full, sizeof full, "%s", path);
-	return filter_check(rc->cfg.daemon_filters, full, is_dir, false) < 0;
+	return filter_check(cfg->daemon_filters, full, is_dir, false) < 0;
 }
 
 /* mirrors rsync generator.c:sum_sizes_sqroot() */

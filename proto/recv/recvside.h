@@ -42,7 +42,10 @@ struct recv_config {
 	bool list_only;           /* --list-only: request nothing */
 	bool root_created;        /* we made the destination directory */
 
-	struct filter_list *filters; /* the rules we sent, for --delete */
+	struct filter_list *filters; /* the rules we sent, for --delete (the
+				      * pointer is set once; the generator
+				      * thread alone pushes and pops the
+				      * per-directory merge rules in it) */
 	const char *root_path;    /* the destination as named, or NULL (a server) */
 	const struct filter_list *daemon_filters; /* the module's rules, or NULL */
 	char daemon_dest[4096];   /* the destination inside the module ("" = root) */
@@ -123,7 +126,7 @@ struct recv_ctx {
 
 /* Do the daemon module's filters keep clients from path (relative to
  * the destination)? False outside a daemon. */
-bool recv_daemon_excludes(const struct recv_ctx *rc, const char *path, bool is_dir);
+bool recv_daemon_excludes(const struct recv_config *cfg, const char *path, bool is_dir);
 
 /* --compare-dest/--copy-dest/--link-dest and --backup-dir directories,
  * opened once relative to the destination (altdest.c). */
@@ -137,7 +140,7 @@ int recv_backup_dir(struct recv_ctx *rc);
  * directory, or absolute): the server's dest_rel, or a pull's named
  * destination (its directory for a single file's new name); NULL when
  * unknown. buf holds it when it had to be made. */
-const char *recv_dest_dir(const struct recv_ctx *rc, char *buf, size_t size);
+const char *recv_dest_dir(const struct recv_config *cfg, char *buf, size_t size);
 
 /* -b: move dirfd/leaf (the destination's path) aside as its backup before
  * it is replaced or deleted (backup.c). True when done or when there was
@@ -159,7 +162,7 @@ void recv_report_success(struct recv_ctx *rc, int32_t ndx, const char *path, boo
 /* --partial-dir (partial.c): the name a file of path has there, the dir
  * opened (created 0700 when create; -1 with errno), and removing the
  * partial file and, when empty, its dir. */
-const char *partial_leaf(const struct recv_ctx *rc, const char *path);
+const char *partial_leaf(const struct recv_config *cfg, const char *path);
 int partial_dir_open(struct recv_ctx *rc, const char *path, bool create);
 void partial_remove(struct recv_ctx *rc, const char *path);
 /* The partial file of path opened for writing into in place (rsync's

@@ -66,7 +66,7 @@ static const char *dest_full_name(struct recv_ctx *rc, const char *dir_override,
 				  const char *name, char *out, size_t size)
 {
 	char dest[4096], dir[8192];
-	const char *base = recv_dest_dir(rc, dest, sizeof dest);
+	const char *base = recv_dest_dir(&rc->cfg, dest, sizeof dest);
 
 	if (dir_override && *dir_override == '/')
 		snprintf(dir, sizeof dir, "%s", dir_override);
@@ -187,7 +187,7 @@ bool temp_open_partial(struct temp_file *t, struct recv_ctx *rc, struct dir_curs
 	if (dirfd < 0)
 		return false;
 	t->partial_inplace = true;
-	snprintf(t->tmpname, sizeof t->tmpname, "%s", partial_leaf(rc, path));
+	snprintf(t->tmpname, sizeof t->tmpname, "%s", partial_leaf(&rc->cfg, path));
 	t->dirfd = dup(dirfd);
 	t->fd = t->dirfd < 0 ? -1 : partial_file_open(rc, path);
 	/* the partial dir as it is now: the rename takes the file from it */
@@ -248,7 +248,7 @@ static bool move_into_partial_dir(struct temp_file *t, const char *what)
 {
 	struct recv_ctx *rc = t->rc;
 	int pfd = partial_dir_open(rc, t->path, true);
-	const char *leaf = partial_leaf(rc, t->path);
+	const char *leaf = partial_leaf(&rc->cfg, t->path);
 
 	if (pfd < 0) {
 		session_xfer_err(rc->s, "Unable to create partial-dir for %s -- discarding %s.",
