@@ -74,9 +74,9 @@ static bool apply_module_policy(struct conn *c, const struct daemon_module *m, b
 	/* a chroot confines only what lies below its root; an inner subdir is
 	 * guarded as a module without chroot is (clientserver.c: module_dirlen) */
 	bool confined = c->chrooted && !c->inner_subdir;
-	s->munge_symlinks = m->munge_symlinks < 0 ? !confined : m->munge_symlinks == 1;
-	s->sanitize_links = !confined;
-	if (s->munge_symlinks) {
+	s->module.munge_symlinks = m->munge_symlinks < 0 ? !confined : m->munge_symlinks == 1;
+	s->module.sanitize_links = !confined;
+	if (s->module.munge_symlinks) {
 		/* Munged links would be followable again through such a dir. */
 		struct stat st;
 		if (fstatat(root_fd, "rsyncd-munged", &st, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -85,9 +85,9 @@ static bool apply_module_policy(struct conn *c, const struct daemon_module *m, b
 			return false;
 		}
 	}
-	s->ids_by_number = c->chrooted ? m->numeric_ids != 0 && !m->name_converter
+	s->module.ids_by_number = c->chrooted ? m->numeric_ids != 0 && !m->name_converter
 				       : m->numeric_ids == 1;
-	s->ignore_nonreadable = m->ignore_nonreadable;
+	s->module.ignore_nonreadable = m->ignore_nonreadable;
 	const char *cm = sending ? m->outgoing_chmod : m->incoming_chmod;
 	if (cm && *cm) {
 		if (!chmod_parse(&s->chmod, cm, s->umask_bits))
@@ -97,10 +97,10 @@ static bool apply_module_policy(struct conn *c, const struct daemon_module *m, b
 	if (m->transfer_logging) {
 		c->log_who = (struct log_item){.module = m->name, .module_path = m->path,
 					       .host = c->host, .addr = c->addr, .user = c->user};
-		s->xfer_log_format = m->log_format ? m->log_format : "%o %h [%a] %m (%u) %f %l";
-		s->xfer_log_who = &c->log_who;
-		s->xfer_log_line = log_transfer_line;
-		s->xfer_log_ctx = c;
+		s->module.xfer_log_format = m->log_format ? m->log_format : "%o %h [%a] %m (%u) %f %l";
+		s->module.xfer_log_who = &c->log_who;
+		s->hooks.xfer_log_line = log_transfer_line;
+		s->hooks.xfer_log_ctx = c;
 	}
 	return true;
 }
@@ -336,7 +336,7 @@ static void module_run_opts(struct conn *c, const struct daemon_module *m,
 	c->s.opts = run_opts;
 	session_set_privilege(&c->s);
 	c->s.skip_compress = run_opts->skip_compress;
-	c->s.dont_compress = m->dont_compress;
+	c->s.module.dont_compress = m->dont_compress;
 	c->s.in.timeout_ms = c->s.out.timeout_ms = run_opts->timeout * 1000;
 	c->s.in.deadline_ms = 0; /* the handshake is over */
 	/* the daemon's own --bwlimit caps what a client may ask for */
@@ -418,10 +418,10 @@ static int serve_module(struct conn *c, struct daemon_module *m)
 	}
 	/* from here the engine's messages name the module and go to its log
 	 * too (log.c: rwrite with am_daemon; util1.c: full_fname) */
-	c->s.module_name = m->name;
-	c->s.module_chrooted = c->chrooted;
-	c->s.daemon_log_line = log_transfer_line;
-	c->s.daemon_log_ctx = c;
+	c->s.module.name = m->name;
+	c->s.module.chrooted = c->chrooted;
+	c->s.hooks.daemon_log_line = log_transfer_line;
+	c->s.hooks.daemon_log_ctx = c;
 	code = server_run(&c->s, &ctx);
 	log_end(c, code, exit_at);
 out:

@@ -95,15 +95,15 @@ static bool on_message(void *ctx, struct wire_in *in, int code, const uint8_t *p
 	case MSG_NO_SEND:
 		if (len != 4)
 			return wire_fail(&s->err, RERR_STREAMIO, "invalid message %d", code);
-		if (s->on_no_send)
-			s->on_no_send(s->on_no_send_ctx, (int32_t)get_le32(payload));
+		if (s->hooks.on_no_send)
+			s->hooks.on_no_send(s->hooks.on_no_send_ctx, (int32_t)get_le32(payload));
 		return true;
 	case MSG_SUCCESS:
 		/* 4 bytes, or 20 (index, dev, inode) between local processes */
 		if (len != 4 && len != 20)
 			return wire_fail(&s->err, RERR_STREAMIO, "invalid message %d", code);
-		if (s->on_success)
-			s->on_success(s->on_success_ctx, (int32_t)get_le32(payload),
+		if (s->hooks.on_success)
+			s->hooks.on_success(s->hooks.on_success_ctx, (int32_t)get_le32(payload),
 				      len == 20 ? (int64_t)get_le64(payload + 4) : 0,
 				      len == 20 ? (int64_t)get_le64(payload + 12) : 0);
 		return true;
@@ -158,7 +158,7 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 	s->in.timeout_ms = s->out.timeout_ms = opts->timeout * 1000;
 	s->out.bwlimit = opts->bwlimit;
 	s->err.stop_at = (time_t)opts->stop_at;
-	s->munge_symlinks = opts->munge_links; /* a daemon's module decides for itself */
+	s->module.munge_symlinks = opts->munge_links; /* a daemon's module decides for itself */
 	logfile_open(s);
 	s->skip_compress = opts->skip_compress;
 	s->umask_bits = process_umask();

@@ -210,7 +210,7 @@ void id_map_apply(struct session *s, struct file_entry *f)
 {
 	const struct ferry_opts *o = s->opts;
 
-	bool numeric = o->numeric_ids || s->ids_by_number;
+	bool numeric = o->numeric_ids || s->module.ids_by_number;
 	if (!numeric || s->uids.nrules) {
 		if (o->owner && s->am_root)
 			f->uid = map_id(&s->uids, f->uid, numeric);

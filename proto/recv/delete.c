@@ -276,7 +276,7 @@ static void log_deletion(struct recv_ctx *rc, const char *path, mode_t mode)
 		if (rc->s->protocol >= 29 && rc->s->out.mux)
 			wire_send_msg_ahead(&rc->s->out, MSG_DELETED, path,
 					    strlen(path) + (is_dir ? 1 : 0));
-		if (rc->s->xfer_log_format) /* and a daemon's transfer log */
+		if (rc->s->module.xfer_log_format) /* and a daemon's transfer log */
 			session_log_delete(rc->s, path, mode);
 		return;
 	}

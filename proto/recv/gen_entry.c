@@ -343,7 +343,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 				 * compares with the target it munged on receipt */
 				const char *have = cur;
 				size_t plen = strlen(SYMLINK_MUNGE_PREFIX);
-				if (g->s->munge_symlinks)
+				if (g->s->module.munge_symlinks)
 					have = strncmp(cur, SYMLINK_MUNGE_PREFIX, plen) == 0 ? cur + plen
 											: NULL;
 				if (have && strcmp(have, f->link) == 0) {
@@ -393,7 +393,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	}
 	char munged[MAXPATHLEN_WIRE + sizeof SYMLINK_MUNGE_PREFIX];
 	const char *target = f->link;
-	if (g->s->munge_symlinks) {
+	if (g->s->module.munge_symlinks) {
 		snprintf(munged, sizeof munged, "%s%s", SYMLINK_MUNGE_PREFIX, f->link);
 		target = munged;
 	}

@@ -948,8 +948,8 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	s->stats.xferred_files++;
 	s->progress_ir = rc->fl->inc && !rc->fl->eof;
 	progress_end(s, &r->prog, r->written, flist_file_index(rc->fl, ndx));
-	if (s->xfer_log)
-		s->xfer_log(s->xfer_log_ctx, f, iflags);
+	if (s->hooks.xfer_log)
+		s->hooks.xfer_log(s->hooks.xfer_log_ctx, f, iflags);
 	if (iflags & ITEM_IS_NEW) {
 		s->stats.created_files++;
 		s->stats.created_reg++;

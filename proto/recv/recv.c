@@ -128,8 +128,8 @@ int recv_run(struct recv_ctx *rc)
 		wire_fail(&s->err, side, " ");
 		return session_exit_code(s);
 	}
-	s->on_no_send = recv_no_send;
-	s->on_no_send_ctx = rc;
+	s->hooks.on_no_send = recv_no_send;
+	s->hooks.on_no_send_ctx = rc;
 	struct sumcache sums;
 	sums_cache_open(rc, &sums);
 	struct syncer syncer;
@@ -141,7 +141,7 @@ int recv_run(struct recv_ctx *rc)
 	if (stop_signal_thread_create(&gen, generator_main, rc) != 0) {
 		syncer_free(&syncer);
 		rc->cfg.syncer = NULL;
-		s->on_no_send = NULL;
+		s->hooks.on_no_send = NULL;
 		wire_fail(&s->err, RERR_IPC, "cannot start the generator thread: %s",
 			  strerror(errno));
 		recv_close_side_dirs(rc);
@@ -163,7 +163,7 @@ int recv_run(struct recv_ctx *rc)
 		shutdown(s->out.fd, SHUT_RDWR);
 	}
 	pthread_join(gen, NULL);
-	s->on_no_send = NULL;
+	s->hooks.on_no_send = NULL;
 	syncer_free(&syncer); /* after a failure: what was handed over */
 	rc->cfg.syncer = NULL;
 	sums_cache_close(rc);

@@ -303,7 +303,7 @@ static void dest_fname(const struct session *s, const struct server_ctx *ctx, co
 {
 	char cwd[4096];
 
-	if (ctx->confined && s->module_name)
+	if (ctx->confined && s->module.name)
 		msg_full_name(s, NULL, path, out, size);
 	else if (ctx->confined || *path == '/' || !getcwd(cwd, sizeof cwd))
 		snprintf(out, size, "\"%s\"", path);
