@@ -158,8 +158,9 @@ struct session_hooks {
  *   the compression settings, the module policy, the hooks and the output
  *   streams. They are written by session_init, negotiate_client/_server
  *   (proto/run/negotiate.c), session_set_privilege, and the set-up of the
- *   role or the daemon module, all before the file list is sent or
- *   received; from then on every thread only reads them.
+ *   role or the daemon module (recv_run sets hooks.on_no_send before it
+ *   starts the generator), all before the first file is requested; from
+ *   then on every thread only reads them.
  * - Per-transfer state: the two wire streams and their error, the
  *   statistics, the error and exit flags, the id maps and list decoder
  *   that grow with the list, the progress counters, the ACL/xattr tables
