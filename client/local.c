@@ -176,7 +176,7 @@ int client_local(const struct ferry_opts *o, char **srcs, int nsrc, const char *
 
 	filter_list_init(&filters);
 	if (filter_list_from_opts(&filters, o, err, sizeof err) < 0) {
-		int code = options_filter_failed(&filters, err);
+		int code = options_filter_failed(o, &filters, err);
 		filter_list_free(&filters);
 		return code;
 	}
@@ -216,7 +216,7 @@ int client_local_list(const struct ferry_opts *o, char **srcs, int nsrc)
 
 	filter_list_init(&filters);
 	if (filter_list_from_opts(&filters, o, err, sizeof err) < 0) {
-		int code = options_filter_failed(&filters, err);
+		int code = options_filter_failed(o, &filters, err);
 		filter_list_free(&filters);
 		return code;
 	}

@@ -271,8 +271,11 @@ int main(int argc, char **argv)
 				: rc != FERRY_OPTS_EXIT_OK && argv_asks_json(argc, argv);
 	bool dry_run = rc == 0 && o.dry_run;
 
-	if (rc == 0)
+	struct exit_note exit_note = {0};
+	if (rc == 0) {
 		o.json_totals = &totals;
+		o.exit_note = &exit_note;
+	}
 
 	if (json_run)
 		json_event_start(dry_run);
@@ -313,7 +316,7 @@ int main(int argc, char **argv)
 	if (client && stop_signal_pending())
 		rc = RERR_SIGNAL;
 	if (client)
-		exit_line_print(rc, role, "main.c", __LINE__, o.log_file);
+		exit_line_print(&exit_note, rc, role, "main.c", __LINE__, o.log_file);
 	if (client && json_run)
 		json_end_once(rc, dry_run, wire_now_ms() - run_start_ms, &totals);
 	options_free(&o);

@@ -618,8 +618,7 @@ int options_parse_refusing(struct ferry_opts *o, int argc, char **argv, unsigned
 	struct pstate ps;
 	int rc;
 
-	opt_error_clear();
-	opts_init(o);
+	opts_init(o); /* also empties options_last_error(o) */
 	memset(&ps, 0, sizeof ps);
 	ps.o = o;
 	ps.flags = flags;

@@ -56,9 +56,9 @@
 int options_parse(struct ferry_opts *o, int argc, char **argv);
 int options_parse_flags(struct ferry_opts *o, int argc, char **argv,
 			unsigned flags);
-/* The text of the last error options_parse*() reported in this thread,
+/* The text of the error options_parse*() reported while filling o,
  * without the "ferry: " prefix or newline; "" when none. */
-const char *options_last_error(void);
+const char *options_last_error(const struct ferry_opts *o);
 void options_free(struct ferry_opts *o);
 /* A daemon module's "max verbosity": -v and every info level no higher
  * than that many -v give (options.c: limit_output_verbosity). */
@@ -236,6 +236,7 @@ int options_parse_words(const struct output_word *words, const char *str, short 
  * for a file it cannot open, and return the exit code, RERR_FILEIO for
  * such a file, else RERR_SYNTAX (exclude.c: parse_filter_file). */
 struct filter_list;
-int options_filter_failed(const struct filter_list *fl, const char *err);
+int options_filter_failed(const struct ferry_opts *o, const struct filter_list *fl,
+			  const char *err);
 
 #endif

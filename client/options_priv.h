@@ -40,9 +40,6 @@ struct pstate {
 
 /* ---- client/options_report.c ---- */
 
-/* Empty options_last_error(), before a parse. */
-void opt_error_clear(void);
-
 /* Where --help, --version and --info=help print: stdout, or stderr with
  * --stderr=all, where rsync sends every message (log.c: rwrite). */
 FILE *opt_msgs_stream(const struct ferry_opts *o);

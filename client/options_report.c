@@ -9,16 +9,9 @@
 #include "client/options.h"
 #include "client/options_priv.h"
 
-static _Thread_local char last_error[512];
-
-const char *options_last_error(void)
+const char *options_last_error(const struct ferry_opts *o)
 {
-	return last_error;
-}
-
-void opt_error_clear(void)
-{
-	last_error[0] = '\0';
+	return o->parse_error;
 }
 
 /* Where --help, --version and --info=help print: stdout, or stderr with
@@ -32,9 +25,11 @@ FILE *opt_msgs_stream(const struct ferry_opts *o)
 
 static void vreport(struct pstate *ps, const char *fmt, va_list ap)
 {
-	vsnprintf(last_error, sizeof last_error, fmt, ap);
+	char *text = ps->o->parse_error;
+
+	vsnprintf(text, sizeof ps->o->parse_error, fmt, ap);
 	if (!(ps->flags & OPTS_FROM_REMOTE))
-		fprintf(stderr, "ferry: %s\n", last_error);
+		fprintf(stderr, "ferry: %s\n", text);
 }
 
 /* A usage error: message, in daemon mode the "how to get help" hint

@@ -51,10 +51,11 @@ int opt_add_old_rule(struct pstate *ps, const char *pat, bool include)
 	return opt_add_rule(ps, include ? "+ " : "- ", pat);
 }
 
-int options_filter_failed(const struct filter_list *fl, const char *err)
+int options_filter_failed(const struct ferry_opts *o, const struct filter_list *fl,
+			  const char *err)
 {
 	/* rsync parses them with its options, before any role but "client" */
-	exit_line_set_role("client");
+	exit_line_set_role(o->exit_note, "client");
 	/* a merge file named in another one, or merge files nested too
 	 * deep: rsync's bare rprintf(FERROR); a file named on the command
 	 * line that cannot be opened: its rsyserr */

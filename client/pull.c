@@ -150,7 +150,7 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 		}
 		if (o->dry_run) {
 			/* nothing exists there yet, and nothing will be written */
-			rc->dry_run_missing_root = true;
+			rc->cfg.dry_run_missing_root = true;
 			if (info_ge(o, INFO_NAME, 1) || o->itemize ||
 			    log_format_has(o->out_format, 'i')) {
 				int n = (int)dlen;
@@ -161,7 +161,7 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 			return fs_open_root("/", false, false, false);
 		}
 		int fd = fs_open_root(dest, true, o->mkpath, o->insecure_links);
-		rc->root_created = fd >= 0;
+		rc->cfg.root_created = fd >= 0;
 		if (fd < 0 && errno == ELOOP)
 			return dest_change_dir_failed(2, dest, errno);
 		if (fd < 0) {
@@ -186,7 +186,7 @@ static int open_destination(const struct ferry_opts *o, struct flist *fl, const 
 	if (slash == dest)
 		snprintf(parent, sizeof parent, "/");
 	snprintf(solo, solosize, "%s", slash ? slash + 1 : dest);
-	rc->solo_name = solo;
+	rc->cfg.solo_name = solo;
 	return fs_open_root(parent, o->mkpath, o->mkpath, o->insecure_links);
 }
 
@@ -274,38 +274,38 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 		flist_free(&fl);
 		code = session_exit_code(s);
 		print_summary(o, s, now_sec() - start);
-		exit_line_set_role("Receiver");
+		exit_line_set_role(o->exit_note, "Receiver");
 		return code;
 	}
 	memset(&rc, 0, sizeof rc);
 	rc.s = s;
 	rc.fl = &fl;
-	rc.check_part = check_part;
-	rc.check_ctx = rq;
-	rc.filters = filters;
-	rc.root_path = dest;
-	rc.rootfd = -1;
+	rc.cfg.check_part = check_part;
+	rc.cfg.check_ctx = rq;
+	rc.cfg.filters = filters;
+	rc.cfg.root_path = dest;
+	rc.cfg.rootfd = -1;
 	if (o->list_only || !dest) {
 		for (size_t i = fl.low; i <= fl.high && i < fl.count; i++)
 			if (list_wanted(o, fl.sorted[i]))
 				list_entry(o, fl.sorted[i]);
 		fflush(stdout);
-		rc.list_only = true;
+		rc.cfg.list_only = true;
 	} else if (fl.count > 0) {
-		rc.rootfd = open_destination(o, &fl, dest, &rc, solo, sizeof solo);
-		if (rc.rootfd < 0) {
+		rc.cfg.rootfd = open_destination(o, &fl, dest, &rc, solo, sizeof solo);
+		if (rc.cfg.rootfd < 0) {
 			flist_free(&fl);
-			return rc.rootfd < -1 ? -rc.rootfd : RERR_FILEIO;
+			return rc.cfg.rootfd < -1 ? -rc.cfg.rootfd : RERR_FILEIO;
 		}
 	}
 	code = recv_run(&rc);
-	if (rc.rootfd >= 0)
-		close(rc.rootfd);
+	if (rc.cfg.rootfd >= 0)
+		close(rc.cfg.rootfd);
 	flist_free(&fl);
 	/* a write into the destination failed and stopped the receiver,
 	 * who ends the run then (receiver.c: receive_data) */
 	if (code == RERR_FILEIO && rc.receiver_failed)
-		exit_line_set_role("receiver");
+		exit_line_set_role(o->exit_note, "receiver");
 	if (code == 0 || code == RERR_PARTIAL || code == RERR_VANISHED || code == RERR_DEL_LIMIT)
 		print_summary(o, s, now_sec() - start);
 	return code;
@@ -323,7 +323,7 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 
 	filter_list_init(&filters);
 	if (filter_list_from_opts(&filters, o, err, sizeof err) < 0) {
-		int code = options_filter_failed(&filters, err);
+		int code = options_filter_failed(o, &filters, err);
 		filter_list_free(&filters);
 		return code;
 	}
@@ -336,7 +336,7 @@ int client_pull(const struct ferry_opts *o, const struct remote_spec *srcs, int 
 	free_paths(paths, nsrc);
 	if (!go) {
 		/* before any list, a failed pull is rsync's "Receiver" */
-		exit_line_set_role("Receiver");
+		exit_line_set_role(o->exit_note, "Receiver");
 		filter_list_free(&filters);
 		return code;
 	}

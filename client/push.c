@@ -24,7 +24,7 @@
 #include "proto/core/msg.h"
 #include "proto/core/progress.h"
 #include "proto/run/negotiate.h"
-#include "proto/flist/sendside.h"
+#include "proto/send/sender.h"
 
 /* The last line rsync writes to its --log-file. */
 static void log_totals(struct session *s)
@@ -131,7 +131,7 @@ int client_push(const struct ferry_opts *o, char **srcs, int nsrc, const struct 
 
 	filter_list_init(&filters);
 	if (filter_list_from_opts(&filters, o, err, sizeof err) < 0) {
-		int code = options_filter_failed(&filters, err);
+		int code = options_filter_failed(o, &filters, err);
 		filter_list_free(&filters);
 		return code;
 	}
@@ -189,7 +189,7 @@ int push_run(struct session *s, char **srcs, int nsrc, struct filter_list *filte
 				/* its code, and no closing line of ours (io.c:
 				 * MSG_ERROR_EXIT exits with a negative line) */
 				code = s->peer_exit_code;
-				exit_line_peer_said();
+				exit_line_peer_said(s->opts->exit_note);
 			}
 		}
 		if (s->err.msg[0] && strcmp(s->err.msg, " ") != 0)

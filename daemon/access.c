@@ -399,16 +399,9 @@ static void set_str(char *dst, size_t dsz, const char *src)
 
 /* Is the forward lookup of name one of ss's addresses? Mirrors rsync
  * clientname.c:check_name(), which guards against spoofed PTR records. */
-/* Why the last lookup of the client's name failed, for the log. */
-static char lookup_note[NI_MAXHOST * 2 + 100];
-
-const char *access_lookup_note(void)
-{
-	return lookup_note;
-}
-
+/* A failure goes into note (ACCESS_NOTE_MAX bytes) for the log. */
 static bool name_confirms(const char *name, const struct sockaddr_storage *ss,
-			  const char *addr)
+			  const char *addr, char *note)
 {
 	struct addrinfo hints, *res = NULL;
 	bool ok = false;
@@ -418,7 +411,7 @@ static bool name_confirms(const char *name, const struct sockaddr_storage *ss,
 	hints.ai_socktype = SOCK_STREAM;
 	int err = getaddrinfo(name, NULL, &hints, &res);
 	if (err != 0) {
-		snprintf(lookup_note, sizeof lookup_note, "forward name lookup for %s failed: %s",
+		snprintf(note, ACCESS_NOTE_MAX, "forward name lookup for %s failed: %s",
 			 name, gai_strerror(err));
 		return false;
 	}
@@ -436,19 +429,20 @@ static bool name_confirms(const char *name, const struct sockaddr_storage *ss,
 	}
 	freeaddrinfo(res);
 	if (!ok)
-		snprintf(lookup_note, sizeof lookup_note,
+		snprintf(note, ACCESS_NOTE_MAX,
 			 "%s is not a known address for \"%s\": spoofed address?", addr, name);
 	return ok;
 }
 
 /* The confirmed host name of numeric address addr, or UNKNOWN /
- * UNDETERMINED as rsync reports them. */
+ * UNDETERMINED as rsync reports them; why a lookup failed into note
+ * (ACCESS_NOTE_MAX bytes; "" when none did). */
 static void reverse_name(const struct sockaddr_storage *ss, socklen_t len, const char *addr,
-			 char *name, size_t nsz, bool reverse_lookup)
+			 char *name, size_t nsz, bool reverse_lookup, char *note)
 {
 	char buf[NI_MAXHOST];
 
-	lookup_note[0] = '\0';
+	note[0] = '\0';
 	if (!reverse_lookup) {
 		set_str(name, nsz, ACCESS_NAME_UNDETERMINED);
 		return;
@@ -458,11 +452,11 @@ static void reverse_name(const struct sockaddr_storage *ss, socklen_t len, const
 	int err = getnameinfo((const struct sockaddr *)ss, len, buf, sizeof buf, NULL, 0,
 			      NI_NAMEREQD);
 	if (err != 0) {
-		snprintf(lookup_note, sizeof lookup_note, "name lookup failed for %s: %s", addr,
+		snprintf(note, ACCESS_NOTE_MAX, "name lookup failed for %s: %s", addr,
 			 gai_strerror(err));
 		return;
 	}
-	if (name_confirms(buf, ss, addr) && name && strlen(buf) < nsz)
+	if (name_confirms(buf, ss, addr, note) && name && strlen(buf) < nsz)
 		set_str(name, nsz, buf);
 }
 
@@ -507,8 +501,9 @@ static bool ssh_env_peer(struct sockaddr_storage *ss, socklen_t *len)
 
 /* mirrors rsync clientname.c:client_addr(), client_name(), client_sockaddr() */
 bool client_addr_name(int fd, char *addr, size_t asz, char *name, size_t nsz,
-		      bool reverse_lookup)
+		      bool reverse_lookup, char *note)
 {
+	char scratch[ACCESS_NOTE_MAX];
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof ss;
 	char buf[NI_MAXHOST];
@@ -543,12 +538,13 @@ bool client_addr_name(int fd, char *addr, size_t asz, char *name, size_t nsz,
 		return false;
 	set_str(addr, asz, buf);
 
-	reverse_name(&ss, len, buf, name, nsz, reverse_lookup);
+	reverse_name(&ss, len, buf, name, nsz, reverse_lookup, note ? note : scratch);
 	return true;
 }
 
-bool addr_name(const char *addr, char *name, size_t nsz, bool reverse_lookup)
+bool addr_name(const char *addr, char *name, size_t nsz, bool reverse_lookup, char *note)
 {
+	char scratch[ACCESS_NOTE_MAX];
 	struct addrinfo hint = {.ai_flags = AI_NUMERICHOST, .ai_socktype = SOCK_STREAM};
 	struct addrinfo *res = NULL;
 
@@ -560,6 +556,6 @@ bool addr_name(const char *addr, char *name, size_t nsz, bool reverse_lookup)
 	memset(&ss, 0, sizeof ss);
 	memcpy(&ss, res->ai_addr, len);
 	freeaddrinfo(res);
-	reverse_name(&ss, len, addr, name, nsz, reverse_lookup);
+	reverse_name(&ss, len, addr, name, nsz, reverse_lookup, note ? note : scratch);
 	return true;
 }

@@ -31,8 +31,12 @@
 #ifndef FERRY_DAEMON_ACCESS_H
 #define FERRY_DAEMON_ACCESS_H
 
+#include <netdb.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+/* The size of a name lookup's note: two host names and rsync's words. */
+#define ACCESS_NOTE_MAX (NI_MAXHOST * 2 + 100)
 
 /* Client names rsync uses when it has no real one (clientname.c). */
 #define ACCESS_NAME_UNKNOWN "UNKNOWN"           /* lookup failed or was spoofed */
@@ -83,15 +87,14 @@ size_t access_list_problems(const char *list, void (*warn)(void *ctx, const char
  * and SSH_CONNECTION names none either (rsync reads it for a daemon over a
  * remote shell; ferry's SSH listener sets it for the session it serves);
  * the caller should then refuse the connection. asz >= 64 (INET6_ADDRSTRLEN
- * plus a scope) and nsz >= 16 are needed for useful results. */
+ * plus a scope) and nsz >= 16 are needed for useful results. note (NULL:
+ * not wanted; else ACCESS_NOTE_MAX bytes) gets why no name was found
+ * ("name lookup failed for ADDR: ERR", as rsync logs it), or "" once a
+ * lookup was tried without failing. */
 bool client_addr_name(int fd, char *addr, size_t asz, char *name, size_t nsz,
-		      bool reverse_lookup);
-
-/* Why the last client_addr_name/addr_name found no name ("name lookup
- * failed for ADDR: ERR", as rsync logs it), or "". */
-const char *access_lookup_note(void);
+		      bool reverse_lookup, char *note);
 
 /* As client_addr_name, for an address learnt otherwise (a PROXY header). */
-bool addr_name(const char *addr, char *name, size_t nsz, bool reverse_lookup);
+bool addr_name(const char *addr, char *name, size_t nsz, bool reverse_lookup, char *note);
 
 #endif

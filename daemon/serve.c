@@ -38,8 +38,8 @@ static int serve_expanded(struct conn *c, const struct daemon_module *raw)
 	/* "reverse lookup" off globally but on for this module: look the
 	 * name up now (clientserver.c: rsync_module) */
 	if (strcmp(c->host, ACCESS_NAME_UNDETERMINED) == 0 && raw->reverse_lookup) {
-		addr_name(c->addr, c->host, sizeof c->host, true);
-		log_lookup_note(c->cfg);
+		addr_name(c->addr, c->host, sizeof c->host, true, c->lookup_note);
+		log_lookup_note(c);
 	}
 	setenv("RSYNC_MODULE_NAME", raw->name, 1);
 	setenv("RSYNC_HOST_ADDR", c->addr, 1);
@@ -74,9 +74,9 @@ static bool apply_module_policy(struct conn *c, const struct daemon_module *m, b
 	/* a chroot confines only what lies below its root; an inner subdir is
 	 * guarded as a module without chroot is (clientserver.c: module_dirlen) */
 	bool confined = c->chrooted && !c->inner_subdir;
-	s->munge_symlinks = m->munge_symlinks < 0 ? !confined : m->munge_symlinks == 1;
-	s->sanitize_links = !confined;
-	if (s->munge_symlinks) {
+	s->module.munge_symlinks = m->munge_symlinks < 0 ? !confined : m->munge_symlinks == 1;
+	s->module.sanitize_links = !confined;
+	if (s->module.munge_symlinks) {
 		/* Munged links would be followable again through such a dir. */
 		struct stat st;
 		if (fstatat(root_fd, "rsyncd-munged", &st, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -85,24 +85,22 @@ static bool apply_module_policy(struct conn *c, const struct daemon_module *m, b
 			return false;
 		}
 	}
-	s->ids_by_number = c->chrooted ? m->numeric_ids != 0 && !m->name_converter
+	s->module.ids_by_number = c->chrooted ? m->numeric_ids != 0 && !m->name_converter
 				       : m->numeric_ids == 1;
-	s->ignore_nonreadable = m->ignore_nonreadable;
+	s->module.ignore_nonreadable = m->ignore_nonreadable;
 	const char *cm = sending ? m->outgoing_chmod : m->incoming_chmod;
 	if (cm && *cm) {
-		mode_t um = umask(0);
-		umask(um);
-		if (!chmod_parse(&s->chmod, cm, um))
+		if (!chmod_parse(&s->chmod, cm, s->umask_bits))
 			daemon_log(c->cfg, m, "Invalid \"%sing chmod\" directive: %s",
 				   sending ? "outgo" : "incom", cm);
 	}
 	if (m->transfer_logging) {
 		c->log_who = (struct log_item){.module = m->name, .module_path = m->path,
 					       .host = c->host, .addr = c->addr, .user = c->user};
-		s->xfer_log_format = m->log_format ? m->log_format : "%o %h [%a] %m (%u) %f %l";
-		s->xfer_log_who = &c->log_who;
-		s->xfer_log_line = log_transfer_line;
-		s->xfer_log_ctx = c;
+		s->module.xfer_log_format = m->log_format ? m->log_format : "%o %h [%a] %m (%u) %f %l";
+		s->module.xfer_log_who = &c->log_who;
+		s->hooks.xfer_log_line = log_transfer_line;
+		s->hooks.xfer_log_ctx = c;
 	}
 	return true;
 }
@@ -255,7 +253,7 @@ static void request_refusal(struct conn *c, const struct daemon_module *m, bool 
 		ctx->refusal_verbatim = true;
 		ctx->refusal_code = RERR_UNSUPPORTED;
 	} else if (rc != 0) {
-		snprintf(refusal, size, "%s", options_last_error());
+		snprintf(refusal, size, "%s", options_last_error(o));
 		ctx->refusal_code = RERR_UNSUPPORTED;
 	} else if (!o->server) {
 		snprintf(refusal, size, "the client did not ask for --server");
@@ -338,7 +336,7 @@ static void module_run_opts(struct conn *c, const struct daemon_module *m,
 	c->s.opts = run_opts;
 	session_set_privilege(&c->s);
 	c->s.skip_compress = run_opts->skip_compress;
-	c->s.dont_compress = m->dont_compress;
+	c->s.module.dont_compress = m->dont_compress;
 	c->s.in.timeout_ms = c->s.out.timeout_ms = run_opts->timeout * 1000;
 	c->s.in.deadline_ms = 0; /* the handshake is over */
 	/* the daemon's own --bwlimit caps what a client may ask for */
@@ -420,10 +418,10 @@ static int serve_module(struct conn *c, struct daemon_module *m)
 	}
 	/* from here the engine's messages name the module and go to its log
 	 * too (log.c: rwrite with am_daemon; util1.c: full_fname) */
-	c->s.module_name = m->name;
-	c->s.module_chrooted = c->chrooted;
-	c->s.daemon_log_line = log_transfer_line;
-	c->s.daemon_log_ctx = c;
+	c->s.module.name = m->name;
+	c->s.module.chrooted = c->chrooted;
+	c->s.hooks.daemon_log_line = log_transfer_line;
+	c->s.hooks.daemon_log_ctx = c;
 	code = server_run(&c->s, &ctx);
 	log_end(c, code, exit_at);
 out:
@@ -452,8 +450,9 @@ static bool accept_proxy_header(struct conn *c)
 	}
 	if (*addr) {
 		snprintf(c->addr, sizeof c->addr, "%s", addr);
-		addr_name(c->addr, c->host, sizeof c->host, c->cfg->defaults.reverse_lookup);
-		log_lookup_note(c->cfg);
+		addr_name(c->addr, c->host, sizeof c->host, c->cfg->defaults.reverse_lookup,
+			  c->lookup_note);
+		log_lookup_note(c);
 	}
 	return true;
 }
@@ -482,8 +481,8 @@ int daemon_serve_client(const struct daemon_config *cfg, const struct ferry_opts
 	c.s.in.timeout_ms = c.s.out.timeout_ms = 60 * 1000; /* bound the handshake */
 	set_handshake_deadline(&c, cfg->defaults.timeout);
 	client_addr_name(fd_in, c.addr, sizeof c.addr, c.host, sizeof c.host,
-			 cfg->defaults.reverse_lookup);
-	log_lookup_note(cfg);
+			 cfg->defaults.reverse_lookup, c.lookup_note);
+	log_lookup_note(&c);
 	/* over a remote shell without a client address rsync says 0.0.0.0
 	 * (clientname.c: client_addr) */
 	if (!*c.addr)

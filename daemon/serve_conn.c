@@ -10,10 +10,10 @@
 #include "daemon/serve_priv.h"
 #include "proto/base/oppath.h"
 
-void log_lookup_note(const struct daemon_config *cfg)
+void log_lookup_note(const struct conn *c)
 {
-	if (*access_lookup_note())
-		daemon_log(cfg, NULL, "%s", access_lookup_note());
+	if (*c->lookup_note)
+		daemon_log(c->cfg, NULL, "%s", c->lookup_note);
 }
 
 bool send_line(struct conn *c, const char *fmt, ...)

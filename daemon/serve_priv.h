@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "daemon/access.h"
 #include "daemon/auth.h"
 #include "daemon/config.h"
 #include "daemon/module_glob.h"
@@ -34,6 +35,7 @@ struct conn {
 	struct session s;
 	char addr[80];
 	char host[256];
+	char lookup_note[ACCESS_NOTE_MAX]; /* why host was not found, or "" */
 	int remote_protocol;
 	int remote_sub;
 	char digests[512];
@@ -61,7 +63,7 @@ struct module_args {
 /* ---- daemon/serve_conn.c ---- */
 
 /* Why the client's name could not be found (clientname.c: client_name). */
-void log_lookup_note(const struct daemon_config *cfg);
+void log_lookup_note(const struct conn *c);
 
 /* Send the client one formatted line of the daemon protocol (cut at
  * LINE_MAX_LEN) and flush it. False when it could not be written. */

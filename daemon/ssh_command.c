@@ -296,7 +296,7 @@ static bool plain_server(char **words, int nwords, const struct daemon_config *v
 	int rc = options_parse_flags(&o, nwords, words, OPTS_FROM_REMOTE);
 
 	if (rc != 0) {
-		fail(why, whysz, "bad server options: %s", options_last_error());
+		fail(why, whysz, "bad server options: %s", options_last_error(&o));
 		options_free(&o);
 		return false;
 	}

@@ -4,35 +4,15 @@
 #include "proto/base/ixtable.h"
 
 #include <stdlib.h>
-#include <sys/random.h>
-#include <time.h>
-#include <unistd.h>
 
-/* MurmurHash3's fmix64: every output bit depends on every input bit. */
-static uint64_t fmix64(uint64_t v)
-{
-	v ^= v >> 33;
-	v *= 0xff51afd7ed558ccdull;
-	v ^= v >> 33;
-	v *= 0xc4ceb9fe1a85ec53ull;
-	v ^= v >> 33;
-	return v;
-}
+#include "proto/base/hashkey.h"
 
-/* A fresh secret; without entropy yet (early boot) a weaker one, but
- * never a fixed one. */
+/* A fresh secret for the table. */
 static void new_key(struct ixtable *t)
 {
 	uint64_t r[2];
 
-	if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		uint64_t seed = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30 ^
-				(uint64_t)getpid() << 17 ^ (uint64_t)(uintptr_t)t;
-		r[0] = fmix64(seed + 0x9e3779b97f4a7c15ull);
-		r[1] = fmix64(r[0] + 0x9e3779b97f4a7c15ull);
-	}
+	hashkey_fill(r, 2, t);
 	t->key_mul = r[0] | 1;
 	t->key_add = r[1];
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 struct json_totals; /* proto/base/json.h */
+struct exit_note;   /* proto/core/exit_line.h */
 
 enum delete_mode {
 	DELETE_NONE = 0,
@@ -77,6 +78,9 @@ struct ferry_opts {
 	bool json;         /* --json: progress, items and stats as JSON lines */
 	struct json_totals *json_totals; /* --json: where a client's transfer leaves
 					  * its totals for the end event (main's) */
+	struct exit_note *exit_note; /* a client's closing-line facts, filled
+				      * during the run (main's; NULL in a
+				      * server or daemon) */
 	bool list_only;    /* --list-only, or implied by a lone source */
 	char *info;        /* --info=FLAGS, as given (comma-joined if repeated) */
 	short info_level[INFO_COUNT]; /* from -v, --stats, --progress and --info
@@ -260,6 +264,10 @@ struct ferry_opts {
 	/* the remaining non-option arguments */
 	char **args;
 	int nargs;
+
+	/* why options_parse* failed, without "ferry: " (options_last_error);
+	 * "" when it did not */
+	char parse_error[512];
 };
 
 /* Is informational output `w` at `level` or above wanted (rsync's

@@ -47,17 +47,16 @@ const char *exit_code_name(int code)
 	return NULL;
 }
 
-static bool peer_said;
-static const char *role_override;
-
-void exit_line_peer_said(void)
+void exit_line_peer_said(struct exit_note *note)
 {
-	peer_said = true;
+	if (note)
+		note->peer_said = true;
 }
 
-void exit_line_set_role(const char *role)
+void exit_line_set_role(struct exit_note *note, const char *role)
 {
-	role_override = role;
+	if (note)
+		note->role = role;
 }
 
 size_t exit_line_format(char *buf, size_t size, int code, const char *role, const char *file,
@@ -74,15 +73,15 @@ size_t exit_line_format(char *buf, size_t size, int code, const char *role, cons
 	return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
 }
 
-void exit_line_print(int code, const char *role, const char *file, int line,
-		     const char *log_file)
+void exit_line_print(const struct exit_note *note, int code, const char *role, const char *file,
+		     int line, const char *log_file)
 {
 	char buf[512];
 
-	if (code == 0 || peer_said)
+	if (code == 0 || (note && note->peer_said))
 		return;
-	size_t n = exit_line_format(buf, sizeof buf, code, role_override ? role_override : role,
-				    file, line);
+	size_t n = exit_line_format(buf, sizeof buf, code,
+				    note && note->role ? note->role : role, file, line);
 	fflush(stdout);
 	fwrite(buf, 1, n, stderr);
 	/* the log gets every error the terminal gets (log.c: rwrite) */

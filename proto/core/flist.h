@@ -146,6 +146,9 @@ struct flist {
 	size_t released_slots;     /* sorted[0..released_slots) are gone */
 	size_t files_given, sorted_given; /* bytes returned to the kernel */
 	struct file_entry *first_dir; /* what the first part's gap stands for */
+	struct file_entry no_dir;  /* what a gap stands for when it stands for
+				    * no directory (one per list, not per
+				    * process: the engine may run two) */
 	size_t next_block;         /* names block the next part starts in */
 	struct flist_arena names;  /* entries' strings */
 	struct flist_arena kept;   /* copied directories and their strings */

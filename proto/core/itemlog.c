@@ -70,7 +70,7 @@ static bool item_visible(const struct ferry_opts *o, const struct file_entry *f,
 static void daemon_log_line(struct session *s, const char *fmt, struct log_item *it)
 {
 	char line[MAXPATHLEN_WIRE * 3];
-	const struct log_item *who = s->xfer_log_who;
+	const struct log_item *who = s->module.xfer_log_who;
 
 	it->module = who->module;
 	it->module_path = who->module_path;
@@ -78,7 +78,7 @@ static void daemon_log_line(struct session *s, const char *fmt, struct log_item 
 	it->addr = who->addr;
 	it->user = who->user;
 	log_format(fmt, it, line, sizeof line);
-	s->xfer_log_line(s->xfer_log_ctx, line);
+	s->hooks.xfer_log_line(s->hooks.xfer_log_ctx, line);
 }
 
 /* Does the daemon's transfer log take this item (log.c: log_item for a
@@ -86,11 +86,11 @@ static void daemon_log_line(struct session *s, const char *fmt, struct log_item 
  * rest: only when the format itemizes and the item changed)? */
 static bool daemon_logs_item(const struct session *s, int iflags, const char *xname, bool after)
 {
-	if (!s->xfer_log_format || !s->xfer_log_line)
+	if (!s->module.xfer_log_format || !s->hooks.xfer_log_line)
 		return false;
 	if (iflags & ITEM_TRANSFER)
 		return after;
-	return !after && !s->opts->dry_run && format_has(s->xfer_log_format, "i") &&
+	return !after && !s->opts->dry_run && format_has(s->module.xfer_log_format, "i") &&
 	       ((iflags & SIGNIFICANT_ITEM_FLAGS & 0xffff) || (xname && *xname));
 }
 
@@ -151,7 +151,7 @@ static void log_item_with(struct session *s, const struct file_entry *f, int ifl
 		it.checksum_bytes = x->checksum_bytes;
 	}
 	if (to_daemon_log) {
-		daemon_log_line(s, s->xfer_log_format, &it);
+		daemon_log_line(s, s->module.xfer_log_format, &it);
 		return;
 	}
 	if (to_log) {
@@ -211,8 +211,8 @@ void session_log_delete(struct session *s, const char *path, mode_t mode)
 		.sum_len = (int)csum_len(s->xfer_csum),
 	};
 	/* a daemon's transfer log names them (log.c: log_delete) */
-	if (s->am_server && s->xfer_log_format && s->xfer_log_line && !o->dry_run) {
-		const char *dfmt = s->xfer_log_format;
+	if (s->am_server && s->module.xfer_log_format && s->hooks.xfer_log_line && !o->dry_run) {
+		const char *dfmt = s->module.xfer_log_format;
 		daemon_log_line(s, format_has_io(dfmt) ? dfmt : "deleting %n", &it);
 	}
 	/* the receiver logs deletions to --log-file, in a local copy too */

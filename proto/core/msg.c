@@ -59,8 +59,8 @@ static void log_text(struct session *s, const char *text, size_t len, bool to_lo
 	trimmed_copy(line, text, len);
 	if (to_log_file)
 		logfile_write(s, "%s", line);
-	if (s->daemon_log_line)
-		s->daemon_log_line(s->daemon_log_ctx, line);
+	if (s->hooks.daemon_log_line)
+		s->hooks.daemon_log_line(s->hooks.daemon_log_ctx, line);
 }
 
 /* The text on our own terminal, as rwrite prints it: first what stdout
@@ -290,7 +290,7 @@ const char *msg_full_name(const struct session *s, const char *dir, const char *
 	char cwd[PATH_MAX], path[PATH_MAX];
 	const char *d = dir ? dir : "";
 
-	if (s->module_name) {
+	if (s->module.name) {
 		/* a module's names start at its root (rsync: curr_dir past
 		 * module_dirlen); a name in the root itself as given, after
 		 * the "/" that is the root of a chroot */
@@ -299,9 +299,9 @@ const char *msg_full_name(const struct session *s, const char *dir, const char *
 			keep_dot(name, path, sizeof path);
 		} else {
 			snprintf(path, sizeof path, "%s%s",
-				 s->module_chrooted && *name != '/' ? "/" : "", name);
+				 s->module.chrooted && *name != '/' ? "/" : "", name);
 		}
-		snprintf(out, size, "\"%s\" (in %s)", path, s->module_name);
+		snprintf(out, size, "\"%s\" (in %s)", path, s->module.name);
 		return out;
 	}
 	if (*d == '/' || (!*d && *name == '/'))

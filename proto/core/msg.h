@@ -4,7 +4,7 @@
  * peer sends in MSG_* frames — goes through msg_write, which alone decides
  * where it goes and how it is escaped:
  *
- *  - the log: --log-file (s->log_fp) and a daemon's log (s->daemon_log_line)
+ *  - the log: --log-file (s->log_fp) and a daemon's log (s->hooks.daemon_log_line)
  *    get every class but MC_CLIENT, stamped and with control bytes shown
  *    as \#ooo (C1 controls too), one line per message;
  *  - a server with a multiplexed stream sends it to its client as the
@@ -71,7 +71,7 @@ void msg_syserr(struct session *s, enum msg_class c, const char *role, int err,
 
 /* rsync's full_fname(): name quoted, made absolute from dir (the directory
  * it is relative to: NULL or "" for our working directory), and followed
- * by " (in MODULE)" inside a daemon module (s->module_name). Inside a
+ * by " (in MODULE)" inside a daemon module (s->module.name). Inside a
  * module the name is shown from the module's root: "/sub/name" from a
  * directory, a name in the root as given ("/name" in a chroot). Returns
  * out. */

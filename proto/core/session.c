@@ -9,11 +9,26 @@
 #include "proto/base/outfilter.h"
 #include "proto/core/exit_line.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* The umask is the process's, and reading it means setting it for an
+ * instant: two sessions starting in two threads must not read the 0 the
+ * other one set. A process-wide lock, because what it guards is. */
+static pthread_mutex_t umask_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static mode_t process_umask(void)
+{
+	pthread_mutex_lock(&umask_lock);
+	mode_t bits = umask(0);
+	umask(bits);
+	pthread_mutex_unlock(&umask_lock);
+	return bits;
+}
 
 static bool on_error_exit(struct session *s, const uint8_t *payload, size_t len)
 {
@@ -28,7 +43,7 @@ static bool on_error_exit(struct session *s, const uint8_t *payload, size_t len)
 	code = (int32_t)get_le32(payload);
 	s->peer_exit_code = code;
 	if (s->peer_exit_line && !s->am_server)
-		exit_line_peer_said();
+		exit_line_peer_said(s->opts->exit_note);
 	if (s->protocol >= 31)
 		wire_send_msg(&s->out, MSG_ERROR_EXIT, payload, 4);
 	/* The peer already printed why; exit quietly with its code. */
@@ -80,15 +95,15 @@ static bool on_message(void *ctx, struct wire_in *in, int code, const uint8_t *p
 	case MSG_NO_SEND:
 		if (len != 4)
 			return wire_fail(&s->err, RERR_STREAMIO, "invalid message %d", code);
-		if (s->on_no_send)
-			s->on_no_send(s->on_no_send_ctx, (int32_t)get_le32(payload));
+		if (s->hooks.on_no_send)
+			s->hooks.on_no_send(s->hooks.on_no_send_ctx, (int32_t)get_le32(payload));
 		return true;
 	case MSG_SUCCESS:
 		/* 4 bytes, or 20 (index, dev, inode) between local processes */
 		if (len != 4 && len != 20)
 			return wire_fail(&s->err, RERR_STREAMIO, "invalid message %d", code);
-		if (s->on_success)
-			s->on_success(s->on_success_ctx, (int32_t)get_le32(payload),
+		if (s->hooks.on_success)
+			s->hooks.on_success(s->hooks.on_success_ctx, (int32_t)get_le32(payload),
 				      len == 20 ? (int64_t)get_le64(payload + 4) : 0,
 				      len == 20 ? (int64_t)get_le64(payload + 12) : 0);
 		return true;
@@ -143,11 +158,10 @@ void session_init(struct session *s, const struct ferry_opts *opts, int fd_in, i
 	s->in.timeout_ms = s->out.timeout_ms = opts->timeout * 1000;
 	s->out.bwlimit = opts->bwlimit;
 	s->err.stop_at = (time_t)opts->stop_at;
-	s->munge_symlinks = opts->munge_links; /* a daemon's module decides for itself */
+	s->module.munge_symlinks = opts->munge_links; /* a daemon's module decides for itself */
 	logfile_open(s);
 	s->skip_compress = opts->skip_compress;
-	s->umask_bits = umask(0);
-	umask(s->umask_bits);
+	s->umask_bits = process_umask();
 	if (opts->chmod)
 		chmod_parse(&s->chmod, opts->chmod, s->umask_bits);
 }

@@ -106,7 +106,72 @@ typedef void (*session_cleanup_fn)(struct session *s);
 /* How many modules may register a clean-up: acls, xattrs, idmap so far. */
 #define SESSION_CLEANUPS_MAX 8
 
+/* A daemon module's policy for the session (daemon/serve.c sets it
+ * before the transfer; outside a daemon only munge_symlinks may be on,
+ * from --munge-links). Set once, like everything in it. */
+struct session_module {
+	bool munge_symlinks;        /* "munge symlinks": /rsyncd-munged/ prefix */
+	bool sanitize_links;        /* a daemon without chroot: received link
+				     * targets climb no higher than their own
+				     * depth (rsync: sanitize_paths) */
+	bool ids_by_number;         /* "numeric ids": no name mapping, no names sent */
+	bool ignore_nonreadable;    /* "ignore nonreadable": leave them out */
+	const char *dont_compress;  /* "dont compress" (NULL outside a daemon) */
+	/* Its name, which rsync's full_fname() adds to names as " (in NAME)"
+	 * (NULL outside a daemon), and whether it is chrooted (its root is
+	 * then named "/"). */
+	const char *name;
+	bool chrooted;
+	/* "transfer logging": each item line in the module's "log format"
+	 * (NULL: none), with the connection's %m %P %h %a %u taken from
+	 * xfer_log_who, goes to hooks.xfer_log_line. */
+	const char *xfer_log_format;
+	const struct log_item *xfer_log_who;
+};
+
+/* What the engine calls back into the program that runs it: the role,
+ * the daemon. Set once, before the transfer. */
+struct session_hooks {
+	/* a daemon's transfer log line (see session_module.xfer_log_format) */
+	void (*xfer_log_line)(void *ctx, const char *line);
+	/* Called for every file sent or received (unused: see xfer_log_line). */
+	void (*xfer_log)(void *ctx, const struct file_entry *f, int iflags);
+	void *xfer_log_ctx;
+	/* --remove-source-files on the sending side: the receiver reports a
+	 * file safely in place (MSG_SUCCESS, with the destination's dev and
+	 * inode in a local copy, or 0/0) */
+	void (*on_success)(void *ctx, int32_t ndx, int64_t dev, int64_t ino);
+	void *on_success_ctx;
+	/* MSG_NO_SEND: the sender could not open a file we asked for */
+	void (*on_no_send)(void *ctx, int32_t ndx);
+	void *on_no_send_ctx;
+	/* the daemon log every message goes to as well (proto/core/msg.h;
+	 * NULL outside a daemon) */
+	void (*daemon_log_line)(void *ctx, const char *line);
+	void *daemon_log_ctx;
+};
+
+/*
+ * The session holds two kinds of fields, in two halves:
+ *
+ * - Set once: the options, the facts negotiated with the peer, the roles,
+ *   the compression settings, the module policy, the hooks and the output
+ *   streams. They are written by session_init, negotiate_client/_server
+ *   (proto/run/negotiate.c), session_set_privilege, and the set-up of the
+ *   role or the daemon module (recv_run sets hooks.on_no_send before it
+ *   starts the generator), all before the first file is requested; from
+ *   then on every thread only reads them.
+ * - Per-transfer state: the two wire streams and their error, the
+ *   statistics, the error and exit flags, the id maps and list decoder
+ *   that grow with the list, the progress counters, the ACL/xattr tables
+ *   and the clean-up list. Fields the generator and receiver threads both
+ *   write say how they share them.
+ *
+ * The negotiated facts stay plain fields (s->protocol, s->opts are on
+ * every path); the module policy and the hooks are groups of their own.
+ */
 struct session {
+	/* ---- set once ---- */
 	const struct ferry_opts *opts;
 	int protocol;              /* negotiated */
 	uint32_t compat_flags;
@@ -122,22 +187,36 @@ struct session {
 	bool am_server;
 	bool am_sender;
 	bool am_root;
-	int namecvt_req_fd, namecvt_ans_fd; /* a daemon's "name converter":
-	                            * requests, answers (-1: none; idmap.c) */
 	bool fake_super;             /* --fake-super: privileged attributes in
 	                            * user.rsync.%stat (proto/meta/fakesuper.h) */
+	bool local_copy;            /* a half of a local copy: items show '>' */
+	int namecvt_req_fd, namecvt_ans_fd; /* a daemon's "name converter":
+	                            * requests, answers (-1: none; idmap.c) */
 
 	/* Compression of file data (negotiate.c; proto/delta/token.h). */
 	int compress;              /* CPRES_*: the algorithm in use, 0 = none */
 	int compress_level;        /* its resolved level */
 	bool compress_adaptive;    /* no --compress-level: ferry's probe rule */
 	const char *skip_compress; /* --skip-compress LIST (NULL: not given) */
-	const char *dont_compress; /* a daemon module's "dont compress" (NULL
-	                            * outside a daemon) */
 
+	struct chmod_rules chmod;   /* --chmod, applied to the local side's list */
+	mode_t umask_bits;          /* the process's umask, read once by
+				     * session_init: reading it means setting
+				     * it, which no thread may race */
+	int64_t run_start_ms;       /* wire_now_ms() at session_init: --json's elapsed_ms */
+
+	struct session_module module; /* a daemon module's policy */
+	struct session_hooks hooks;
+
+	FILE *info;                 /* where MSG_INFO and our -v output go */
+	FILE *errors;               /* where errors and warnings go (NULL:
+				     * stderr; tests capture them) */
+	FILE *log_fp;               /* --log-file, or NULL */
+
+	/* ---- per-transfer state ---- */
 	struct wire_error err;
-	struct wire_in in;
-	struct wire_out out;
+	struct wire_in in;          /* read by one thread (the receiver, the sender) */
+	struct wire_out out;        /* shared, under its own lock (wire_out_lock) */
 
 	struct stats stats;
 	int io_error;               /* IOERR_* bits seen (ours and the peer's) */
@@ -148,55 +227,14 @@ struct session {
 
 	struct id_map uids, gids;
 	struct flist_codec fl;      /* file-list decoding state */
-	struct chmod_rules chmod;   /* --chmod, applied to the local side's list */
-	mode_t umask_bits;          /* the process's umask, read once by
-				     * session_init: reading it means setting
-				     * it, which no thread may race */
-
-	/* Daemon module policy (set by daemon/serve.c; off elsewhere). */
-	bool munge_symlinks;        /* "munge symlinks": /rsyncd-munged/ prefix */
 	const char *log_dir;        /* the sender's source dir of the file it
 				     * logs next (%f), or NULL */
-	bool sanitize_links;        /* a daemon without chroot: received link
-				     * targets climb no higher than their own
-				     * depth (rsync: sanitize_paths) */
-	bool ids_by_number;         /* "numeric ids": no name mapping, no names sent */
-	bool ignore_nonreadable;    /* "ignore nonreadable": leave them out */
-	/* Daemon "transfer logging": each item line in the module's "log
-	 * format" (NULL: none), with the connection's %m %P %h %a %u taken
-	 * from xfer_log_who, goes to xfer_log_line. */
-	const char *xfer_log_format;
-	const struct log_item *xfer_log_who;
-	void (*xfer_log_line)(void *ctx, const char *line);
-	/* Called for every file sent or received (unused: see xfer_log_line). */
-	void (*xfer_log)(void *ctx, const struct file_entry *f, int iflags);
-	void *xfer_log_ctx;
-	/* --remove-source-files on the sending side: the receiver reports a
-	 * file safely in place (MSG_SUCCESS, with the destination's dev and
-	 * inode in a local copy, or 0/0) */
-	void (*on_success)(void *ctx, int32_t ndx, int64_t dev, int64_t ino);
-	void *on_success_ctx;
-	/* MSG_NO_SEND: the sender could not open a file we asked for */
-	void (*on_no_send)(void *ctx, int32_t ndx);
-	void *on_no_send_ctx;
-	FILE *info;                 /* where MSG_INFO and our -v output go */
-	FILE *errors;               /* where errors and warnings go (NULL:
-				     * stderr; tests capture them) */
-	bool local_copy;            /* a half of a local copy: items show '>' */
-	FILE *log_fp;               /* --log-file, or NULL */
-	/* Inside a daemon module (set by daemon/serve.c; NULL elsewhere): its
-	 * name, which rsync's full_fname() adds to names as " (in NAME)", and
-	 * the daemon log every message goes to as well (proto/core/msg.h). */
-	const char *module_name;
-	bool module_chrooted;       /* ... which then names its root "/" */
-	void (*daemon_log_line)(void *ctx, const char *line);
-	void *daemon_log_ctx;
+
 	/* --info=progress2 / --json: the whole transfer's progress */
 	int64_t progress_done;      /* bytes of the files finished so far */
 	int progress_checked;       /* entries of the sorted list passed so far */
 	bool progress_ir;           /* incremental lists still coming: "ir-chk" */
 	int64_t progress_start_ms, progress_last_ms;
-	int64_t run_start_ms;       /* wire_now_ms() at session_init: --json's elapsed_ms */
 
 	/* -A/-X: ACLs and xattr sets seen in the file list (acls.c, xattrs.c). */
 	struct acl_state *acl_state;

@@ -15,11 +15,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "proto/base/fileio.h"
+#include "proto/base/hashkey.h"
 
 #define CHUNK_SIZE 32768        /* rsync's largest literal token */
 #define READ_AHEAD (256 * 1024)
@@ -41,19 +40,6 @@ static size_t table_size(size_t n)
  * even then. */
 #define PROBE_LIMIT 256
 
-/* A strong 64-bit finaliser (MurmurHash3's fmix64): every output bit
- * depends on every input bit, so structured inputs (arithmetic runs of
- * sums) do not line up after the keyed multiply. */
-static inline uint64_t fmix64(uint64_t v)
-{
-	v ^= v >> 33;
-	v *= 0xff51afd7ed558ccdull;
-	v ^= v >> 33;
-	v *= 0xc4ceb9fe1a85ec53ull;
-	v ^= v >> 33;
-	return v;
-}
-
 /* Fresh secret multipliers and offsets for one index. The peer chooses
  * the sums: with a fixed hash it could put them all in one slot and make
  * every insert and lookup walk the whole table (hash flooding). */
@@ -61,15 +47,7 @@ static void match_key_init(struct match_key *k)
 {
 	uint64_t r[5];
 
-	if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
-		/* no entropy yet (early boot): weaker, but never fixed */
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		uint64_t seed = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 30 ^
-				(uint64_t)getpid() << 17 ^ (uint64_t)(uintptr_t)k;
-		for (int i = 0; i < 5; i++)
-			r[i] = seed = fmix64(seed + 0x9e3779b97f4a7c15ull);
-	}
+	hashkey_fill(r, 5, k);
 	k->filter_mul = r[0] | 1;
 	k->filter_add = r[1];
 	k->slot_mul = r[2] | 1;

@@ -230,7 +230,7 @@ struct file_entry *walk_add_entry(struct walker *k, const char *path, const stru
 		target[n] = '\0';
 		const char *t = target;
 		size_t plen = strlen(SYMLINK_MUNGE_PREFIX);
-		if (k->s->munge_symlinks && strncmp(target, SYMLINK_MUNGE_PREFIX, plen) == 0)
+		if (k->s->module.munge_symlinks && strncmp(target, SYMLINK_MUNGE_PREFIX, plen) == 0)
 			t = target + plen; /* what the client stored, unmunged */
 		f->link = entry_strdup(k->sl, t, strlen(t));
 		f->size = (int64_t)strlen(t);
@@ -521,7 +521,7 @@ bool walk_dir(struct walker *k, int dirfd, const char *relpath)
 		/* -xx leaves out mount points; -x sends them empty (below). */
 		if (o->one_file_system > 1 && S_ISDIR(st.st_mode) && st.st_dev != k->top_dev)
 			continue;
-		if (k->s->ignore_nonreadable && !S_ISLNK(st.st_mode) &&
+		if (k->s->module.ignore_nonreadable && !S_ISLNK(st.st_mode) &&
 		    faccessat(dirfd, de->d_name, R_OK, AT_EACCESS) < 0)
 			continue;
 		if (!walk_add_entry(k, path, &st, dirfd, de->d_name) && wire_error_code(&k->s->err)) {
@@ -640,7 +640,7 @@ static bool can_defer_stat(const struct walker *k)
 	const struct ferry_opts *o = s->opts;
 
 	return k->w->defer_stat && s->inc_recurse && !k->w->names && !o->relative &&
-	       !o->checksum && !o->hard_links && !s->fake_super && !s->ignore_nonreadable &&
+	       !o->checksum && !o->hard_links && !s->fake_super && !s->module.ignore_nonreadable &&
 	       !walk_following_links(o);
 }
 
@@ -674,7 +674,7 @@ bool can_walk_lazily(const struct walker *k, int nargs)
 
 	return k->w->defer_stat && s->inc_recurse && o->recursive && nargs == 1 && !k->w->names &&
 	       !o->relative && !o->hard_links && !o->checksum && !walk_following_links(o) &&
-	       !o->one_file_system && !s->fake_super && !s->ignore_nonreadable &&
+	       !o->one_file_system && !s->fake_super && !s->module.ignore_nonreadable &&
 	       !filter_list_has_dir_merge(k->w->filters) &&
 	       !filter_list_has_dir_merge(k->w->daemon_filters);
 }

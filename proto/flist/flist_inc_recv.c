@@ -15,9 +15,6 @@
 #include "proto/core/flist.h"
 #include "proto/core/session.h"
 
-/* What a gap index holds when it stands for no directory. */
-static struct file_entry no_dir = {.basename = "", .flags = 0};
-
 static bool grow(struct session *s, void **arr, size_t *cap, size_t need, size_t size)
 {
 	if (need <= *cap)
@@ -98,7 +95,8 @@ bool flist_part_finish(struct session *s, struct flist *fl, size_t first, size_t
 	}
 	/* The first part's directory is "." when the list starts with it
 	 * (flist.c: recv_file_list sets parent_ndx 0 then). */
-	struct file_entry *dir = &no_dir;
+	fl->no_dir = (struct file_entry){.basename = ""};
+	struct file_entry *dir = &fl->no_dir;
 	if (dir_ndx >= 0)
 		dir = fl->dirs[dir_ndx];
 	else if (n && is_top_dot(v[low]))

@@ -465,7 +465,7 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 			return wire_fail(&s->err, RERR_PROTOCOL, "NUL byte in a symlink target");
 		/* munged links are harmless as they are (flist.c:
 		 * recv_file_entry) */
-		if (s->sanitize_links && !s->munge_symlinks && *t)
+		if (s->module.sanitize_links && !s->module.munge_symlinks && *t)
 			path_sanitize(t, f->depth - 1, false);
 		f->link = t;
 	} else if (S_ISLNK(f->mode)) {

@@ -191,7 +191,7 @@ static bool write_flags(struct session *s, uint32_t *x, bool is_dir)
 static const char *inline_id_name(struct session *s, struct id_seen *seen, uint32_t id,
 				  bool users, char *buf, size_t size)
 {
-	if (!s->inc_recurse || s->opts->numeric_ids || s->ids_by_number || id_seen_has(seen, id))
+	if (!s->inc_recurse || s->opts->numeric_ids || s->module.ids_by_number || id_seen_has(seen, id))
 		return NULL;
 	note_id(seen, id);
 	return id_local_name(s, users, id, buf, size);
@@ -380,7 +380,7 @@ static bool send_id_list(struct session *s, const struct id_seen *seen, bool use
 	for (size_t i = seen->count; i-- > 0;) {
 		uint32_t id = seen->ids[i];
 		char buf[256];
-		if (id == 0 || s->ids_by_number)
+		if (id == 0 || s->module.ids_by_number)
 			continue;
 		const char *name = id_local_name(s, users, id, buf, sizeof buf);
 		if (!name)

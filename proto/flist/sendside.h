@@ -1,6 +1,6 @@
 /*
- * The sending side: building the file list from disk, sending it, and
- * answering the generator's requests with delta data.
+ * The sending side's file list: building it from disk and sending it.
+ * The sender's own entry points are in proto/send/sender.h.
  */
 #ifndef FERRY_SENDSIDE_H
 #define FERRY_SENDSIDE_H
@@ -82,14 +82,6 @@ void send_list_free(struct send_list *sl);
  * clear sl; the encoder and incremental state must be freed before. */
 void flist_build_free(struct send_list *sl);
 
-struct sum_head;
-/* The generator's sum head and block sums as the sender reads them, with
- * every bound the sender applies, but no file hashed ahead (fuzzing and
- * tests). *sum1 and *sum2 get h->count weak sums and strong-sum prefixes
- * (NULL when there are none); the caller frees both, also after a
- * failure, which the session error explains. */
-bool sender_read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, uint8_t **sum2);
-
 /* Stat entry i, listed unstated (send_info.unstated), in its directory
  * dirfd (-1: that could not be opened; errno says why). False: it is gone
  * or no longer a regular file; the error is reported and recorded in
@@ -152,13 +144,5 @@ bool flist_send_complete(const struct send_list *sl);
 /* Sort the sender's copy so indexes match the receiver's (the sender keeps
  * duplicates; see flist_sort_and_clean). */
 bool flist_sort_sender(struct session *s, struct flist *fl);
-
-/* Answer the generator's requests until the end of the phases
- * (sender.c: send_files). */
-bool sender_run(struct session *s, struct send_list *sl);
-
-/* After send_files: the server's statistics and the goodbye
- * (main.c: handle_stats, read_final_goodbye). */
-bool sender_finish(struct session *s);
 
 #endif

@@ -405,7 +405,7 @@ static bool send_names(struct session *s, const struct racl *r)
 		if (!s->opts->numeric_ids && !add_id(user ? &a->uids : &a->gids, ida->id, &fresh))
 			return wire_fail(&s->err, RERR_MALLOC, "out of memory");
 		char buf[256];
-		const char *name = fresh && s->inc_recurse && !s->ids_by_number
+		const char *name = fresh && s->inc_recurse && !s->module.ids_by_number
 					   ? id_local_name(s, user, ida->id, buf, sizeof buf)
 					   : NULL;
 		if (name)
@@ -652,7 +652,7 @@ void acl_map_ids(struct session *s)
 {
 	struct acl_state *a = s->acl_state;
 
-	if (!a || s->opts->numeric_ids || s->ids_by_number)
+	if (!a || s->opts->numeric_ids || s->module.ids_by_number)
 		return;
 	struct racl_list *lists[2] = {&a->access, &a->deflt};
 	for (int l = 0; l < 2; l++)

@@ -85,6 +85,47 @@ static bool namecvt_to_id(struct session *s, const char *name, bool is_user, uin
 	return true;
 }
 
+/* The passwd and group files through the re-entrant calls: getpwuid()
+ * and friends return one static result per process, which another
+ * session's thread (or the other half of an in-process local copy) may
+ * overwrite while this one reads it. The record's strings live in *buf,
+ * grown on ERANGE up to 1 MiB; the caller frees it. name non-NULL: look
+ * it up, else id. */
+static struct passwd *user_entry(const char *name, uid_t id, struct passwd *pw, char **buf)
+{
+	struct passwd *res = NULL;
+
+	for (size_t sz = 4096; sz <= (1u << 20); sz *= 2) {
+		char *nb = realloc(*buf, sz);
+		if (!nb)
+			return NULL;
+		*buf = nb;
+		int rc = name ? getpwnam_r(name, pw, *buf, sz, &res)
+			      : getpwuid_r(id, pw, *buf, sz, &res);
+		if (rc != ERANGE)
+			return rc == 0 ? res : NULL;
+	}
+	return NULL;
+}
+
+/* As user_entry, for the group file. */
+static struct group *group_entry(const char *name, gid_t id, struct group *gr, char **buf)
+{
+	struct group *res = NULL;
+
+	for (size_t sz = 4096; sz <= (1u << 20); sz *= 2) {
+		char *nb = realloc(*buf, sz);
+		if (!nb)
+			return NULL;
+		*buf = nb;
+		int rc = name ? getgrnam_r(name, gr, *buf, sz, &res)
+			      : getgrgid_r(id, gr, *buf, sz, &res);
+		if (rc != ERANGE)
+			return rc == 0 ? res : NULL;
+	}
+	return NULL;
+}
+
 const char *id_local_name(struct session *s, bool is_user, uint32_t id, char *buf,
 			  size_t size)
 {
@@ -96,35 +137,41 @@ const char *id_local_name(struct session *s, bool is_user, uint32_t id, char *bu
 		return buf;
 	}
 	const char *name = NULL;
+	char *rec = NULL;
+	struct passwd pwd, *pw;
+	struct group grp, *gr;
 	if (is_user) {
-		struct passwd *pw = getpwuid((uid_t)id);
+		pw = user_entry(NULL, (uid_t)id, &pwd, &rec);
 		name = pw ? pw->pw_name : NULL;
 	} else {
-		struct group *gr = getgrgid((gid_t)id);
+		gr = group_entry(NULL, (gid_t)id, &grp, &rec);
 		name = gr ? gr->gr_name : NULL;
 	}
-	if (!name)
-		return NULL;
-	snprintf(buf, size, "%s", name);
-	return buf;
+	if (name)
+		snprintf(buf, size, "%s", name);
+	free(rec);
+	return name ? buf : NULL;
 }
 
 static bool lookup_local(struct session *s, const char *name, bool is_user, uint32_t *out)
 {
 	if (s->namecvt_req_fd >= 0)
 		return namecvt_to_id(s, name, is_user, out);
+	char *rec = NULL;
+	bool found;
 	if (is_user) {
-		struct passwd *pw = getpwnam(name);
-		if (!pw)
-			return false;
-		*out = (uint32_t)pw->pw_uid;
+		struct passwd pwd, *pw = user_entry(name, 0, &pwd, &rec);
+		found = pw != NULL;
+		if (found)
+			*out = (uint32_t)pw->pw_uid;
 	} else {
-		struct group *gr = getgrnam(name);
-		if (!gr)
-			return false;
-		*out = (uint32_t)gr->gr_gid;
+		struct group grp, *gr = group_entry(name, 0, &grp, &rec);
+		found = gr != NULL;
+		if (found)
+			*out = (uint32_t)gr->gr_gid;
 	}
-	return true;
+	free(rec);
+	return found;
 }
 
 /* The first rule matching the sender's id (and name, "" when unknown). */
@@ -210,7 +257,7 @@ void id_map_apply(struct session *s, struct file_entry *f)
 {
 	const struct ferry_opts *o = s->opts;
 
-	bool numeric = o->numeric_ids || s->ids_by_number;
+	bool numeric = o->numeric_ids || s->module.ids_by_number;
 	if (!numeric || s->uids.nrules) {
 		if (o->owner && s->am_root)
 			f->uid = map_id(&s->uids, f->uid, numeric);

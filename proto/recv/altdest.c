@@ -54,21 +54,21 @@ static bool join_inside(const char *base, const char *rel, char *out, size_t siz
 /* The directory fd for a user's --*-dest or --backup-dir argument, or -1. */
 static int open_side_dir(struct recv_ctx *rc, const char *dir, bool create)
 {
-	if (!rc->confined) {
+	if (!rc->cfg.confined) {
 		/* the operator's path: only trusted symlinks on the way, and
 		 * under --confine-root only to a place inside it */
 		bool insecure = rc->s->opts->insecure_links, made = false;
 		int root = opts_confine_fd(rc->s->opts);
 		if (!create)
-			return oppath_open_under(root, rc->rootfd, dir, O_RDONLY | O_DIRECTORY, 0,
+			return oppath_open_under(root, rc->cfg.rootfd, dir, O_RDONLY | O_DIRECTORY, 0,
 						 insecure);
-		int fd = oppath_mkdirs_under(root, rc->rootfd, dir, 0777, insecure, &made);
+		int fd = oppath_mkdirs_under(root, rc->cfg.rootfd, dir, 0777, insecure, &made);
 		if (made && info_ge(rc->s->opts, INFO_BACKUP, 1))
 			session_info(rc->s, "(new) backup_dir is %s\n", dir);
 		return fd;
 	}
 	char rel[4096];
-	if (!join_inside(rc->dest_rel ? rc->dest_rel : "", dir, rel, sizeof rel)) {
+	if (!join_inside(rc->cfg.dest_rel ? rc->cfg.dest_rel : "", dir, rel, sizeof rel)) {
 		errno = EACCES;
 		return -1;
 	}
@@ -76,8 +76,8 @@ static int open_side_dir(struct recv_ctx *rc, const char *dir, bool create)
 	unsigned how = OPPATH_QUIET | (rc->s->opts->insecure_links ? OPPATH_INSECURE : 0);
 	bool made;
 	if (create)
-		return oppath_mkdirs_in(rc->module_fd, rel, 0777, how, &made);
-	return oppath_open_in(rc->module_fd, rel, O_RDONLY | O_DIRECTORY, 0, how);
+		return oppath_mkdirs_in(rc->cfg.module_fd, rel, 0777, how, &made);
+	return oppath_open_in(rc->cfg.module_fd, rel, O_RDONLY | O_DIRECTORY, 0, how);
 }
 
 /* base/rel into out, lexically: "." and empty components dropped, ".."
@@ -118,8 +118,8 @@ static void alt_dest_path(const struct recv_ctx *rc, const char *dir, char *out,
 	char dest[4096];
 	const char *rel = dir;
 
-	snprintf(dest, sizeof dest, "%s", rc->dest_rel ? rc->dest_rel : ".");
-	if (rc->dry_run_missing_root && strncmp(rel, "../", 3) == 0) {
+	snprintf(dest, sizeof dest, "%s", rc->cfg.dest_rel ? rc->cfg.dest_rel : ".");
+	if (rc->cfg.dry_run_missing_root && strncmp(rel, "../", 3) == 0) {
 		char *sl = strrchr(dest, '/');
 		if (sl == dest)
 			dest[1] = '\0'; /* the parent of "/x" is "/" */
@@ -140,7 +140,7 @@ static void warn_alt_dest(struct recv_ctx *rc, const char *what, const char *dir
 {
 	char rel[8192], cwd[4096], abs[8192];
 
-	if (*dir == '/' || rc->confined) {
+	if (*dir == '/' || rc->cfg.confined) {
 		snprintf(abs, sizeof abs, "%s", dir);
 	} else {
 		alt_dest_path(rc, dir, rel, sizeof rel);
@@ -157,24 +157,24 @@ int recv_open_side_dirs(struct recv_ctx *rc)
 	static const char *const kind[] = {"", "compare-dest", "copy-dest", "link-dest"};
 
 	rc->backup_fd = -1;
-	rc->temp_fd = -1;
-	rc->temp_dir_errno = 0;
-	rc->nalt = 0;
+	rc->cfg.temp_fd = -1;
+	rc->cfg.temp_dir_errno = 0;
+	rc->cfg.nalt = 0;
 	for (int i = 0; i < o->nalt_dest && i < ALT_DEST_MAX; i++) {
 		const char *dir = o->alt_dest[i];
 		char moved[8192];
-		if (!rc->confined && rc->dry_run_missing_root && *dir != '/') {
+		if (!rc->cfg.confined && rc->cfg.dry_run_missing_root && *dir != '/') {
 			alt_dest_path(rc, dir, moved, sizeof moved);
 			dir = moved;
 		}
-		rc->alt_fd[i] = open_side_dir(rc, dir, false);
-		rc->alt_outside[i] = rc->alt_fd[i] < 0 && errno == ELOOP && !rc->confined &&
+		rc->cfg.alt_fd[i] = open_side_dir(rc, dir, false);
+		rc->cfg.alt_outside[i] = rc->cfg.alt_fd[i] < 0 && errno == ELOOP && !rc->cfg.confined &&
 				     opts_confine_fd(o) != -1;
 		/* a refused link was reported by the walk; rsync goes on
 		 * without that basis dir */
-		if (rc->alt_fd[i] < 0 && errno != ELOOP)
+		if (rc->cfg.alt_fd[i] < 0 && errno != ELOOP)
 			warn_alt_dest(rc, kind[o->alt_dest_mode], o->alt_dest[i], errno);
-		rc->nalt = i + 1;
+		rc->cfg.nalt = i + 1;
 	}
 	rc->backup_dir_pending = false;
 	if (o->backup && o->backup_dir && !o->dry_run) {
@@ -182,7 +182,7 @@ int recv_open_side_dirs(struct recv_ctx *rc)
 		 * that making it does not show as a change of its parent; one
 		 * behind a link out of the module (or --confine-root) fails
 		 * there too */
-		bool bounded = rc->confined || opts_confine_fd(o) != -1;
+		bool bounded = rc->cfg.confined || opts_confine_fd(o) != -1;
 		rc->backup_fd = open_side_dir(rc, o->backup_dir, false);
 		rc->backup_dir_pending = rc->backup_fd < 0 && (errno == ENOENT || (bounded && errno == ELOOP));
 		if (rc->backup_fd < 0 && !rc->backup_dir_pending) {
@@ -193,13 +193,13 @@ int recv_open_side_dirs(struct recv_ctx *rc)
 	}
 	if (o->temp_dir && !o->dry_run) {
 		/* the module's own "temp dir" is the administrator's path */
-		rc->temp_fd = o->temp_dir_trusted
+		rc->cfg.temp_fd = o->temp_dir_trusted
 				      ? oppath_open(AT_FDCWD, o->temp_dir, O_RDONLY | O_DIRECTORY, 0,
 						    OPPATH_QUIET | o->insecure_links)
 				      : open_side_dir(rc, o->temp_dir, false);
-		if (rc->temp_fd < 0 && errno == ELOOP) {
-			rc->temp_dir_errno = ELOOP; /* each file fails, as in rsync */
-		} else if (rc->temp_fd < 0) {
+		if (rc->cfg.temp_fd < 0 && errno == ELOOP) {
+			rc->cfg.temp_dir_errno = ELOOP; /* each file fails, as in rsync */
+		} else if (rc->cfg.temp_fd < 0) {
 			session_err(rc->s, "The temp-dir does not exist: %s", o->temp_dir);
 			return RERR_SYNTAX;
 		}
@@ -224,26 +224,26 @@ int recv_backup_dir(struct recv_ctx *rc)
 
 void recv_close_side_dirs(struct recv_ctx *rc)
 {
-	for (int i = 0; i < rc->nalt; i++)
-		if (rc->alt_fd[i] >= 0)
-			close(rc->alt_fd[i]);
-	rc->nalt = 0;
+	for (int i = 0; i < rc->cfg.nalt; i++)
+		if (rc->cfg.alt_fd[i] >= 0)
+			close(rc->cfg.alt_fd[i]);
+	rc->cfg.nalt = 0;
 	if (rc->backup_fd >= 0)
 		close(rc->backup_fd);
-	if (rc->temp_fd >= 0)
-		close(rc->temp_fd);
-	rc->backup_fd = rc->temp_fd = -1;
+	if (rc->cfg.temp_fd >= 0)
+		close(rc->cfg.temp_fd);
+	rc->backup_fd = rc->cfg.temp_fd = -1;
 }
 
-const char *recv_dest_dir(const struct recv_ctx *rc, char *buf, size_t size)
+const char *recv_dest_dir(const struct recv_config *cfg, char *buf, size_t size)
 {
-	if (rc->dest_rel)
-		return rc->dest_rel;
-	if (!rc->root_path)
+	if (cfg->dest_rel)
+		return cfg->dest_rel;
+	if (!cfg->root_path)
 		return NULL;
-	snprintf(buf, size, "%s", rc->root_path);
+	snprintf(buf, size, "%s", cfg->root_path);
 	char *slash = strrchr(buf, '/');
-	if (rc->solo_name) /* a file's new name: its directory */
+	if (cfg->solo_name) /* a file's new name: its directory */
 		snprintf(slash ? slash : buf, slash ? 2 : size, slash ? "/" : ".");
 	return buf;
 }

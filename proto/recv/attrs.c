@@ -46,11 +46,11 @@ static void attr_error(struct recv_ctx *rc, const char *role, const struct file_
 	char path[4096], name[8192], dest[4096], full[8192 + 600];
 	const char *slash = flist_path(f, path, sizeof path) ? strrchr(path, '/') : NULL;
 
-	if (rc->solo_name || !slash)
+	if (rc->cfg.solo_name || !slash)
 		snprintf(name, sizeof name, "%s", leaf);
 	else
 		snprintf(name, sizeof name, "%.*s/%s", (int)(slash - path), path, leaf);
-	msg_full_name(rc->s, recv_dest_dir(rc, dest, sizeof dest), name, full, sizeof full);
+	msg_full_name(rc->s, recv_dest_dir(&rc->cfg, dest, sizeof dest), name, full, sizeof full);
 	msg_syserr(rc->s, MC_ERROR_XFER, role, e, what_failed ? "%s %s failed" : "%s %s", what,
 		   full);
 }
@@ -153,5 +153,5 @@ int apply_attrs_recv(struct recv_ctx *rc, int dirfd, const char *leaf,
 void recv_log_item(struct recv_ctx *rc, const struct file_entry *f, int iflags, const char *xname)
 {
 	session_log_item(rc->s, f, iflags, xname,
-			 rc->solo_name && S_ISREG(f->mode) ? f->basename : NULL);
+			 rc->cfg.solo_name && S_ISREG(f->mode) ? f->basename : NULL);
 }

@@ -153,7 +153,7 @@ void delete_index_free(struct recv_ctx *rc)
 	free(rc->names);
 	rc->names = NULL;
 	while (rc->nmerge > 0) {
-		filter_pop_dir(rc->filters);
+		filter_pop_dir(rc->cfg.filters);
 		free(rc->merge_dirs[--rc->nmerge]);
 	}
 	free(rc->merge_dirs);
@@ -164,7 +164,7 @@ void delete_index_free(struct recv_ctx *rc)
  * itself) as a path for messages and the files its merge files name. */
 static void merge_dir_name(const struct recv_ctx *rc, const char *rel, char *buf, size_t size)
 {
-	const char *root = rc->root_path ? rc->root_path : ".";
+	const char *root = rc->cfg.root_path ? rc->cfg.root_path : ".";
 
 	snprintf(buf, size, "%s%s%s", root, *rel ? "/" : "", rel);
 }
@@ -180,7 +180,7 @@ static bool merge_dirs_enter(struct recv_ctx *rc, struct dir_cursor *dirs, const
 {
 	char rel[MAXPATHLEN_WIRE * 2], fsdir[PATH_MAX + MAXPATHLEN_WIRE * 2], err[512];
 
-	if (!filter_list_has_dir_merge(rc->filters))
+	if (!filter_list_has_dir_merge(rc->cfg.filters))
 		return true;
 	snprintf(rel, sizeof rel, "%s", strcmp(dirpath, ".") == 0 ? "" : dirpath);
 	/* level k of the stack is the directory of rel's first k components */
@@ -197,7 +197,7 @@ static bool merge_dirs_enter(struct recv_ctx *rc, struct dir_cursor *dirs, const
 		keep++;
 	}
 	while (rc->nmerge > keep) {
-		filter_pop_dir(rc->filters);
+		filter_pop_dir(rc->cfg.filters);
 		free(rc->merge_dirs[--rc->nmerge]);
 	}
 	if (!rc->merge_dirs && !(rc->merge_dirs = calloc(MAXPATHLEN_WIRE, sizeof *rc->merge_dirs)))
@@ -216,7 +216,7 @@ static bool merge_dirs_enter(struct recv_ctx *rc, struct dir_cursor *dirs, const
 			return false;
 		int fd = dir_cursor_open(dirs, level);
 		merge_dir_name(rc, level, fsdir, sizeof fsdir);
-		if (fd < 0 || filter_push_dir_at(rc->filters, fd, fsdir, level, err, sizeof err) < 0) {
+		if (fd < 0 || filter_push_dir_at(rc->cfg.filters, fd, fsdir, level, err, sizeof err) < 0) {
 			if (fd >= 0)
 				session_err(rc->s, "%s", err);
 			free(level);
@@ -258,11 +258,11 @@ static bool protected_by_filter(struct recv_ctx *rc, const char *path, bool is_d
 	 * --delete-excluded, so protect/risk rules still count here. */
 	/* what a daemon module excludes is not there to delete
 	 * (flist.c: is_excluded checks the daemon's rules first) */
-	if (recv_daemon_excludes(rc, path, is_dir))
+	if (recv_daemon_excludes(&rc->cfg, path, is_dir))
 		return true;
-	if (!rc->filters)
+	if (!rc->cfg.filters)
 		return false;
-	return filter_check(rc->filters, path, is_dir, true) < 0;
+	return filter_check(rc->cfg.filters, path, is_dir, true) < 0;
 }
 
 static void log_deletion(struct recv_ctx *rc, const char *path, mode_t mode)
@@ -276,7 +276,7 @@ static void log_deletion(struct recv_ctx *rc, const char *path, mode_t mode)
 		if (rc->s->protocol >= 29 && rc->s->out.mux)
 			wire_send_msg_ahead(&rc->s->out, MSG_DELETED, path,
 					    strlen(path) + (is_dir ? 1 : 0));
-		if (rc->s->xfer_log_format) /* and a daemon's transfer log */
+		if (rc->s->module.xfer_log_format) /* and a daemon's transfer log */
 			session_log_delete(rc->s, path, mode);
 		return;
 	}
@@ -434,11 +434,11 @@ static bool delete_dir_contents(struct recv_ctx *rc, int dirfd, const char *leaf
 	}
 	/* its own merge files count for what is inside (delete.c:
 	 * delete_dir_contents pushes them too) */
-	bool pushed = filter_list_has_dir_merge(rc->filters);
+	bool pushed = filter_list_has_dir_merge(rc->cfg.filters);
 	if (pushed) {
 		char fsdir[PATH_MAX + MAXPATHLEN_WIRE * 2], err[512];
 		merge_dir_name(rc, path, fsdir, sizeof fsdir);
-		if (filter_push_dir_at(rc->filters, fd, fsdir, path, err, sizeof err) < 0) {
+		if (filter_push_dir_at(rc->cfg.filters, fd, fsdir, path, err, sizeof err) < 0) {
 			session_err(rc->s, "%s", err);
 			free_names(&dn);
 			close(fd);
@@ -458,7 +458,7 @@ static bool delete_dir_contents(struct recv_ctx *rc, int dirfd, const char *leaf
 			all = false;
 	}
 	if (pushed)
-		filter_pop_dir(rc->filters);
+		filter_pop_dir(rc->cfg.filters);
 	free_names(&dn);
 	close(fd);
 	if (!all)
@@ -565,10 +565,10 @@ void delete_missing_arg(struct recv_ctx *rc, struct dir_cursor *dirs, const char
 {
 	const char *leaf;
 	struct stat st;
-	int dirfd = rc->solo_name ? rc->rootfd : dir_cursor_parent(dirs, path, &leaf);
+	int dirfd = rc->cfg.solo_name ? rc->cfg.rootfd : dir_cursor_parent(dirs, path, &leaf);
 
-	if (rc->solo_name)
-		leaf = rc->solo_name;
+	if (rc->cfg.solo_name)
+		leaf = rc->cfg.solo_name;
 	if (dirfd < 0 || fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return;
 	if (protected_by_filter(rc, path, S_ISDIR(st.st_mode)))
@@ -596,7 +596,7 @@ void delete_in_dir(struct recv_ctx *rc, struct dir_cursor *dirs, const char *dir
 
 	/* a long deletion pass must not let the peer's --timeout expire */
 	wire_keepalive(&rc->s->out);
-	if (!deletions_allowed(rc) || rc->solo_name || !merge_dirs_enter(rc, dirs, dirpath))
+	if (!deletions_allowed(rc) || rc->cfg.solo_name || !merge_dirs_enter(rc, dirs, dirpath))
 		return;
 	int dfd = dir_cursor_open(dirs, strcmp(dirpath, ".") == 0 ? "" : dirpath);
 	if (dfd < 0)

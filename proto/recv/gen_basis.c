@@ -24,12 +24,12 @@ bool alt_dir_stat(struct gen *g, const struct file_entry *f, const char *path,
 {
 	bool found = false;
 
-	for (int i = 0; i < g->rc->nalt; i++) {
+	for (int i = 0; i < g->rc->cfg.nalt; i++) {
 		const char *aleaf = ".";
 		struct stat cand;
-		if (g->rc->alt_fd[i] < 0)
+		if (g->rc->cfg.alt_fd[i] < 0)
 			continue;
-		int adir = strcmp(path, ".") == 0 ? g->rc->alt_fd[i]
+		int adir = strcmp(path, ".") == 0 ? g->rc->cfg.alt_fd[i]
 						  : dir_cursor_parent(&g->alt[i], path, &aleaf);
 		if (adir < 0 || fstatat(adir, aleaf, &cand, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISDIR(cand.st_mode))
@@ -49,10 +49,10 @@ bool alt_symlink_match(struct gen *g, const struct file_entry *f, const char *pa
 {
 	char cur[MAXPATHLEN_WIRE + 1];
 
-	for (int i = 0; i < g->rc->nalt; i++) {
+	for (int i = 0; i < g->rc->cfg.nalt; i++) {
 		const char *aleaf;
 		struct stat ast;
-		if (g->rc->alt_fd[i] < 0)
+		if (g->rc->cfg.alt_fd[i] < 0)
 			continue;
 		int adir = dir_cursor_parent(&g->alt[i], path, &aleaf);
 		if (adir < 0 || fstatat(adir, aleaf, &ast, AT_SYMLINK_NOFOLLOW) < 0 ||
@@ -93,7 +93,7 @@ bool partial_basis(struct gen *g, const char *path, int *pfd, struct basis *b,
 	if (!g->o->partial_dir)
 		return false;
 	int fd = partial_dir_open(g->rc, path, false);
-	const char *leaf = partial_leaf(g->rc, path);
+	const char *leaf = partial_leaf(&g->rc->cfg, path);
 	if (fd < 0)
 		return false;
 	if (fstatat(fd, leaf, st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st->st_mode)) {
@@ -137,7 +137,7 @@ static void alt_outside_refused(struct gen *g, int i, const char *path)
 	struct stat st;
 
 	if (snprintf(name, sizeof name, "%s/%s", g->o->alt_dest[i], path) >= (int)sizeof name ||
-	    fstatat(g->rc->rootfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+	    fstatat(g->rc->cfg.rootfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
 		return;
 	session_xfer_err(g->s, "open \"%s\": %s (%d)", name, strerror(ELOOP), ELOOP);
 }
@@ -147,9 +147,9 @@ static void alt_outside_refused(struct gen *g, int i, const char *path)
 int alt_regular(struct gen *g, int i, const char *path, const char **aleaf,
 		struct stat *ast)
 {
-	if (g->rc->alt_outside[i])
+	if (g->rc->cfg.alt_outside[i])
 		alt_outside_refused(g, i, path);
-	if (g->rc->alt_fd[i] < 0)
+	if (g->rc->cfg.alt_fd[i] < 0)
 		return -1;
 	int adir = dir_cursor_parent(&g->alt[i], path, aleaf);
 	if (adir < 0 || fstatat(adir, *aleaf, ast, AT_SYMLINK_NOFOLLOW) < 0 ||
@@ -166,7 +166,7 @@ enum alt_outcome try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f,
 {
 	const struct ferry_opts *o = g->o;
 
-	for (int i = 0; i < g->rc->nalt; i++) {
+	for (int i = 0; i < g->rc->cfg.nalt; i++) {
 		const char *aleaf;
 		struct stat ast;
 		int adir = alt_regular(g, i, path, &aleaf, &ast);
@@ -218,9 +218,9 @@ bool replace_by_alt(struct gen *g, int32_t ndx, struct file_entry *f, const char
 {
 	const struct ferry_opts *o = g->o;
 
-	if (!g->rc->nalt || o->alt_dest_mode == ALT_DEST_COPY)
+	if (!g->rc->cfg.nalt || o->alt_dest_mode == ALT_DEST_COPY)
 		return false;
-	for (int i = 0; i < g->rc->nalt; i++) {
+	for (int i = 0; i < g->rc->cfg.nalt; i++) {
 		const char *aleaf;
 		struct stat ast;
 		int adir = alt_regular(g, i, path, &aleaf, &ast);
@@ -264,7 +264,7 @@ static int fuzzy_level_dir(struct gen *g, int level, int dirfd)
 {
 	if (level == 0)
 		return dirfd;
-	if (g->rc->alt_fd[level - 1] < 0)
+	if (g->rc->cfg.alt_fd[level - 1] < 0)
 		return -1;
 	return dir_cursor_open(&g->alt[level - 1], g->fuzzy_dir);
 }
@@ -274,7 +274,7 @@ static int fuzzy_level_dir(struct gen *g, int level, int dirfd)
 bool fuzzy_basis(struct gen *g, const struct file_entry *f, const char *path, int dirfd,
 		 struct basis *b, struct stat *bst)
 {
-	int levels = g->o->fuzzy > 1 ? g->rc->nalt + 1 : 1;
+	int levels = g->o->fuzzy > 1 ? g->rc->cfg.nalt + 1 : 1;
 	int level = 0;
 
 	if (!g->fuzzy.loaded) {

@@ -98,11 +98,11 @@ static bool clear_way(struct gen *g, int dirfd, const char *leaf, const char *pa
  * not make it (--mkpath). */
 int solo_dir(struct gen *g)
 {
-	if (g->rc->dry_run_missing_root) {
+	if (g->rc->cfg.dry_run_missing_root) {
 		errno = ENOENT;
 		return -1;
 	}
-	return g->rc->rootfd;
+	return g->rc->cfg.rootfd;
 }
 
 /* The directory a non-directory entry is written in and its name there:
@@ -110,9 +110,9 @@ int solo_dir(struct gen *g)
  * (main.c: a lone source given a new name), else the list path's. */
 static int entry_dir(struct gen *g, const char *path, const char **leaf)
 {
-	if (!g->rc->solo_name)
+	if (!g->rc->cfg.solo_name)
 		return parent_of(g, path, leaf);
-	*leaf = g->rc->solo_name;
+	*leaf = g->rc->cfg.solo_name;
 	return solo_dir(g);
 }
 
@@ -140,7 +140,7 @@ static bool stat_dirlink(struct gen *g, int dirfd, const char *leaf, const char 
 {
 	if (!g->dirs.beneath)
 		return fstatat(dirfd, leaf, st, 0) == 0;
-	int fd = fs_open_beneath(g->rc->rootfd, path, O_PATH);
+	int fd = fs_open_beneath(g->rc->cfg.rootfd, path, O_PATH);
 	bool ok = fd >= 0 && fstat(fd, st) == 0;
 	if (fd >= 0)
 		close(fd);
@@ -170,7 +170,7 @@ static void keep_inherited_setgid(struct gen *g, struct file_entry *f, const str
  * touch_up_dir() puts the mode back (generator.c: dir_tweaking). */
 bool tweaks_dir_perms(const struct gen *g)
 {
-	return !g->s->am_root && !g->o->dry_run && !g->rc->solo_name;
+	return !g->s->am_root && !g->o->dry_run && !g->rc->cfg.solo_name;
 }
 
 static void widen_dir_for_filling(struct gen *g, int dirfd, const char *leaf,
@@ -189,14 +189,14 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 	int statret, dirfd = parent_of(g, path, &leaf);
 
 	if (strcmp(path, ".") == 0) {
-		dirfd = g->rc->rootfd;
+		dirfd = g->rc->cfg.rootfd;
 		leaf = ".";
 	}
-	if (g->rc->dry_run_missing_root || dry_missing(g, dirfd)) {
+	if (g->rc->cfg.dry_run_missing_root || dry_missing(g, dirfd)) {
 		/* nothing there, but the basis dirs still have their say
 		 * (generator.c: statret -1, then try_dests_non) */
 		struct stat ast;
-		bool alt = g->rc->nalt && alt_dir_stat(g, f, path, &ast);
+		bool alt = g->rc->cfg.nalt && alt_dir_stat(g, f, path, &ast);
 		report_item(g, ndx, ITEM_LOCAL_CHANGE | (alt ? attr_change_bits(g, f, &ast) : ITEM_IS_NEW),
 			    NULL);
 		if (alt && says_uptodate(g) && unchanged_attrs(g, f, &ast))
@@ -244,7 +244,7 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 	if (made_early)
 		keep_inherited_setgid(g, f, &st);
 	/* The transfer root we created counts as new (FLAG_DIR_CREATED). */
-	bool created_root = (strcmp(path, ".") == 0 && g->rc->root_created) || made_early;
+	bool created_root = (strcmp(path, ".") == 0 && g->rc->cfg.root_created) || made_early;
 	struct stat ast;
 	int iflags = statret == 0 && !created_root ? attr_change_bits(g, f, &st)
 		     : alt_dir_stat(g, f, path, &ast) ? ITEM_LOCAL_CHANGE | attr_change_bits(g, f, &ast)
@@ -323,7 +323,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		if (g->o->existing)
 			return;
 		/* a basis dir's copy is as good as in a real run */
-		if (!g->rc->nalt || !alt_symlink_match(g, f, path))
+		if (!g->rc->cfg.nalt || !alt_symlink_match(g, f, path))
 			report_item(g, ndx, iflags | ITEM_IS_NEW, NULL);
 		else if (symlink_from_alt(g, ndx, path))
 			recv_report_success(g->rc, ndx, path, false);
@@ -343,7 +343,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 				 * compares with the target it munged on receipt */
 				const char *have = cur;
 				size_t plen = strlen(SYMLINK_MUNGE_PREFIX);
-				if (g->s->munge_symlinks)
+				if (g->s->module.munge_symlinks)
 					have = strncmp(cur, SYMLINK_MUNGE_PREFIX, plen) == 0 ? cur + plen
 											: NULL;
 				if (have && strcmp(have, f->link) == 0) {
@@ -369,7 +369,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 		if (g->o->existing)
 			return;
 		iflags |= ITEM_IS_NEW;
-		if (g->rc->nalt && alt_symlink_match(g, f, path)) {
+		if (g->rc->cfg.nalt && alt_symlink_match(g, f, path)) {
 			if (symlink_from_alt(g, ndx, path)) {
 				recv_report_success(g->rc, ndx, path, false);
 				return;
@@ -393,7 +393,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	}
 	char munged[MAXPATHLEN_WIRE + sizeof SYMLINK_MUNGE_PREFIX];
 	const char *target = f->link;
-	if (g->s->munge_symlinks) {
+	if (g->s->module.munge_symlinks) {
 		snprintf(munged, sizeof munged, "%s%s", SYMLINK_MUNGE_PREFIX, f->link);
 		target = munged;
 	}
@@ -526,7 +526,7 @@ static bool request_from(struct gen *g, int32_t ndx, const struct basis *b, int 
 	     xattr_gen_request(s, f, iflags);
 	/* the kept sums are by the destination's own path */
 	char cpath[MAXPATHLEN_WIRE * 2];
-	const char *cache_path = g->rc->sums && b->alt < 0 && !b->xname &&
+	const char *cache_path = g->rc->cfg.sums && b->alt < 0 && !b->xname &&
 				 flist_path(f, cpath, sizeof cpath) ? cpath : NULL;
 	if (ok && batch_do_xfers(g->o))
 		ok = fd >= 0 ? send_sums(g, fd, b->st->st_size, redo, ndx, cache_path)
@@ -563,9 +563,9 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 	struct stat st;
 	int dirfd;
 
-	if (g->rc->solo_name) {
+	if (g->rc->cfg.solo_name) {
 		dirfd = solo_dir(g);
-		leaf = g->rc->solo_name;
+		leaf = g->rc->cfg.solo_name;
 	} else {
 		dirfd = parent_of(g, path, &leaf);
 	}
@@ -598,7 +598,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 		/* a hard link waits for its group only after the basis dirs had
 		 * their say (generator.c: try_dests_reg before the
 		 * F_HLINK_NOT_LAST deferral) */
-		enum alt_outcome alt = g->rc->nalt ? try_alt_dests(g, ndx, f, path, dirfd, leaf,
+		enum alt_outcome alt = g->rc->cfg.nalt ? try_alt_dests(g, ndx, f, path, dirfd, leaf,
 								   &b, &bst)
 						   : ALT_NONE;
 		if (alt != ALT_NONE)
@@ -752,9 +752,9 @@ static bool ignore_existing(struct gen *g, const struct file_entry *f, const cha
 
 	if (!o->ignore_existing)
 		return false;
-	int dirfd = g->rc->solo_name ? solo_dir(g) : parent_of(g, path, &leaf);
-	if (g->rc->solo_name)
-		leaf = g->rc->solo_name;
+	int dirfd = g->rc->cfg.solo_name ? solo_dir(g) : parent_of(g, path, &leaf);
+	if (g->rc->cfg.solo_name)
+		leaf = g->rc->cfg.solo_name;
 	if (dirfd < 0 || fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    (S_ISDIR(f->mode) && S_ISDIR(st.st_mode)))
 		return false;
@@ -784,7 +784,7 @@ static bool ignore_existing(struct gen *g, const struct file_entry *f, const cha
 /* Do the module's exclude rules keep path out? */
 static bool daemon_excludes(struct gen *g, const struct file_entry *f, const char *path)
 {
-	return recv_daemon_excludes(g->rc, path, S_ISDIR(f->mode));
+	return recv_daemon_excludes(&g->rc->cfg, path, S_ISDIR(f->mode));
 }
 
 static bool daemon_refuses(struct gen *g, int32_t ndx, const struct file_entry *f,
@@ -848,9 +848,9 @@ void gen_entry(struct gen *g, int32_t ndx)
 	bool no_implied = o->relative && o->no_implied_dirs;
 	if (no_implied && S_ISDIR(f->mode) && (f->flags & FE_IMPLIED_DIR))
 		return;
-	if (no_implied && f->dirname && !o->dry_run && !g->rc->solo_name &&
+	if (no_implied && f->dirname && !o->dry_run && !g->rc->cfg.solo_name &&
 	    dir_cursor_open(&g->dirs, f->dirname) < 0 && errno == ENOENT &&
-	    fs_mkpath_at(g->rc->rootfd, f->dirname) < 0)
+	    fs_mkpath_at(g->rc->cfg.rootfd, f->dirname) < 0)
 		file_error(g, "recv_generator: mkdir", f->dirname);
 	if (!S_ISREG(f->mode) && ignore_existing(g, f, path))
 		return;

@@ -32,7 +32,7 @@ static enum hlink_alt hlink_alt_match(struct gen *g, const struct file_entry *f,
 {
 	enum hlink_alt found = HL_ALT_NONE;
 
-	for (int i = 0; i < g->rc->nalt; i++) {
+	for (int i = 0; i < g->rc->cfg.nalt; i++) {
 		const char *aleaf;
 		struct stat st;
 		int adir = alt_regular(g, i, path, &aleaf, &st);
@@ -62,7 +62,7 @@ static bool dry_run_target(struct gen *g, const struct file_entry *tf, const cha
 			   struct stat *tst)
 {
 	memset(tst, 0, sizeof *tst);
-	for (int i = 0; g->o->alt_dest_mode == ALT_DEST_LINK && i < g->rc->nalt; i++) {
+	for (int i = 0; g->o->alt_dest_mode == ALT_DEST_LINK && i < g->rc->cfg.nalt; i++) {
 		const char *aleaf;
 		struct stat ast;
 		int adir = alt_regular(g, i, tpath, &aleaf, &ast);
@@ -90,7 +90,7 @@ static void make_hard_link(struct gen *g, int32_t ndx, struct file_entry *f, int
 	}
 	int dirfd = parent_of(g, path, &leaf);
 	struct dir_cursor tc;
-	dir_cursor_init(&tc, rc->rootfd);
+	dir_cursor_init(&tc, rc->cfg.rootfd);
 	tc.follow = g->dirs.follow;
 	tc.beneath = g->dirs.beneath;
 	int tdirfd = dir_cursor_parent(&tc, tpath, &tleaf);
@@ -131,7 +131,7 @@ static void make_hard_link(struct gen *g, int32_t ndx, struct file_entry *f, int
 	}
 	dir_cursor_close(&tc);
 	struct stat ast;
-	enum hlink_alt alt = !exists && g->rc->nalt ? hlink_alt_match(g, f, path, &tst, &ast)
+	enum hlink_alt alt = !exists && g->rc->cfg.nalt ? hlink_alt_match(g, f, path, &tst, &ast)
 						    : HL_ALT_NONE;
 	/* compared with the file the link replaced, or its match in a basis
 	 * dir, as a local change */

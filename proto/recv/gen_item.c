@@ -76,9 +76,9 @@ static int meta_item_bits_at_dest(struct gen *g, const struct file_entry *f, int
 		return 0;
 	if ((iflags & ITEM_IS_NEW) || !flist_path(f, path, sizeof path))
 		return meta_item_bits(g, f, -1, NULL);
-	if (g->rc->solo_name && !S_ISDIR(f->mode))
-		return meta_item_bits(g, f, g->rc->rootfd, g->rc->solo_name);
-	return meta_item_bits(g, f, g->rc->rootfd, path);
+	if (g->rc->cfg.solo_name && !S_ISDIR(f->mode))
+		return meta_item_bits(g, f, g->rc->cfg.rootfd, g->rc->cfg.solo_name);
+	return meta_item_bits(g, f, g->rc->cfg.rootfd, path);
 }
 
 /* A report-only record: sent to the sender for protocol >= 29 (which
@@ -132,7 +132,7 @@ void file_error_at(struct gen *g, const char *pre, const char *name, const char 
 	char full[PATH_MAX + 300], dest[4096];
 
 	/* the receiver's curr_dir is the destination (main.c: get_local_name) */
-	msg_full_name(g->s, recv_dest_dir(g->rc, dest, sizeof dest), name, full, sizeof full);
+	msg_full_name(g->s, recv_dest_dir(&g->rc->cfg, dest, sizeof dest), name, full, sizeof full);
 	session_xfer_err(g->s, "[generator] %s%s%s: %s (%d)", pre, full, post, strerror(e), e);
 }
 
@@ -149,7 +149,7 @@ void file_error(struct gen *g, const char *what, const char *name)
  * that does not exist yet, nothing exists. */
 int parent_of(struct gen *g, const char *path, const char **leaf)
 {
-	if (g->rc->dry_run_missing_root) {
+	if (g->rc->cfg.dry_run_missing_root) {
 		const char *slash = strrchr(path, '/');
 		*leaf = slash ? slash + 1 : path;
 		errno = ENOENT;

@@ -27,7 +27,7 @@ static bool write_sum_head(struct session *s, const struct sum_head *h)
 static bool send_kept_sums(struct gen *g, const struct sum_head *h, const struct block_sums *k)
 {
 	struct session *s = g->s;
-	size_t s2 = g->rc->sums->s2len;
+	size_t s2 = g->rc->cfg.sums->s2len;
 
 	for (int32_t i = 0; i < h->count; i++)
 		if (!wire_write_i32(&s->out, (int32_t)k->sum1[i]) ||
@@ -40,7 +40,7 @@ static bool send_kept_sums(struct gen *g, const struct sum_head *h, const struct
  * for the receiver to build the new file's from (sumcache.h). */
 static bool sums_to_keep(struct gen *g, const struct sum_head *h, struct block_sums *keep)
 {
-	size_t s2 = g->rc->sums->s2len;
+	size_t s2 = g->rc->cfg.sums->s2len;
 
 	*keep = (struct block_sums){.blength = h->blength, .count = h->count};
 	keep->sum1 = malloc((size_t)h->count * 4 + 1);
@@ -62,7 +62,7 @@ static const struct block_sums *kept_sums(struct gen *g, int fd, const char *cac
 
 	if (!cache_path || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != len)
 		return NULL;
-	const struct block_sums *k = sumcache_lookup(g->rc->sums, cache_path, &st, h->blength);
+	const struct block_sums *k = sumcache_lookup(g->rc->cfg.sums, cache_path, &st, h->blength);
 	return k && k->count == h->count ? k : NULL;
 }
 
@@ -76,7 +76,7 @@ bool send_sums(struct gen *g, int fd, int64_t len, bool redo, int32_t ndx,
 	struct sum_head h;
 	uint8_t strong[CSUM_MAX_DIGEST];
 	int64_t off = 0;
-	struct sumcache *sc = redo ? NULL : g->rc->sums;
+	struct sumcache *sc = redo ? NULL : g->rc->cfg.sums;
 	struct block_sums keep = {0};
 
 	sum_sizes_sqroot(&h, len, s->protocol, g->o->block_size, csum_len(s->xfer_csum), redo);

@@ -82,9 +82,9 @@ void redo_request(struct gen *g, int32_t ndx, bool allow)
 		g->rc->state[ndx] |= FS_FAILED;
 		return;
 	}
-	if (g->rc->solo_name) {
+	if (g->rc->cfg.solo_name) {
 		dirfd = solo_dir(g);
-		leaf = g->rc->solo_name;
+		leaf = g->rc->cfg.solo_name;
 	} else {
 		dirfd = parent_of(g, path, &leaf);
 	}
@@ -148,7 +148,7 @@ static void touch_up_dir(struct gen *g, const struct file_entry *f, uint8_t stat
 		return;
 	const char *leaf;
 	struct stat st;
-	int dirfd = strcmp(path, ".") == 0 ? g->rc->rootfd : parent_of(g, path, &leaf);
+	int dirfd = strcmp(path, ".") == 0 ? g->rc->cfg.rootfd : parent_of(g, path, &leaf);
 	if (strcmp(path, ".") == 0)
 		leaf = ".";
 	/* rsync restores only the modes that lack owner write */
@@ -378,7 +378,7 @@ static bool generate_files(struct gen *g)
 	struct session *s = g->s;
 	bool late_delete = g->o->delete_mode == DELETE_AFTER || g->o->delete_mode == DELETE_DELAY;
 
-	if (g->o->delete_mode == DELETE_BEFORE && !rc->list_only)
+	if (g->o->delete_mode == DELETE_BEFORE && !rc->cfg.list_only)
 		delete_pass(rc, &g->dirs);
 	/* -vv (generator.c: generate_files) */
 	if (debug_ge(g->o, DEBUG_FLIST, 1))
@@ -390,7 +390,7 @@ static bool generate_files(struct gen *g)
 		if (!generate_parts(g))
 			return false;
 	} else {
-		for (size_t i = fl->low; i <= fl->high && i < fl->count && !rc->list_only; i++) {
+		for (size_t i = fl->low; i <= fl->high && i < fl->count && !rc->cfg.list_only; i++) {
 			if (wire_error_code(&s->err))
 				return false;
 			gen_entry(g, (int32_t)i);
@@ -404,7 +404,7 @@ static bool generate_files(struct gen *g)
 	}
 	if (!wait_phase(g, 1, true))
 		return false;
-	if (!rc->list_only)
+	if (!rc->cfg.list_only)
 		link_sent_targets(g);
 	/* B, and C/D early when nothing delays them (generate_files). */
 	if (!send_done(g))
@@ -417,7 +417,7 @@ static bool generate_files(struct gen *g)
 		return false;
 	if (s->protocol >= 29 && !wait_phase(g, 3, false))
 		return false;
-	if (late_delete && !rc->list_only)
+	if (late_delete && !rc->cfg.list_only)
 		delete_pass(rc, &g->dirs);
 	/* before the last deletion stats, so that a sending client still
 	 * reads it (generator.c: generate_files) */
@@ -430,7 +430,7 @@ static bool generate_files(struct gen *g)
 		return false;
 	if (!wire_flush(&s->out))
 		return false;
-	if (!rc->list_only)
+	if (!rc->cfg.list_only)
 		touch_up_dirs(g);
 	/* Wait for the receiver to finish reading (stats and, for protocol 31,
 	 * the echo of D) before the goodbye. */
@@ -454,17 +454,17 @@ void *generator_main(void *arg)
 	struct gen g = {.rc = rc, .s = rc->s, .o = rc->s->opts};
 
 	g.dflt_perms = 0777 & ~rc->s->umask_bits;
-	dir_cursor_init(&g.dirs, rc->rootfd);
+	dir_cursor_init(&g.dirs, rc->cfg.rootfd);
 	g.dirs.follow = recv_follows_dest_links(g.o);
 	/* -K follows a destination symlink only while it stays beneath the
 	 * destination, for every receiver (rsync 3.5), but anywhere in a
 	 * module with "insecure links" (rsync 3.2.7's way, which it restores) */
-	g.dirs.beneath = !(rc->confined && g.o->insecure_links);
-	g.alt = rc->nalt ? calloc((size_t)rc->nalt, sizeof *g.alt) : NULL;
-	for (int i = 0; g.alt && i < rc->nalt; i++)
-		dir_cursor_init(&g.alt[i], rc->alt_fd[i]);
+	g.dirs.beneath = !(rc->cfg.confined && g.o->insecure_links);
+	g.alt = rc->cfg.nalt ? calloc((size_t)rc->cfg.nalt, sizeof *g.alt) : NULL;
+	for (int i = 0; g.alt && i < rc->cfg.nalt; i++)
+		dir_cursor_init(&g.alt[i], rc->cfg.alt_fd[i]);
 	g.buf = malloc(SUMS_READ_BUF);
-	if (!g.buf || (rc->nalt && !g.alt)) {
+	if (!g.buf || (rc->cfg.nalt && !g.alt)) {
 		wire_fail(&rc->s->err, RERR_MALLOC, "out of memory");
 	} else if (g.o->fuzzy && rc->s->protocol < 29) {
 		/* the basis is named in the item flags (compat.c: setup_protocol) */
@@ -491,7 +491,7 @@ void *generator_main(void *arg)
 	free(g.buf);
 	fuzzy_reset(&g.fuzzy);
 	dir_cursor_close(&g.dirs);
-	for (int i = 0; g.alt && i < rc->nalt; i++)
+	for (int i = 0; g.alt && i < rc->cfg.nalt; i++)
 		dir_cursor_close(&g.alt[i]);
 	free(g.alt);
 	return NULL;

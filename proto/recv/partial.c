@@ -19,12 +19,12 @@
 #include "proto/base/oppath.h"
 #include "proto/recv/recvside.h"
 
-const char *partial_leaf(const struct recv_ctx *rc, const char *path)
+const char *partial_leaf(const struct recv_config *cfg, const char *path)
 {
 	const char *slash = strrchr(path, '/');
 
-	if (rc->solo_name)
-		return rc->solo_name;
+	if (cfg->solo_name)
+		return cfg->solo_name;
 	return slash ? slash + 1 : path;
 }
 
@@ -33,9 +33,9 @@ static bool partial_dir_rel(const struct recv_ctx *rc, const char *path, int *ba
 			    size_t size)
 {
 	const char *pd = rc->s->opts->partial_dir;
-	const char *slash = rc->solo_name ? NULL : strrchr(path, '/');
+	const char *slash = rc->cfg.solo_name ? NULL : strrchr(path, '/');
 
-	*base = rc->rootfd;
+	*base = rc->cfg.rootfd;
 	int n = slash ? snprintf(out, size, "%.*s/%s", (int)(slash - path), path, pd)
 		      : snprintf(out, size, "%s", pd);
 	return n > 0 && (size_t)n < size && fs_path_is_safe(out);
@@ -70,11 +70,11 @@ static int partial_dir_open_abs(const struct recv_ctx *rc, const char *pd, bool 
 	unsigned how = rc->s->opts->insecure_links ? OPPATH_INSECURE : 0;
 	int root = opts_confine_fd(rc->s->opts); /* --confine-root, or -1 */
 
-	if (rc->confined)
+	if (rc->cfg.confined)
 		how |= OPPATH_QUIET;
 	if (create) {
 		const char *leaf;
-		int parent = rc->confined ? oppath_open_parent_in(rc->module_fd, pd, &leaf, how)
+		int parent = rc->cfg.confined ? oppath_open_parent_in(rc->cfg.module_fd, pd, &leaf, how)
 					  : oppath_open_parent_under(root, AT_FDCWD, pd, &leaf, how);
 		if (parent < 0)
 			return -1;
@@ -86,7 +86,7 @@ static int partial_dir_open_abs(const struct recv_ctx *rc, const char *pd, bool 
 			return -1;
 		}
 	}
-	return rc->confined ? oppath_open_in(rc->module_fd, pd, O_RDONLY | O_DIRECTORY, 0, how)
+	return rc->cfg.confined ? oppath_open_in(rc->cfg.module_fd, pd, O_RDONLY | O_DIRECTORY, 0, how)
 			    : oppath_open_under(root, AT_FDCWD, pd, O_RDONLY | O_DIRECTORY, 0, how);
 }
 
@@ -125,9 +125,9 @@ static bool partial_file_rel(const struct recv_ctx *rc, const char *path, int *b
 
 	if (*pd == '/') {
 		*base = AT_FDCWD;
-		n = snprintf(out, size, "%s/%s", pd, partial_leaf(rc, path));
+		n = snprintf(out, size, "%s/%s", pd, partial_leaf(&rc->cfg, path));
 	} else if (partial_dir_rel(rc, path, base, dir, sizeof dir)) {
-		n = snprintf(out, size, "%s/%s", dir, partial_leaf(rc, path));
+		n = snprintf(out, size, "%s/%s", dir, partial_leaf(&rc->cfg, path));
 	} else {
 		return false;
 	}
@@ -142,9 +142,9 @@ static int partial_file_walk(struct recv_ctx *rc, const char *path, int flags, m
 	char rel[8192];
 	int base;
 
-	if (rc->confined) {
+	if (rc->cfg.confined) {
 		int pfd = partial_dir_open(rc, path, false);
-		int fd = pfd >= 0 ? openat(pfd, partial_leaf(rc, path), flags | O_NOFOLLOW | O_CLOEXEC,
+		int fd = pfd >= 0 ? openat(pfd, partial_leaf(&rc->cfg, path), flags | O_NOFOLLOW | O_CLOEXEC,
 					   mode)
 				  : -1;
 		int e = errno;
@@ -216,7 +216,7 @@ void partial_remove(struct recv_ctx *rc, const char *path)
 
 	if (fd < 0)
 		return;
-	unlinkat(fd, partial_leaf(rc, path), 0);
+	unlinkat(fd, partial_leaf(&rc->cfg, path), 0);
 	close(fd);
 	/* the dir goes when it is empty; an absolute one is the user's */
 	if (*pd != '/') {

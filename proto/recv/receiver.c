@@ -471,7 +471,7 @@ static bool receive_data(struct rcv *r, const struct sum_head *h, int basis_fd, 
 static bool fuzzy_name_ok(const struct rcv *r, int type, const char *xname)
 {
 	int level = type - FNAMECMP_FUZZY;
-	int levels = r->o->fuzzy > 1 ? r->rc->nalt + 1 : 1;
+	int levels = r->o->fuzzy > 1 ? r->rc->cfg.nalt + 1 : 1;
 
 	return r->o->fuzzy && level < levels && *xname && !strchr(xname, '/') &&
 	       strcmp(xname, ".") != 0 && strcmp(xname, "..") != 0;
@@ -493,7 +493,7 @@ static bool recv_next_part(struct rcv *r, int32_t ndx)
 		fl->eof = true;
 	else if (!flist_recv_part(r->s, fl, NDX_FLIST_OFFSET - ndx))
 		return false;
-	if (rc->check_part && !rc->check_part(r->s, rc->check_ctx, fl, first, fl->count))
+	if (rc->cfg.check_part && !rc->cfg.check_part(r->s, rc->cfg.check_ctx, fl, first, fl->count))
 		return false;
 	pthread_mutex_lock(&rc->lock);
 	rc->parts_ready = fl->nparts;
@@ -549,7 +549,7 @@ static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, int *bas
 			return false;
 		/* The destination itself, the --*-dest dir we asked with, or
 		 * a -y basis (the level checked with the xname below). */
-		if (type != FNAMECMP_FNAME && type >= r->rc->nalt &&
+		if (type != FNAMECMP_FNAME && type >= r->rc->cfg.nalt &&
 		    !(type == FNAMECMP_PARTIAL_DIR && r->o->partial_dir) &&
 		    !(type >= FNAMECMP_FUZZY && r->o->fuzzy) &&
 		    !(type == FNAMECMP_BACKUP && r->o->backup && r->o->inplace))
@@ -576,14 +576,14 @@ static void apply_item_xattrs(struct rcv *r, int32_t ndx, int iflags)
 	const struct file_entry *f = r->rc->fl->sorted[ndx];
 	char path[MAXPATHLEN_WIRE * 2];
 	const char *leaf = ".";
-	int dirfd = r->rc->rootfd;
+	int dirfd = r->rc->cfg.rootfd;
 
 	if (!xattr_request_follows(r->s, iflags) ||
 	    ((iflags & ITEM_XNAME_FOLLOWS) && (iflags & ITEM_LOCAL_CHANGE)) ||
 	    !flist_path(f, path, sizeof path))
 		return;
-	if (r->rc->solo_name && !S_ISDIR(f->mode))
-		leaf = r->rc->solo_name;
+	if (r->rc->cfg.solo_name && !S_ISDIR(f->mode))
+		leaf = r->rc->cfg.solo_name;
 	else if (strcmp(path, ".") != 0)
 		dirfd = dir_cursor_parent(&r->dirs, path, &leaf);
 	if (dirfd >= 0)
@@ -600,16 +600,16 @@ static int open_fuzzy_basis(struct rcv *r, const struct file_entry *f, int level
 	char inmod[MAXPATHLEN_WIRE * 3];
 	struct dir_cursor c;
 
-	if (rc->daemon_filters) {
-		snprintf(inmod, sizeof inmod, "%s%s%s%s%s", rc->daemon_dest,
-			 *rc->daemon_dest ? "/" : "", f->dirname ? f->dirname : "",
+	if (rc->cfg.daemon_filters) {
+		snprintf(inmod, sizeof inmod, "%s%s%s%s%s", rc->cfg.daemon_dest,
+			 *rc->cfg.daemon_dest ? "/" : "", f->dirname ? f->dirname : "",
 			 f->dirname ? "/" : "", xname);
-		if (filter_check(rc->daemon_filters, inmod, false, false) < 0)
+		if (filter_check(rc->cfg.daemon_filters, inmod, false, false) < 0)
 			return -1;
 	}
-	if (level > 0 && (level > rc->nalt || rc->alt_fd[level - 1] < 0))
+	if (level > 0 && (level > rc->cfg.nalt || rc->cfg.alt_fd[level - 1] < 0))
 		return -1;
-	dir_cursor_init(&c, level == 0 ? rc->rootfd : rc->alt_fd[level - 1]);
+	dir_cursor_init(&c, level == 0 ? rc->cfg.rootfd : rc->cfg.alt_fd[level - 1]);
 	c.follow = r->dirs.follow;
 	c.beneath = r->dirs.beneath;
 	int dirfd = dir_cursor_open(&c, f->dirname ? f->dirname : "");
@@ -631,7 +631,7 @@ static int open_basis(struct rcv *r, const struct file_entry *f, const char *pat
 
 	if (type == FNAMECMP_PARTIAL_DIR) {
 		int pfd = partial_dir_open(r->rc, path, false);
-		int fd = pfd >= 0 ? openat(pfd, partial_leaf(r->rc, path),
+		int fd = pfd >= 0 ? openat(pfd, partial_leaf(&r->rc->cfg, path),
 					   O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
 				  : -1;
 		if (pfd >= 0)
@@ -640,15 +640,15 @@ static int open_basis(struct rcv *r, const struct file_entry *f, const char *pat
 	}
 	if (type != FNAMECMP_FNAME && type != FNAMECMP_BACKUP) {
 		struct dir_cursor c;
-		dir_cursor_init(&c, r->rc->alt_fd[type]);
+		dir_cursor_init(&c, r->rc->cfg.alt_fd[type]);
 		dirfd = dir_cursor_parent(&c, path, &leaf);
 		int fd = dirfd >= 0 ? openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
 		dir_cursor_close(&c);
 		return fd;
 	}
-	if (r->rc->solo_name) {
-		dirfd = r->rc->rootfd;
-		leaf = r->rc->solo_name;
+	if (r->rc->cfg.solo_name) {
+		dirfd = r->rc->cfg.rootfd;
+		leaf = r->rc->cfg.solo_name;
 	} else {
 		dirfd = dir_cursor_parent(&r->dirs, path, &leaf);
 	}
@@ -736,22 +736,22 @@ static void finish_delayed(struct rcv *r)
 		const char *leaf;
 		if (!flist_path(f, path, sizeof path))
 			continue;
-		int dirfd = rc->solo_name ? rc->rootfd : dir_cursor_parent(&r->dirs, path, &leaf);
-		if (rc->solo_name)
-			leaf = rc->solo_name;
+		int dirfd = rc->cfg.solo_name ? rc->cfg.rootfd : dir_cursor_parent(&r->dirs, path, &leaf);
+		if (rc->cfg.solo_name)
+			leaf = rc->cfg.solo_name;
 		int pfd = dirfd >= 0 ? partial_dir_open(rc, path, false) : -1;
 		if (pfd < 0) {
 			session_xfer_err(r->s, "rename \"%s/%s\" -> \"%s\" failed: %s",
-					 r->o->partial_dir, partial_leaf(rc, path), path,
+					 r->o->partial_dir, partial_leaf(&rc->cfg, path), path,
 					 strerror(errno));
 			r->s->got_xfer_error = true;
 			continue;
 		}
 		if (r->o->backup)
 			backup_make(rc, dirfd, leaf, path);
-		if (renameat(pfd, partial_leaf(rc, path), dirfd, leaf) < 0) {
+		if (renameat(pfd, partial_leaf(&rc->cfg, path), dirfd, leaf) < 0) {
 			session_xfer_err(r->s, "rename \"%s/%s\" -> \"%s\" failed: %s",
-					 r->o->partial_dir, partial_leaf(rc, path), path,
+					 r->o->partial_dir, partial_leaf(&rc->cfg, path), path,
 					 strerror(errno));
 			r->s->got_xfer_error = true;
 		} else {
@@ -798,12 +798,12 @@ static struct sums_builder *sums_start(struct rcv *r, int32_t ndx, const struct 
 	struct sum_head nh;
 
 	sums_builder_end(&r->sb_store);
-	if (!r->rc->sums)
+	if (!r->rc->cfg.sums)
 		return NULL;
 	sum_sizes_sqroot(&nh, f->size, s->protocol, r->o->block_size, csum_len(s->xfer_csum),
 			 false);
 	/* begun even when unused: it takes the generator's hand-over */
-	sums_builder_begin(&r->sb_store, r->rc->sums, ndx, f->size, nh.blength);
+	sums_builder_begin(&r->sb_store, r->rc->cfg.sums, ndx, f->size, nh.blength);
 	if (r->append || (r->o->delay_updates && !r->o->inplace) || r->sb_store.failed)
 		return NULL;
 	tf->want_placed = true;
@@ -912,7 +912,7 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	 * sums are its generator's) */
 	struct xfer_facts facts = {.bytes = (int64_t)(wire_in_taken(&s->in) - taken), .sum = ours};
 	session_log_transferred(s, f, iflags,
-				rc->solo_name && S_ISREG(f->mode) ? f->basename : NULL, &facts);
+				rc->cfg.solo_name && S_ISREG(f->mode) ? f->basename : NULL, &facts);
 	if (!write_ok) {
 		temp_discard(&tf);
 		rc->state[ndx] |= FS_FAILED;
@@ -948,8 +948,8 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	s->stats.xferred_files++;
 	s->progress_ir = rc->fl->inc && !rc->fl->eof;
 	progress_end(s, &r->prog, r->written, flist_file_index(rc->fl, ndx));
-	if (s->xfer_log)
-		s->xfer_log(s->xfer_log_ctx, f, iflags);
+	if (s->hooks.xfer_log)
+		s->hooks.xfer_log(s->hooks.xfer_log_ctx, f, iflags);
 	if (iflags & ITEM_IS_NEW) {
 		s->stats.created_files++;
 		s->stats.created_reg++;
@@ -963,7 +963,7 @@ static void sync_phase(struct rcv *r)
 {
 	char msg[600];
 
-	if (r->rc->syncer && !syncer_drain(r->rc->syncer, msg, sizeof msg)) {
+	if (r->rc->cfg.syncer && !syncer_drain(r->rc->cfg.syncer, msg, sizeof msg)) {
 		session_xfer_err(r->s, "%s", msg);
 		r->s->got_xfer_error = true;
 	}
@@ -1055,13 +1055,13 @@ bool receiver_run(struct recv_ctx *rc)
 	/* FERRY_NO_CLONE=1 turns kernel copies off, for measuring them */
 	const char *no_clone = getenv("FERRY_NO_CLONE");
 	r.use_clone = !(no_clone && *no_clone == '1');
-	dir_cursor_init(&r.dirs, rc->rootfd);
+	dir_cursor_init(&r.dirs, rc->cfg.rootfd);
 	r.dirs.follow = recv_follows_dest_links(r.o);
 	r.dirs.beneath = true; /* as the generator: -K never leaves the destination */
 	r.data = malloc(OUT_BUF);
 	r.out = malloc(OUT_BUF);
 	/* ... except in a module with "insecure links", as the generator */
-	r.dirs.beneath = !(rc->confined && r.o->insecure_links);
+	r.dirs.beneath = !(rc->cfg.confined && r.o->insecure_links);
 	r.dec = token_dec_new(rc->s->compress, rc->s->protocol, &rc->s->err);
 	ok = r.data && r.out && r.dec ? true
 				      : wire_fail(&rc->s->err, RERR_MALLOC, "out of memory");

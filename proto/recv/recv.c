@@ -47,36 +47,36 @@ static void sums_cache_open(struct recv_ctx *rc, struct sumcache *sc)
 	struct session *s = rc->s;
 	const struct ferry_opts *o = s->opts;
 
-	rc->sums = NULL;
-	if (!o->sums_cache || o->dry_run || rc->solo_name || rc->list_only || o->read_batch ||
+	rc->cfg.sums = NULL;
+	if (!o->sums_cache || o->dry_run || rc->cfg.solo_name || rc->cfg.list_only || o->read_batch ||
 	    s->xfer_csum == CSUM_NONE || o->whole_file == 1)
 		return;
 	/* a name the module's filters keep clients from is not ours to write */
-	if (recv_daemon_excludes(rc, o->sums_cache, false)) {
+	if (recv_daemon_excludes(&rc->cfg, o->sums_cache, false)) {
 		session_warn(s, "ferry: --sums-cache: %s is excluded by the module\n", o->sums_cache);
 		return;
 	}
-	if (!sumcache_may_replace(rc->rootfd, o->sums_cache)) {
+	if (!sumcache_may_replace(rc->cfg.rootfd, o->sums_cache)) {
 		session_warn(s, "ferry: --sums-cache: %s exists and is not a sums cache; left as it is\n",
 			     o->sums_cache);
 		return;
 	}
-	sumcache_open(sc, rc->rootfd, o->sums_cache, s->xfer_csum, s->seed, s->proper_seed_order);
-	rc->sums = sc;
+	sumcache_open(sc, rc->cfg.rootfd, o->sums_cache, s->xfer_csum, s->seed, s->proper_seed_order);
+	rc->cfg.sums = sc;
 }
 
 static void sums_cache_close(struct recv_ctx *rc)
 {
 	char err[512];
 
-	if (!rc->sums)
+	if (!rc->cfg.sums)
 		return;
 	/* The transfer is over: the peer may be gone, so the message goes
 	 * to our own stderr, and it changes no exit code. */
-	if (!sumcache_save(rc->sums, rc->rootfd, err, sizeof err))
+	if (!sumcache_save(rc->cfg.sums, rc->cfg.rootfd, err, sizeof err))
 		fprintf(stderr, "ferry: --sums-cache: %s\n", err);
-	sumcache_close(rc->sums);
-	rc->sums = NULL;
+	sumcache_close(rc->cfg.sums);
+	rc->cfg.sums = NULL;
 }
 
 /* The receiver stopped on a local error (a full disk) while the
@@ -128,20 +128,20 @@ int recv_run(struct recv_ctx *rc)
 		wire_fail(&s->err, side, " ");
 		return session_exit_code(s);
 	}
-	s->on_no_send = recv_no_send;
-	s->on_no_send_ctx = rc;
+	s->hooks.on_no_send = recv_no_send;
+	s->hooks.on_no_send_ctx = rc;
 	struct sumcache sums;
 	sums_cache_open(rc, &sums);
 	struct syncer syncer;
 	syncer_init(&syncer);
 	/* a sender removing its copy on MSG_SUCCESS waits for the disk too */
-	rc->syncer = s->opts->fsync && s->opts->inplace && !s->opts->remove_source_files
+	rc->cfg.syncer = s->opts->fsync && s->opts->inplace && !s->opts->remove_source_files
 			     ? &syncer
 			     : NULL;
 	if (stop_signal_thread_create(&gen, generator_main, rc) != 0) {
 		syncer_free(&syncer);
-		rc->syncer = NULL;
-		s->on_no_send = NULL;
+		rc->cfg.syncer = NULL;
+		s->hooks.on_no_send = NULL;
 		wire_fail(&s->err, RERR_IPC, "cannot start the generator thread: %s",
 			  strerror(errno));
 		recv_close_side_dirs(rc);
@@ -163,9 +163,9 @@ int recv_run(struct recv_ctx *rc)
 		shutdown(s->out.fd, SHUT_RDWR);
 	}
 	pthread_join(gen, NULL);
-	s->on_no_send = NULL;
+	s->hooks.on_no_send = NULL;
 	syncer_free(&syncer); /* after a failure: what was handed over */
-	rc->syncer = NULL;
+	rc->cfg.syncer = NULL;
 	sums_cache_close(rc);
 	recv_close_side_dirs(rc);
 	delete_index_free(rc);

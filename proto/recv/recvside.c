@@ -36,13 +36,13 @@ void recv_report_success(struct recv_ctx *rc, int32_t ndx, const char *path, boo
 	if (!o->remove_source_files || o->dry_run || (o->remove_source_files != 1 && !always))
 		return;
 	put_le(msg, (uint32_t)ndx, 4);
-	if (!rc->local) {
+	if (!rc->cfg.local) {
 		wire_send_msg(&rc->s->out, MSG_SUCCESS, msg, 4);
 		return;
 	}
 	/* In a local copy the sender must not remove what is our file. */
-	const char *name = rc->solo_name ? rc->solo_name : path;
-	if (fstatat(rc->rootfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	const char *name = rc->cfg.solo_name ? rc->cfg.solo_name : path;
+	if (fstatat(rc->cfg.rootfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		memset(&st, 0, sizeof st);
 	put_le(msg + 4, (uint64_t)st.st_dev, 8);
 	put_le(msg + 12, (uint64_t)st.st_ino, 8);
@@ -54,19 +54,19 @@ bool recv_follows_dest_links(const struct ferry_opts *o)
 	return o->keep_dirlinks || (o->relative && o->no_implied_dirs);
 }
 
-bool recv_daemon_excludes(const struct recv_ctx *rc, const char *path, bool is_dir)
+bool recv_daemon_excludes(const struct recv_config *cfg, const char *path, bool is_dir)
 {
 	char full[MAXPATHLEN_WIRE * 3];
 
-	if (!rc->daemon_filters || strcmp(path, ".") == 0)
+	if (!cfg->daemon_filters || strcmp(path, ".") == 0)
 		return false;
-	if (rc->solo_name)
-		snprintf(full, sizeof full, "%s", *rc->daemon_dest ? rc->daemon_dest : path);
-	else if (*rc->daemon_dest)
-		snprintf(full, sizeof full, "%s/%s", rc->daemon_dest, path);
+	if (cfg->solo_name)
+		snprintf(full, sizeof full, "%s", *cfg->daemon_dest ? cfg->daemon_dest : path);
+	else if (*cfg->daemon_dest)
+		snprintf(full, sizeof full, "%s/%s", cfg->daemon_dest, path);
 	else
 		snprintf(full, sizeof full, "%s", path);
-	return filter_check(rc->daemon_filters, full, is_dir, false) < 0;
+	return filter_check(cfg->daemon_filters, full, is_dir, false) < 0;
 }
 
 /* mirrors rsync generator.c:sum_sizes_sqroot() */

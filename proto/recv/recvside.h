@@ -24,14 +24,60 @@
 #define FS_HLINK_WAIT 0x10 /* a hard link waiting for its group's target:
 			    * its part is not ended before (hlink.c) */
 
-struct recv_ctx {
-	struct session *s;
-	struct flist *fl;
+/*
+ * The receiving side's set-once configuration: where the files go and
+ * what the destination, the daemon module and the side directories are.
+ * Filled before the generator thread starts, by the role that receives
+ * (client/pull.c, proto/run/server.c: the destination, the module) and
+ * by recv_run's set-up (recv_open_side_dirs: the --*-dest and --temp-dir
+ * fds; the --sums-cache and the --fsync syncer); read-only from then on,
+ * by both threads without a lock. A function that needs nothing else
+ * takes it as const struct recv_config *. What changes during the
+ * transfer is in struct recv_ctx beside it.
+ */
+struct recv_config {
 	int rootfd;               /* destination directory */
 	const char *solo_name;    /* single-file destination name, or NULL */
 	bool dry_run_missing_root;
 	bool list_only;           /* --list-only: request nothing */
 	bool root_created;        /* we made the destination directory */
+
+	struct filter_list *filters; /* the rules we sent, for --delete (the
+				      * pointer is set once; the generator
+				      * thread alone pushes and pops the
+				      * per-directory merge rules in it) */
+	const char *root_path;    /* the destination as named, or NULL (a server) */
+	const struct filter_list *daemon_filters; /* the module's rules, or NULL */
+	char daemon_dest[4096];   /* the destination inside the module ("" = root) */
+	/* the client's check of a part's names (client/request_check.c), or
+	 * NULL: called by the receiver thread for files[first..end) */
+	bool (*check_part)(struct session *s, const void *ctx, struct flist *fl, size_t first,
+			   size_t end);
+	const void *check_ctx;
+
+	bool local;               /* the receiving half of a local copy */
+	bool confined;            /* a daemon module: alt dirs stay inside it */
+	int module_fd;            /* ... whose root this is (confined only) */
+	const char *dest_rel;     /* ... and the destination dir inside it */
+	int alt_fd[ALT_DEST_MAX]; /* --compare/copy/link-dest dirs (-1: absent) */
+	bool alt_outside[ALT_DEST_MAX]; /* ... refused by --confine-root: each
+					 * file's lookup there fails, exit 23 */
+	int nalt;
+	int temp_fd;              /* --temp-dir, or -1 */
+	int temp_dir_errno;       /* ELOOP: the --temp-dir passes a symlink we may
+				   * not follow, so every temp file fails */
+	struct sumcache *sums;    /* --sums-cache, or NULL (its entries change
+				   * under its own rules: sumcache.h) */
+	struct syncer *syncer;    /* --fsync of in-place files, or NULL */
+};
+
+/* One receiving side's run: its configuration (cfg, read-only once the
+ * threads run), the session and list it works on, and the state the two
+ * threads share, under lock unless a field says otherwise. */
+struct recv_ctx {
+	struct session *s;
+	struct flist *fl;
+	struct recv_config cfg;
 
 	uint8_t *state;           /* FS_* per sorted index */
 	pthread_mutex_t lock;
@@ -55,12 +101,8 @@ struct recv_ctx {
 	char **failed_dirs;       /* dirs we could not create: skip their contents */
 	size_t nfailed_dirs;
 
-	struct filter_list *filters; /* the rules we sent, for --delete */
-	const char *root_path;    /* the destination as named, or NULL (a server) */
 	char **merge_dirs;        /* directories whose merge files are read, */
 	size_t nmerge;            /* ... outermost first (delete.c) */
-	const struct filter_list *daemon_filters; /* the module's rules, or NULL */
-	char daemon_dest[4096];   /* the destination inside the module ("" = root) */
 	const struct file_entry **names; /* hash set of listed paths (delete.c) */
 	size_t names_cap;
 	size_t names_used;        /* slots taken, stale ones included */
@@ -72,36 +114,19 @@ struct recv_ctx {
 	 * (under lock), and whether the sender said there are no more. */
 	size_t parts_ready;
 	bool parts_eof;
-	/* the client's check of a part's names (client/request_check.c), or
-	 * NULL: called by the receiver thread for files[first..end) */
-	bool (*check_part)(struct session *s, const void *ctx, struct flist *fl, size_t first,
-			   size_t end);
-	const void *check_ctx;
 	long deletions;           /* for --max-delete */
 	long skipped_deletes;
 	bool warned_io_error;
-	int64_t start_ms;
 
-	bool local;               /* the receiving half of a local copy */
-	bool confined;            /* a daemon module: alt dirs stay inside it */
-	int module_fd;            /* ... whose root this is (confined only) */
-	const char *dest_rel;     /* ... and the destination dir inside it */
-	int alt_fd[ALT_DEST_MAX]; /* --compare/copy/link-dest dirs (-1: absent) */
-	bool alt_outside[ALT_DEST_MAX]; /* ... refused by --confine-root: each
-					 * file's lookup there fails, exit 23 */
-	int nalt;
-	int backup_fd;            /* --backup-dir, or -1 */
+	int backup_fd;            /* --backup-dir, or -1: state, since a
+				   * missing one is made at the first backup
+				   * (recv_backup_dir, under lock) */
 	bool backup_dir_pending;  /* ... to be made at the first backup */
-	int temp_fd;              /* --temp-dir, or -1 */
-	int temp_dir_errno;       /* ELOOP: the --temp-dir passes a symlink we may
-				   * not follow, so every temp file fails */
-	struct sumcache *sums;    /* --sums-cache, or NULL */
-	struct syncer *syncer;    /* --fsync of in-place files, or NULL */
 };
 
 /* Do the daemon module's filters keep clients from path (relative to
  * the destination)? False outside a daemon. */
-bool recv_daemon_excludes(const struct recv_ctx *rc, const char *path, bool is_dir);
+bool recv_daemon_excludes(const struct recv_config *cfg, const char *path, bool is_dir);
 
 /* --compare-dest/--copy-dest/--link-dest and --backup-dir directories,
  * opened once relative to the destination (altdest.c). */
@@ -115,7 +140,7 @@ int recv_backup_dir(struct recv_ctx *rc);
  * directory, or absolute): the server's dest_rel, or a pull's named
  * destination (its directory for a single file's new name); NULL when
  * unknown. buf holds it when it had to be made. */
-const char *recv_dest_dir(const struct recv_ctx *rc, char *buf, size_t size);
+const char *recv_dest_dir(const struct recv_config *cfg, char *buf, size_t size);
 
 /* -b: move dirfd/leaf (the destination's path) aside as its backup before
  * it is replaced or deleted (backup.c). True when done or when there was
@@ -137,7 +162,7 @@ void recv_report_success(struct recv_ctx *rc, int32_t ndx, const char *path, boo
 /* --partial-dir (partial.c): the name a file of path has there, the dir
  * opened (created 0700 when create; -1 with errno), and removing the
  * partial file and, when empty, its dir. */
-const char *partial_leaf(const struct recv_ctx *rc, const char *path);
+const char *partial_leaf(const struct recv_config *cfg, const char *path);
 int partial_dir_open(struct recv_ctx *rc, const char *path, bool create);
 void partial_remove(struct recv_ctx *rc, const char *path);
 /* The partial file of path opened for writing into in place (rsync's

@@ -66,7 +66,7 @@ static const char *dest_full_name(struct recv_ctx *rc, const char *dir_override,
 				  const char *name, char *out, size_t size)
 {
 	char dest[4096], dir[8192];
-	const char *base = recv_dest_dir(rc, dest, sizeof dest);
+	const char *base = recv_dest_dir(&rc->cfg, dest, sizeof dest);
 
 	if (dir_override && *dir_override == '/')
 		snprintf(dir, sizeof dir, "%s", dir_override);
@@ -88,7 +88,7 @@ static const char *temp_full_name(const struct temp_file *t, const char *path, c
 	const char *tmp = t->tmpname[0] ? t->tmpname : t->leaf;
 	char name[8192];
 
-	if (tmp_dir || rc->solo_name || !slash)
+	if (tmp_dir || rc->cfg.solo_name || !slash)
 		snprintf(name, sizeof name, "%s", tmp);
 	else
 		snprintf(name, sizeof name, "%.*s/%s", (int)(slash - path), path, tmp);
@@ -98,37 +98,50 @@ static const char *temp_full_name(const struct temp_file *t, const char *path, c
 /* The file's final name, as rsync's full_fname(fname). */
 static const char *final_full_name(const struct temp_file *t, char *out, size_t size)
 {
-	if (t->rc->solo_name)
+	if (t->rc->cfg.solo_name)
 		return dest_full_name(t->rc, NULL, t->leaf, out, size);
 	return dest_full_name(t->rc, NULL, t->path, out, size);
 }
 
-bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
-	       const char *path, const struct file_entry *f)
+/* Start t for the entry at path: no fds yet, its path and its leaf
+ * name, and the directory it goes in (the destination itself for a
+ * single-file destination). Returns that directory's fd, the cursor's
+ * (the caller dups it), or -1 after reporting the failure. */
+static int temp_locate(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
+		       const char *path)
 {
 	const char *leaf;
 	int dirfd;
 
 	memset(t, 0, sizeof *t);
 	t->rc = rc;
-	t->fd = -1;
-	t->dirfd = -1;
-	t->tmpdirfd = -1;
-	t->inplace = rc->s->opts->inplace;
-	t->keep_partial = rc->s->opts->partial;
+	t->fd = t->dirfd = t->tmpdirfd = -1;
 	snprintf(t->path, sizeof t->path, "%s", path);
-	if (rc->solo_name) {
-		dirfd = rc->rootfd;
-		leaf = rc->solo_name;
+	if (rc->cfg.solo_name) {
+		dirfd = rc->cfg.rootfd;
+		leaf = rc->cfg.solo_name;
 	} else {
 		dirfd = dir_cursor_parent(dirs, path, &leaf);
 	}
 	if (dirfd < 0 || strlen(leaf) >= sizeof t->leaf) {
 		session_xfer_err(rc->s, "cannot open the directory of \"%s\": %s", path,
 				 strerror(dirfd < 0 ? errno : ENAMETOOLONG));
-		return false;
+		return -1;
 	}
 	snprintf(t->leaf, sizeof t->leaf, "%s", leaf);
+	return dirfd;
+}
+
+bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
+	       const char *path, const struct file_entry *f)
+{
+	int dirfd = temp_locate(t, rc, dirs, path);
+
+	if (dirfd < 0)
+		return false;
+	const char *leaf = t->leaf;
+	t->inplace = rc->s->opts->inplace;
+	t->keep_partial = rc->s->opts->partial;
 	/* what the cleanup at exit can do for --partial-dir: a relative,
 	 * one-component dir beside the file */
 	const char *pd = rc->s->opts->partial_dir;
@@ -144,11 +157,11 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 		t->fd = openat(t->dirfd, leaf, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		snprintf(t->tmpname, sizeof t->tmpname, "%s", leaf);
 	} else {
-		t->tmpdirfd = rc->temp_fd >= 0 ? rc->temp_fd : t->dirfd;
-		t->fd = rc->temp_dir_errno ? -1
+		t->tmpdirfd = rc->cfg.temp_fd >= 0 ? rc->cfg.temp_fd : t->dirfd;
+		t->fd = rc->cfg.temp_dir_errno ? -1
 					   : fs_create_temp(t->tmpdirfd, leaf, t->tmpname, sizeof t->tmpname);
-		if (rc->temp_dir_errno)
-			errno = rc->temp_dir_errno;
+		if (rc->cfg.temp_dir_errno)
+			errno = rc->cfg.temp_dir_errno;
 	}
 	if (t->fd >= 0 && rc->s->opts->preallocate && f && f->size > 0 && !t->inplace)
 		fallocate(t->fd, 0, 0, (off_t)f->size); /* best effort, as rsync */
@@ -169,27 +182,12 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 bool temp_open_partial(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs,
 		       const char *path)
 {
-	const char *leaf;
-	int dirfd;
+	int dirfd = temp_locate(t, rc, dirs, path);
 
-	memset(t, 0, sizeof *t);
-	t->rc = rc;
-	t->fd = t->dirfd = t->tmpdirfd = -1;
-	t->partial_inplace = true;
-	snprintf(t->path, sizeof t->path, "%s", path);
-	if (rc->solo_name) {
-		dirfd = rc->rootfd;
-		leaf = rc->solo_name;
-	} else {
-		dirfd = dir_cursor_parent(dirs, path, &leaf);
-	}
-	if (dirfd < 0 || strlen(leaf) >= sizeof t->leaf) {
-		session_xfer_err(rc->s, "cannot open the directory of \"%s\": %s", path,
-				 strerror(dirfd < 0 ? errno : ENAMETOOLONG));
+	if (dirfd < 0)
 		return false;
-	}
-	snprintf(t->leaf, sizeof t->leaf, "%s", leaf);
-	snprintf(t->tmpname, sizeof t->tmpname, "%s", partial_leaf(rc, path));
+	t->partial_inplace = true;
+	snprintf(t->tmpname, sizeof t->tmpname, "%s", partial_leaf(&rc->cfg, path));
 	t->dirfd = dup(dirfd);
 	t->fd = t->dirfd < 0 ? -1 : partial_file_open(rc, path);
 	/* the partial dir as it is now: the rename takes the file from it */
@@ -198,7 +196,7 @@ bool temp_open_partial(struct temp_file *t, struct recv_ctx *rc, struct dir_curs
 		int e = errno;
 		char name[8192], full[PATH_MAX + 600];
 		const char *pd = rc->s->opts->partial_dir;
-		const char *slash = rc->solo_name ? NULL : strrchr(path, '/');
+		const char *slash = rc->cfg.solo_name ? NULL : strrchr(path, '/');
 		if (*pd == '/' || !slash)
 			snprintf(name, sizeof name, "%s/%s", pd, t->tmpname);
 		else
@@ -250,7 +248,7 @@ static bool move_into_partial_dir(struct temp_file *t, const char *what)
 {
 	struct recv_ctx *rc = t->rc;
 	int pfd = partial_dir_open(rc, t->path, true);
-	const char *leaf = partial_leaf(rc, t->path);
+	const char *leaf = partial_leaf(&rc->cfg, t->path);
 
 	if (pfd < 0) {
 		session_xfer_err(rc->s, "Unable to create partial-dir for %s -- discarding %s.",
@@ -274,12 +272,12 @@ static bool move_into_partial_dir(struct temp_file *t, const char *what)
  * next one arrives; a temporary file must be on disk before its rename. */
 static bool sync_later(struct temp_file *t)
 {
-	if (!t->inplace || !t->rc->syncer)
+	if (!t->inplace || !t->rc->cfg.syncer)
 		return false;
 	int fd = dup(t->fd);
 	if (fd < 0)
 		return false;
-	if (syncer_add(t->rc->syncer, fd, t->path))
+	if (syncer_add(t->rc->cfg.syncer, fd, t->path))
 		return true;
 	close(fd);
 	return false;

@@ -23,7 +23,7 @@
 #include "proto/run/negotiate.h"
 #include "proto/base/oppath.h"
 #include "proto/recv/recvside.h"
-#include "proto/flist/sendside.h"
+#include "proto/send/sender.h"
 #include "proto/core/exit_line.h"
 
 /* A server stopped by a signal says so to its client in its closing line,
@@ -303,7 +303,7 @@ static void dest_fname(const struct session *s, const struct server_ctx *ctx, co
 {
 	char cwd[4096];
 
-	if (ctx->confined && s->module_name)
+	if (ctx->confined && s->module.name)
 		msg_full_name(s, NULL, path, out, size);
 	else if (ctx->confined || *path == '/' || !getcwd(cwd, sizeof cwd))
 		snprintf(out, size, "\"%s\"", path);
@@ -444,9 +444,9 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 			stat_errno = errno;
 		} else if (made && !want_dir) {
 			/* a dry run made none of it: the file is new (#880) */
-			rc->dry_run_missing_root = true;
+			rc->cfg.dry_run_missing_root = true;
 			snprintf(solo, solosize, "%s", sl ? sl + 1 : clean);
-			rc->solo_name = solo;
+			rc->cfg.solo_name = solo;
 			return openat(ctx->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		}
 	}
@@ -470,7 +470,7 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 	if (statret < 0 && want_dir && o->dry_run) {
 		/* rsync says it, but a dry run writes nothing; every entry
 		 * is then missing */
-		rc->dry_run_missing_root = true;
+		rc->cfg.dry_run_missing_root = true;
 		if (say)
 			session_info(s, "created directory %s\n", clean);
 		return openat(ctx->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -530,13 +530,13 @@ static int open_push_dest(struct session *s, const struct server_ctx *ctx, struc
 			dir_cursor_close(&c);
 			return dest_syserr(s, ctx, RERR_FILEIO, e, "mkdir %s failed", clean);
 		}
-		rc->root_created = true;
+		rc->cfg.root_created = true;
 		if (say)
 			session_info(s, "created directory %s\n", clean);
 		fd = openat(parent, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	} else {
 		snprintf(solo, solosize, "%s", leaf);
-		rc->solo_name = solo;
+		rc->cfg.solo_name = solo;
 		fd = dup(parent);
 	}
 	dir_cursor_close(&c);
@@ -592,8 +592,8 @@ static void send_verbatim_error(struct session *s, const char *text)
 static bool daemon_dest(struct session *s, const struct server_ctx *ctx, struct recv_ctx *rc)
 {
 	const char *dest = ctx->npaths ? ctx->paths[0] : ".";
-	char *clean = rc->daemon_dest;
-	size_t size = sizeof rc->daemon_dest;
+	char *clean = rc->cfg.daemon_dest;
+	size_t size = sizeof rc->cfg.daemon_dest;
 
 	while (*dest == '/')
 		dest++;
@@ -654,13 +654,13 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 	memset(&rc, 0, sizeof rc);
 	rc.s = s;
 	rc.fl = &fl;
-	rc.filters = filters;
-	rc.rootfd = -1;
-	rc.confined = ctx->confined;
-	rc.local = ctx->local_child;
-	rc.module_fd = ctx->root_fd;
-	rc.dest_rel = dest_rel;
-	rc.daemon_filters = ctx->daemon_filters;
+	rc.cfg.filters = filters;
+	rc.cfg.rootfd = -1;
+	rc.cfg.confined = ctx->confined;
+	rc.cfg.local = ctx->local_child;
+	rc.cfg.module_fd = ctx->root_fd;
+	rc.cfg.dest_rel = dest_rel;
+	rc.cfg.daemon_filters = ctx->daemon_filters;
 	if (ctx->daemon_filters && !daemon_dest(s, ctx, &rc)) {
 		flist_free(&fl);
 		return receiver_exit(s, RERR_FILESELECT, __LINE__);
@@ -676,23 +676,23 @@ static int serve_receiver(struct session *s, const struct server_ctx *ctx,
 			list_format(s->opts, fl.sorted[i], line, sizeof line);
 			session_info(s, "%s\n", line);
 		}
-		rc.list_only = true;
+		rc.cfg.list_only = true;
 	} else {
 		/* an empty list still makes the destination (main.c:
 		 * get_local_name), then there is nothing to do */
-		rc.rootfd = open_push_dest(s, ctx, &rc, solo, sizeof solo);
-		destination_dir(ctx, rc.solo_name != NULL, dest_rel, sizeof dest_rel);
-		if (rc.rootfd < 0) {
+		rc.cfg.rootfd = open_push_dest(s, ctx, &rc, solo, sizeof solo);
+		destination_dir(ctx, rc.cfg.solo_name != NULL, dest_rel, sizeof dest_rel);
+		if (rc.cfg.rootfd < 0) {
 			/* the sender hears why, rather than a reset connection
 			 * (main.c: get_local_name ends in exit_cleanup) */
 			flist_free(&fl);
-			return receiver_exit(s, -rc.rootfd, __LINE__);
+			return receiver_exit(s, -rc.cfg.rootfd, __LINE__);
 		}
-		rc.list_only = fl.count == 0;
+		rc.cfg.list_only = fl.count == 0;
 	}
 	int code = recv_run(&rc);
-	if (rc.rootfd >= 0)
-		close(rc.rootfd);
+	if (rc.cfg.rootfd >= 0)
+		close(rc.cfg.rootfd);
 	flist_free(&fl);
 	if (code && s->err.msg[0] && strcmp(s->err.msg, " ") != 0)
 		session_err(s, "%s", s->err.msg);

@@ -24,7 +24,7 @@
 #include "proto/base/oppath.h"
 #include "proto/delta/match.h"
 #include "proto/core/progress.h"
-#include "proto/flist/sendside.h"
+#include "proto/send/sender.h"
 #include "proto/delta/token.h"
 
 /* rsync's default --max-alloc: no single allocation beyond this. */
@@ -681,7 +681,7 @@ bool sender_run(struct session *s, struct send_list *sl)
 		token_enc_set_threads(d.enc, s->opts->compress_threads);
 	}
 	if (s->compress != CPRES_NONE)
-		d.skip = token_skip_new(s->skip_compress, s->dont_compress);
+		d.skip = token_skip_new(s->skip_compress, s->module.dont_compress);
 	if (!d.enc || (s->compress != CPRES_NONE && !d.skip)) {
 		token_enc_free(d.enc);
 		token_skip_free(d.skip);
@@ -697,8 +697,8 @@ bool sender_run(struct session *s, struct send_list *sl)
 			ok = wire_fail(&s->err, RERR_MALLOC, "out of memory");
 		for (size_t i = 0; ok && i < sl->roots.count; i++)
 			dir_cursor_init(&d.rm_dirs[i], sl->roots.fds[i]);
-		s->on_success = remove_sent_file;
-		s->on_success_ctx = &d;
+		s->hooks.on_success = remove_sent_file;
+		s->hooks.on_success_ctx = &d;
 	}
 	while (ok) {
 		int32_t ndx;
@@ -795,7 +795,7 @@ bool sender_run(struct session *s, struct send_list *sl)
 			dir_cursor_close(&d.rm_dirs[i]);
 		free(d.rm_dirs);
 	}
-	s->on_success = NULL; /* d goes out of scope */
+	s->hooks.on_success = NULL; /* d goes out of scope */
 	token_enc_free(d.enc);
 	token_skip_free(d.skip);
 	return ok;

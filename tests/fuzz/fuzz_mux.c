@@ -39,8 +39,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_session_protocol(&s, PROTOCOL_OLDEST + (b >> 5) % 6, 0);
 	s.am_server = b & 0x10;
 	s.in.mux = true;
-	s.on_success = on_success;
-	s.on_no_send = on_no_send;
+	s.hooks.on_success = on_success;
+	s.hooks.on_no_send = on_no_send;
 	const uint8_t *p;
 	size_t got, want = 1;
 	while ((p = wire_read_some(&s.in, want, &got)) != NULL)

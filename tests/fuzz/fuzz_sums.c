@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "proto/delta/match.h"
-#include "proto/flist/sendside.h"
+#include "proto/send/sender.h"
 #include "proto/core/session.h"
 #include "tests/fuzz/fuzz_common.h"
 

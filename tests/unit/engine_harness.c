@@ -32,6 +32,11 @@
 /* Options and paths of one run, at most. */
 #define MAX_WORDS 64
 
+/* options_parse uses getopt_long, whose cursor is the process's: runs
+ * started from two threads at once parse one after the other. Only the
+ * parse; the transfers themselves run side by side. */
+static pthread_mutex_t parse_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int eh_env_init(struct eh_env *e)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -228,7 +233,12 @@ int eh_transfer(struct eh_run *r, const char *const *opts, const char *src, cons
 	memset(r, 0, sizeof *r);
 	signal(SIGPIPE, SIG_IGN);
 	int argc = build_argv(argv, opts, src, dst);
-	if (argc < 0 || options_parse(&o, argc, argv) != 0 || o.nargs < 2) {
+	if (argc < 0)
+		return -1;
+	pthread_mutex_lock(&parse_lock);
+	int parsed = options_parse(&o, argc, argv);
+	pthread_mutex_unlock(&parse_lock);
+	if (parsed != 0 || o.nargs < 2) {
 		options_free(&o);
 		return -1;
 	}

@@ -60,7 +60,10 @@ void eh_env_free(struct eh_env *e);
 const char *eh_path(const struct eh_env *e, const char *rel, char *out, size_t size);
 
 /* Run `ferry opts... src dst` (opts NULL-terminated; src and dst as the
- * user would write them, e.g. with a trailing slash) as two threads. 0
+ * user would write them, e.g. with a trailing slash) as two threads.
+ * Several runs may go at once from several threads (no -M options: the
+ * receiving half would parse them again, unlocked); it uses no cmocka
+ * assertion, which only the test's own thread may make. 0
  * when the run was carried out (whatever its exit code, in r->code); -1
  * when the harness itself failed (options refused, no threads). */
 int eh_transfer(struct eh_run *r, const char *const *opts, const char *src, const char *dst,

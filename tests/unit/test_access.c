@@ -413,11 +413,11 @@ static void test_client_addr_name_ipv4(void **state)
 	int a = tcp_pair(AF_INET, "127.0.0.1", &c, &l);
 	if (a < 0)
 		skip();
-	assert_true(client_addr_name(a, addr, sizeof addr, name, sizeof name, false));
+	assert_true(client_addr_name(a, addr, sizeof addr, name, sizeof name, false, NULL));
 	assert_string_equal(addr, "127.0.0.1");
 	assert_string_equal(name, ACCESS_NAME_UNDETERMINED);
 
-	assert_true(client_addr_name(a, addr, sizeof addr, name, sizeof name, true));
+	assert_true(client_addr_name(a, addr, sizeof addr, name, sizeof name, true, NULL));
 	assert_string_equal(addr, "127.0.0.1");
 	/* a confirmed name (whatever /etc/hosts calls 127.0.0.1) or UNKNOWN */
 	assert_true(name[0] != '\0');
@@ -431,11 +431,11 @@ static void test_client_addr_name_ipv4(void **state)
 	}
 	/* a name buffer too small for the name gives UNKNOWN, never a cut name */
 	char tiny[8];
-	assert_true(client_addr_name(a, addr, sizeof addr, tiny, sizeof tiny, true));
+	assert_true(client_addr_name(a, addr, sizeof addr, tiny, sizeof tiny, true, NULL));
 	assert_true(strcmp(tiny, ACCESS_NAME_UNKNOWN) == 0 || strlen(name) < sizeof tiny);
 	/* and an address buffer too small is a failure */
 	char small[4];
-	assert_false(client_addr_name(a, small, sizeof small, name, sizeof name, false));
+	assert_false(client_addr_name(a, small, sizeof small, name, sizeof name, false, NULL));
 	assert_string_equal(small, "");
 	close(a);
 	close(c);
@@ -452,7 +452,7 @@ static void test_client_addr_name_mapped(void **state)
 	int a = tcp_pair(AF_INET6, "127.0.0.1", &c, &l);
 	if (a < 0)
 		skip();
-	assert_true(client_addr_name(a, addr, sizeof addr, name, sizeof name, false));
+	assert_true(client_addr_name(a, addr, sizeof addr, name, sizeof name, false, NULL));
 	assert_string_equal(addr, "127.0.0.1");
 	assert_true(access_allowed("127.0.0.0/8", NULL, addr, name));
 	close(a);
@@ -467,14 +467,14 @@ static void test_client_addr_name_not_ip(void **state)
 	(void)state;
 
 	assert_int_equal(pipe(p), 0);
-	assert_false(client_addr_name(p[0], addr, sizeof addr, name, sizeof name, true));
+	assert_false(client_addr_name(p[0], addr, sizeof addr, name, sizeof name, true, NULL));
 	assert_string_equal(addr, "");
 	assert_string_equal(name, ACCESS_NAME_UNKNOWN);
 	close(p[0]);
 	close(p[1]);
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
-	assert_false(client_addr_name(sp[0], addr, sizeof addr, name, sizeof name, true));
+	assert_false(client_addr_name(sp[0], addr, sizeof addr, name, sizeof name, true, NULL));
 	assert_string_equal(addr, "");
 	close(sp[0]);
 	close(sp[1]);

@@ -178,14 +178,14 @@ static void test_full_name(void **state)
 	memset(&s, 0, sizeof s);
 	assert_string_equal(msg_full_name(&s, "/a/./b/../c", "f", out, sizeof out), "\"/a/c/f\"");
 	assert_string_equal(msg_full_name(&s, "/a", ".", out, sizeof out), "\"/a/.\"");
-	s.module_name = "mod";
+	s.module.name = "mod";
 	assert_string_equal(msg_full_name(&s, "ro", ".f.XYZ", out, sizeof out),
 			    "\"/ro/.f.XYZ\" (in mod)");
 	assert_string_equal(msg_full_name(&s, "ro", ".", out, sizeof out), "\"/ro/.\" (in mod)");
 	/* a name in the module's root as given (rsync without chroot) */
 	assert_string_equal(msg_full_name(&s, NULL, "ro/sub", out, sizeof out),
 			    "\"ro/sub\" (in mod)");
-	s.module_chrooted = true;
+	s.module.chrooted = true;
 	assert_string_equal(msg_full_name(&s, NULL, "ro/sub", out, sizeof out),
 			    "\"/ro/sub\" (in mod)");
 	assert_string_equal(msg_full_name(&s, "ro", "f", out, sizeof out), "\"/ro/f\" (in mod)");

@@ -536,7 +536,7 @@ static void test_server_side_parse(void **state)
 	/* errors from a peer are not printed, only recorded */
 	assert_int_equal(PARSE_REMOTE(&o, "--server", "--bogus-opt", ".", "mod/"), RERR_SYNTAX);
 	assert_string_equal(errbuf, "");
-	assert_string_equal(options_last_error(),
+	assert_string_equal(options_last_error(&o),
 			    "on remote machine: --bogus-opt: unknown option");
 	options_free(&o);
 	assert_int_equal(PARSE_REMOTE(&o, "--server", "-vy", ".", "mod/"), 0);
