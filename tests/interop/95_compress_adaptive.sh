@@ -218,6 +218,63 @@ fixed_level() {
 }
 t_check compress_level_is_fixed fixed_level
 
+# ------------------------------------------------ the compressor thread
+
+# most_threads OUT CMD... -- run CMD (its output in OUT.*); print the most
+# threads its process had, looked at every 50 ms until it ended.
+most_threads() {
+    local out=$1 most=0 n
+    shift
+    (umask 022 && exec "${CLEAN_ENV[@]}" "$@") >"$out.out" 2>"$out.err" </dev/null &
+    local pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        n=$(awk '/^Threads:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+        [ -n "$n" ] && [ "$n" -gt "$most" ] && most=$n
+        sleep 0.05
+    done
+    wait "$pid"
+    echo $? >"$out.rc"
+    echo "$most"
+}
+
+# A large file with compression goes through the compressor thread of
+# ferry's sender (token_pipe.c): ferry pushing to real rsync has a second
+# thread (and rsync decodes the stream, at every algorithm); without
+# compression, and for small files only, it stays at one. The rate limit
+# keeps each run long enough to be seen.
+compressor_thread() {
+    local z n
+    for z in zstd lz4 zlibx zlib; do
+        n=$(most_threads "$T/zthr_$z" "$FERRY" -a --zc="$z" --bwlimit=1m "$BW/text.txt" \
+            "$RD/up/zthr_$z/")
+        echo "$z: $n threads"
+        ok "$T/zthr_$z" && cmp "$BW/text.txt" "$UPR/zthr_$z/text.txt" && [ "$n" = 2 ] || return 1
+    done
+    n=$(most_threads "$T/zthr_none" "$FERRY" -a --bwlimit=2m "$BW/text.txt" "$RD/up/zthr_none/")
+    echo "no compression: $n threads"
+    ok "$T/zthr_none" && cmp "$BW/text.txt" "$UPR/zthr_none/text.txt" && [ "$n" = 1 ] || return 1
+    n=$(most_threads "$T/zthr_small" "$FERRY" -a -z --bwlimit=100 "$SRC/small/" "$RD/up/zthr_small/")
+    echo "small files only: $n threads"
+    ok "$T/zthr_small" && same "$SRC/small" "$UPR/zthr_small" && [ "$n" = 1 ]
+}
+t_check compressor_thread_only_for_large_compressed_files compressor_thread
+
+# --append and --append-verify send the rest of a file as literal data
+# through the compressor thread; real rsync puts it after what it has.
+append_through_thread() {
+    local z v
+    for z in zstd zlib; do
+        for v in append append-verify; do
+            mkdir -p "$UPR/app_${z}_$v" &&
+                head -c 3000000 "$SRC/mixed.dat" >"$UPR/app_${z}_$v/mixed.dat" || return 1
+            run "$T/app_${z}_$v" "$FERRY" -a --"$v" --zc="$z" --stats "$SRC/mixed.dat" \
+                "$RD/up/app_${z}_$v/"
+            ok "$T/app_${z}_$v" && cmp "$SRC/mixed.dat" "$UPR/app_${z}_$v/mixed.dat" || return 1
+        done
+    done
+}
+t_check append_through_compressor_thread append_through_thread
+
 # ---------------------------------------------------- --compress-threads
 
 threads() {
