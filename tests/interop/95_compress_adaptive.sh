@@ -291,6 +291,28 @@ threads() {
 }
 t_check compress_threads threads
 
+# As rsync, the option is not passed on to the server (pull or push): the
+# server's command lines are rsync's.
+threads_not_forwarded() {
+    local rsh=$T/zt_rsh tool dir
+    printf '#!/bin/sh\necho "remote: $*" >&2\nexit 1\n' >"$rsh" && chmod 0755 "$rsh" || return 1
+    for tool in "$FERRY" "$RSYNC"; do
+        for dir in pull push; do
+            if [ $dir = pull ]; then
+                run "$T/zt_$dir" "$tool" -a -z --zt=3 -e "$rsh" host:src/ "$T/zt_dst/"
+            else
+                run "$T/zt_$dir" "$tool" -a -z --zt=3 -e "$rsh" "$SRC/" host:dst/
+            fi
+            grep '^remote:' "$T/zt_$dir.err" >>"$T/zt_args.$(basename "$tool")"
+        done
+    done
+    cat "$T/zt_args.$(basename "$FERRY")"
+    grep -q -- '--server' "$T/zt_args.$(basename "$FERRY")" &&
+        ! grep -q -- 'compress-threads\|--zt' "$T/zt_args.$(basename "$FERRY")" &&
+        cmp "$T/zt_args.$(basename "$FERRY")" "$T/zt_args.$(basename "$RSYNC")"
+}
+t_check compress_threads_not_passed_to_server threads_not_forwarded
+
 # A client asks a ferry daemon's sender for zstd workers (rsync's -M
 # passes the option on): 2 are granted, 64 are capped at 8. Prints the
 # most threads seen in a daemon child during a slow pull.
