@@ -193,6 +193,40 @@ static struct pipe_batch *batch_for(struct token_pipe *p, size_t bytes)
 	return p->cur;
 }
 
+/* Publish what is queued and wait until the compressor has done it all;
+ * false if it failed. The caller then owns the encoder and the output. */
+static bool drain(struct token_pipe *p)
+{
+	publish(p);
+	pthread_mutex_lock(&p->lock);
+	while (p->done != p->published)
+		pthread_cond_wait(&p->room, &p->lock);
+	bool ok = !p->failed;
+	pthread_mutex_unlock(&p->lock);
+	p->cur = NULL;
+	return ok;
+}
+
+/* A record too large for a batch (a protocol 29 block of more than
+ * TOKEN_PIPE_BATCH_BYTES, for zlib's history): encoded here, in its place
+ * in the stream, once the compressor has caught up. */
+static bool encode_here(struct token_pipe *p, uint8_t kind, int32_t block,
+			const uint8_t *data, size_t len)
+{
+	if (!drain(p))
+		return false;
+	wire_out_lock(p->out);
+	bool ok = kind == OP_LITERAL ? token_enc_literal(p->enc, p->out, data, len)
+				     : token_enc_block(p->enc, p->out, block, data, len);
+	wire_out_unlock(p->out);
+	if (!ok) {
+		pthread_mutex_lock(&p->lock);
+		p->failed = true;
+		pthread_mutex_unlock(&p->lock);
+	}
+	return ok;
+}
+
 /* Queue one record, with `len` bytes copied from `data` (NULL: none). */
 static bool queue(struct token_pipe *p, uint8_t kind, bool flag, int32_t block,
 		  const uint8_t *data, size_t len)
@@ -200,7 +234,7 @@ static bool queue(struct token_pipe *p, uint8_t kind, bool flag, int32_t block,
 	size_t bytes = data ? len : 0;
 
 	if (bytes > TOKEN_PIPE_BATCH_BYTES)
-		return wire_fail(p->err, RERR_STREAMIO, "internal: %zu bytes for the compressor", len);
+		return encode_here(p, kind, block, data, len);
 	struct pipe_batch *b = batch_for(p, bytes);
 	if (!b)
 		return false;
@@ -242,12 +276,5 @@ bool token_pipe_end(struct token_pipe *p, bool ok)
 		p->failed = true;
 		pthread_mutex_unlock(&p->lock);
 	}
-	publish(p);
-	pthread_mutex_lock(&p->lock);
-	while (p->done != p->published)
-		pthread_cond_wait(&p->room, &p->lock);
-	ok = ok && !p->failed;
-	pthread_mutex_unlock(&p->lock);
-	p->cur = NULL;
-	return ok;
+	return drain(p) && ok;
 }

@@ -27,10 +27,11 @@
 #include "proto/delta/token.h"
 
 /* Batches in flight (the matcher runs ahead of the compressor by at most
- * this many) and the literal bytes a batch holds: a few of the adaptive
- * rule's 1 MiB windows in all, little memory, and few wake-ups. */
+ * this many) and the bytes a batch holds (a protocol 30 block fits): half
+ * a MiB in all, so the sender's peak memory stays below rsync's, and a
+ * wake-up per 128 KiB, little beside compressing it. */
 #define TOKEN_PIPE_BATCHES 4
-#define TOKEN_PIPE_BATCH_BYTES (256 * 1024)
+#define TOKEN_PIPE_BATCH_BYTES (128 * 1024)
 /* Token records a batch holds (block tokens carry no bytes without zlib). */
 #define TOKEN_PIPE_BATCH_OPS 1024
 /* Files smaller than this are encoded on the sender's own thread. */
@@ -50,11 +51,12 @@ void token_pipe_free(struct token_pipe *p);
 /* Start a file (token_enc_begin on the compressor thread). false: an
  * earlier failure stands (recorded in err). */
 bool token_pipe_begin(struct token_pipe *p, bool minimal);
-/* Queue literal data (n <= TOKEN_PIPE_BATCH_BYTES), copied. false: the
- * compressor failed (recorded in err). */
+/* Queue literal data, copied. false: the compressor failed (recorded in
+ * err). More than TOKEN_PIPE_BATCH_BYTES at once is encoded on the
+ * caller's thread, after what was queued (so is a block's). */
 bool token_pipe_literal(struct token_pipe *p, const uint8_t *data, size_t n);
-/* Queue a matched block; data (len bytes, <= TOKEN_PIPE_BATCH_BYTES) is
- * copied when given (zlib's history), NULL otherwise. */
+/* Queue a matched block; data (len bytes) is copied when given (zlib's
+ * history), NULL otherwise. */
 bool token_pipe_block(struct token_pipe *p, int32_t block, const uint8_t *data, size_t len);
 /* End the file: with `ok`, its end (token_enc_end) is queued; either way
  * this waits until the compressor has done all that was queued, after

@@ -3,7 +3,8 @@
  * thread. The stream must be byte for byte the one the same encoder calls
  * make on the sender's own thread (which rsync decodes: test_token_rsync.c
  * and tests/interop), for every algorithm, across batches, files, runs of
- * block tokens longer than a batch, and zlib's matched-block history; and
+ * block tokens longer than a batch, and zlib's matched-block history (with
+ * protocol 29 blocks larger than a batch too); and
  * a failure on the compressor thread must reach the sender, not hang it.
  */
 #include <fcntl.h>
@@ -147,6 +148,48 @@ static void test_same_stream_as_one_thread(void **state)
 	script_free(&sc);
 }
 
+/* zlib with protocol 29 blocks larger than a batch (their bytes go into
+ * the history): encoded on the sender's thread in their place, the
+ * stream still the one-thread stream. */
+static void test_block_larger_than_batch(void **state)
+{
+	struct buf data = {0}, direct = {0}, piped = {0}, got = {0}, expect = {0};
+	const int32_t blen = 300000;
+	(void)state;
+
+	text_bytes(&data, 3 * (size_t)blen, 11);
+	struct basis bs = {data.p, 3, blen, 0};
+	struct op ops[] = {{data.p + 1000, 200000, 0}, {NULL, 0, 0}, {data.p + 7, 50000, 0},
+			   {NULL, 0, 2}, {NULL, 0, 1}};
+	size_t nops = sizeof ops / sizeof ops[0];
+	for (int piped_run = 0; piped_run < 2; piped_run++) {
+		struct mem m;
+		mem_open(&m);
+		struct token_enc *e = token_enc_new(CPRES_ZLIB, 6, true, 29, &m.err);
+		if (piped_run) {
+			struct token_pipe *p = token_pipe_new(e, &m.out, &m.err);
+			assert_non_null(p);
+			encode_file_piped(p, CPRES_ZLIB, &bs, ops, nops, false);
+			token_pipe_free(p);
+		} else {
+			encode_file(e, &m, &bs, ops, nops, false, &expect);
+		}
+		token_enc_free(e);
+		mem_bytes(&m, piped_run ? &piped : &direct);
+		mem_close(&m);
+	}
+	assert_int_equal(piped.len, direct.len);
+	assert_memory_equal(piped.p, direct.p, direct.len);
+	assert_int_equal(decode_bytes(CPRES_ZLIB, 29, &piped, &bs, &got), TOKEN_END);
+	assert_int_equal(got.len, expect.len);
+	assert_memory_equal(got.p, expect.p, got.len);
+	free(data.p);
+	free(direct.p);
+	free(piped.p);
+	free(got.p);
+	free(expect.p);
+}
+
 /* A write that fails on the compressor thread fails the file, and the
  * sender's further calls return false instead of waiting for room. */
 static void test_failure_reaches_sender(void **state)
@@ -208,6 +251,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_stream_as_one_thread),
+		cmocka_unit_test(test_block_larger_than_batch),
 		cmocka_unit_test(test_failure_reaches_sender),
 		cmocka_unit_test(test_abandoned_file),
 	};
