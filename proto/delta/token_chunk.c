@@ -28,7 +28,7 @@ int tok_dec_fail(struct token_dec *d, const char *fmt, long v)
 
 /* A token flag (not END_FLAG, not data): the block it names, checked
  * against the file's block count. */
-int tok_dec_flag(struct token_dec *d, struct wire_in *in, uint8_t flag, int32_t *block)
+static int tok_dec_flag(struct token_dec *d, struct wire_in *in, uint8_t flag, int32_t *block)
 {
 	int64_t t;
 
@@ -60,7 +60,8 @@ int tok_dec_flag(struct token_dec *d, struct wire_in *in, uint8_t flag, int32_t 
 
 /* Read one chunk's payload: in place in the input buffer when it lies
  * whole there (valid until the next read), else copied into cbuf. */
-const uint8_t *tok_read_chunk(struct token_dec *d, struct wire_in *in, uint8_t flag, size_t *n)
+static const uint8_t *tok_read_chunk(struct token_dec *d, struct wire_in *in, uint8_t flag,
+				     size_t *n)
 {
 	uint8_t lo;
 
@@ -68,4 +69,22 @@ const uint8_t *tok_read_chunk(struct token_dec *d, struct wire_in *in, uint8_t f
 		return NULL;
 	*n = ((size_t)(flag & 0x3F) << 8) | lo;
 	return wire_read_view(in, d->cbuf, *n);
+}
+
+int tok_dec_next_chunk(struct token_dec *d, struct wire_in *in, uint8_t *flag,
+		       const uint8_t **chunk, size_t *n)
+{
+	if (!wire_read_u8(in, flag))
+		return TOK_NEXT_ERROR;
+	if ((*flag & 0xC0) != DEFLATED_DATA)
+		return TOK_NEXT_FLAG;
+	*chunk = tok_read_chunk(d, in, *flag, n);
+	return *chunk ? TOK_NEXT_CHUNK : TOK_NEXT_ERROR;
+}
+
+int tok_dec_token(struct token_dec *d, struct wire_in *in, uint8_t flag, int32_t *block)
+{
+	if (flag == END_FLAG)
+		return TOKEN_END;
+	return tok_dec_flag(d, in, flag, block);
 }

@@ -184,9 +184,21 @@ bool tok_enc_fail(struct token_enc *e, const char *what, long code);
 bool tok_put_chunk(struct token_enc *e, struct wire_out *out, const uint8_t *p, size_t n);
 /* A decompression failure: sets d->err; returns TOKEN_ERROR. */
 int tok_dec_fail(struct token_dec *d, const char *fmt, long v);
-/* A token flag byte (not END_FLAG, not data): the block it names. */
-int tok_dec_flag(struct token_dec *d, struct wire_in *in, uint8_t flag, int32_t *block);
-/* A chunk's payload after its flag byte (valid until the next read). */
-const uint8_t *tok_read_chunk(struct token_dec *d, struct wire_in *in, uint8_t flag, size_t *n);
+
+/* What tok_dec_next_chunk found next in a compressed stream. */
+enum tok_next {
+	TOK_NEXT_ERROR = -1, /* recorded in d->err */
+	TOK_NEXT_CHUNK = 0,  /* *chunk, *n: a DEFLATED_DATA payload (maybe empty),
+			      * valid until the next read */
+	TOK_NEXT_FLAG = 1,   /* *flag: END_FLAG or a token flag, still to
+			      * be taken by tok_dec_token */
+};
+/* Read the next flag byte and, for DEFLATED_DATA, its chunk: the step
+ * every decoder takes when its compressor has nothing left to give. */
+int tok_dec_next_chunk(struct token_dec *d, struct wire_in *in, uint8_t *flag,
+		       const uint8_t **chunk, size_t *n);
+/* A flag tok_dec_next_chunk returned: TOKEN_END for END_FLAG, else the
+ * block it names (tok_dec_flag). */
+int tok_dec_token(struct token_dec *d, struct wire_in *in, uint8_t flag, int32_t *block);
 
 #endif

@@ -88,13 +88,12 @@ static int next_lz4(struct token_dec *d, struct wire_in *in, const uint8_t **dat
 {
 	for (;;) {
 		uint8_t flag;
-		if (!wire_read_u8(in, &flag))
+		const uint8_t *chunk;
+		size_t n;
+		int got = tok_dec_next_chunk(d, in, &flag, &chunk, &n);
+		if (got == TOK_NEXT_ERROR)
 			return TOKEN_ERROR;
-		if ((flag & 0xC0) == DEFLATED_DATA) {
-			size_t n;
-			const uint8_t *chunk = tok_read_chunk(d, in, flag, &n);
-			if (!chunk)
-				return TOKEN_ERROR;
+		if (got == TOK_NEXT_CHUNK) {
 			if (n == 0)
 				continue;
 			int r = LZ4_decompress_safe((const char *)chunk, (char *)d->dbuf, (int)n,
@@ -107,9 +106,7 @@ static int next_lz4(struct token_dec *d, struct wire_in *in, const uint8_t **dat
 			*len = (size_t)r;
 			return TOKEN_DATA;
 		}
-		if (flag == END_FLAG)
-			return TOKEN_END;
-		return tok_dec_flag(d, in, flag, block);
+		return tok_dec_token(d, in, flag, block);
 	}
 }
 

@@ -280,13 +280,12 @@ static int next_zlib(struct token_dec *d, struct wire_in *in, const uint8_t **da
 			return TOKEN_DATA;
 		}
 		uint8_t flag;
-		if (!wire_read_u8(in, &flag))
+		const uint8_t *chunk;
+		size_t n;
+		int got = tok_dec_next_chunk(d, in, &flag, &chunk, &n);
+		if (got == TOK_NEXT_ERROR)
 			return TOKEN_ERROR;
-		if ((flag & 0xC0) == DEFLATED_DATA) {
-			size_t n;
-			const uint8_t *chunk = tok_read_chunk(d, in, flag, &n);
-			if (!chunk)
-				return TOKEN_ERROR;
+		if (got == TOK_NEXT_CHUNK) {
 			d->z.next_in = (Bytef *)(uintptr_t)chunk;
 			d->z.avail_in = (uInt)n;
 			d->z_inflating = n > 0;
@@ -309,9 +308,7 @@ static int next_zlib(struct token_dec *d, struct wire_in *in, const uint8_t **da
 				return tok_dec_fail(d, "inflate of the sync marker returned %ld", r);
 			d->z_data = false;
 		}
-		if (flag == END_FLAG)
-			return TOKEN_END;
-		return tok_dec_flag(d, in, flag, block);
+		return tok_dec_token(d, in, flag, block);
 	}
 }
 

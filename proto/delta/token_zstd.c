@@ -303,14 +303,12 @@ static void zstd_dec_begin(struct token_dec *d)
 static bool zstd_next_chunk_buffered(struct token_dec *d, struct wire_in *in)
 {
 	uint8_t flag;
+	const uint8_t *chunk;
+	size_t n;
 
 	if (!wire_peek_buffered(in, &flag) || (flag & 0xC0) != DEFLATED_DATA)
 		return false;
-	if (!wire_read_u8(in, &flag))
-		return false;
-	size_t n;
-	const uint8_t *chunk = tok_read_chunk(d, in, flag, &n);
-	if (!chunk)
+	if (tok_dec_next_chunk(d, in, &flag, &chunk, &n) != TOK_NEXT_CHUNK)
 		return false;
 	d->zin = (ZSTD_inBuffer){chunk, n, 0};
 	d->zs_inflating = n > 0;
@@ -362,20 +360,17 @@ static int next_zstd(struct token_dec *d, struct wire_in *in, const uint8_t **da
 			return TOKEN_DATA;
 		}
 		uint8_t flag;
-		if (!wire_read_u8(in, &flag))
+		const uint8_t *chunk;
+		size_t n;
+		int got = tok_dec_next_chunk(d, in, &flag, &chunk, &n);
+		if (got == TOK_NEXT_ERROR)
 			return TOKEN_ERROR;
-		if ((flag & 0xC0) == DEFLATED_DATA) {
-			size_t n;
-			const uint8_t *chunk = tok_read_chunk(d, in, flag, &n);
-			if (!chunk)
-				return TOKEN_ERROR;
+		if (got == TOK_NEXT_CHUNK) {
 			d->zin = (ZSTD_inBuffer){chunk, n, 0};
 			d->zs_inflating = n > 0;
 			continue;
 		}
-		if (flag == END_FLAG)
-			return TOKEN_END;
-		return tok_dec_flag(d, in, flag, block);
+		return tok_dec_token(d, in, flag, block);
 	}
 }
 

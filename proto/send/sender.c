@@ -26,6 +26,7 @@
 #include "proto/core/progress.h"
 #include "proto/send/sender.h"
 #include "proto/delta/token.h"
+#include "proto/delta/token_pipe.h"
 
 /* rsync's default --max-alloc: no single allocation beyond this. */
 #define MAX_SUMS_BYTES ((size_t)1 << 30)
@@ -40,6 +41,9 @@ struct snd {
 	struct dir_cursor *rm_dirs; /* --remove-source-files: one per root */
 	int append;                /* --append(-verify) while in the first phase */
 	struct token_enc *enc;     /* the token stream writer, one per session */
+	struct token_pipe *pipe;   /* enc on a compressor thread (large files), or NULL */
+	bool pipe_tried;           /* the pipe was asked for once (NULL: not to be had) */
+	bool piping;               /* this file's tokens go through the pipe */
 	struct token_skip *skip;   /* suffixes sent with no compression effort */
 	struct match_ahead ahead;  /* the current file's blocks hashed ahead */
 	uint8_t digest[CSUM_MAX_DIGEST]; /* the last file's whole-file sum (%C) */
@@ -226,6 +230,8 @@ static bool out_literal(void *ctx, const uint8_t *p, size_t n)
 	struct snd *d = ctx;
 
 	d->s->stats.literal_data += (int64_t)n;
+	if (d->piping)
+		return token_pipe_literal(d->pipe, p, n);
 	return token_enc_literal(d->enc, &d->s->out, p, n);
 }
 
@@ -235,6 +241,8 @@ static bool out_block(void *ctx, int32_t block, const uint8_t *data, size_t n)
 
 	d->s->stats.matched_data += (int64_t)n;
 	d->matches++;
+	if (d->piping)
+		return token_pipe_block(d->pipe, block, data, n);
 	return token_enc_block(d->enc, &d->s->out, block, data, n);
 }
 
@@ -365,6 +373,59 @@ static void spoil_digest(uint8_t *digest, size_t len)
 		digest[len - 1] = 1;
 }
 
+/* What send_tokens sends of one file. */
+struct file_data {
+	int fd;
+	int64_t size;
+	const struct sum_head *h;
+	const struct match_index *idx; /* NULL: all literal */
+	uint8_t type;                  /* the basis type the generator chose */
+	bool minimal;                  /* no compression effort (skip list) */
+};
+
+/* The file's data: appended, or matched against the receiver's sums. */
+static bool send_data(struct snd *d, const struct file_data *fdata, struct match_out *mo)
+{
+	if (d->append)
+		return send_appended(d, fdata->fd, fdata->size, append_offset(fdata->h, fdata->size),
+				     &mo->read_errno);
+	return match_send_file(fdata->idx, fdata->fd, fdata->size, updating_basis(d->s, fdata->type),
+			       mo);
+}
+
+/* Should this file's tokens be encoded on the compressor thread? Only
+ * compressed data, and only a file large enough to repay the hand-off
+ * (token_pipe.h); the thread starts with the first such file. */
+static bool use_pipe(struct snd *d, const struct file_data *fdata)
+{
+	if (d->s->compress == CPRES_NONE || fdata->minimal || fdata->size < TOKEN_PIPE_MIN_FILE)
+		return false;
+	if (!d->pipe_tried) {
+		d->pipe_tried = true;
+		d->pipe = token_pipe_new(d->enc, &d->s->out, &d->s->err);
+	}
+	return d->pipe != NULL;
+}
+
+/* The file's token stream, from its start to its end, after the sum head.
+ * The caller holds the output's lock (once); while the compressor thread
+ * writes, it is let go, for that thread takes it per batch. */
+static bool send_tokens(struct snd *d, const struct file_data *fdata, struct match_out *mo)
+{
+	struct wire_out *out = &d->s->out;
+
+	if (!use_pipe(d, fdata))
+		return token_enc_begin(d->enc, out, fdata->minimal) && send_data(d, fdata, mo) &&
+		       token_enc_end(d->enc, out);
+	wire_out_unlock(out);
+	d->piping = true;
+	bool ok = token_pipe_begin(d->pipe, fdata->minimal) && send_data(d, fdata, mo);
+	ok = token_pipe_end(d->pipe, ok);
+	d->piping = false;
+	wire_out_lock(out);
+	return ok;
+}
+
 static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const char *xname)
 {
 	struct session *s = d->s;
@@ -458,17 +519,14 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 	 * (sender.c: log_item after the open) */
 	session_log_item(s, f, iflags, NULL, NULL);
 	progress_update(s, &d->prog, 0, st.st_size);
+	struct file_data fdata = {.fd = fd, .size = st.st_size, .h = &h,
+				  .idx = have_idx ? &idx : NULL, .type = type,
+				  .minimal = s->compress && token_skip_match(d->skip, path)};
 	wire_out_lock(&s->out);
 	if (echo_header(d, ndx, iflags, type, xname) && wire_write_i32(&s->out, h.count) &&
 	    wire_write_i32(&s->out, h.blength) &&
 	    (s->protocol < 27 || wire_write_i32(&s->out, h.s2length)) &&
-	    wire_write_i32(&s->out, h.remainder) &&
-	    token_enc_begin(d->enc, &s->out, s->compress && token_skip_match(d->skip, path)) &&
-	    (d->append
-		 ? send_appended(d, fd, st.st_size, append_offset(&h, st.st_size), &mo.read_errno)
-		 : match_send_file(have_idx ? &idx : NULL, fd, st.st_size, updating_basis(s, type),
-				   &mo)) &&
-	    token_enc_end(d->enc, &s->out)) {
+	    wire_write_i32(&s->out, h.remainder) && send_tokens(d, &fdata, &mo)) {
 		if (blockwise)
 			blockwise_end(&tree, d->digest);
 		else
@@ -796,6 +854,7 @@ bool sender_run(struct session *s, struct send_list *sl)
 		free(d.rm_dirs);
 	}
 	s->hooks.on_success = NULL; /* d goes out of scope */
+	token_pipe_free(d.pipe);
 	token_enc_free(d.enc);
 	token_skip_free(d.skip);
 	return ok;

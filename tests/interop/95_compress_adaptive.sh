@@ -218,6 +218,63 @@ fixed_level() {
 }
 t_check compress_level_is_fixed fixed_level
 
+# ------------------------------------------------ the compressor thread
+
+# most_threads OUT CMD... -- run CMD (its output in OUT.*); print the most
+# threads its process had, looked at every 50 ms until it ended.
+most_threads() {
+    local out=$1 most=0 n
+    shift
+    (umask 022 && exec "${CLEAN_ENV[@]}" "$@") >"$out.out" 2>"$out.err" </dev/null &
+    local pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        n=$(awk '/^Threads:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+        [ -n "$n" ] && [ "$n" -gt "$most" ] && most=$n
+        sleep 0.05
+    done
+    wait "$pid"
+    echo $? >"$out.rc"
+    echo "$most"
+}
+
+# A large file with compression goes through the compressor thread of
+# ferry's sender (token_pipe.c): ferry pushing to real rsync has a second
+# thread (and rsync decodes the stream, at every algorithm); without
+# compression, and for small files only, it stays at one. The rate limit
+# keeps each run long enough to be seen.
+compressor_thread() {
+    local z n
+    for z in zstd lz4 zlibx zlib; do
+        n=$(most_threads "$T/zthr_$z" "$FERRY" -a --zc="$z" --bwlimit=1m "$BW/text.txt" \
+            "$RD/up/zthr_$z/")
+        echo "$z: $n threads"
+        ok "$T/zthr_$z" && cmp "$BW/text.txt" "$UPR/zthr_$z/text.txt" && [ "$n" = 2 ] || return 1
+    done
+    n=$(most_threads "$T/zthr_none" "$FERRY" -a --bwlimit=2m "$BW/text.txt" "$RD/up/zthr_none/")
+    echo "no compression: $n threads"
+    ok "$T/zthr_none" && cmp "$BW/text.txt" "$UPR/zthr_none/text.txt" && [ "$n" = 1 ] || return 1
+    n=$(most_threads "$T/zthr_small" "$FERRY" -a -z --bwlimit=100 "$SRC/small/" "$RD/up/zthr_small/")
+    echo "small files only: $n threads"
+    ok "$T/zthr_small" && same "$SRC/small" "$UPR/zthr_small" && [ "$n" = 1 ]
+}
+t_check compressor_thread_only_for_large_compressed_files compressor_thread
+
+# --append and --append-verify send the rest of a file as literal data
+# through the compressor thread; real rsync puts it after what it has.
+append_through_thread() {
+    local z v
+    for z in zstd zlib; do
+        for v in append append-verify; do
+            mkdir -p "$UPR/app_${z}_$v" &&
+                head -c 3000000 "$SRC/mixed.dat" >"$UPR/app_${z}_$v/mixed.dat" || return 1
+            run "$T/app_${z}_$v" "$FERRY" -a --"$v" --zc="$z" --stats "$SRC/mixed.dat" \
+                "$RD/up/app_${z}_$v/"
+            ok "$T/app_${z}_$v" && cmp "$SRC/mixed.dat" "$UPR/app_${z}_$v/mixed.dat" || return 1
+        done
+    done
+}
+t_check append_through_compressor_thread append_through_thread
+
 # ---------------------------------------------------- --compress-threads
 
 threads() {
@@ -233,6 +290,28 @@ threads() {
     [ "$(cat "$T/zt_bad.rc")" = 1 ] && grep -q "invalid numeric value" "$T/zt_bad.err"
 }
 t_check compress_threads threads
+
+# As rsync, the option is not passed on to the server (pull or push): the
+# server's command lines are rsync's.
+threads_not_forwarded() {
+    local rsh=$T/zt_rsh tool dir
+    printf '#!/bin/sh\necho "remote: $*" >&2\nexit 1\n' >"$rsh" && chmod 0755 "$rsh" || return 1
+    for tool in "$FERRY" "$RSYNC"; do
+        for dir in pull push; do
+            if [ $dir = pull ]; then
+                run "$T/zt_$dir" "$tool" -a -z --zt=3 -e "$rsh" host:src/ "$T/zt_dst/"
+            else
+                run "$T/zt_$dir" "$tool" -a -z --zt=3 -e "$rsh" "$SRC/" host:dst/
+            fi
+            grep '^remote:' "$T/zt_$dir.err" >>"$T/zt_args.$(basename "$tool")"
+        done
+    done
+    cat "$T/zt_args.$(basename "$FERRY")"
+    grep -q -- '--server' "$T/zt_args.$(basename "$FERRY")" &&
+        ! grep -q -- 'compress-threads\|--zt' "$T/zt_args.$(basename "$FERRY")" &&
+        cmp "$T/zt_args.$(basename "$FERRY")" "$T/zt_args.$(basename "$RSYNC")"
+}
+t_check compress_threads_not_passed_to_server threads_not_forwarded
 
 # A client asks a ferry daemon's sender for zstd workers (rsync's -M
 # passes the option on): 2 are granted, 64 are capped at 8. Prints the

@@ -1,0 +1,280 @@
+/*
+ * The token stream's compressor thread (token_pipe.h): a ring of
+ * TOKEN_PIPE_BATCHES batches, each a buffer of literal and block bytes and
+ * the records of the encoder calls to make with them. The sender's thread
+ * fills one batch at a time and publishes it when full or at the end of a
+ * file; the compressor thread replays each published batch into the
+ * encoder in order and hands it back.
+ */
+#include "proto/delta/token_pipe.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proto/base/stop_signal.h"
+
+enum pipe_op_kind { OP_BEGIN, OP_LITERAL, OP_BLOCK, OP_END };
+
+/* One encoder call; its bytes, if any, at data[off, off+len) of the batch. */
+struct pipe_op {
+	uint8_t kind;      /* enum pipe_op_kind */
+	bool flag;         /* OP_BEGIN: minimal; OP_BLOCK: bytes given */
+	int32_t block;
+	uint32_t off, len;
+};
+
+struct pipe_batch {
+	uint8_t *data;
+	size_t used;
+	struct pipe_op *ops;
+	size_t nops;
+};
+
+struct token_pipe {
+	/* config */
+	struct token_enc *enc;
+	struct wire_out *out;
+	struct wire_error *err;
+
+	/* state, under lock: batches[published % N] is the one being filled
+	 * (once published - done < N), batches[done % N] the next to encode */
+	pthread_mutex_t lock;
+	pthread_cond_t work;      /* a batch was published, or quit */
+	pthread_cond_t room;      /* a batch was encoded */
+	uint64_t published, done;
+	bool quit;
+	bool failed;              /* the encoder failed, or the file was
+				   * abandoned: drop batches unread */
+	bool started;
+	pthread_t thread;
+	struct pipe_batch batches[TOKEN_PIPE_BATCHES];
+	struct pipe_batch *cur;   /* the sender's batch, or NULL: wait for one */
+};
+
+/* Replay one batch into the encoder, holding the output's lock so that no
+ * other thread's message lands inside a batch's records. */
+static bool encode_batch(struct token_pipe *p, const struct pipe_batch *b)
+{
+	bool ok = true;
+
+	wire_out_lock(p->out);
+	for (size_t i = 0; ok && i < b->nops; i++) {
+		const struct pipe_op *op = &b->ops[i];
+		const uint8_t *bytes = b->data + op->off;
+		switch (op->kind) {
+		case OP_BEGIN:
+			ok = token_enc_begin(p->enc, p->out, op->flag);
+			break;
+		case OP_LITERAL:
+			ok = token_enc_literal(p->enc, p->out, bytes, op->len);
+			break;
+		case OP_BLOCK:
+			ok = token_enc_block(p->enc, p->out, op->block, op->flag ? bytes : NULL,
+					     op->len);
+			break;
+		default:
+			ok = token_enc_end(p->enc, p->out);
+			break;
+		}
+	}
+	wire_out_unlock(p->out);
+	return ok;
+}
+
+static void *pipe_main(void *arg)
+{
+	struct token_pipe *p = arg;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (p->done == p->published && !p->quit)
+			pthread_cond_wait(&p->work, &p->lock);
+		if (p->done == p->published)
+			break; /* quit, and nothing left */
+		struct pipe_batch *b = &p->batches[p->done % TOKEN_PIPE_BATCHES];
+		bool skip = p->failed;
+		pthread_mutex_unlock(&p->lock);
+		bool ok = skip || encode_batch(p, b);
+		pthread_mutex_lock(&p->lock);
+		if (!ok)
+			p->failed = true;
+		b->used = 0;
+		b->nops = 0;
+		p->done++;
+		pthread_cond_signal(&p->room);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+struct token_pipe *token_pipe_new(struct token_enc *enc, struct wire_out *out,
+				  struct wire_error *err)
+{
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return NULL; /* no second core to overlap with */
+	struct token_pipe *p = calloc(1, sizeof *p);
+	if (!p)
+		return NULL;
+	p->enc = enc;
+	p->out = out;
+	p->err = err;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->work, NULL);
+	pthread_cond_init(&p->room, NULL);
+	for (int i = 0; i < TOKEN_PIPE_BATCHES; i++) {
+		struct pipe_batch *b = &p->batches[i];
+		b->data = malloc(TOKEN_PIPE_BATCH_BYTES);
+		b->ops = malloc(TOKEN_PIPE_BATCH_OPS * sizeof *b->ops);
+		if (!b->data || !b->ops) {
+			token_pipe_free(p);
+			return NULL;
+		}
+	}
+	if (stop_signal_thread_create(&p->thread, pipe_main, p) != 0) {
+		token_pipe_free(p);
+		return NULL;
+	}
+	p->started = true;
+	return p;
+}
+
+void token_pipe_free(struct token_pipe *p)
+{
+	if (!p)
+		return;
+	if (p->started) {
+		pthread_mutex_lock(&p->lock);
+		p->quit = true;
+		pthread_cond_signal(&p->work);
+		pthread_mutex_unlock(&p->lock);
+		pthread_join(p->thread, NULL);
+	}
+	for (int i = 0; i < TOKEN_PIPE_BATCHES; i++) {
+		free(p->batches[i].data);
+		free(p->batches[i].ops);
+	}
+	pthread_cond_destroy(&p->room);
+	pthread_cond_destroy(&p->work);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+/* Hand the sender's batch, if it holds anything, to the compressor. */
+static void publish(struct token_pipe *p)
+{
+	if (!p->cur || p->cur->nops == 0)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->published++;
+	p->cur = NULL;
+	pthread_cond_signal(&p->work);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* A batch with room for one more record of `bytes` bytes, publishing the
+ * current one if it has none; NULL once the compressor has failed. */
+static struct pipe_batch *batch_for(struct token_pipe *p, size_t bytes)
+{
+	struct pipe_batch *b = p->cur;
+
+	if (b && b->nops < TOKEN_PIPE_BATCH_OPS && TOKEN_PIPE_BATCH_BYTES - b->used >= bytes)
+		return b;
+	publish(p);
+	pthread_mutex_lock(&p->lock);
+	while (!p->failed && p->published - p->done >= TOKEN_PIPE_BATCHES)
+		pthread_cond_wait(&p->room, &p->lock);
+	bool failed = p->failed;
+	pthread_mutex_unlock(&p->lock);
+	if (failed)
+		return NULL;
+	p->cur = &p->batches[p->published % TOKEN_PIPE_BATCHES];
+	return p->cur;
+}
+
+/* Publish what is queued and wait until the compressor has done it all;
+ * false if it failed. The caller then owns the encoder and the output. */
+static bool drain(struct token_pipe *p)
+{
+	publish(p);
+	pthread_mutex_lock(&p->lock);
+	while (p->done != p->published)
+		pthread_cond_wait(&p->room, &p->lock);
+	bool ok = !p->failed;
+	pthread_mutex_unlock(&p->lock);
+	p->cur = NULL;
+	return ok;
+}
+
+/* A record too large for a batch (a protocol 29 block of more than
+ * TOKEN_PIPE_BATCH_BYTES, for zlib's history): encoded here, in its place
+ * in the stream, once the compressor has caught up. */
+static bool encode_here(struct token_pipe *p, uint8_t kind, int32_t block,
+			const uint8_t *data, size_t len)
+{
+	if (!drain(p))
+		return false;
+	wire_out_lock(p->out);
+	bool ok = kind == OP_LITERAL ? token_enc_literal(p->enc, p->out, data, len)
+				     : token_enc_block(p->enc, p->out, block, data, len);
+	wire_out_unlock(p->out);
+	if (!ok) {
+		pthread_mutex_lock(&p->lock);
+		p->failed = true;
+		pthread_mutex_unlock(&p->lock);
+	}
+	return ok;
+}
+
+/* Queue one record, with `len` bytes copied from `data` (NULL: none). */
+static bool queue(struct token_pipe *p, uint8_t kind, bool flag, int32_t block,
+		  const uint8_t *data, size_t len)
+{
+	size_t bytes = data ? len : 0;
+
+	if (bytes > TOKEN_PIPE_BATCH_BYTES)
+		return encode_here(p, kind, block, data, len);
+	struct pipe_batch *b = batch_for(p, bytes);
+	if (!b)
+		return false;
+	struct pipe_op *op = &b->ops[b->nops++];
+	*op = (struct pipe_op){.kind = kind, .flag = flag, .block = block,
+			       .off = (uint32_t)b->used, .len = (uint32_t)len};
+	if (bytes) {
+		memcpy(b->data + b->used, data, bytes);
+		b->used += bytes;
+	}
+	return true;
+}
+
+bool token_pipe_begin(struct token_pipe *p, bool minimal)
+{
+	pthread_mutex_lock(&p->lock);
+	bool failed = p->failed;
+	pthread_mutex_unlock(&p->lock);
+	return !failed && queue(p, OP_BEGIN, minimal, 0, NULL, 0);
+}
+
+bool token_pipe_literal(struct token_pipe *p, const uint8_t *data, size_t n)
+{
+	return queue(p, OP_LITERAL, false, 0, data, n);
+}
+
+bool token_pipe_block(struct token_pipe *p, int32_t block, const uint8_t *data, size_t len)
+{
+	return queue(p, OP_BLOCK, data != NULL, block, data, len);
+}
+
+bool token_pipe_end(struct token_pipe *p, bool ok)
+{
+	ok = ok && queue(p, OP_END, false, 0, NULL, 0);
+	if (!ok) {
+		/* the file is abandoned: what is queued of it need not be
+		 * encoded (the session is failing) */
+		pthread_mutex_lock(&p->lock);
+		p->failed = true;
+		pthread_mutex_unlock(&p->lock);
+	}
+	return drain(p) && ok;
+}
