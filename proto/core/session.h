@@ -82,6 +82,14 @@ struct stats {
 	int xferred_files;
 };
 
+/* Add one to a count that both threads of a receiving side keep
+ * (created_files, created_reg): atomic, or one thread's increment could
+ * undo the other's. Read once the threads have ended. */
+static inline void stats_bump(int *count)
+{
+	__atomic_fetch_add(count, 1, __ATOMIC_RELAXED);
+}
+
 /* Names of uids/gids sent by the peer, to map them to local ids. */
 /* One --usermap/--groupmap (or --chown) rule: a sender name pattern, or
  * a sender id range, and the local id it becomes. */

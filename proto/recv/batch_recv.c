@@ -54,7 +54,7 @@ void batch_report_missing(struct recv_ctx *rc)
 {
 	for (size_t i = 0; i < rc->fl->count; i++) {
 		char path[MAXPATHLEN_WIRE * 2];
-		if ((rc->state[i] & (FS_REQUESTED | FS_DONE | FS_FAILED)) != FS_REQUESTED)
+		if ((recv_state(rc, i) & (FS_REQUESTED | FS_DONE | FS_FAILED)) != FS_REQUESTED)
 			continue;
 		if (!flist_path(rc->fl->sorted[i], path, sizeof path))
 			continue;

@@ -625,7 +625,7 @@ static void delete_pass_dir(struct recv_ctx *rc, struct dir_cursor *dirs, size_t
 
 	/* a part's directory that failed was recorded at its gap index */
 	if (!(f->flags & FE_ACTIVE) || !S_ISDIR(f->mode) || !(f->flags & FE_CONTENT_DIR) ||
-	    (rc->fl->inc && (rc->state[i] & FS_FAILED)) || !flist_path(f, path, sizeof path))
+	    (rc->fl->inc && (recv_state(rc, i) & FS_FAILED)) || !flist_path(f, path, sizeof path))
 		return;
 	delete_in_dir(rc, dirs, path, (int32_t)i);
 }

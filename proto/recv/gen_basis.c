@@ -190,8 +190,10 @@ enum alt_outcome try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f,
 		}
 		if (!done)
 			continue;
-		if (o->alt_dest_mode != ALT_DEST_COMPARE)
-			g->s->stats.created_files++, g->s->stats.created_reg++;
+		if (o->alt_dest_mode != ALT_DEST_COMPARE) {
+			stats_bump(&g->s->stats.created_files);
+			stats_bump(&g->s->stats.created_reg);
+		}
 		/* a link shows as 'h' (generator.c: itemize with
 		 * ITEM_XNAME_FOLLOWS and an empty name) */
 		bool linked = o->alt_dest_mode == ALT_DEST_LINK && alt_attrs_match(g, f, &ast) &&
@@ -201,7 +203,7 @@ enum alt_outcome try_alt_dests(struct gen *g, int32_t ndx, struct file_entry *f,
 				    linked ? "" : NULL);
 		if (says_uptodate(g) && unchanged_attrs(g, f, &ast))
 			session_info(g->s, "%s is uptodate\n", path);
-		g->rc->state[ndx] |= FS_DONE;
+		recv_state_add(g->rc, ndx, FS_DONE);
 		recv_report_success(g->rc, ndx, path, false);
 		return o->alt_dest_mode == ALT_DEST_COMPARE ? ALT_COMPARED : ALT_IN_DEST;
 	}
@@ -239,7 +241,7 @@ bool replace_by_alt(struct gen *g, int32_t ndx, struct file_entry *f, const char
 		}
 		if (o->itemize > 1 || info_ge(o, INFO_NAME, 2))
 			report_item(g, ndx, link ? ITEM_LOCAL_CHANGE : 0, link ? "" : NULL);
-		g->rc->state[ndx] |= FS_DONE;
+		recv_state_add(g->rc, ndx, FS_DONE);
 		recv_report_success(g->rc, ndx, path, false);
 		return true;
 	}

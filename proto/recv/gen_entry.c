@@ -205,7 +205,7 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 	}
 	if (dirfd < 0) {
 		file_error_at(g, "recv_generator: failed to stat ", path, "");
-		g->rc->state[ndx] |= FS_FAILED;
+		recv_state_add(g->rc, ndx, FS_FAILED);
 		recv_mark_dir_failed(g->rc, path);
 		return;
 	}
@@ -224,13 +224,13 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 	}
 	if (statret < 0 && g->o->existing) {
 		/* --existing: neither this directory nor what is below it */
-		g->rc->state[ndx] |= FS_FAILED;
+		recv_state_add(g->rc, ndx, FS_FAILED);
 		recv_mark_dir_failed(g->rc, path);
 		return;
 	}
 	if (statret == 0 && !S_ISDIR(st.st_mode)) {
 		if (!clear_way(g, dirfd, leaf, path, &st, f->mode)) {
-			g->rc->state[ndx] |= FS_FAILED;
+			recv_state_add(g->rc, ndx, FS_FAILED);
 			recv_mark_dir_failed(g->rc, path);
 			return;
 		}
@@ -255,13 +255,13 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 		session_info(g->s, "%s/ is uptodate\n", path); /* try_dests_non */
 	if (created_root && (iflags & ITEM_IS_NEW)) {
 		g->s->stats.created_dirs++;
-		g->s->stats.created_files++;
+		stats_bump(&g->s->stats.created_files);
 	}
 	if (statret != 0 && !g->o->dry_run) {
 		if (mkdirat(dirfd, leaf, (f->mode | 0700) & 07777) < 0 && errno != EEXIST) {
 			file_error(g, "recv_generator: mkdir", path);
 			session_err_plain(g->s, "*** Skipping any contents from this failed directory ***");
-			g->rc->state[ndx] |= FS_FAILED;
+			recv_state_add(g->rc, ndx, FS_FAILED);
 			recv_mark_dir_failed(g->rc, path);
 			return;
 		}
@@ -272,7 +272,7 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 		keep_inherited_setgid(g, f, &st);
 		if (iflags & ITEM_IS_NEW) {
 			g->s->stats.created_dirs++;
-			g->s->stats.created_files++;
+			stats_bump(&g->s->stats.created_files);
 		}
 	}
 	if (!g->o->dry_run)
@@ -282,7 +282,7 @@ static void gen_dir(struct gen *g, int32_t ndx, struct file_entry *f, const char
 		file_error(g, "chmod", path);
 	widen_dir_for_filling(g, dirfd, leaf, f, path);
 	if (g->o->delete_mode == DELETE_DURING || g->o->delete_mode == DELETE_DEFAULT) {
-		if ((f->flags & FE_CONTENT_DIR) && !(g->rc->state[ndx] & FS_FAILED))
+		if ((f->flags & FE_CONTENT_DIR) && !(recv_state(g->rc, ndx) & FS_FAILED))
 			delete_in_dir(g->rc, &g->dirs, path, ndx);
 	}
 }
@@ -411,7 +411,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	}
 	if (iflags & ITEM_IS_NEW) {
 		g->s->stats.created_symlinks++;
-		g->s->stats.created_files++;
+		stats_bump(&g->s->stats.created_files);
 	}
 	apply_attrs(g->rc, dirfd, leaf, f, NULL, true);
 	recv_report_success(g->rc, ndx, path, true);
@@ -468,7 +468,7 @@ static void gen_device(struct gen *g, int32_t ndx, struct file_entry *f, const c
 		g->s->stats.created_devices++;
 	else
 		g->s->stats.created_specials++;
-	g->s->stats.created_files++;
+	stats_bump(&g->s->stats.created_files);
 	apply_attrs(g->rc, dirfd, leaf, f, NULL, true);
 }
 
@@ -517,7 +517,7 @@ static bool request_from(struct gen *g, int32_t ndx, const struct basis *b, int 
 	const struct file_entry *f = g->rc->fl->sorted[ndx];
 	bool at_dest = b->st && (b->alt < 0 || b->alt == FNAMECMP_BACKUP) && !(iflags & ITEM_IS_NEW);
 	iflags |= meta_item_bits(g, f, at_dest ? b->dirfd : -1, at_dest ? b->leaf : NULL);
-	g->rc->state[ndx] |= FS_REQUESTED;
+	recv_state_add(g->rc, ndx, FS_REQUESTED);
 	wire_out_lock(&s->out);
 	ok = wire_write_ndx(&s->out, ndx) &&
 	     (s->protocol < 29 || wire_write_u16(&s->out, (uint16_t)(iflags & 0xffff))) &&
@@ -658,7 +658,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 	if (regular_up_to_date(g, f, dirfd, leaf, &st)) {
 		report_item(g, ndx, iflags, NULL);
 		settle_in_place(g, dirfd, leaf, path, f, &st, iflags);
-		g->rc->state[ndx] |= FS_DONE;
+		recv_state_add(g->rc, ndx, FS_DONE);
 		recv_report_success(g->rc, ndx, path, false);
 		if (o->partial_dir && !o->dry_run)
 			partial_remove(g->rc, path); /* a leftover of an older try */
@@ -797,7 +797,7 @@ static bool daemon_refuses(struct gen *g, int32_t ndx, const struct file_entry *
 	/* rsync's own text, unprefixed (FERROR_XFER) */
 	session_xfer_err_plain(g->s, "ERROR: daemon refused to receive %s \"%s\"",
 			       is_dir ? "directory" : "file", path);
-	g->rc->state[ndx] |= FS_FAILED;
+	recv_state_add(g->rc, ndx, FS_FAILED);
 	if (is_dir) {
 		session_xfer_err_plain(g->s,
 				       "*** Skipping any contents from this failed directory ***");
@@ -832,7 +832,7 @@ void gen_entry(struct gen *g, int32_t ndx)
 	if (parent_failed(g->rc, f)) {
 		/* skipped with its parent: no time is set on it later either
 		 * (rsync's FLAG_MISSING_DIR) */
-		g->rc->state[ndx] |= FS_FAILED;
+		recv_state_add(g->rc, ndx, FS_FAILED);
 		return;
 	}
 	if (daemon_refuses(g, ndx, f, path))

@@ -22,7 +22,7 @@
 static void set_state(struct recv_ctx *rc, int32_t ndx, uint8_t bits)
 {
 	pthread_mutex_lock(&rc->lock);
-	rc->state[ndx] |= bits;
+	recv_state_add(rc, ndx, bits);
 	pthread_cond_broadcast(&rc->cond);
 	pthread_mutex_unlock(&rc->lock);
 }
@@ -166,7 +166,7 @@ void link_waiting(struct gen *g, int32_t target)
 uint8_t target_state(struct gen *g, int32_t target)
 {
 	pthread_mutex_lock(&g->rc->lock);
-	uint8_t st = g->rc->state[target];
+	uint8_t st = recv_state(g->rc, target);
 	pthread_mutex_unlock(&g->rc->lock);
 	return st;
 }

@@ -79,7 +79,7 @@ void redo_request(struct gen *g, int32_t ndx, bool allow)
 	int dirfd;
 
 	if (!allow || !flist_path(f, path, sizeof path)) {
-		g->rc->state[ndx] |= FS_FAILED;
+		recv_state_add(g->rc, ndx, FS_FAILED);
 		return;
 	}
 	if (g->rc->cfg.solo_name) {
@@ -89,7 +89,7 @@ void redo_request(struct gen *g, int32_t ndx, bool allow)
 		dirfd = parent_of(g, path, &leaf);
 	}
 	if (dirfd < 0) {
-		g->rc->state[ndx] |= FS_FAILED;
+		recv_state_add(g->rc, ndx, FS_FAILED);
 		return;
 	}
 	bool have = fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -174,12 +174,12 @@ static void touch_up_dirs(struct gen *g)
 		 * where its full handling (and any failure) was recorded */
 		for (size_t k = 0; k < fl->nparts; k++) {
 			size_t gap = (size_t)fl->parts[k].ndx_start - 1;
-			touch_up_dir(g, flist_part_dir(fl, k), g->rc->state[gap]);
+			touch_up_dir(g, flist_part_dir(fl, k), recv_state(g->rc, gap));
 		}
 		return;
 	}
 	for (size_t i = fl->low; i <= fl->high && i < fl->count; i++)
-		touch_up_dir(g, fl->sorted[i], g->rc->state[i]);
+		touch_up_dir(g, fl->sorted[i], recv_state(g->rc, i));
 }
 
 static bool send_done(struct gen *g)
@@ -224,7 +224,7 @@ static size_t finishable_parts(struct gen *g, size_t upto)
 		size_t end = (size_t)p->ndx_start + (size_t)p->count;
 		if (g->settle_pos < (size_t)p->ndx_start)
 			g->settle_pos = (size_t)p->ndx_start;
-		while (g->settle_pos < end && settled(rc->state[g->settle_pos]))
+		while (g->settle_pos < end && settled(recv_state(rc, g->settle_pos)))
 			g->settle_pos++;
 		if (g->settle_pos < end)
 			break;

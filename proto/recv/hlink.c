@@ -119,7 +119,7 @@ static void wait_locked(struct recv_ctx *rc, int32_t ndx, struct file_entry *f)
 	if (!hg)
 		return;
 	f->hl_next = -1;
-	rc->state[ndx] |= FS_HLINK_WAIT;
+	recv_state_add(rc, ndx, FS_HLINK_WAIT);
 	if (hg->state == HL_TARGET_SENT) {
 		/* after the target in rsync's chain: linked in arrival order */
 		if (hg->after_tail >= 0)
@@ -242,14 +242,14 @@ bool hlink_batch_adopt(struct recv_ctx *rc, int32_t ndx, struct file_entry *f)
 	pthread_mutex_lock(&rc->lock);
 	struct hl_group *hg = group_of(rc, f);
 	bool adopt = hg && hg->state == HL_TARGET_SENT && hg->target != ndx &&
-		     !(rc->state[hg->target] & FS_DONE);
+		     !(recv_state(rc, hg->target) & FS_DONE);
 	if (adopt) {
 		int32_t old = hg->target;
 		unwait(rc, hg, ndx);
-		rc->state[old] &= (uint8_t)~FS_REQUESTED;
+		recv_state_drop(rc, old, FS_REQUESTED);
 		hg->target = ndx;
 		wait_locked(rc, old, rc->fl->sorted[old]);
-		rc->state[ndx] |= FS_REQUESTED;
+		recv_state_add(rc, ndx, FS_REQUESTED);
 		note_sent(rc, ndx);
 	}
 	pthread_mutex_unlock(&rc->lock);
@@ -260,7 +260,7 @@ bool hlink_arrivals(const struct recv_ctx *rc)
 {
 	for (size_t i = 0; i < rc->hl_nsent; i++) {
 		int32_t t = rc->hl_sent[i];
-		if ((rc->state[t] & (FS_DONE | FS_FAILED)) && still_sent(rc, t))
+		if ((recv_state(rc, t) & (FS_DONE | FS_FAILED)) && still_sent(rc, t))
 			return true;
 	}
 	return false;
@@ -274,7 +274,7 @@ static void release_locked(struct recv_ctx *rc, struct hl_group *hg)
 
 	for (int i = 0; i < 2; i++) {
 		for (int32_t m = *lists[i]; m >= 0; m = sorted[m]->hl_next)
-			rc->state[m] |= FS_FAILED;
+			recv_state_add(rc, m, FS_FAILED);
 		*lists[i] = -1;
 	}
 	hg->after_tail = -1;

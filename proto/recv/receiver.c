@@ -666,8 +666,8 @@ static void discard_failed(struct rcv *r, int32_t ndx, const char *path, bool re
 	/* a file updated in place keeps what was written (receiver.c) */
 	const char *kept = r->o->inplace ? "retained" : "discarded";
 
-	if (redo_allowed && !(rc->state[ndx] & FS_REDO)) {
-		rc->state[ndx] |= FS_REDO;
+	if (redo_allowed && !(recv_state(rc, ndx) & FS_REDO)) {
+		recv_state_add(rc, ndx, FS_REDO);
 		if (info_ge(r->o, INFO_NAME, 1))
 			session_info(r->s,
 				     "WARNING: %s failed verification -- update %s (will try again).\n",
@@ -676,7 +676,7 @@ static void discard_failed(struct rcv *r, int32_t ndx, const char *path, bool re
 	} else {
 		session_xfer_err_plain(r->s, "ERROR: %s failed verification -- update %s.", path,
 				       kept);
-		rc->state[ndx] |= FS_FAILED;
+		recv_state_add(rc, ndx, FS_FAILED);
 		r->s->got_xfer_error = true;
 	}
 }
@@ -832,14 +832,14 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 				 "received request to transfer non-regular file: %d", ndx);
 	if (r->o->read_batch && rc->fl->inc && !batch_wait_decided(rc, (size_t)ndx))
 		return wire_fail(&s->err, RERR_STREAMIO, "generator stopped");
-	if (!(rc->state[ndx] & FS_REQUESTED) && r->o->read_batch &&
+	if (!(recv_state(rc, ndx) & FS_REQUESTED) && r->o->read_batch &&
 	    !(hlink_member(rc, f) && hlink_batch_adopt(rc, ndx, f))) {
 		/* Our generator found it up to date: the batch's update is
 		 * not for this copy. */
 		session_info(s, "(Skipping batched update for \"%s\")\n", path);
 		return discard_file(r, f, path, -1, NULL);
 	}
-	if (!(rc->state[ndx] & FS_REQUESTED))
+	if (!(recv_state(rc, ndx) & FS_REQUESTED))
 		return wire_fail(&s->err, RERR_PROTOCOL, "sender sent \"%s\", which we did not request",
 				 path);
 	recv_log_item(rc, f, iflags, NULL);
@@ -847,7 +847,7 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	 * an --only-write-batch client, which records it (an
 	 * --only-write-batch server's sender diverts it away from us). */
 	if (r->o->dry_run)
-		rc->state[ndx] |= FS_DONE; /* nothing more will come for it */
+		recv_state_add(rc, ndx, FS_DONE); /* nothing more will come for it */
 	if (r->o->dry_run && r->o->read_batch)
 		return discard_file(r, f, path, -1, NULL);
 	if (r->o->dry_run && r->o->write_batch < 0 && !s->am_server)
@@ -915,7 +915,7 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 				rc->cfg.solo_name && S_ISREG(f->mode) ? f->basename : NULL, &facts);
 	if (!write_ok) {
 		temp_discard(&tf);
-		rc->state[ndx] |= FS_FAILED;
+		recv_state_add(rc, ndx, FS_FAILED);
 		s->got_xfer_error = true;
 		return true;
 	}
@@ -928,7 +928,7 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	xattr_apply(s, tf.tmpdirfd, tf.tmpname, f, tf.dirfd, tf.leaf);
 	bool delay = r->o->delay_updates && !r->o->inplace;
 	if (!(delay ? temp_commit_delayed(&tf, f) : temp_commit(&tf, f))) {
-		rc->state[ndx] |= FS_FAILED;
+		recv_state_add(rc, ndx, FS_FAILED);
 		s->got_xfer_error = true;
 		return true;
 	}
@@ -944,15 +944,15 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	}
 	/* only now: with incremental lists FS_DONE lets the generator end
 	 * the part, and the sender frees it; MSG_SUCCESS must come first */
-	rc->state[ndx] |= FS_DONE;
+	recv_state_add(rc, ndx, FS_DONE);
 	s->stats.xferred_files++;
 	s->progress_ir = rc->fl->inc && !rc->fl->eof;
 	progress_end(s, &r->prog, r->written, flist_file_index(rc->fl, ndx));
 	if (s->hooks.xfer_log)
 		s->hooks.xfer_log(s->hooks.xfer_log_ctx, f, iflags);
 	if (iflags & ITEM_IS_NEW) {
-		s->stats.created_files++;
-		s->stats.created_reg++;
+		stats_bump(&s->stats.created_files);
+		stats_bump(&s->stats.created_reg);
 	}
 	return true;
 }
@@ -1024,7 +1024,7 @@ static bool receive_replies(struct rcv *r)
 			return wire_fail(&s->err, RERR_PROTOCOL, "got transfer request in phase 2");
 		/* a file we asked for again is a redo: whole, not appended */
 		int append = r->append;
-		if (r->rc->state[ndx] & FS_REDO)
+		if (recv_state(r->rc, ndx) & FS_REDO)
 			r->append = 0;
 		bool ok = recv_one_file(r, ndx, iflags, basis_type, xname);
 		r->append = append;

@@ -34,7 +34,7 @@ static void recv_no_send(void *ctx, int32_t ndx)
 	if (ndx < 0 || (size_t)ndx >= flist_slots(rc->fl))
 		return;
 	pthread_mutex_lock(&rc->lock);
-	rc->state[ndx] |= FS_FAILED;
+	recv_state_add(rc, ndx, FS_FAILED);
 	pthread_cond_broadcast(&rc->cond);
 	pthread_mutex_unlock(&rc->lock);
 }

@@ -183,6 +183,24 @@ void *generator_main(void *arg);
 /* The receiver's loop (runs on the calling thread). */
 bool receiver_run(struct recv_ctx *rc);
 
+/* An entry's FS_* bits: the generator and the receiver thread each set
+ * bits of entries the other reads or sets, with no lock held, so every
+ * access is atomic (a plain |= of one thread can undo the other's bit). */
+static inline uint8_t recv_state(const struct recv_ctx *rc, size_t ndx)
+{
+	return __atomic_load_n(&rc->state[ndx], __ATOMIC_ACQUIRE);
+}
+
+static inline void recv_state_add(struct recv_ctx *rc, size_t ndx, uint8_t bits)
+{
+	__atomic_fetch_or(&rc->state[ndx], bits, __ATOMIC_ACQ_REL);
+}
+
+static inline void recv_state_drop(struct recv_ctx *rc, size_t ndx, uint8_t bits)
+{
+	__atomic_fetch_and(&rc->state[ndx], (uint8_t)~bits, __ATOMIC_ACQ_REL);
+}
+
 /* Tell the generator about progress (receiver thread). */
 void recv_note_done(struct recv_ctx *rc);
 void recv_queue_redo(struct recv_ctx *rc, int32_t ndx);
