@@ -21,7 +21,8 @@ ferry daemon inside the namespace: a first mirror and re-mirrors, each
 after `pgbench -t TX` and a CHECKPOINT, against pg_basebackup
 --compress=server-zstd of the same cluster at the same moment (and, with
 BENCH_MIRROR_BASELINE="TOOL FERRY", an older ferry-pg-mirror and ferry
-into a mirror of their own, for a before/after comparison).
+into a mirror of their own, for a before/after comparison). The tool runs
+as /usr/bin/python3 -I -S TOOL, as its launcher starts itself.
 
 Variants alternate A B C D for N runs; figures are medians; ratios are
 against rsync/rsync (the same data and compression) in the same run.
@@ -456,7 +457,7 @@ class Bench:
     def mirror_once(self, srv, copy, port, z, tool, ferry, dest):
         """ferry-pg-mirror from the primary into the namespace's ferry daemon;
         (wall, link bytes, moved, source rchar, timing lines)."""
-        argv = [self.python, tool, "--ferry", ferry,
+        argv = [self.python, "-I", "-S", tool, "--ferry", ferry,
                 "--psql", os.path.join(self.bindir, "psql"),
                 "--source-conn", f"host={srv.sockdir} port={srv.port} user=postgres "
                                  "dbname=postgres",
