@@ -868,6 +868,7 @@ class Mirror:
                 opts = self.transfer_opts(checksum=True)
             opts.append(f"--include-from={rfile}")
             self.log.info(f"verify {len(files)} files modified during earlier runs")
+            self.log.debug("verify: " + " ".join(files))
             self.ferry.run(f"verify {prefix or 'data directory'}", opts, [root + "/"],
                            self.dest.target(prefix))
 
