@@ -827,7 +827,7 @@ class Mirror:
         just after a previous run read it keeps its size and mtime, so the
         quick check would skip it forever. Finds the files whose mtime lies
         in the window of the previous unverified runs; verify_recent then
-        compares them by content. Runs during the data sync, but only after
+        compares them by content. Runs alongside the data sync, but only after
         pg_backup_start: a file deleted after the scan was deleted inside
         the backup, and WAL replay removes it. Returns [(mirror prefix,
         source root, [relative paths])]."""
@@ -1058,6 +1058,7 @@ class Mirror:
         spaces = self.tablespaces()
         self.mtime_margin = mtime_margin([self.src] + list(spaces.values()))
         self.log.info(f"modification-time margin of the sync window: {self.mtime_margin} s")
+        scan = Background(self.scan_recent, spaces)
         # On a file system with fine times the window starts a margin after
         # the backup's checkpoint ended (mostly already past, behind the
         # mark-incomplete run): what the checkpoint wrote is then read a
@@ -1067,7 +1068,6 @@ class Mirror:
         if self.mtime_margin <= FINE_MTIME_MARGIN:
             time.sleep(max(0.0, checkpoint_end + self.mtime_margin - time.time()))
         sync_start = time.time()
-        scan = Background(self.scan_recent, spaces)
         self.sync_data()
         self.sync_tablespaces(spaces)
         self.verify_recent(scan.join())
