@@ -510,7 +510,10 @@ class Bench:
                 if r:
                     srv.pgbench("-c", "2", "-j", "2", "-t", str(self.args.mirror_tx // 2))
                     srv.psql("CHECKPOINT")
-                for label, tool, ferry, dest in self.mirror_tools():
+                # Alternating order: the tool that runs second also mirrors
+                # what autovacuum wrote after the load.
+                tools = self.mirror_tools()
+                for label, tool, ferry, dest in (tools if r % 2 else tools[::-1]):
                     os.sync()
                     io0 = read_io(measure.tree_pids(fd.proc.pid)[1])
                     wall, link, moved, rchar, timing = self.mirror_once(

@@ -42,10 +42,11 @@ DEFAULT_BLOCK_SIZE = 8192        # one PostgreSQL page; see the man page
 # Seconds of slack around the window of a run's data transfers (see
 # mtime_margin): whole-second (or 2 s) timestamps, or a file system whose
 # times come from another machine's clock, need the wide one; a local file
-# system with sub-second times is off by at most one coarse clock tick
-# (10 ms at HZ=100) and the tick's lag behind time.time().
+# system with sub-second times stamps files from the kernel's coarse clock,
+# which trails time.time() by less than one tick (fine_mtime_margin).
 MTIME_MARGIN = 2.0
-FINE_MTIME_MARGIN = 0.05
+FINE_MTIME_MARGIN = 0.05         # the most a fine margin may be
+CLOCK_REALTIME_COARSE = 5        # Linux <time.h>; Python's time module lacks it
 # Local file systems whose times come from this kernel's clock; sub-second
 # precision is checked on the files themselves (ext4 with 128-byte inodes
 # keeps whole seconds).
@@ -1220,14 +1221,26 @@ def has_subsecond_times(root):
     return False
 
 
+def fine_mtime_margin():
+    """Two ticks of the coarse clock file times come from, plus 5 ms (13 ms
+    at HZ=250): one tick covers the error, the rest is slack. MTIME_MARGIN
+    if that would exceed FINE_MTIME_MARGIN."""
+    try:
+        tick = time.clock_getres(CLOCK_REALTIME_COARSE)
+    except (OSError, ValueError):
+        return FINE_MTIME_MARGIN
+    margin = round(max(0.01, 2 * tick + 0.005), 3)
+    return margin if margin <= FINE_MTIME_MARGIN else MTIME_MARGIN
+
+
 def mtime_margin(roots):
     """Seconds by which a file's mtime may trail the moment it was written,
-    for all of ROOTS: FINE_MTIME_MARGIN on local file systems that keep
+    for all of ROOTS: fine_mtime_margin() on local file systems that keep
     sub-second times, else MTIME_MARGIN."""
     for root in roots:
         if fs_type(root) not in LOCAL_FS_TYPES or not has_subsecond_times(root):
             return MTIME_MARGIN
-    return FINE_MTIME_MARGIN
+    return fine_mtime_margin()
 
 
 def nonempty_dir(path):

@@ -6,9 +6,10 @@
 # - recent_files: exactly the regular files with lo <= mtime <= hi, the
 #   filter rules applied (anchored and not), excluded directories not
 #   entered, links skipped;
-# - mtime_margin: the fine margin only where the file system is local and
-#   the files carry sub-second times; whole-second times or an unknown
-#   file system get the wide one.
+# - mtime_margin: the fine margin (more than a tick of the coarse clock
+#   file times come from) only where the file system is local and the
+#   files carry sub-second times; whole-second times or an unknown file
+#   system get the wide one.
 
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -59,8 +60,15 @@ if what == "sizes":
         "base/5/before", "base/5/at_lo", "base/5/inside", "base/5/at_hi",
         "base/5/after", "PG_VERSION"]))
 if what == "margin":
-    print(m.fs_type(root), m.mtime_margin([root]))
-    sys.exit(m.mtime_margin([root]) != float(sys.argv[3]))
+    want = m.fine_mtime_margin() if sys.argv[3] == "fine" else m.MTIME_MARGIN
+    print(m.fs_type(root), m.mtime_margin([root]), "want", want)
+    sys.exit(m.mtime_margin([root]) != want)
+if what == "fine_margin":
+    # more than one tick of the clock file times come from, under the cap
+    tick = __import__("time").clock_getres(m.CLOCK_REALTIME_COARSE)
+    got = m.fine_mtime_margin()
+    print("coarse tick", tick, "margin", got)
+    sys.exit(not (tick < got <= m.FINE_MTIME_MARGIN))
 if what == "margin_unknown_fs":
     m.fs_type = lambda path: "nfs4"
     print(m.mtime_margin([root]))
@@ -79,16 +87,17 @@ fine_expected() {
     local fs
     fs=$(stat -f -c %T "$D")
     case $fs in
-    ext2/ext3 | ext4 | xfs | btrfs | tmpfs | zfs | f2fs | overlayfs) echo 0.05 ;;
-    *) echo 2.0 ;;
+    ext2/ext3 | ext4 | xfs | btrfs | tmpfs | zfs | f2fs | overlayfs) echo fine ;;
+    *) echo wide ;;
     esac
 }
 t_check margin_sub_second "$PYTHON" "$PYCHECK" margin "$D" "$(fine_expected)"
 t_check margin_unknown_fs "$PYTHON" "$PYCHECK" margin_unknown_fs "$D"
+t_check margin_fine_above_tick "$PYTHON" "$PYCHECK" fine_margin "$D"
 
 # Whole-second times everywhere it looks (pg_control, PG_VERSION, the
 # directory): the wide margin, whatever the file system.
 touch -d @1700000015 "$D/global/pg_control" "$D/PG_VERSION" "$D"
-t_check margin_whole_seconds "$PYTHON" "$PYCHECK" margin "$D" 2.0
+t_check margin_whole_seconds "$PYTHON" "$PYCHECK" margin "$D" wide
 
 t_done
