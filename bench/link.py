@@ -23,7 +23,7 @@ after `pgbench -t TX` and a CHECKPOINT, against pg_basebackup
 BENCH_MIRROR_BASELINE="TOOL FERRY", an older ferry-pg-mirror and ferry
 into a mirror of their own, for a before/after comparison). The tool runs
 as /usr/bin/python3 -I -S TOOL, as its launcher starts itself; its ferry
-runs get -z, or --mirror-z / BENCH_MIRROR_Z (e.g. "--zc=lz4").
+runs get -z, or --mirror-z=OPTS / BENCH_MIRROR_Z (e.g. --zc=lz4).
 
 Variants alternate A B C D for N runs; figures are medians; ratios are
 against rsync/rsync (the same data and compression) in the same run.
@@ -642,7 +642,7 @@ def main():
     ap.add_argument("--mirror-z", default=os.environ.get("BENCH_MIRROR_Z") or "-z",
                     metavar="'OPTS'",
                     help="ferry's compression options for ferry-pg-mirror (default -z; "
-                         "e.g. '--zc=lz4' or '-z --zl=1')")
+                         "e.g. --mirror-z=--zc=lz4 or --mirror-z='-z --zl=1')")
     ap.add_argument("--only", default=os.environ.get("BENCH_ONLY"),
                     help="regex on case keys: pull-pgdata, pull-text-z, basebackup, mirror")
     ap.add_argument("--note", default=os.environ.get("BENCH_NOTE"),
