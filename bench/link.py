@@ -21,7 +21,9 @@ ferry daemon inside the namespace: a first mirror and re-mirrors, each
 after `pgbench -t TX` and a CHECKPOINT, against pg_basebackup
 --compress=server-zstd of the same cluster at the same moment (and, with
 BENCH_MIRROR_BASELINE="TOOL FERRY", an older ferry-pg-mirror and ferry
-into a mirror of their own, for a before/after comparison).
+into a mirror of their own, for a before/after comparison). The tool runs
+as /usr/bin/python3 -I -S TOOL, as its launcher starts itself; its ferry
+runs get -z, or --mirror-z=OPTS / BENCH_MIRROR_Z (e.g. --zc=lz4).
 
 Variants alternate A B C D for N runs; figures are medians; ratios are
 against rsync/rsync (the same data and compression) in the same run.
@@ -456,14 +458,14 @@ class Bench:
     def mirror_once(self, srv, copy, port, z, tool, ferry, dest):
         """ferry-pg-mirror from the primary into the namespace's ferry daemon;
         (wall, link bytes, moved, source rchar, timing lines)."""
-        argv = [self.python, tool, "--ferry", ferry,
+        argv = [self.python, "-I", "-S", tool, "--ferry", ferry,
                 "--psql", os.path.join(self.bindir, "psql"),
                 "--source-conn", f"host={srv.sockdir} port={srv.port} user=postgres "
                                  "dbname=postgres",
                 "--pgdata", copy, "--dest", dest, "--via", f"{NS_IP}::dests",
                 f"--ferry-option=--port={port}", "--no-sync", "--timing"]
         if z:
-            argv.append("--ferry-option=-z")
+            argv += [f"--ferry-option={o}" for o in self.args.mirror_z.split()]
         # The shell reaps the tool and so holds its whole tree's I/O counts.
         script = " ".join(shlex.quote(a) for a in argv) + \
             ' >"$0" 2>&1; rc=$?; cat /proc/$$/io >"$1"; exit $rc'
@@ -508,13 +510,17 @@ class Bench:
                 if r:
                     srv.pgbench("-c", "2", "-j", "2", "-t", str(self.args.mirror_tx // 2))
                     srv.psql("CHECKPOINT")
-                for label, tool, ferry, dest in self.mirror_tools():
+                # Alternating order: the tool that runs second also mirrors
+                # what autovacuum wrote after the load.
+                tools = self.mirror_tools()
+                for label, tool, ferry, dest in (tools if r % 2 else tools[::-1]):
                     os.sync()
                     io0 = read_io(measure.tree_pids(fd.proc.pid)[1])
                     wall, link, moved, rchar, timing = self.mirror_once(
                         srv, copy, port, z, tool, ferry, dest)
                     drchar = fd.io()["rchar"] - io0["rchar"]
-                    self.mirror_rows.append((phase, label + (" (-z)" if z else ""),
+                    self.mirror_rows.append((phase, label + (f" ({self.args.mirror_z})" if z
+                                                             else ""),
                                              wall, link, moved, rchar, drchar))
                     log(f"   {phase} {label} {wall:7.3f}s link {link / 1e6:7.1f} MB "
                         f"src rchar {rchar / 1e6:7.1f} MB dst rchar {drchar / 1e6:7.1f} MB")
@@ -633,6 +639,10 @@ def main():
                     help="also run this ferry-pg-mirror with this ferry, to its own mirror")
     ap.add_argument("--mirror-no-z", action="store_true",
                     help="ferry-pg-mirror without -z (default: with -z)")
+    ap.add_argument("--mirror-z", default=os.environ.get("BENCH_MIRROR_Z") or "-z",
+                    metavar="'OPTS'",
+                    help="ferry's compression options for ferry-pg-mirror (default -z; "
+                         "e.g. --mirror-z=--zc=lz4 or --mirror-z='-z --zl=1')")
     ap.add_argument("--only", default=os.environ.get("BENCH_ONLY"),
                     help="regex on case keys: pull-pgdata, pull-text-z, basebackup, mirror")
     ap.add_argument("--note", default=os.environ.get("BENCH_NOTE"),

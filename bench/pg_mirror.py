@@ -26,8 +26,8 @@ each extra variant starts from a copy of the first ferry mirror, made by a
 local ferry that also keeps the copy's block sums (a plain copy has new
 inodes, for which the first mirror's sums cache is not valid).
 
-The tool runs under /usr/bin/python3 when there is one: the interpreter its
-"#!/usr/bin/env python3" finds on Debian.
+The tool runs as /usr/bin/python3 -I -S TOOL when there is one, as its
+launcher starts itself.
 """
 
 import argparse
@@ -190,7 +190,7 @@ class Bench:
     def ferry_mirror(self, name, extra):
         dest = name
         os.makedirs(os.path.join(self.dests, dest), exist_ok=True)
-        argv = [TOOL_PYTHON, TOOL, "--ferry", self.ferry,
+        argv = [TOOL_PYTHON, "-I", "-S", TOOL, "--ferry", self.ferry,
                 "--psql", os.path.join(self.bindir, "psql"), "--source-conn", self.conn,
                 "--pgdata", self.primary, "--dest", dest, "--via", "127.0.0.1::dests",
                 f"--ferry-option=--port={self.fd.port}", "--timing", *extra]

@@ -39,7 +39,19 @@ SUMS_SEED = 20260
 PAGE_SIZE = 8192
 MAX_BLOCK_SIZE = 131072          # rsync's MAX_BLOCK_SIZE for protocol >= 30
 DEFAULT_BLOCK_SIZE = 8192        # one PostgreSQL page; see the man page
-MTIME_MARGIN = 2.0               # seconds of slack around coarse file mtimes
+# Seconds of slack around the window of a run's data transfers (see
+# mtime_margin): whole-second (or 2 s) timestamps, or a file system whose
+# times come from another machine's clock, need the wide one; a local file
+# system with sub-second times stamps files from the kernel's coarse clock,
+# which trails time.time() by less than one tick (fine_mtime_margin).
+MTIME_MARGIN = 2.0
+FINE_MTIME_MARGIN = 0.05         # the most a fine margin may be
+CLOCK_REALTIME_COARSE = 5        # Linux <time.h>; Python's time module lacks it
+# Local file systems whose times come from this kernel's clock; sub-second
+# precision is checked on the files themselves (ext4 with 128-byte inodes
+# keeps whole seconds).
+LOCAL_FS_TYPES = {"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "zfs", "f2fs",
+                  "bcachefs", "overlay", "jfs", "reiserfs", "nilfs2"}
 MAX_STATE_BYTES = 65536
 
 # Exit codes (documented in the man page).
@@ -483,6 +495,7 @@ class Mirror:
         self.server_version = 0
         self.in_recovery = False
         self.dest_has_tblspc = True   # until probe_dest knows better
+        self.mtime_margin = MTIME_MARGIN   # until the source's file systems are known
         self.sums_cache = []          # ferry options of the block-sum cache, once in use
 
     # ------------------------------------------------------------ helpers
@@ -815,7 +828,7 @@ class Mirror:
         just after a previous run read it keeps its size and mtime, so the
         quick check would skip it forever. Finds the files whose mtime lies
         in the window of the previous unverified runs; verify_recent then
-        compares them by content. Runs during the data sync, but only after
+        compares them by content. Runs alongside the data sync, but only after
         pg_backup_start: a file deleted after the scan was deleted inside
         the backup, and WAL replay removes it. Returns [(mirror prefix,
         source root, [relative paths])]."""
@@ -827,7 +840,8 @@ class Mirror:
             since = 0.0   # history unknown: compare everything once
         if until is None:
             until = time.time()
-        lo, hi = since - MTIME_MARGIN, until + MTIME_MARGIN
+        margin = self.mtime_margin
+        lo, hi = since - margin, until + margin
         roots = [("", self.src, PG_EXCLUDES + MIRROR_OWN_EXCLUDES)]
         roots += [(f"{TBLSPC_DIR}/{oid}", path, TBLSPC_EXCLUDES)
                   for oid, path in spaces.items()]
@@ -855,6 +869,7 @@ class Mirror:
                 opts = self.transfer_opts(checksum=True)
             opts.append(f"--include-from={rfile}")
             self.log.info(f"verify {len(files)} files modified during earlier runs")
+            self.log.debug("verify: " + " ".join(files))
             self.ferry.run(f"verify {prefix or 'data directory'}", opts, [root + "/"],
                            self.dest.target(prefix))
 
@@ -1038,14 +1053,22 @@ class Mirror:
         invalidate = Background(self.invalidate_mirror, run_start)
         try:
             start_lsn = self.backup_start()
+            checkpoint_end = time.time()
         finally:
             invalidate.join()
         spaces = self.tablespaces()
-        # Files the backup's checkpoint wrote before this point are read
-        # after it, a clock tick later (MTIME_MARGIN): they need no
-        # verification next time.
-        sync_start = time.time()
+        self.mtime_margin = mtime_margin([self.src] + list(spaces.values()))
+        self.log.info(f"modification-time margin of the sync window: {self.mtime_margin} s")
         scan = Background(self.scan_recent, spaces)
+        # On a file system with fine times the window starts a margin after
+        # the backup's checkpoint ended (mostly already past, behind the
+        # mark-incomplete run): what the checkpoint wrote is then read a
+        # clock tick later, a later write gets a later mtime, and the next
+        # run need not send it again. (With whole-second times the wait
+        # would cost more than sending those files again.)
+        if self.mtime_margin <= FINE_MTIME_MARGIN:
+            time.sleep(max(0.0, checkpoint_end + self.mtime_margin - time.time()))
+        sync_start = time.time()
         self.sync_data()
         self.sync_tablespaces(spaces)
         self.verify_recent(scan.join())
@@ -1143,33 +1166,81 @@ def rule_matches(rule, rel, name):
 
 def recent_files(root, lo, hi, excludes, sizes=False):
     """Regular files under ROOT (relative paths) not excluded by EXCLUDES and
-    with lo <= mtime <= hi; with sizes, (size, path) pairs."""
+    with lo <= mtime <= hi; with sizes, (size, path) pairs. The mtime test
+    comes first: most files fail it, and the rules are the costly part."""
     out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        reldir = os.path.relpath(dirpath, root)
-        reldir = "" if reldir == "." else reldir
-        keep = []
-        for d in dirnames:
-            rel = f"{reldir}/{d}" if reldir else d
-            if os.path.islink(os.path.join(dirpath, d)):
-                continue
-            if not any(rule_matches(r, rel, d) for r in excludes):
-                keep.append(d)
-        dirnames[:] = keep
-        for n in filenames:
-            rel = f"{reldir}/{n}" if reldir else n
-            if any(rule_matches(r, rel, n) for r in excludes):
-                continue
+    stack = [("", root)]
+    while stack:
+        reldir, path = stack.pop()
+        try:
+            entries = list(os.scandir(path))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for e in entries:
+            rel = f"{reldir}/{e.name}" if reldir else e.name
             try:
-                st = os.lstat(os.path.join(dirpath, n))
+                if e.is_dir(follow_symlinks=False):
+                    if not any(rule_matches(r, rel, e.name) for r in excludes):
+                        stack.append((rel, e.path))
+                    continue
+                if not e.is_file(follow_symlinks=False):
+                    continue
+                st = e.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue
-            if not os.path.isfile(os.path.join(dirpath, n)) or os.path.islink(
-                    os.path.join(dirpath, n)):
-                continue
-            if lo <= st.st_mtime <= hi:
+            if lo <= st.st_mtime <= hi and not any(rule_matches(r, rel, e.name)
+                                                   for r in excludes):
                 out.append((st.st_size, rel) if sizes else rel)
     return out
+
+
+def fs_type(path):
+    """The file-system type (/proc/self/mountinfo) PATH lies on, or None."""
+    try:
+        dev = os.stat(path).st_dev
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    want = f"{os.major(dev)}:{os.minor(dev)}"
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 3 and fields[2] == want and " - " in line:
+            return line.split(" - ", 1)[1].split()[0]
+    return None
+
+
+def has_subsecond_times(root):
+    """True if files PostgreSQL writes under ROOT carry sub-second mtimes."""
+    for rel in ("global/pg_control", "PG_VERSION", "."):
+        try:
+            if os.stat(os.path.join(root, rel)).st_mtime_ns % 1_000_000_000:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def fine_mtime_margin():
+    """Two ticks of the coarse clock file times come from, plus 5 ms (13 ms
+    at HZ=250): one tick covers the error, the rest is slack. MTIME_MARGIN
+    if that would exceed FINE_MTIME_MARGIN."""
+    try:
+        tick = time.clock_getres(CLOCK_REALTIME_COARSE)
+    except (OSError, ValueError):
+        return FINE_MTIME_MARGIN
+    margin = round(max(0.01, 2 * tick + 0.005), 3)
+    return margin if margin <= FINE_MTIME_MARGIN else MTIME_MARGIN
+
+
+def mtime_margin(roots):
+    """Seconds by which a file's mtime may trail the moment it was written,
+    for all of ROOTS: fine_mtime_margin() on local file systems that keep
+    sub-second times, else MTIME_MARGIN."""
+    for root in roots:
+        if fs_type(root) not in LOCAL_FS_TYPES or not has_subsecond_times(root):
+            return MTIME_MARGIN
+    return fine_mtime_margin()
 
 
 def nonempty_dir(path):
