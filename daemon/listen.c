@@ -21,7 +21,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client/connect.h"
 #include "proto/core/exit_line.h"
 #include "proto/args/options.h"
 #include "daemon/auth.h"

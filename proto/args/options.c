@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "client/connect.h"
+#include "proto/base/sockopts.h"
 #include "proto/args/options.h"
 #include "proto/args/options_priv.h"
 

@@ -2,8 +2,8 @@
  * What the files of the option parser (client/options*.c) share: the
  * parser's state and its helpers. Not for use outside the parser.
  */
-#ifndef FERRY_CLIENT_OPTIONS_PRIV_H
-#define FERRY_CLIENT_OPTIONS_PRIV_H
+#ifndef FERRY_OPTIONS_PRIV_H
+#define FERRY_OPTIONS_PRIV_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "client/connect.h"
+#include "proto/base/sockopts.h"
 #include "proto/args/options.h"
 #include "client/rsh.h"
 #include "proto/args/secluded.h"
