@@ -6,7 +6,7 @@
 # The order, lowest first. A file may include headers of its own layer
 # and of the layers below it. client/ and daemon/ share the top layer:
 # they use each other (main.c dispatches to both) and everything in proto/.
-LAYERS="proto/base proto/core proto/filter proto/meta proto/flist proto/delta proto/send proto/recv proto/run client|daemon"
+LAYERS="proto/base proto/core proto/filter proto/meta proto/flist proto/delta proto/send proto/recv proto/run proto/args client|daemon"
 
 cd "$(dirname "$0")/.." || exit 2
 

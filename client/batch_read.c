@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "client/pull.h"
-#include "client/remote.h"
+#include "proto/args/remote.h"
 #include "proto/delta/batch.h"
 #include "proto/flist/filesfrom.h"
 #include "proto/filter/filter.h"

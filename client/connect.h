@@ -1,8 +1,8 @@
 /*
  * Reaching an rsync daemon (rsync socket.c: open_socket_out_wrapped,
- * open_socket_out, establish_proxy_connection, sock_exec,
- * set_socket_options): a TCP connection, possibly through an HTTP CONNECT
- * proxy (RSYNC_PROXY), or a program's stdin/stdout (RSYNC_CONNECT_PROG).
+ * open_socket_out, establish_proxy_connection, sock_exec): a TCP
+ * connection, possibly through an HTTP CONNECT proxy (RSYNC_PROXY), or a
+ * program's stdin/stdout (RSYNC_CONNECT_PROG). --sockopts: proto/base/sockopts.h.
  */
 #ifndef FERRY_CLIENT_CONNECT_H
 #define FERRY_CLIENT_CONNECT_H
@@ -59,12 +59,5 @@ int connect_prog_spawn(const char *cmd, pid_t *pid);
  * one that does not within a few seconds is left running, as rsync
  * leaves it (rsync never waits for it). */
 void connect_prog_reap(pid_t pid);
-
-/* ---- sockopts.c ---- */
-
-/* Apply a --sockopts list to fd (fd < 0: only check it). Unknown names,
- * malformed values and failed setsockopt() calls are reported; returns
- * false when any was. */
-bool sockopts_apply(int fd, const char *spec);
 
 #endif

@@ -3,6 +3,7 @@
  * and --sockopts (socket.c: open_socket_out).
  */
 #include "client/connect.h"
+#include "proto/base/sockopts.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "client/options.h"
+#include "proto/args/options.h"
 #include "client/rsh.h"
-#include "client/secluded.h"
+#include "proto/args/secluded.h"
 #include "proto/base/checksum.h"
 #include "proto/base/fdio.h"
 #include "proto/base/json.h"

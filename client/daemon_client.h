@@ -4,7 +4,7 @@
 #ifndef FERRY_CLIENT_DAEMON_CLIENT_H
 #define FERRY_CLIENT_DAEMON_CLIENT_H
 
-#include "client/remote.h"
+#include "proto/args/remote.h"
 #include "proto/core/session.h"
 
 struct daemon_peer {

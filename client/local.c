@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client/options.h"
+#include "proto/args/options.h"
 #include "client/pull.h"
 #include "proto/core/logfmt.h"
 #include "proto/core/msg.h"

@@ -4,7 +4,7 @@
 #ifndef FERRY_CLIENT_PULL_H
 #define FERRY_CLIENT_PULL_H
 
-#include "client/remote.h"
+#include "proto/args/remote.h"
 #include "proto/base/opts.h"
 
 /* Pull the sources (all on the same daemon) into dest, or list them when

@@ -15,7 +15,7 @@
 #include "client/batch_client.h"
 #include "proto/core/exit_line.h"
 #include "client/transport.h"
-#include "client/options.h"
+#include "proto/args/options.h"
 #include "proto/flist/filesfrom.h"
 #include "proto/meta/copy_as.h"
 #include "proto/filter/filter.h"

@@ -4,7 +4,7 @@
 #ifndef FERRY_CLIENT_PUSH_H
 #define FERRY_CLIENT_PUSH_H
 
-#include "client/remote.h"
+#include "proto/args/remote.h"
 #include "proto/base/opts.h"
 
 /* Send the local sources to the daemon destination. Returns rsync's exit

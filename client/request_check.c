@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "client/options.h"
-#include "client/remote.h"
+#include "proto/args/options.h"
+#include "proto/args/remote.h"
 #include "proto/core/flist.h"
 #include "proto/core/session.h"
 #include "proto/base/wire.h"

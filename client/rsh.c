@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "client/options.h"
+#include "proto/args/options.h"
 #include "proto/base/wire.h"
 
 #define MAX_RSH_ARGS 4096

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "client/remote.h"
+#include "proto/args/remote.h"
 #include "proto/base/opts.h"
 
 /* The command line: the -e / RSYNC_RSH words (default "ssh"), [-l user],

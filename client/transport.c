@@ -12,9 +12,9 @@
 
 #include "client/connect.h"
 #include "client/daemon_client.h"
-#include "client/options.h"
+#include "proto/args/options.h"
 #include "client/rsh.h"
-#include "client/secluded.h"
+#include "proto/args/secluded.h"
 #include "client/ssh_builtin.h"
 #include "proto/base/fdio.h"
 #include "proto/run/negotiate.h"

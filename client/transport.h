@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "client/remote.h"
+#include "proto/args/remote.h"
 #include "proto/core/session.h"
 
 struct ssh_builtin;

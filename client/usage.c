@@ -12,7 +12,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "client/options.h"
+#include "proto/args/options.h"
 #include "proto/base/checksum.h"
 #include "proto/base/json.h"
 #include "proto/delta/token.h"

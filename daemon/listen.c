@@ -21,9 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client/connect.h"
 #include "proto/core/exit_line.h"
-#include "client/options.h"
+#include "proto/args/options.h"
 #include "daemon/auth.h"
 #include "daemon/conn_limits.h"
 #include "daemon/daemon.h"

@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "client/connect.h"
+#include "proto/base/sockopts.h"
 
 int daemon_listen_socket(const struct ferry_opts *o, const struct daemon_config *cfg, int port)
 {

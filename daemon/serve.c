@@ -17,7 +17,7 @@
 #include "proto/core/exit_line.h"
 #include "proto/base/alloc.h"
 #include "proto/base/stop_signal.h"
-#include "client/options.h"
+#include "proto/args/options.h"
 #include "daemon/access.h"
 #include "daemon/daemon.h"
 #include "daemon/log.h"

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/options.h"
-#include "client/secluded.h"
+#include "proto/args/options.h"
+#include "proto/args/secluded.h"
 #include "daemon/log.h"
 #include "daemon/serve_priv.h"
 

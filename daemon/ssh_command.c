@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/options.h"
+#include "proto/args/options.h"
 
 #define PATH_BUF 4096
 

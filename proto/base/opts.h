@@ -1,6 +1,6 @@
 /*
  * The transfer options: everything the engine needs to know about what the
- * user asked for. Filled once by the command-line parser (client/options.c),
+ * user asked for. Filled once by the command-line parser (proto/args/options.c),
  * for a client from argv and for a server from the argument vector the client
  * sent; read-only afterwards.
  */
@@ -196,7 +196,7 @@ struct ferry_opts {
 	int compress_level;
 	int compress_threads; /* --compress-threads/--zt: zstd workers (0: none) */
 
-	/* added for the option parser (client/options.c) */
+	/* added for the option parser (proto/args/options.c) */
 	bool dirs_explicit;   /* -d given without -r: sent to a server as 'd' */
 	bool list_only_opt;   /* --list-only given (not just implied): sent on */
 	bool no_msgs2stderr;  /* --no-msgs2stderr (rsync's --stderr=client) */

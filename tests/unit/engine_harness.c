@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "client/options.h"
+#include "proto/args/options.h"
 #include "proto/filter/filter.h"
 
 /* The uid and gid of an EH_RECV_UNPRIVILEGED receiver run by root. */

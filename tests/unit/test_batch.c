@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client/options.h"
+#include "proto/args/options.h"
 #include "proto/delta/batch.h"
 
 /* Parse {"ferry", args..., NULL} with stdout and stderr discarded. */

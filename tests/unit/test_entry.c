@@ -19,9 +19,10 @@
 #include <unistd.h>
 
 #include "client/connect.h"
-#include "client/options.h"
+#include "proto/base/sockopts.h"
+#include "proto/args/options.h"
 #include "client/rsh.h"
-#include "client/secluded.h"
+#include "proto/args/secluded.h"
 #include "proto/base/wire.h"
 
 /* Parse {"ferry", args..., NULL} with stderr silenced. */

@@ -1,5 +1,5 @@
 /*
- * Command-line parsing (client/options.c) and the server argument vector,
+ * Command-line parsing (proto/args/options.c) and the server argument vector,
  * checked against what rsync 3.5.0 does and sends (its "sending daemon args"
  * debug output and the argv it hands a remote shell). The 'i' (incremental
  * recursion) capability is there as in rsync's, except where ferry keeps
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client/options.h"
+#include "proto/args/options.h"
 
 static char errbuf[4096];
 

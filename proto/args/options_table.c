@@ -6,7 +6,7 @@
  */
 #include <stddef.h>
 
-#include "client/options.h"
+#include "proto/args/options.h"
 
 #define Y true
 #define N false

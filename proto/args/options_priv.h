@@ -2,15 +2,15 @@
  * What the files of the option parser (client/options*.c) share: the
  * parser's state and its helpers. Not for use outside the parser.
  */
-#ifndef FERRY_CLIENT_OPTIONS_PRIV_H
-#define FERRY_CLIENT_OPTIONS_PRIV_H
+#ifndef FERRY_OPTIONS_PRIV_H
+#define FERRY_OPTIONS_PRIV_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-#include "client/options.h"
+#include "proto/args/options.h"
 
 
 /* Parser state that is not part of the result. */
@@ -38,7 +38,7 @@ struct pstate {
 	bool debug_user_set[DEBUG_COUNT];
 };
 
-/* ---- client/options_report.c ---- */
+/* ---- proto/args/options_report.c ---- */
 
 /* Where --help, --version and --info=help print: stdout, or stderr with
  * --stderr=all, where rsync sends every message (log.c: rwrite). */
@@ -75,7 +75,7 @@ int opt_usage_err(struct pstate *ps, const char *fmt, ...)
 /* Report running out of memory; returns RERR_MALLOC. */
 int opt_oom(struct pstate *ps);
 
-/* ---- client/options_rules.c ---- */
+/* ---- proto/args/options_rules.c ---- */
 
 /* Add one filter rule in rsync's rule text form. */
 int opt_add_rule(struct pstate *ps, const char *prefix, const char *text);
@@ -91,7 +91,7 @@ int opt_read_rule_file(struct pstate *ps, const char *fname, bool include);
  * exclude.c:parse_rule_tok() with XFLG_OLD_PREFIXES. */
 int opt_add_old_rule(struct pstate *ps, const char *pat, bool include);
 
-/* ---- client/options_values.c ---- */
+/* ---- proto/args/options_values.c ---- */
 
 /* Syntax check of a --chmod value, the state machine of rsync
  * chmod.c:parse_chmod() without building the modes. */
@@ -123,7 +123,7 @@ int opt_parse_int(struct pstate *ps, const char *arg, long lo, long hi, long *ou
  * allocation limit (proto/base/alloc.h); the text is forwarded to the remote. */
 int opt_set_max_alloc(struct pstate *ps, const char *arg);
 
-/* ---- client/options_finish.c ---- */
+/* ---- proto/args/options_finish.c ---- */
 
 /* rsync parse_arguments() after the option loop. */
 int opt_finish(struct pstate *ps);

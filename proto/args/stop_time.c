@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "client/options.h"
+#include "proto/args/options.h"
 
 struct when {
 	int year, mon, mday, hour, min;

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "client/options.h"
+#include "proto/args/options.h"
 #include "proto/run/negotiate.h"
-#include "client/remote.h"
+#include "proto/args/remote.h"
 #include "proto/core/logfmt.h"
 
 #define SHELL_CHARS "!#$&;|<>(){}\"'` \t\n\r\\"

@@ -3,7 +3,7 @@
  * set_socket_options()). The value is a list of NAME or NAME=VALUE items
  * separated by blanks or commas, e.g. "SO_KEEPALIVE,SO_SNDBUF=65536".
  */
-#include "client/connect.h"
+#include "proto/base/sockopts.h"
 
 #include <errno.h>
 #include <netinet/in.h>

@@ -1,13 +1,13 @@
 /*
  * The option parser's errors and its small stores (see
- * client/options_priv.h).
+ * proto/args/options_priv.h).
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "client/options.h"
-#include "client/options_priv.h"
+#include "proto/args/options.h"
+#include "proto/args/options_priv.h"
 
 const char *options_last_error(const struct ferry_opts *o)
 {

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "client/options.h"
-#include "client/options_priv.h"
+#include "proto/args/options.h"
+#include "proto/args/options_priv.h"
 #include "proto/core/logfmt.h"
 #include "proto/base/oppath.h"
 #include "proto/delta/batch.h"

@@ -10,8 +10,8 @@
  * never silently ignored. Enabling an option is a one-word change there
  * (plus whatever the engine needs).
  */
-#ifndef FERRY_CLIENT_OPTIONS_H
-#define FERRY_CLIENT_OPTIONS_H
+#ifndef FERRY_OPTIONS_H
+#define FERRY_OPTIONS_H
 
 #include <stdbool.h>
 #include <time.h>
@@ -191,7 +191,10 @@ enum opt_id {
 /* --stop-at's argument as a time after now, or (time_t)-1 when invalid. */
 time_t stop_at_parse(const char *arg, time_t now);
 
-/* ---- usage.c ---- */
+/* ---- client/usage.c ----
+ * The help and version text is the command-line front end's, so it stays
+ * in client/; the parser calls these for --help, -h, --version and
+ * --info=help, and every program that links the parser links usage.c. */
 
 /* rsync's --help layout (version header, usage forms, options), with only
  * the supported options in the main list and the others named in a short

@@ -13,9 +13,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "client/connect.h"
-#include "client/options.h"
-#include "client/options_priv.h"
+#include "proto/base/sockopts.h"
+#include "proto/args/options.h"
+#include "proto/args/options_priv.h"
 
 #define MAX_BLOCK_SIZE (1L << 17)     /* rsync.h, protocol >= 30 */
 #define OLD_MAX_BLOCK_SIZE (1L << 29) /* protocol < 30 */

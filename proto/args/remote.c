@@ -1,7 +1,7 @@
 /*
  * Parsing host specs (rsync main.c: check_for_hostspec, parse_hostspec).
  */
-#include "client/remote.h"
+#include "proto/args/remote.h"
 
 #include <stdio.h>
 #include <stdlib.h>

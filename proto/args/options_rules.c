@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "proto/core/exit_line.h"
-#include "client/options.h"
-#include "client/options_priv.h"
+#include "proto/args/options.h"
+#include "proto/args/options_priv.h"
 #include "proto/base/oppath.h"
 #include "proto/filter/filter.h"
 

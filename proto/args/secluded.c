@@ -2,7 +2,7 @@
  * --secluded-args: packing the arguments on the client, reading them on
  * the server (see secluded.h).
  */
-#include "client/secluded.h"
+#include "proto/args/secluded.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client/options.h"
+#include "proto/args/options.h"
 
 static size_t packed_len(const char *s)
 {

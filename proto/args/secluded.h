@@ -6,8 +6,8 @@
  * client sends "rsync", the remaining options, "." and the paths, each
  * NUL-terminated (an empty one as "."), and one more NUL.
  */
-#ifndef FERRY_CLIENT_SECLUDED_H
-#define FERRY_CLIENT_SECLUDED_H
+#ifndef FERRY_SECLUDED_H
+#define FERRY_SECLUDED_H
 
 #include <stdbool.h>
 #include <stddef.h>

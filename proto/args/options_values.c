@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "client/options.h"
-#include "client/options_priv.h"
+#include "proto/args/options.h"
+#include "proto/args/options_priv.h"
 
 /* The --debug words behind enum debug_word. */
 static const char *const debug_names[DEBUG_COUNT] = {"DELTASUM", "FILTER", "FLIST", "CMD",

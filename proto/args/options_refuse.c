@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/options.h"
+#include "proto/args/options.h"
 #include "proto/base/wildmatch.h"
 
 static bool exact_only(const struct opt_spec *sp)

@@ -2,8 +2,8 @@
  * Where a path lives: local, on an rsync daemon (host::module/path or
  * rsync://host[:port]/module/path), or behind a remote shell (host:path).
  */
-#ifndef FERRY_CLIENT_REMOTE_H
-#define FERRY_CLIENT_REMOTE_H
+#ifndef FERRY_REMOTE_H
+#define FERRY_REMOTE_H
 
 #include <stdbool.h>
 
