@@ -22,6 +22,7 @@
 #include "proto/core/logfmt.h"
 #include "proto/core/msg.h"
 #include "client/push.h"
+#include "client/usage.h"
 #include "proto/flist/filesfrom.h"
 #include "proto/filter/filter.h"
 #include "proto/run/negotiate.h"
@@ -61,6 +62,8 @@ static int parse_with_remote_options(const struct ferry_opts *o, struct ferry_op
 	memcpy(argv + at + n, o->raw_argv + at, (size_t)(o->raw_argc - at) * sizeof *argv);
 	int rc = options_parse(ro, argc, argv);
 	free(argv);
+	if (rc == FERRY_OPTS_EXIT_OK)
+		usage_print_request(ro);
 	return rc == FERRY_OPTS_EXIT_OK ? 0 : rc;
 }
 

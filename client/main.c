@@ -17,6 +17,7 @@
 #include "proto/args/options.h"
 #include "client/pull.h"
 #include "client/push.h"
+#include "client/usage.h"
 #include "proto/args/remote.h"
 #include "proto/args/secluded.h"
 #include "daemon/daemon.h"
@@ -281,6 +282,7 @@ int main(int argc, char **argv)
 		json_event_start(dry_run);
 
 	if (rc == FERRY_OPTS_EXIT_OK) {
+		usage_print_request(&o);
 		rc = 0;
 	} else if (rc == 0) {
 		if (o.daemon) {

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "client/usage.h"
 #include "proto/args/options.h"
 #include "proto/base/checksum.h"
 #include "proto/base/json.h"
@@ -432,4 +433,19 @@ void usage_print_output_words(FILE *f, bool debug)
 	fprintf(f, "Options added at each level of verbosity:\n");
 	for (j = 0; lv[j]; j++)
 		fprintf(f, "%s\n", lv[j]);
+}
+
+void usage_print_request(const struct ferry_opts *o)
+{
+	FILE *f = o->msgs2stderr ? stderr : stdout;
+
+	switch (o->print_request) {
+	case OPTS_PRINT_NONE: break;
+	case OPTS_PRINT_HELP: usage_print_help(f); break;
+	case OPTS_PRINT_DAEMON_HELP: usage_print_daemon_help(stdout); break;
+	case OPTS_PRINT_VERSION: usage_print_version(f); break;
+	case OPTS_PRINT_VERSION_JSON: usage_print_version_json(f); break;
+	case OPTS_PRINT_INFO_WORDS: usage_print_output_words(f, false); break;
+	case OPTS_PRINT_DEBUG_WORDS: usage_print_output_words(f, true); break;
+	}
 }

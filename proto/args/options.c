@@ -183,10 +183,7 @@ static int handle(struct pstate *ps, const struct opt_spec *sp, const char *arg)
 	case OPT_HELP:
 		if (ps->flags & OPTS_FROM_REMOTE)
 			return opt_usage_err(ps, "%s--help: unknown option", opt_where_prefix(ps));
-		if (ps->mode == OM_DAEMON)
-			usage_print_daemon_help(stdout);
-		else
-			usage_print_help(opt_msgs_stream(o));
+		o->print_request = ps->mode == OM_DAEMON ? OPTS_PRINT_DAEMON_HELP : OPTS_PRINT_HELP;
 		return FERRY_OPTS_EXIT_OK;
 	case OPT_VERSION: ps->version_cnt++; break;
 	case OPT_INFO: return opt_handle_words(ps, false, arg);

@@ -24,7 +24,8 @@
 #define FERRY_PROTOCOL_VERSION 32
 #define FERRY_PROTOCOL_OLDEST 27
 
-/* options_parse() result for --help/--version (already printed): exit 0. */
+/* options_parse() result for --help/--version/--info=help: exit 0 once the
+ * front end has printed what o->print_request names (client/usage.h). */
 #define FERRY_OPTS_EXIT_OK (-1)
 
 
@@ -191,26 +192,6 @@ enum opt_id {
 /* --stop-at's argument as a time after now, or (time_t)-1 when invalid. */
 time_t stop_at_parse(const char *arg, time_t now);
 
-/* ---- client/usage.c ----
- * The help and version text is the command-line front end's, so it stays
- * in client/; the parser calls these for --help, -h, --version and
- * --info=help, and every program that links the parser links usage.c. */
-
-/* rsync's --help layout (version header, usage forms, options), with only
- * the supported options in the main list and the others named in a short
- * "Recognised but not supported yet" section. */
-void usage_print_help(FILE *f);
-/* The daemon-mode help ("ferry --daemon --help"); its usage line names
- * the program as it was invoked. */
-void usage_print_daemon_help(FILE *f);
-/* rsync's --version layout: version line, capabilities, lists, warranty. */
-void usage_print_version(FILE *f);
-/* -VV: the same as JSON, in rsync 3.2+'s structure (program, version,
- * protocol, copyright, capabilities, optimizations, checksum_list,
- * compress_list, daemon_auth_list, license, caveat). */
-void usage_print_version_json(FILE *f);
-/* --info=help / --debug=help listings. */
-void usage_print_output_words(FILE *f, bool debug);
 
 /* The --info/--debug words (options.c); NULL-terminated. */
 struct output_word {

@@ -277,10 +277,8 @@ int opt_finish(struct pstate *ps)
 		if (ps->flags & OPTS_FROM_REMOTE)
 			return opt_usage_err(ps, "%s--version: unknown option", opt_where_prefix(ps));
 		/* rsync: -VV asks for JSON, except from a server. */
-		if (ps->version_cnt > 1 && !o->server)
-			usage_print_version_json(opt_msgs_stream(o));
-		else
-			usage_print_version(opt_msgs_stream(o));
+		o->print_request = ps->version_cnt > 1 && !o->server ? OPTS_PRINT_VERSION_JSON
+								     : OPTS_PRINT_VERSION;
 		return FERRY_OPTS_EXIT_OK;
 	}
 	/* clientserver.c: a daemon's stderr leads nowhere, so its messages
@@ -306,7 +304,7 @@ int opt_finish(struct pstate *ps)
 		return opt_refuse_err(ps, &options_table[z_row]);
 	/* The old meaning of 'h' (--help) on its own. */
 	if (o->human > 1 && ps->argc == 2 && !o->server) {
-		usage_print_help(opt_msgs_stream(o));
+		o->print_request = OPTS_PRINT_HELP;
 		return FERRY_OPTS_EXIT_OK;
 	}
 	if ((rc = settle_arg_protection(ps)) != 0)

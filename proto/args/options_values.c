@@ -239,7 +239,7 @@ int opt_handle_words(struct pstate *ps, bool debug, const char *arg)
 		if (ps->flags & OPTS_FROM_REMOTE)
 			return opt_usage_err(ps, "%s--%s=help is not allowed here", opt_where_prefix(ps),
 					 debug ? "debug" : "info");
-		usage_print_output_words(opt_msgs_stream(ps->o), debug);
+		ps->o->print_request = debug ? OPTS_PRINT_DEBUG_WORDS : OPTS_PRINT_INFO_WORDS;
 		return FERRY_OPTS_EXIT_OK;
 	}
 	if (r < 0)

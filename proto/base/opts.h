@@ -11,6 +11,18 @@
 #include <stdint.h>
 #include <stddef.h>
 
+/* The text an informational option asks for. The parser only records
+ * it: the text belongs to the command-line front end (client/usage.c). */
+enum opts_print {
+	OPTS_PRINT_NONE,
+	OPTS_PRINT_HELP,         /* --help, or -h alone */
+	OPTS_PRINT_DAEMON_HELP,  /* --daemon --help */
+	OPTS_PRINT_VERSION,      /* --version */
+	OPTS_PRINT_VERSION_JSON, /* -VV */
+	OPTS_PRINT_INFO_WORDS,   /* --info=help */
+	OPTS_PRINT_DEBUG_WORDS,  /* --debug=help */
+};
+
 struct json_totals; /* proto/base/json.h */
 struct exit_note;   /* proto/core/exit_line.h */
 
@@ -82,6 +94,9 @@ struct ferry_opts {
 				      * during the run (main's; NULL in a
 				      * server or daemon) */
 	bool list_only;    /* --list-only, or implied by a lone source */
+	enum opts_print print_request; /* what --help, --version or
+					* --info=help asked to be shown
+					* (options_parse's FERRY_OPTS_EXIT_OK) */
 	char *info;        /* --info=FLAGS, as given (comma-joined if repeated) */
 	short info_level[INFO_COUNT]; /* from -v, --stats, --progress and --info
 				       * (options.c: info_levels); see info_ge() */
