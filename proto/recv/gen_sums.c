@@ -15,13 +15,6 @@
 
 #include "proto/recv/gen.h"
 
-static bool write_sum_head(struct session *s, const struct sum_head *h)
-{
-	return wire_write_i32(&s->out, h->count) && wire_write_i32(&s->out, h->blength) &&
-	       (s->protocol < 27 || wire_write_i32(&s->out, h->s2length)) &&
-	       wire_write_i32(&s->out, h->remainder);
-}
-
 /* --sums-cache: the kept sums of the basis, when it is the file they were
  * taken of; the head is already out. */
 static bool send_kept_sums(struct gen *g, const struct sum_head *h, const struct block_sums *k)
@@ -91,7 +84,7 @@ bool send_sums(struct gen *g, int fd, int64_t len, bool redo, int32_t ndx,
 	 * so it need not compute a weak sum of every block it reads. */
 	if (kept)
 		h.s2length = (int32_t)sc->s2len;
-	if (!write_sum_head(s, &h))
+	if (!sum_head_write(s, &h))
 		return false;
 	/* --append: the head says how much we have; no block sums follow
 	 * (generator.c: generate_and_send_sums) */
@@ -155,5 +148,5 @@ bool send_null_sums(struct session *s)
 {
 	struct sum_head h = {0, 0, 0, 0};
 
-	return write_sum_head(s, &h);
+	return sum_head_write(s, &h);
 }

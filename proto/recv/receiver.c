@@ -110,35 +110,6 @@ void recv_queue_redo(struct recv_ctx *rc, int32_t ndx)
 	pthread_mutex_unlock(&rc->lock);
 }
 
-/* mirrors the bounds of rsync io.c:read_sum_head() */
-static bool read_sum_head(struct rcv *r, struct sum_head *h)
-{
-	struct session *s = r->s;
-	int32_t max_block = s->protocol < 30 ? (1 << 29) : (1 << 17);
-
-	if (!wire_read_i32(&s->in, &h->count) || !wire_read_i32(&s->in, &h->blength))
-		return false;
-	if (s->protocol >= 27) {
-		if (!wire_read_i32(&s->in, &h->s2length))
-			return false;
-	} else {
-		h->s2length = 2;
-	}
-	if (!wire_read_i32(&s->in, &h->remainder))
-		return false;
-	if (h->count < 0)
-		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid checksum count %d", h->count);
-	if (h->blength < 0 || h->blength > max_block || (h->count > 0 && h->blength == 0))
-		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid block length %d", h->blength);
-	if (h->s2length < 0 || (size_t)h->s2length > csum_len(s->xfer_csum))
-		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid checksum length %d",
-				 h->s2length);
-	if (h->remainder < 0 || h->remainder > h->blength)
-		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid remainder length %d",
-				 h->remainder);
-	return true;
-}
-
 /* A write into the destination failed (reported): rsync's receiver
  * stops there with RERR_FILEIO (receiver.c: receive_data), since on a
  * full disk no later file would land either. Always false. */
@@ -697,7 +668,7 @@ static bool discard_file(struct rcv *r, const struct file_entry *f, const char *
 	uint8_t theirs[CSUM_MAX_DIGEST];
 	bool write_ok = false;
 
-	if (!read_sum_head(r, &h))
+	if (!sum_head_read(r->s, &h))
 		return false;
 	int basis_fd = h.count > 0 && basis_type >= 0 ? open_basis(r, f, path, basis_type, xname) : -1;
 	csum_file_init(&sum, s->xfer_csum, s->seed);
@@ -855,7 +826,7 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 	if (r->o->dry_run)
 		return true;
 	uint64_t taken = wire_in_taken(&s->in);
-	if (!read_sum_head(r, &h))
+	if (!sum_head_read(r->s, &h))
 		return false;
 	/* with CF_INPLACE_PARTIAL_DIR a --partial-dir basis is written over
 	 * in place, whole file or not (receiver.c: one_inplace) */

@@ -27,9 +27,7 @@
 #include "proto/send/sender.h"
 #include "proto/delta/token.h"
 #include "proto/delta/token_pipe.h"
-
-/* rsync's default --max-alloc: no single allocation beyond this. */
-#define MAX_SUMS_BYTES ((size_t)1 << 30)
+#include "proto/delta/sum_head.h"
 
 struct snd {
 	struct session *s;
@@ -164,26 +162,10 @@ static void start_ahead(struct snd *d, int fd, const struct sum_head *h)
 static bool read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, uint8_t **sum2,
 		      bool head_only, struct snd *d, int fd)
 {
-	int32_t max_block = s->protocol < 30 ? (1 << 29) : (1 << 17);
-
 	*sum1 = NULL;
 	*sum2 = NULL;
-	if (!wire_read_i32(&s->in, &h->count) || !wire_read_i32(&s->in, &h->blength) ||
-	    (s->protocol >= 27 && !wire_read_i32(&s->in, &h->s2length)) ||
-	    !wire_read_i32(&s->in, &h->remainder))
+	if (!sum_head_read(s, h))
 		return false;
-	if (s->protocol < 27)
-		h->s2length = 2;
-	if (h->count < 0)
-		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid checksum count %d", h->count);
-	if (h->blength < 0 || h->blength > max_block || (h->count > 0 && h->blength == 0))
-		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid block length %d", h->blength);
-	if (h->s2length < 0 || (size_t)h->s2length > csum_len(s->xfer_csum) || h->s2length > 16)
-		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid checksum length %d", h->s2length);
-	if (h->remainder < 0 || h->remainder > h->blength)
-		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid remainder length %d", h->remainder);
-	if ((size_t)h->count * (4 + (size_t)h->s2length) > MAX_SUMS_BYTES)
-		return wire_fail(&s->err, RERR_PROTOCOL, "too many block sums (%d)", h->count);
 	if (h->count == 0 || head_only)
 		return true;
 	if (d)
@@ -523,10 +505,7 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 				  .idx = have_idx ? &idx : NULL, .type = type,
 				  .minimal = s->compress && token_skip_match(d->skip, path)};
 	wire_out_lock(&s->out);
-	if (echo_header(d, ndx, iflags, type, xname) && wire_write_i32(&s->out, h.count) &&
-	    wire_write_i32(&s->out, h.blength) &&
-	    (s->protocol < 27 || wire_write_i32(&s->out, h.s2length)) &&
-	    wire_write_i32(&s->out, h.remainder) && send_tokens(d, &fdata, &mo)) {
+	if (echo_header(d, ndx, iflags, type, xname) && sum_head_write(s, &h) && send_tokens(d, &fdata, &mo)) {
 		if (blockwise)
 			blockwise_end(&tree, d->digest);
 		else
