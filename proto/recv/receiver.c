@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "proto/base/fdio.h"
+#include "proto/core/item_attrs.h"
 #include "proto/core/itemlog.h"
 #include "proto/delta/batch.h"
 #include "proto/delta/blockwise.h"
@@ -478,7 +479,6 @@ static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, int *bas
 			      char *xname, size_t xsize)
 {
 	struct session *s = r->s;
-	uint16_t fl16;
 
 	for (;;) {
 		if (!wire_read_ndx(&s->in, ndx))
@@ -491,10 +491,9 @@ static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, int *bas
 			continue;
 		}
 		if (*ndx == NDX_DEL_STATS) {
-			int32_t v;
-			for (int i = 0; i < 5; i++)
-				if (!wire_read_varint(&s->in, &v))
-					return false;
+			int32_t counts[5]; /* the client's generator counted them */
+			if (!del_stats_read(s, counts))
+				return false;
 			continue;
 		}
 		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid file index: %d", *ndx);
@@ -506,31 +505,18 @@ static bool read_reply_header(struct rcv *r, int32_t *ndx, int *iflags, int *bas
 	    !(r->rc->fl->sorted[*ndx]->flags & FE_ACTIVE))
 		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid file index: %d (count %zu)", *ndx,
 				 flist_slots(r->rc->fl));
-	*basis_type = FNAMECMP_FNAME;
-	if (s->protocol >= 29) {
-		if (!wire_read_u16(&s->in, &fl16))
-			return false;
-		*iflags = fl16;
-	} else {
-		*iflags = ITEM_TRANSFER | ITEM_MISSING_DATA;
-	}
-	if (*iflags & ITEM_BASIS_TYPE_FOLLOWS) {
-		uint8_t type;
-		if (!wire_read_u8(&s->in, &type))
-			return false;
-		/* The destination itself, the --*-dest dir we asked with, or
-		 * a -y basis (the level checked with the xname below). */
-		if (type != FNAMECMP_FNAME && type >= r->rc->cfg.nalt &&
-		    !(type == FNAMECMP_PARTIAL_DIR && r->o->partial_dir) &&
-		    !(type >= FNAMECMP_FUZZY && r->o->fuzzy) &&
-		    !(type == FNAMECMP_BACKUP && r->o->backup && r->o->inplace))
-			return wire_fail(&s->err, RERR_PROTOCOL,
-					 "sender named a basis (type %#x) we did not ask for", type);
-		*basis_type = type;
-	}
-	xname[0] = '\0';
-	if ((*iflags & ITEM_XNAME_FOLLOWS) && !wire_read_vstring(&s->in, xname, xsize))
+	uint8_t type;
+	if (!item_attrs_read(s, iflags, &type, xname, xsize))
 		return false;
+	/* The destination itself, the --*-dest dir we asked with, or a -y
+	 * basis (the level checked with the xname below). */
+	if (type != FNAMECMP_FNAME && type >= r->rc->cfg.nalt &&
+	    !(type == FNAMECMP_PARTIAL_DIR && r->o->partial_dir) &&
+	    !(type >= FNAMECMP_FUZZY && r->o->fuzzy) &&
+	    !(type == FNAMECMP_BACKUP && r->o->backup && r->o->inplace))
+		return wire_fail(&s->err, RERR_PROTOCOL,
+				 "sender named a basis (type %#x) we did not ask for", type);
+	*basis_type = type;
 	if (*basis_type >= FNAMECMP_FUZZY && !fuzzy_name_ok(r, *basis_type, xname))
 		return wire_fail(&s->err, RERR_PROTOCOL,
 				 "refusing malicious fuzzy operation for \"%s\"", xname);

@@ -28,6 +28,7 @@
 #include "proto/delta/token.h"
 #include "proto/delta/token_pipe.h"
 #include "proto/delta/sum_head.h"
+#include "proto/core/item_attrs.h"
 
 struct snd {
 	struct session *s;
@@ -54,7 +55,6 @@ static bool read_request(struct snd *d, int32_t *ndx, int *iflags, uint8_t *type
 			 size_t xsize)
 {
 	struct session *s = d->s;
-	uint16_t v;
 
 	for (;;) {
 		if (!wire_read_ndx(&s->in, ndx))
@@ -64,10 +64,8 @@ static bool read_request(struct snd *d, int32_t *ndx, int *iflags, uint8_t *type
 		if (*ndx != NDX_DEL_STATS)
 			return wire_fail(&s->err, RERR_PROTOCOL, "Invalid file index: %d", *ndx);
 		int32_t st[5];
-		for (int i = 0; i < 5; i++)
-			if (!wire_read_varint(&s->in, &st[i]) || st[i] < 0)
-				return st[i] < 0 ? wire_fail(&s->err, RERR_PROTOCOL,
-							     "negative deletion count") : false;
+		if (!del_stats_read(s, st))
+			return false;
 		/* the receiver's deletions, for our --stats (rsync.c:
 		 * read_del_stats): regular files first, then the others */
 		int64_t all = (int64_t)st[0] + st[1] + st[2] + st[3] + st[4];
@@ -92,18 +90,7 @@ static bool read_request(struct snd *d, int32_t *ndx, int *iflags, uint8_t *type
 		return wire_fail(&s->err, RERR_PROTOCOL, "Invalid file index: %d (count %zu)", *ndx,
 				 flist_send_slots(d->sl));
 	flist_inc_note_request(d->sl, *ndx);
-	if (s->protocol >= 29) {
-		if (!wire_read_u16(&s->in, &v))
-			return false;
-		*iflags = v;
-	} else {
-		*iflags = ITEM_TRANSFER | ITEM_MISSING_DATA;
-	}
-	*type = FNAMECMP_FNAME;
-	if ((*iflags & ITEM_BASIS_TYPE_FOLLOWS) && !wire_read_u8(&s->in, type))
-		return false;
-	xname[0] = '\0';
-	if ((*iflags & ITEM_XNAME_FOLLOWS) && !wire_read_vstring(&s->in, xname, xsize))
+	if (!item_attrs_read(s, iflags, type, xname, xsize))
 		return false;
 	if (xattr_request_follows(s, *iflags) &&
 	    !xattr_sender_read_request(s, flist_send_entry(d->sl, *ndx)))
