@@ -109,6 +109,9 @@
 #define ZADAPT_STEP_FASTER_OUT 18
 #define ZADAPT_STEP_SLOWER_CPU 32
 #define ZADAPT_STEP_SLOWER_OUT 14
+/* On a counted link not known yet, storing is tried only after a window
+ * that left at most 1/ZADAPT_AHEAD of its output undelivered. */
+#define ZADAPT_AHEAD 4
 /* Ratios are in 1/ZADAPT_RATIO_ONE of the input. */
 #define ZADAPT_RATIO_ONE 65536u
 
@@ -142,8 +145,15 @@ struct zadapt {
 	uint64_t link_ns_per_mib;  /* the link's time per MiB of output: an
 				    * estimate if link_known, else at most */
 	bool link_known;   /* saturated windows measured the link */
+	bool link_timed;   /* the transport measures the link (link_ns):
+			    * its samples, not the sender's waiting */
 	uint64_t link_samples[ZADAPT_LINK_SAMPLES]; /* the last ones, newest first */
 	int nlink;         /* samples in link_samples */
+	bool link_behind;  /* the link counted, the last timed window left it
+			    * behind (or was the first counted one) */
+	bool counted_before; /* a timed window had the link counted */
+	bool link_ahead;   /* the link counted, the last timed window left
+			    * little queued (storing may be tried) */
 	int came_from;     /* the rung before the last move, -1: none */
 	int probing;       /* windows left to measure the last move by */
 	int hold;          /* windows to wait before the next move */
@@ -164,6 +174,14 @@ struct zadapt_window {
 	uint64_t wall_ns;     /* wall time of it all (0: comp_ns + wait_ns) */
 	uint64_t sample_in;   /* while storing: a sample's size ... */
 	uint64_t sample_out;  /* ... and what a fast compressor made of it */
+	uint64_t link_ns;     /* the link's time per MiB over the timed window
+			       * as the transport measured it (zlink.h: TCP's
+			       * delivery counters); 0: not measured */
+	bool link_counted;    /* the transport counts what the link delivered
+			       * (link_ns and link_behind mean something) */
+	uint64_t link_queued; /* bytes the link had not delivered at the end */
+	bool link_behind;     /* the transport's backlog at the window's end
+			       * was more than the link delivered in it */
 };
 
 /* `level`: the normal level as resolved by token_resolve_level (for lz4:
