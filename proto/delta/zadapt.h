@@ -37,6 +37,16 @@
  *    not): "store" sending 1 MiB in 0.5 ms in most windows shows a link
  *    of 0.5 ms per MiB or less, whatever the stalls made zstd's few
  *    bytes wait.
+ *    On TCP the transport counts the link (zlink.h, link_counted): its
+ *    samples (link_ns: the backlog at a window's start covered all it
+ *    delivered, so the link was busy throughout) replace the waiting's,
+ *    and the cap does not apply, since socket buffers of megabytes hide
+ *    a slow link from the waiting (at 100 Mbit/s a stored MiB went out
+ *    in 20 ms of 85). Until the link is known, a window that left it
+ *    behind (more undelivered than delivered; the first counted window
+ *    counts as such) keeps guesses from moving to a setting that sends
+ *    more, and "store" is probed only after a window that left at most
+ *    1/ZADAPT_AHEAD of its output undelivered and never blocked.
  *
  * The decision: move to a setting whose cost, from fresh measurements
  * (taken within ZADAPT_STALE timed windows), beats the current one by
