@@ -751,6 +751,43 @@ static void test_recorded_100m_text(void **state)
 	assert_true(wall < recorded_wall(text100m, N(text100m), 1));
 }
 
+/* The recorded 100 Mbit/s windows of ferry's daemon with the TCP counters:
+ * replayed, the rule makes the same choices it made there (zstd 3 and 1,
+ * the link busy so rarely that CPU-bound looked right on a loaded
+ * machine), never stores, and knows the link at about its 84 ms per MiB.
+ * The same first window without the counters is what the rule before
+ * them saw: no blocking to speak of, so it tried storing, and sent 2-3
+ * MiB raw over the 100 Mbit/s link. */
+static void test_recorded_100m_pgdata_tcp(void **state)
+{
+	struct zadapt z;
+	(void)state;
+
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	for (size_t i = 0; i < N(pg100m_tcp); i++) {
+		const struct recorded_tcp_window *r = &pg100m_tcp[i];
+		struct zadapt_window w = {.timed = true, .in = r->bytes, .out = r->sent,
+					  .bytes = r->bytes, .sent = r->sent,
+					  .comp_ns = r->comp_ns, .wait_ns = r->wait_ns,
+					  .wall_ns = r->wall_ns, .link_ns = r->link_ns,
+					  .link_counted = true, .link_behind = r->behind,
+					  .link_queued = r->queued};
+		zadapt_window_end(&z, &w);
+		assert_int_equal(zadapt_setting(&z), r->setting_after);
+		assert_false(zadapt_storing(&z));
+	}
+	assert_true(z.link_known);
+	assert_in_range(z.link_ns_per_mib, 70 * MS, 95 * MS);
+
+	const struct recorded_tcp_window *r = &pg100m_tcp[0];
+	struct zadapt_window w = {.timed = true, .in = r->bytes, .out = r->sent,
+				  .bytes = r->bytes, .sent = r->sent, .comp_ns = r->comp_ns,
+				  .wait_ns = r->wait_ns, .wall_ns = r->wall_ns};
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	zadapt_window_end(&z, &w);
+	assert_true(zadapt_storing(&z));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -771,6 +808,7 @@ int main(void)
 		cmocka_unit_test(test_probe_taken_back),
 		cmocka_unit_test(test_recorded_1g_pgdata),
 		cmocka_unit_test(test_recorded_100m_text),
+		cmocka_unit_test(test_recorded_100m_pgdata_tcp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
