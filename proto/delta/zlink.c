@@ -37,6 +37,8 @@ uint64_t zlink_ns_per_mib(const struct zlink_mark *a, const struct zlink_mark *b
 	uint64_t delivered = b->acked - a->acked;
 	if (a->queued < delivered || zlink_receiver_bound(a, b))
 		return 0;
+	if (b->ns - a->ns > ZLINK_MAX_SPAN_NS) /* a stall, and past overflow */
+		return 0;
 	return (b->ns - a->ns) * 1048576u / delivered;
 }
 

@@ -43,6 +43,8 @@ bool zlink_behind(const struct zlink_mark *a, const struct zlink_mark *b);
 bool zlink_receiver_bound(const struct zlink_mark *a, const struct zlink_mark *b);
 
 #define ZLINK_RECEIVER_SHARE 4
+/* A longer span times no link (and would overflow the arithmetic). */
+#define ZLINK_MAX_SPAN_NS (1000ull * 1000000000ull)
 
 #define ZLINK_MIN_ACKED (64 * 1024)
 

@@ -14,11 +14,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 
 #include "proto/delta/token.h"
 #include "proto/delta/zadapt.h"
+#include "proto/delta/zlink.h"
 
 #define ZSTD_MIN (-131072)
 #define ZSTD_STORE_SETTING ZSTD_MIN
@@ -182,6 +187,60 @@ static void test_link_counted(void **state)
 	assert_false(zadapt_window_end(&z, &w));
 	assert_true(zadapt_window_end(&z, &w));
 	assert_true(zadapt_storing(&z));
+}
+
+/* zlink.c: the link is timed only by a span whose starting backlog
+ * covered all it delivered, and not while the receiver's window held it. */
+static void test_zlink_span(void **state)
+{
+	(void)state;
+	struct zlink_mark a = {.ok = true, .acked = 1000000, .queued = 3 * MIB, .ns = 0};
+	struct zlink_mark b = {.ok = true, .acked = 1000000 + 2 * MIB, .queued = 2 * MIB,
+			       .ns = 168 * MS};
+	assert_int_equal(zlink_ns_per_mib(&a, &b), 84 * MS);
+	assert_false(zlink_behind(&a, &b)); /* 2 MiB queued, 2 MiB delivered */
+	b.queued = 2 * MIB + 1;
+	assert_true(zlink_behind(&a, &b));
+	/* the backlog ran out within the span: the link may have waited */
+	a.queued = 2 * MIB - 1;
+	assert_int_equal(zlink_ns_per_mib(&a, &b), 0);
+	a.queued = 3 * MIB;
+	/* the receiver's window closed for a quarter of the span */
+	b.rwnd_us = 42000;
+	assert_true(zlink_receiver_bound(&a, &b));
+	assert_int_equal(zlink_ns_per_mib(&a, &b), 0);
+	assert_false(zlink_behind(&a, &b));
+	b.rwnd_us = 41000;
+	assert_int_equal(zlink_ns_per_mib(&a, &b), 84 * MS);
+	/* too little delivered, or no counters (a pipe) */
+	b.acked = a.acked + ZLINK_MIN_ACKED - 1;
+	assert_int_equal(zlink_ns_per_mib(&a, &b), 0);
+	b.acked = a.acked + 2 * MIB;
+	b.ok = false;
+	assert_int_equal(zlink_ns_per_mib(&a, &b), 0);
+	assert_false(zlink_behind(&a, &b));
+	/* a pipe has none */
+	struct zlink_mark m;
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	zlink_mark(fds[1], 1, &m);
+	assert_false(m.ok);
+	close(fds[0]);
+	close(fds[1]);
+	/* a TCP connection has them (loopback, a port the kernel picks) */
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof sa;
+	int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(l >= 0 && c >= 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof sa), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&sa, &len), 0);
+	assert_int_equal(connect(c, (struct sockaddr *)&sa, sizeof sa), 0);
+	zlink_mark(c, 1, &m);
+	assert_true(m.ok);
+	assert_int_equal(m.queued, 0);
+	close(c);
+	close(l);
 }
 
 /* Tiny windows, zero pages at 4 GB/s: no move gains enough to be worth
@@ -795,6 +854,7 @@ int main(void)
 		cmocka_unit_test(test_incompressible),
 		cmocka_unit_test(test_link_measured),
 		cmocka_unit_test(test_link_counted),
+		cmocka_unit_test(test_zlink_span),
 		cmocka_unit_test(test_fast_compressor),
 		cmocka_unit_test(test_fixed_level),
 		cmocka_unit_test(test_no_evidence),
