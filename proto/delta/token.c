@@ -534,7 +534,6 @@ static bool window_end(struct token_enc *e, struct wire_out *out, bool data, boo
 		w.link_ns = zlink_ns_per_mib(&e->link0, &m);
 		w.link_behind = zlink_behind(&e->link0, &m);
 		w.link_counted = e->link0.ok && m.ok;
-		w.link_queued = m.queued;
 	}
 	bool changed = zadapt_window_end(&e->za, &w);
 	/* the new window is measured from after the switch (a new frame) */

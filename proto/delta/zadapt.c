@@ -288,11 +288,6 @@ static void measure(struct zadapt *z, const struct zadapt_window *w)
 	 * on the next one */
 	z->link_behind = z->link_timed && (w->link_behind || !z->counted_before);
 	z->counted_before = z->link_timed;
-	/* the link kept well ahead: little left queued, the sender never
-	 * blocked (the only sign of a fast link a setting that does not
-	 * fill it gives) */
-	z->link_ahead = z->link_timed && !z->link_behind && w->wait_ns == 0 &&
-			w->link_queued * ZADAPT_AHEAD <= w->sent;
 	if (w->sent < ZADAPT_STORE_WINDOW || wall == 0)
 		return; /* too little output to time the link by */
 	out_sample(s, wall * MIB / w->sent);
@@ -330,8 +325,9 @@ static int best_rung(const struct zadapt *z, bool guesses)
 			continue; /* guesses reach one rung only */
 		if (guess && r > z->rung && z->link_behind && !z->link_known)
 			continue; /* more bytes for a link already behind */
-		if (guess && is_store(z, r) && z->link_timed && !z->link_known && !z->link_ahead)
-			continue; /* no sign yet that the link takes it all raw */
+		if (guess && is_store(z, r) && z->link_timed && !z->link_known &&
+		    r != z->rung + 1)
+			continue; /* the faster rungs on the way time the link */
 		uint64_t c = zadapt_cost(z, r);
 		if (guess && is_store(z, r) && z->nlink > 0) {
 			/* one saturated window is too little to count on, but

@@ -45,8 +45,9 @@
  *    in 20 ms of 85). Until the link is known, a window that left it
  *    behind (more undelivered than delivered; the first counted window
  *    counts as such) keeps guesses from moving to a setting that sends
- *    more, and "store" is probed only after a window that left at most
- *    1/ZADAPT_AHEAD of its output undelivered and never blocked.
+ *    more, and "store" is not probed from afar: the rungs on the way
+ *    send more and more, and the first that backlogs the link times it
+ *    (a setting that keeps the link idle says nothing of its speed).
  *
  * The decision: move to a setting whose cost, from fresh measurements
  * (taken within ZADAPT_STALE timed windows), beats the current one by
@@ -119,9 +120,6 @@
 #define ZADAPT_STEP_FASTER_OUT 18
 #define ZADAPT_STEP_SLOWER_CPU 32
 #define ZADAPT_STEP_SLOWER_OUT 14
-/* On a counted link not known yet, storing is tried only after a window
- * that left at most 1/ZADAPT_AHEAD of its output undelivered. */
-#define ZADAPT_AHEAD 4
 /* Ratios are in 1/ZADAPT_RATIO_ONE of the input. */
 #define ZADAPT_RATIO_ONE 65536u
 
@@ -162,8 +160,6 @@ struct zadapt {
 	bool link_behind;  /* the link counted, the last timed window left it
 			    * behind (or was the first counted one) */
 	bool counted_before; /* a timed window had the link counted */
-	bool link_ahead;   /* the link counted, the last timed window left
-			    * little queued (storing may be tried) */
 	int came_from;     /* the rung before the last move, -1: none */
 	int probing;       /* windows left to measure the last move by */
 	int hold;          /* windows to wait before the next move */
@@ -189,7 +185,6 @@ struct zadapt_window {
 			       * delivery counters); 0: not measured */
 	bool link_counted;    /* the transport counts what the link delivered
 			       * (link_ns and link_behind mean something) */
-	uint64_t link_queued; /* bytes the link had not delivered at the end */
 	bool link_behind;     /* the transport's backlog at the window's end
 			       * was more than the link delivered in it */
 };
