@@ -109,7 +109,7 @@ void list_format(const struct ferry_opts *o, const struct file_entry *f, char *o
 	snprintf(out, outsz, "%s %*s %s %s%s%s", perms, o->human ? 14 : 11,
 		 fmt_num(f->size, o->human, size, sizeof size), when, name,
 		 S_ISLNK(f->mode) && o->links ? " -> " : "",
-		 S_ISLNK(f->mode) && o->links ? f->link : "");
+		 S_ISLNK(f->mode) && o->links ? fe_link(f) : "");
 }
 
 bool list_wanted(const struct ferry_opts *o, const struct file_entry *f)
@@ -484,7 +484,7 @@ static void esc_link(struct out *o, const struct spec *sp, const struct log_item
 		arrow = " => ";
 	} else if (S_ISLNK(item_mode(it)) && !it->deleting &&
 		   !(it->iflags & ITEM_DELETED)) {
-		target = it->file && it->file->link ? it->file->link : "";
+		target = it->file && fe_link(it->file) ? fe_link(it->file) : "";
 		arrow = " -> ";
 	} else if (!sp->has_width) {
 		return;

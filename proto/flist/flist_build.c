@@ -53,7 +53,7 @@ void walk_io_error(struct walker *k, int bit, const char *what, const char *name
 }
 
 /* The --checksum sum of a regular file (checksum.c: file_checksum). */
-static bool file_sum(struct walker *k, struct file_entry *f, int dirfd, const char *leaf,
+static bool file_sum(struct walker *k, struct fe_extras *x, int dirfd, const char *leaf,
 		     const char *path)
 {
 	size_t n = csum_len(k->s->flist_csum);
@@ -61,13 +61,14 @@ static bool file_sum(struct walker *k, struct file_entry *f, int dirfd, const ch
 	ssize_t got;
 	int64_t off = 0;
 
-	f->sum = flist_alloc(&k->sl->fl, n);
-	if (!f->sum)
+	uint8_t *sum = x->sum = flist_alloc(&k->sl->fl, n);
+	if (!sum)
 		return false;
+	x->has |= FE_X_PTR;
 	if (!k->sum_buf && !(k->sum_buf = malloc(SUM_BUF_SIZE)))
 		return wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
 	uint8_t *buf = k->sum_buf;
-	memset(f->sum, 0, n);
+	memset(sum, 0, n);
 	int fd = fs_open_source(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
 				k->s->opts->open_noatime);
 	if (fd < 0) {
@@ -80,7 +81,7 @@ static bool file_sum(struct walker *k, struct file_entry *f, int dirfd, const ch
 		off += got;
 	}
 	close(fd);
-	csum_file_final(&c, f->sum);
+	csum_file_final(&c, sum);
 	return true;
 }
 
@@ -104,17 +105,35 @@ static void device_as_file(int dirfd, const char *leaf, struct stat *st)
 /* The fields of an entry that come from its stat (--chmod applied). */
 static void set_stat_fields(struct session *s, struct file_entry *f, const struct stat *st)
 {
-	f->mode = st->st_mode;
+	f->mode = (uint16_t)st->st_mode;
 	if (s->chmod.n && !S_ISLNK(f->mode) && f->mode)
-		f->mode = chmod_apply(&s->chmod, f->mode);
+		f->mode = (uint16_t)chmod_apply(&s->chmod, f->mode);
 	f->size = S_ISREG(st->st_mode) ? st->st_size : S_ISDIR(st->st_mode) ? st->st_size : 0;
 	f->mtime = st->st_mtim.tv_sec;
 	f->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
-	f->atime = st->st_atim.tv_sec;
 	f->uid = st->st_uid;
 	f->gid = st->st_gid;
-	f->rdev_major = major(st->st_rdev);
-	f->rdev_minor = minor(st->st_rdev);
+}
+
+/* The optional fields of an entry that come from its stat: the access
+ * time where -U sends it, the device number of devices and specials,
+ * and room for the xattr index -X gives it when it is sent. */
+static void stat_extras(struct session *s, const struct stat *st, struct fe_extras *x)
+{
+	memset(x, 0, sizeof *x);
+	x->hlink_group = x->hl_next = -1;
+	if (s->opts->atimes && !S_ISDIR(st->st_mode)) {
+		x->atime = st->st_atim.tv_sec;
+		x->has |= FE_X_ATIME;
+	}
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode) || S_ISFIFO(st->st_mode) ||
+	    S_ISSOCK(st->st_mode)) {
+		x->rdev_major = major(st->st_rdev);
+		x->rdev_minor = minor(st->st_rdev);
+		x->has |= FE_X_RDEV;
+	}
+	if (s->opts->acls || s->opts->xattrs)
+		x->has |= FE_X_META;
 }
 
 /* A lazy part's names: small blocks, growing with the directory, since
@@ -126,15 +145,15 @@ struct part_names {
 	char data[];
 };
 
-static char *part_strdup(struct part_names **head, const char *s, size_t len)
+static char *part_alloc(struct part_names **head, size_t len)
 {
 	struct part_names *b = *head;
 
-	if (!b || b->cap - b->used < len + 1) {
+	if (!b || b->cap - b->used < len) {
 		size_t cap = b ? b->cap * 2 : 1024;
-		while (cap < len + 1)
+		while (cap < len)
 			cap *= 2;
-		if (cap > 64 * 1024 && len + 1 <= 64 * 1024)
+		if (cap > 64 * 1024 && len <= 64 * 1024)
 			cap = 64 * 1024;
 		struct part_names *nb = malloc(sizeof *nb + cap);
 		if (!nb)
@@ -145,9 +164,18 @@ static char *part_strdup(struct part_names **head, const char *s, size_t len)
 		*head = b = nb;
 	}
 	char *p = b->data + b->used;
-	memcpy(p, s, len);
-	p[len] = '\0';
-	b->used += len + 1;
+	b->used += len;
+	return p;
+}
+
+static char *part_strdup(struct part_names **head, const char *s, size_t len)
+{
+	char *p = part_alloc(head, len + 1);
+
+	if (p) {
+		memcpy(p, s, len);
+		p[len] = '\0';
+	}
 	return p;
 }
 
@@ -167,6 +195,22 @@ static char *entry_strdup(struct send_list *sl, const char *s, size_t len)
 	if (sl->part_names_on)
 		return part_strdup(&sl->part_names, s, len);
 	return flist_strdup(&sl->fl, s, len);
+}
+
+/* An entry's name and optional fields, placed where entry_strdup puts
+ * names. False only when out of memory. */
+static bool entry_place(struct send_list *sl, struct file_entry *f, const char *name,
+			const struct fe_extras *x)
+{
+	size_t len = strlen(name);
+	size_t need = fe_packed_len(len, x->has);
+	char *buf = sl->part_names_on ? part_alloc(&sl->part_names, need)
+				      : flist_alloc_bytes(&sl->fl, need);
+
+	if (!buf)
+		return false;
+	fe_place(f, buf, name, len, x);
+	return true;
 }
 
 /* Append an entry for path (relative to the root) with the given stat. */
@@ -208,16 +252,16 @@ struct file_entry *walk_add_entry(struct walker *k, const char *path, const stru
 			c->lastdir_len = dlen;
 		}
 		f->dirname = c->lastdir;
-		f->basename = entry_strdup(k->sl, slash + 1, strlen(slash + 1));
-	} else {
-		f->basename = entry_strdup(k->sl, path, strlen(path));
 	}
-	if (!f->basename || (slash && !f->dirname)) {
+	if (slash && !f->dirname) {
 		wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
 		return NULL;
 	}
+	const char *base = slash ? slash + 1 : path;
+	struct fe_extras x;
+	f->basename = base; /* until entry_place */
 	set_stat_fields(k->s, f, st);
-	f->hlink_group = -1;
+	stat_extras(k->s, st, &x);
 	f->flags = FE_ACTIVE;
 	if (S_ISLNK(st->st_mode)) {
 		char target[MAXPATHLEN_WIRE];
@@ -232,11 +276,20 @@ struct file_entry *walk_add_entry(struct walker *k, const char *path, const stru
 		size_t plen = strlen(SYMLINK_MUNGE_PREFIX);
 		if (k->s->munge_symlinks && strncmp(target, SYMLINK_MUNGE_PREFIX, plen) == 0)
 			t = target + plen; /* what the client stored, unmunged */
-		f->link = entry_strdup(k->sl, t, strlen(t));
+		x.link = entry_strdup(k->sl, t, strlen(t));
+		x.has |= FE_X_PTR;
 		f->size = (int64_t)strlen(t);
+		if (!x.link) {
+			wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
+			return NULL;
+		}
 	}
-	if (k->s->opts->checksum && S_ISREG(st->st_mode) && !file_sum(k, f, dirfd, leaf, path))
+	if (k->s->opts->checksum && S_ISREG(st->st_mode) && !file_sum(k, &x, dirfd, leaf, path))
 		return NULL;
+	if (!entry_place(k->sl, f, base, &x)) {
+		wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
+		return NULL;
+	}
 	struct send_info *in = &k->sl->info[fl->count];
 	in->root = k->root;
 	in->dev = (int64_t)st->st_dev;
@@ -305,7 +358,12 @@ bool flist_stat_deferred(struct session *s, struct send_list *sl, size_t i, int 
 		if (!S_ISREG(st.st_mode))
 			errno = ENOENT; /* replaced since it was listed: now gone */
 		else {
+			struct fe_extras x;
 			set_stat_fields(s, f, &st);
+			/* the same fields as listed: a regular file's stay in place */
+			fe_extras_get(f, &x);
+			x.atime = st.st_atim.tv_sec;
+			fe_place(f, (char *)f->basename, f->basename, strlen(f->basename), &x);
 			in->dev = (int64_t)st.st_dev;
 			in->ino = (int64_t)st.st_ino;
 			return true;

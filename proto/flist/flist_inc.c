@@ -489,9 +489,8 @@ static bool send_store(struct session *s, struct send_list *sl, const struct inc
 	for (size_t k = 0; ok && k < part->count; k++) {
 		struct file_entry *kept = part->store->kept[k];
 		if (kept) {
-			kept->acl_ndx = part->store->v[k]->acl_ndx;
-			kept->defacl_ndx = part->store->v[k]->defacl_ndx;
-			kept->xattr_ndx = part->store->v[k]->xattr_ndx;
+			const struct file_entry *sent = part->store->v[k];
+			fe_set_meta(kept, fe_acl_ndx(sent), fe_defacl_ndx(sent), fe_xattr_ndx(sent));
 		}
 	}
 	/* what follows needs only the entries (flist_send_root: one root) */

@@ -133,12 +133,12 @@ static uint32_t entry_xflags(struct session *s, struct send_state *st, const str
 	/* The previous device number starts at 0 and is not reset by the
 	 * first entry (flist.c: send_file_entry's statics). */
 	if (o->devices && is_device && s->protocol < 28) {
-		if (makedev(f->rdev_major, f->rdev_minor) == st->rdev_pre28)
+		if (makedev(fe_rdev_major(f), fe_rdev_minor(f)) == st->rdev_pre28)
 			x |= XMIT_SAME_RDEV_PRE28;
 	} else if (o->devices && is_device) {
-		if (f->rdev_major == st->rdev_major)
+		if (fe_rdev_major(f) == st->rdev_major)
 			x |= XMIT_SAME_RDEV_MAJOR;
-		if (s->protocol < 30 && f->rdev_minor <= 0xFF)
+		if (s->protocol < 30 && fe_rdev_minor(f) <= 0xFF)
 			x |= XMIT_RDEV_MINOR_8_PRE30;
 	} else if (o->specials && is_special && s->protocol < 28) {
 		x |= XMIT_SAME_RDEV_PRE28; /* a special's number is never sent */
@@ -156,10 +156,10 @@ static uint32_t entry_xflags(struct session *s, struct send_state *st, const str
 	if (f->mtime_nsec && s->protocol >= 31)
 		x |= XMIT_MOD_NSEC;
 	if (o->atimes && !S_ISDIR(f->mode)) {
-		if (f->atime == st->atime)
+		if (fe_atime(f) == st->atime)
 			x |= XMIT_SAME_ATIME;
 		else
-			st->atime = f->atime;
+			st->atime = fe_atime(f);
 	}
 	return x;
 }
@@ -215,7 +215,7 @@ static bool send_rdev_pre28(struct session *s, struct send_state *st, const stru
 	const struct ferry_opts *o = s->opts;
 
 	if (o->devices && is_device) {
-		uint64_t rdev = makedev(f->rdev_major, f->rdev_minor);
+		uint64_t rdev = makedev(fe_rdev_major(f), fe_rdev_minor(f));
 		if (!(x & XMIT_SAME_RDEV_PRE28) && !wire_write_i32(&s->out, (int32_t)(uint32_t)rdev))
 			return false;
 		st->rdev_pre28 = rdev;
@@ -296,7 +296,7 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 		st->uid = f->uid;
 		st->gid = f->gid;
 		if (is_device)
-			st->rdev_major = f->rdev_major;
+			st->rdev_major = fe_rdev_major(f);
 		st->first = false;
 		return true;
 	}
@@ -312,7 +312,7 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 	if (!(x & XMIT_SAME_MODE) && !wire_write_i32(out, (int32_t)f->mode))
 		return false;
 	if (o->atimes && !S_ISDIR(f->mode) && !(x & XMIT_SAME_ATIME) &&
-	    !wire_write_varlong(out, f->atime, 4))
+	    !wire_write_varlong(out, fe_atime(f), 4))
 		return false;
 	if (o->owner && !(x & XMIT_SAME_UID)) {
 		if (!wire_write_varint30(out, (int32_t)f->uid))
@@ -336,8 +336,8 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 		if (!send_rdev_pre28(s, st, f, x, is_device, is_special))
 			return false;
 	} else if ((o->devices && is_device) || (o->specials && is_special && s->protocol < 31)) {
-		uint32_t major = is_device ? f->rdev_major : st->rdev_major;
-		uint32_t minor = is_device ? f->rdev_minor : 0;
+		uint32_t major = is_device ? fe_rdev_major(f) : st->rdev_major;
+		uint32_t minor = is_device ? fe_rdev_minor(f) : 0;
 		if (!(x & XMIT_SAME_RDEV_MAJOR) && !wire_write_varint30(out, (int32_t)major))
 			return false;
 		if (s->protocol >= 30 ? !wire_write_varint(out, (int32_t)minor)
@@ -347,8 +347,8 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 		st->rdev_major = major;
 	}
 	if (o->links && S_ISLNK(f->mode)) {
-		size_t n = strlen(f->link);
-		if (!wire_write_varint30(out, (int32_t)n) || !wire_write(out, f->link, n))
+		size_t n = strlen(fe_link(f));
+		if (!wire_write_varint30(out, (int32_t)n) || !wire_write(out, fe_link(f), n))
 			return false;
 	}
 	if (o->hard_links && s->protocol < 30 && (f->flags & FE_HLINKED)) {
@@ -362,7 +362,7 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 	if (o->checksum && (S_ISREG(f->mode) || s->protocol < 28)) {
 		uint8_t zero[CSUM_MAX_DIGEST] = {0};
 		size_t n = csum_len(s->flist_csum);
-		if (!wire_write(out, S_ISREG(f->mode) && f->sum ? f->sum : zero, n))
+		if (!wire_write(out, S_ISREG(f->mode) && fe_sum(f) ? fe_sum(f) : zero, n))
 			return false;
 	}
 	st->mtime = f->mtime;

@@ -112,10 +112,10 @@ static int set_attrs(struct recv_ctx *rc, const char *role, int dirfd, const cha
 	}
 	/* -U (rsync.c: set_file_attrs): not for directories or links */
 	if (set_times && o->atimes && !S_ISDIR(f->mode) && !S_ISLNK(f->mode) &&
-	    (exact || st->st_atim.tv_sec != f->atime || st->st_atim.tv_nsec != 0)) {
-		if (fs_set_atime(dirfd, leaf, f->atime) < 0) {
+	    (exact || st->st_atim.tv_sec != fe_atime(f) || st->st_atim.tv_nsec != 0)) {
+		if (fs_set_atime(dirfd, leaf, fe_atime(f)) < 0) {
 			attr_error(rc, role, f, leaf, "failed to set access time on", false);
-		} else if (st->st_atim.tv_sec != f->atime) {
+		} else if (st->st_atim.tv_sec != fe_atime(f)) {
 			changed |= ITEM_REPORT_ATIME;
 		}
 	}

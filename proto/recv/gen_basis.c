@@ -62,7 +62,7 @@ bool alt_symlink_match(struct gen *g, const struct file_entry *f, const char *pa
 		if (n < 0)
 			continue;
 		cur[n] = '\0';
-		if (strcmp(cur, f->link) == 0 && unchanged_attrs(g, f, &ast))
+		if (strcmp(cur, fe_link(f)) == 0 && unchanged_attrs(g, f, &ast))
 			return true;
 	}
 	return false;

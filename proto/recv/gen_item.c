@@ -45,7 +45,7 @@ int attr_change_bits_for(struct gen *g, const struct file_entry *f, const struct
 		iflags |= ITEM_REPORT_OWNER;
 	if (o->group && !(f->flags & FE_SKIP_GROUP) && f->gid != st->st_gid)
 		iflags |= ITEM_REPORT_GROUP;
-	if (o->atimes && !S_ISDIR(f->mode) && !S_ISLNK(f->mode) && st->st_atim.tv_sec != f->atime)
+	if (o->atimes && !S_ISDIR(f->mode) && !S_ISLNK(f->mode) && st->st_atim.tv_sec != fe_atime(f))
 		iflags |= ITEM_REPORT_ATIME;
 	return iflags;
 }
@@ -170,7 +170,7 @@ bool regular_up_to_date(struct gen *g, const struct file_entry *f, int dirfd,
 		uint8_t sum[CSUM_MAX_DIGEST];
 		struct csum_ctx c;
 		int fd = openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 || !S_ISREG(f->mode) || !f->sum) {
+		if (fd < 0 || !S_ISREG(f->mode) || !fe_sum(f)) {
 			if (fd >= 0)
 				close(fd);
 			return false;
@@ -184,7 +184,7 @@ bool regular_up_to_date(struct gen *g, const struct file_entry *f, int dirfd,
 		}
 		close(fd);
 		csum_file_final(&c, sum);
-		return memcmp(sum, f->sum, csum_len(g->s->flist_csum)) == 0;
+		return memcmp(sum, fe_sum(f), csum_len(g->s->flist_csum)) == 0;
 	}
 	if (o->size_only)
 		return true;

@@ -20,14 +20,19 @@
 
 static struct file_entry mkfile(uint32_t mode, int64_t size, const char *link)
 {
+	static char names[64][32]; /* an empty name and the packed link */
+	static size_t used;
 	struct file_entry f;
 
 	memset(&f, 0, sizeof f);
-	f.mode = mode;
+	f.mode = (uint16_t)mode;
 	f.size = size;
-	f.link = link;
 	f.mtime = 1577836800; /* 2020-01-01 00:00:00 UTC */
-	f.hlink_group = -1;
+	if (link) {
+		struct fe_extras x = {.has = FE_X_PTR, .link = link};
+		assert_true(used < 64);
+		fe_place(&f, names[used++], "", 0, &x);
+	}
 	return f;
 }
 
