@@ -232,11 +232,15 @@ struct file_entry *walk_add_entry(struct walker *k, const char *path, const stru
 		size_t cap = fl->cap ? fl->cap * 2 : 1024;
 		struct file_entry *f = realloc(fl->files, cap * sizeof *f);
 		struct send_info *in = realloc(k->sl->info, cap * sizeof *in);
+		struct send_devino *di = k->s->opts->hard_links
+			? realloc(k->sl->devino, cap * sizeof *di) : NULL;
 		if (f)
 			fl->files = f;
 		if (in)
 			k->sl->info = in;
-		if (!f || !in) {
+		if (di)
+			k->sl->devino = di;
+		if (!f || !in || (k->s->opts->hard_links && !di)) {
 			wire_fail(&k->s->err, RERR_MALLOC, "out of memory building the file list");
 			return NULL;
 		}
@@ -292,9 +296,9 @@ struct file_entry *walk_add_entry(struct walker *k, const char *path, const stru
 	}
 	struct send_info *in = &k->sl->info[fl->count];
 	in->root = k->root;
-	in->dev = (int64_t)st->st_dev;
-	in->ino = (int64_t)st->st_ino;
 	in->unstated = false;
+	if (k->sl->devino)
+		k->sl->devino[fl->count] = (struct send_devino){st->st_dev, st->st_ino};
 	/* Before protocol 28 every regular file carries its dev and inode. */
 	if (k->s->opts->hard_links && (k->s->protocol < 28 ? S_ISREG(st->st_mode)
 						       : !S_ISDIR(st->st_mode) && st->st_nlink > 1))
@@ -364,8 +368,8 @@ bool flist_stat_deferred(struct session *s, struct send_list *sl, size_t i, int 
 			fe_extras_get(f, &x);
 			x.atime = st.st_atim.tv_sec;
 			fe_place(f, (char *)f->basename, f->basename, strlen(f->basename), &x);
-			in->dev = (int64_t)st.st_dev;
-			in->ino = (int64_t)st.st_ino;
+			if (sl->devino)
+				sl->devino[i] = (struct send_devino){st.st_dev, st.st_ino};
 			return true;
 		}
 	}
@@ -865,7 +869,9 @@ static bool reserve_part(struct session *s, struct send_list *part)
 
 	part->fl.files = malloc(FIRST_CAP * sizeof *part->fl.files);
 	part->info = malloc(FIRST_CAP * sizeof *part->info);
-	if (!part->fl.files || !part->info)
+	if (s->opts->hard_links)
+		part->devino = malloc(FIRST_CAP * sizeof *part->devino);
+	if (!part->fl.files || !part->info || (s->opts->hard_links && !part->devino))
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory reading a directory");
 	part->fl.cap = FIRST_CAP;
 	part->part_names_on = true;
@@ -881,11 +887,14 @@ static void trim_part(struct send_list *part)
 		return;
 	struct file_entry *f = realloc(part->fl.files, n * sizeof *f);
 	struct send_info *in = realloc(part->info, n * sizeof *in);
+	struct send_devino *di = part->devino ? realloc(part->devino, n * sizeof *di) : NULL;
 	if (f)
 		part->fl.files = f;
 	if (in)
 		part->info = in;
-	if (f && in)
+	if (di)
+		part->devino = di;
+	if (f && in && (di || !part->devino))
 		part->fl.cap = n;
 }
 
@@ -932,6 +941,7 @@ void flist_build_free(struct send_list *sl)
 	free(sl->roots.fds);
 	free(sl->roots.paths);
 	free(sl->info);
+	free(sl->devino);
 	part_names_free(sl->part_names);
 	flist_free(&sl->fl);
 	memset(sl, 0, sizeof *sl);

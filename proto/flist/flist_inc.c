@@ -480,6 +480,7 @@ static bool send_store(struct session *s, struct send_list *sl, const struct inc
 	view.fl.files = part->store->list.fl.files;
 	view.fl.count = part->store->list.fl.count;
 	view.info = part->store->list.info;
+	view.devino = part->store->list.devino;
 	bool ok = flist_send_part(s, &view, part->store->v, part->count, io_err, NULL,
 				  part->ndx_start);
 	sl->enc = view.enc; /* the encoder made for the first part sent */
@@ -496,6 +497,8 @@ static bool send_store(struct session *s, struct send_list *sl, const struct inc
 	/* what follows needs only the entries (flist_send_root: one root) */
 	free(part->store->list.info);
 	part->store->list.info = NULL;
+	free(part->store->list.devino);
+	part->store->list.devino = NULL;
 	return ok;
 }
 

@@ -61,7 +61,7 @@ static void note_id(struct id_seen *seen, uint32_t id)
 }
 
 /* A (dev, ino) pair as the index's digest. */
-static uint64_t dev_ino_digest(const struct send_info *in)
+static uint64_t dev_ino_digest(const struct send_devino *in)
 {
 	return (uint64_t)in->ino * 0x9E3779B97F4A7C15ull ^ (uint64_t)in->dev;
 }
@@ -70,7 +70,7 @@ static uint64_t info_digest(const void *ctx, int32_t ndx)
 {
 	const struct send_list *sl = ctx;
 
-	return dev_ino_digest(&sl->info[ndx]);
+	return dev_ino_digest(&sl->devino[ndx]);
 }
 
 /* For each hard-linked entry (by index into files), the first entry with
@@ -92,11 +92,11 @@ int32_t *flist_hlink_leaders(const struct send_list *sl, const size_t *order)
 		size_t i = order ? order[k] : k;
 		if (!(sl->fl.files[i].flags & FE_HLINKED))
 			continue;
-		const struct send_info *in = &sl->info[i];
+		const struct send_devino *in = &sl->devino[i];
 		uint64_t d = dev_ino_digest(in);
 		struct ixprobe p;
 		for (int32_t o = ixtable_first(&firsts, d, &p); o >= 0; o = ixtable_next(&firsts, &p))
-			if (sl->info[o].dev == in->dev && sl->info[o].ino == in->ino) {
+			if (sl->devino[o].dev == in->dev && sl->devino[o].ino == in->ino) {
 				lead[i] = o;
 				break;
 			}
@@ -255,7 +255,7 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 				x |= XMIT_HLINK_FIRST;
 			x |= XMIT_HLINKED;
 		} else {
-			if (!st->first && sl->info[i].dev == st->dev && s->protocol >= 28)
+			if (!st->first && sl->devino[i].dev == st->dev && s->protocol >= 28)
 				x |= XMIT_SAME_DEV_PRE30;
 			x |= XMIT_HLINKED;
 		}
@@ -353,11 +353,11 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 	}
 	if (o->hard_links && s->protocol < 30 && (f->flags & FE_HLINKED)) {
 		/* sent one-incremented so that it is never zero */
-		if (!(x & XMIT_SAME_DEV_PRE30) && !wire_write_longint(out, sl->info[i].dev + 1))
+		if (!(x & XMIT_SAME_DEV_PRE30) && !wire_write_longint(out, sl->devino[i].dev + 1))
 			return false;
-		if (!wire_write_longint(out, sl->info[i].ino))
+		if (!wire_write_longint(out, sl->devino[i].ino))
 			return false;
-		st->dev = sl->info[i].dev;
+		st->dev = sl->devino[i].dev;
 	}
 	if (o->checksum && (S_ISREG(f->mode) || s->protocol < 28)) {
 		uint8_t zero[CSUM_MAX_DIGEST] = {0};
