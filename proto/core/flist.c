@@ -122,7 +122,8 @@ char *flist_arena_strdup(struct flist_arena *a, const char *s, size_t len)
 
 size_t fe_extras_len(unsigned has)
 {
-	return (has & FE_X_PTR ? sizeof(void *) : 0) + (has & FE_X_ATIME ? 8 : 0) +
+	return (has & FE_X_NSEC ? 4 : 0) + (has & FE_X_UID ? 4 : 0) + (has & FE_X_GID ? 4 : 0) +
+	       (has & FE_X_PTR ? sizeof(void *) : 0) + (has & FE_X_ATIME ? 8 : 0) +
 	       (has & FE_X_RDEV ? 8 : 0) + (has & FE_X_HLINK ? 8 : 0) + (has & FE_X_META ? 12 : 0);
 }
 
@@ -146,6 +147,12 @@ void fe_place(struct file_entry *f, char *buf, const char *name, size_t len,
 	memmove(p, name, len);
 	p[len] = '\0';
 	p += len + 1;
+	if (x->has & FE_X_NSEC)
+		p = put(p, &x->mtime_nsec, 4);
+	if (x->has & FE_X_UID)
+		p = put(p, &x->uid, 4);
+	if (x->has & FE_X_GID)
+		p = put(p, &x->gid, 4);
 	if (x->has & FE_X_PTR)
 		p = put(p, &ptr, sizeof ptr);
 	if (x->has & FE_X_ATIME)
@@ -164,13 +171,16 @@ void fe_place(struct file_entry *f, char *buf, const char *name, size_t len,
 		put(p, &x->xattr_ndx, 4);
 	}
 	f->basename = buf;
-	f->flags = (uint16_t)((f->flags & ~FE_X_MASK) | (x->has & FE_X_MASK));
+	f->extras = x->has;
 }
 
 void fe_extras_get(const struct file_entry *f, struct fe_extras *x)
 {
 	memset(x, 0, sizeof *x);
-	x->has = f->flags & FE_X_MASK;
+	x->has = f->extras;
+	x->mtime_nsec = fe_mtime_nsec(f);
+	x->uid = fe_uid(f);
+	x->gid = fe_gid(f);
 	x->link = fe_ptr(f);
 	x->atime = fe_atime(f);
 	x->rdev_major = fe_rdev_major(f);

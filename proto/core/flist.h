@@ -57,17 +57,19 @@ struct wire_in;
 
 #define MAXPATHLEN_WIRE 4096
 
-/* Which optional fields an entry carries (in its flags, FE_X_*): they
- * are stored after its base name, in this order, only where an option
- * and the entry's type need them, as rsync keeps its "extras". */
-#define FE_X_PTR 0x0040   /* symlink target or --checksum sum (by type) */
-#define FE_X_ATIME 0x1000 /* -U */
-#define FE_X_RDEV 0x2000  /* -D devices */
-#define FE_X_HLINK 0x4000 /* -H: hard-link group and the next waiting member */
-#define FE_X_META 0x8000  /* -A / -X: ACL, default ACL and xattr indexes */
-#define FE_X_MASK (FE_X_PTR | FE_X_ATIME | FE_X_RDEV | FE_X_HLINK | FE_X_META)
+/* Which optional fields an entry carries (its `extras`): they are
+ * stored after its base name, in this order, only where an option and
+ * the entry's type need them, as rsync keeps its "extras". */
+#define FE_X_NSEC 0x01  /* mtime nanoseconds, when not 0 (the sender: always) */
+#define FE_X_UID 0x02   /* -o (the sender: always) */
+#define FE_X_GID 0x04   /* -g (the sender: always) */
+#define FE_X_PTR 0x08   /* symlink target or --checksum sum (by type) */
+#define FE_X_ATIME 0x10 /* -U */
+#define FE_X_RDEV 0x20  /* devices and specials */
+#define FE_X_HLINK 0x40 /* -H: hard-link group and the next waiting member */
+#define FE_X_META 0x80  /* -A / -X: ACL, default ACL and xattr indexes */
 
-/* A million of these make a big list: 48 bytes, with the base name and
+/* A million of these make a big list: 40 bytes, with the base name and
  * the optional fields (FE_X_*) packed after it in the names arena. Read
  * the optional ones with the fe_* accessors below. */
 struct file_entry {
@@ -75,16 +77,17 @@ struct file_entry {
 	const char *basename;  /* its NUL is followed by the FE_X_* fields */
 	int64_t size;
 	int64_t mtime;
-	uint32_t mtime_nsec;
-	uint32_t uid, gid;
 	uint16_t mode;         /* st_mode's type and permission bits */
-	uint16_t flags;        /* FE_* and FE_X_* */
+	uint16_t flags;        /* FE_* */
+	uint16_t extras;       /* FE_X_*: the optional fields it carries */
 };
 
 /* The optional fields unpacked: what a decoder or the list builder
  * gathers before the entry's name is placed (fe_place). */
 struct fe_extras {
 	uint16_t has;          /* FE_X_* */
+	uint32_t mtime_nsec;
+	uint32_t uid, gid;
 	union {                /* FE_X_PTR, by type */
 		const char *link; /* symlink target */
 		uint8_t *sum;     /* regular file: --checksum sum */
@@ -111,18 +114,18 @@ void fe_extras_get(const struct file_entry *f, struct fe_extras *x);
 /* Where field `bit` of f starts, NULL when f does not carry it. */
 static inline const char *fe_field(const struct file_entry *f, unsigned bit)
 {
-	static const uint8_t len[] = {8, 8, 8, 8, 12}; /* PTR ATIME RDEV HLINK META */
-	static const uint16_t bits[] = {FE_X_PTR, FE_X_ATIME, FE_X_RDEV, FE_X_HLINK, FE_X_META};
+	/* the lengths of NSEC UID GID PTR ATIME RDEV HLINK META */
+	static const uint8_t len[] = {4, 4, 4, 8, 8, 8, 8, 12};
 	const char *p;
 
-	if (!(f->flags & bit))
+	if (!(f->extras & bit))
 		return NULL;
 	p = f->basename;
 	while (*p)
 		p++;
 	p++;
-	for (size_t i = 0; bits[i] != bit; i++)
-		if (f->flags & bits[i])
+	for (size_t i = 0; (1u << i) != bit; i++)
+		if (f->extras & (1u << i))
 			p += len[i];
 	return p;
 }
@@ -167,6 +170,26 @@ static inline const void *fe_ptr(const struct file_entry *f)
 	return v;
 }
 
+static inline uint32_t fe_mtime_nsec(const struct file_entry *f)
+{
+	return (uint32_t)fe_get32(f, FE_X_NSEC, 0, 0);
+}
+static inline uint32_t fe_uid(const struct file_entry *f)
+{
+	return (uint32_t)fe_get32(f, FE_X_UID, 0, 0);
+}
+static inline uint32_t fe_gid(const struct file_entry *f)
+{
+	return (uint32_t)fe_get32(f, FE_X_GID, 0, 0);
+}
+static inline bool fe_set_uid(struct file_entry *f, uint32_t uid)
+{
+	return fe_set32(f, FE_X_UID, 0, (int32_t)uid);
+}
+static inline bool fe_set_gid(struct file_entry *f, uint32_t gid)
+{
+	return fe_set32(f, FE_X_GID, 0, (int32_t)gid);
+}
 /* Symlink target (NULL: not a symlink, or links not kept). */
 static inline const char *fe_link(const struct file_entry *f)
 {

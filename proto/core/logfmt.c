@@ -519,7 +519,7 @@ static bool esc_number(struct out *o, const struct spec *sp, const struct log_it
 		out_padded(o, sp, val, true);
 		return true;
 	case 'U':
-		snprintf(val, sizeof val, "%" PRIu32, f && it->preserve_uid ? f->uid : 0);
+		snprintf(val, sizeof val, "%" PRIu32, f && it->preserve_uid ? fe_uid(f) : 0);
 		out_padded(o, sp, val, true);
 		return true;
 	case 'G':
@@ -527,7 +527,7 @@ static bool esc_number(struct out *o, const struct spec *sp, const struct log_it
 			out_padded(o, sp, "DEFAULT", false);
 			return true;
 		}
-		snprintf(val, sizeof val, "%" PRIu32, f ? f->gid : 0);
+		snprintf(val, sizeof val, "%" PRIu32, f ? fe_gid(f) : 0);
 		out_padded(o, sp, val, true);
 		return true;
 	default:

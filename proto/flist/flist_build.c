@@ -110,18 +110,21 @@ static void set_stat_fields(struct session *s, struct file_entry *f, const struc
 		f->mode = (uint16_t)chmod_apply(&s->chmod, f->mode);
 	f->size = S_ISREG(st->st_mode) ? st->st_size : S_ISDIR(st->st_mode) ? st->st_size : 0;
 	f->mtime = st->st_mtim.tv_sec;
-	f->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
-	f->uid = st->st_uid;
-	f->gid = st->st_gid;
 }
 
-/* The optional fields of an entry that come from its stat: the access
- * time where -U sends it, the device number of devices and specials,
- * and room for the xattr index -X gives it when it is sent. */
+/* The optional fields of an entry that come from its stat: its
+ * nanoseconds and owner (always: an entry listed unstated gets them in
+ * place), the access time where -U sends it, the device number of
+ * devices and specials, and room for the xattr index -X gives it when it
+ * is sent. */
 static void stat_extras(struct session *s, const struct stat *st, struct fe_extras *x)
 {
 	memset(x, 0, sizeof *x);
 	x->hlink_group = x->hl_next = -1;
+	x->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
+	x->uid = st->st_uid;
+	x->gid = st->st_gid;
+	x->has = FE_X_NSEC | FE_X_UID | FE_X_GID;
 	if (s->opts->atimes && !S_ISDIR(st->st_mode)) {
 		x->atime = st->st_atim.tv_sec;
 		x->has |= FE_X_ATIME;
@@ -367,6 +370,9 @@ bool flist_stat_deferred(struct session *s, struct send_list *sl, size_t i, int 
 			/* the same fields as listed: a regular file's stay in place */
 			fe_extras_get(f, &x);
 			x.atime = st.st_atim.tv_sec;
+			x.mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+			x.uid = st.st_uid;
+			x.gid = st.st_gid;
 			fe_place(f, (char *)f->basename, f->basename, strlen(f->basename), &x);
 			if (sl->devino)
 				sl->devino[i] = (struct send_devino){st.st_dev, st.st_ino};

@@ -126,13 +126,13 @@ bool flist_sort_and_clean(struct session *s, struct flist *fl)
 
 /* A non-incremental list holds at most this many entries, as many as an
  * incremental one (flist_inc_recv.c: INC_MAX_FILES); --max-alloc may stop
- * it sooner (96-byte entries: about 11 million at the default 1 GiB). */
+ * it sooner (48-byte entries: the default 1 GiB allows more than the cap). */
 #define FLIST_MAX_FILES ((size_t)1 << 24)
 
 /* The per-entry memory of a list (issue 22): a field added must not
  * undo the packing of flist.h without a look at what a million cost;
  * optional fields go after the name (FE_X_*). */
-_Static_assert(sizeof(struct file_entry) <= 48, "struct file_entry grew past 48 bytes");
+_Static_assert(sizeof(struct file_entry) <= 40, "struct file_entry grew past 40 bytes");
 
 /* An entry being decoded: its optional fields and its cleaned base name
  * wait here until the entry is complete and placed (place_entry). */
@@ -252,25 +252,26 @@ static void take_from_leader(struct session *s, struct file_entry *f, struct fe_
 
 	f->size = lead->size;
 	f->mtime = k->mtime = lead->mtime;
-	f->mtime_nsec = lead->mtime_nsec;
+	x->mtime_nsec = fe_mtime_nsec(lead);
+	x->has |= lead->extras & FE_X_NSEC;
 	if (s->opts->atimes && !S_ISDIR(lead->mode)) {
 		x->atime = k->atime = fe_atime(lead);
 		x->has |= FE_X_ATIME;
 	}
 	f->mode = k->mode = lead->mode;
-	f->uid = lead->uid;
-	f->gid = lead->gid;
+	x->uid = fe_uid(lead);
+	x->gid = fe_gid(lead);
 	if (s->opts->owner)
-		k->uid = lead->uid;
+		k->uid = x->uid;
 	if (s->opts->group)
-		k->gid = lead->gid;
+		k->gid = x->gid;
 	x->rdev_major = fe_rdev_major(lead);
 	x->rdev_minor = fe_rdev_minor(lead);
-	x->has |= lead->flags & FE_X_RDEV;
+	x->has |= lead->extras & FE_X_RDEV;
 	if (s->opts->devices && is_device(lead->mode))
 		k->rdev_major = x->rdev_major;
 	x->link = fe_ptr(lead); /* the sum too: they share their place */
-	x->has |= lead->flags & FE_X_PTR;
+	x->has |= lead->extras & FE_X_PTR;
 }
 
 static bool recv_owner_name(struct session *s, struct id_map *map, uint32_t id, bool is_user)
@@ -418,7 +419,9 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 			return false;
 		if (v < 0 || v > 999999999)
 			return wire_fail(&s->err, RERR_PROTOCOL, "invalid nanoseconds %d", v);
-		f->mtime_nsec = (uint32_t)v;
+		x->mtime_nsec = (uint32_t)v;
+		if (v)
+			x->has |= FE_X_NSEC;
 		f->flags |= FE_MOD_NSEC;
 	}
 	if (!(xflags & XMIT_SAME_MODE)) {
@@ -449,7 +452,7 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 		    !recv_owner_name(s, &s->uids, k->uid, true))
 			return false;
 	}
-	f->uid = k->uid;
+	x->uid = k->uid;
 	if (o->group && !(xflags & XMIT_SAME_GID)) {
 		if (!wire_read_varint30(&s->in, &v))
 			return false;
@@ -458,7 +461,7 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 		    !recv_owner_name(s, &s->gids, k->gid, false))
 			return false;
 	}
-	f->gid = k->gid;
+	x->gid = k->gid;
 	if ((o->devices && is_device(f->mode)) ||
 	    (o->specials && is_special(f->mode) && s->protocol < 31)) {
 		if (!recv_rdev(s, f, x, xflags))
@@ -619,6 +622,11 @@ static bool recv_entry(struct session *s, struct flist *fl, uint32_t xflags, str
 		return false;
 	if (o->acls || o->xattrs)
 		x->has |= FE_X_META;
+	/* kept even when 0: --chown, --usermap and --groupmap change them */
+	if (o->owner)
+		x->has |= FE_X_UID;
+	if (o->group)
+		x->has |= FE_X_GID;
 	if (x->hlink_group >= 0)
 		x->has |= FE_X_HLINK;
 	if (!o->hard_links)

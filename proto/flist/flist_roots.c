@@ -101,7 +101,7 @@ static bool add_implied(struct walker *k, const char *path)
 	struct file_entry *f = walk_add_entry(k, path, &st, cur_root_fd(k), path);
 	if (!f)
 		return !wire_error_code(&k->s->err);
-	f->flags = (uint16_t)((f->flags & FE_X_MASK) | FE_ACTIVE | FE_IMPLIED_DIR);
+	f->flags = FE_ACTIVE | FE_IMPLIED_DIR;
 	return true;
 }
 

@@ -147,13 +147,13 @@ static uint32_t entry_xflags(struct session *s, struct send_state *st, const str
 		if (s->protocol < 30)
 			x |= XMIT_RDEV_MINOR_8_PRE30;
 	}
-	if (!o->owner || (!st->first && f->uid == st->uid))
+	if (!o->owner || (!st->first && fe_uid(f) == st->uid))
 		x |= XMIT_SAME_UID;
-	if (!o->group || (!st->first && f->gid == st->gid))
+	if (!o->group || (!st->first && fe_gid(f) == st->gid))
 		x |= XMIT_SAME_GID;
 	if (f->mtime == st->mtime)
 		x |= XMIT_SAME_TIME;
-	if (f->mtime_nsec && s->protocol >= 31)
+	if (fe_mtime_nsec(f) && s->protocol >= 31)
 		x |= XMIT_MOD_NSEC;
 	if (o->atimes && !S_ISDIR(f->mode)) {
 		if (fe_atime(f) == st->atime)
@@ -263,10 +263,10 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 	char uname[256], gname[256];
 	bool abbrev = leader >= 0 && hl.abbrev;
 	if (!abbrev && o->owner && !(x & XMIT_SAME_UID) &&
-	    inline_id_name(s, uids, f->uid, true, uname, sizeof uname))
+	    inline_id_name(s, uids, fe_uid(f), true, uname, sizeof uname))
 		x |= XMIT_USER_NAME_FOLLOWS;
 	if (!abbrev && o->group && !(x & XMIT_SAME_GID) &&
-	    inline_id_name(s, gids, f->gid, false, gname, sizeof gname))
+	    inline_id_name(s, gids, fe_gid(f), false, gname, sizeof gname))
 		x |= XMIT_GROUP_NAME_FOLLOWS;
 	size_t l1 = 0;
 	while (last[l1] && name[l1] == last[l1] && l1 < 255)
@@ -293,8 +293,8 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 		 * its "previous entry" state becomes the leader's too. */
 		st->mtime = f->mtime;
 		st->mode = f->mode;
-		st->uid = f->uid;
-		st->gid = f->gid;
+		st->uid = fe_uid(f);
+		st->gid = fe_gid(f);
 		if (is_device)
 			st->rdev_major = fe_rdev_major(f);
 		st->first = false;
@@ -307,7 +307,7 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 				      : !wire_write_i32(out, (int32_t)f->mtime))
 			return false;
 	}
-	if ((x & XMIT_MOD_NSEC) && !wire_write_varint(out, (int32_t)f->mtime_nsec))
+	if ((x & XMIT_MOD_NSEC) && !wire_write_varint(out, (int32_t)fe_mtime_nsec(f)))
 		return false;
 	if (!(x & XMIT_SAME_MODE) && !wire_write_i32(out, (int32_t)f->mode))
 		return false;
@@ -315,22 +315,22 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 	    !wire_write_varlong(out, fe_atime(f), 4))
 		return false;
 	if (o->owner && !(x & XMIT_SAME_UID)) {
-		if (!wire_write_varint30(out, (int32_t)f->uid))
+		if (!wire_write_varint30(out, (int32_t)fe_uid(f)))
 			return false;
 		/* the bit means XMIT_SAME_DEV_pre30 before protocol 30 */
 		if (s->protocol >= 30 && (x & XMIT_USER_NAME_FOLLOWS) &&
 		    !write_id_name(out, uname))
 			return false;
-		note_id(uids, f->uid);
+		note_id(uids, fe_uid(f));
 	}
 	if (o->group && !(x & XMIT_SAME_GID)) {
-		if (!wire_write_varint30(out, (int32_t)f->gid))
+		if (!wire_write_varint30(out, (int32_t)fe_gid(f)))
 			return false;
 		/* the bit means XMIT_RDEV_MINOR_8_pre30 before protocol 30 */
 		if (s->protocol >= 30 && (x & XMIT_GROUP_NAME_FOLLOWS) &&
 		    !write_id_name(out, gname))
 			return false;
-		note_id(gids, f->gid);
+		note_id(gids, fe_gid(f));
 	}
 	if (s->protocol < 28) {
 		if (!send_rdev_pre28(s, st, f, x, is_device, is_special))
@@ -367,8 +367,8 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 	}
 	st->mtime = f->mtime;
 	st->mode = f->mode;
-	st->uid = f->uid;
-	st->gid = f->gid;
+	st->uid = fe_uid(f);
+	st->gid = fe_gid(f);
 	st->first = false;
 	return true;
 }
@@ -416,9 +416,9 @@ static void collect_ids(struct session *s, const struct send_list *sl, struct id
 
 	for (size_t i = 0; i < sl->fl.count; i++) {
 		if (s->opts->owner)
-			note_id(uids, sl->fl.files[i].uid);
+			note_id(uids, fe_uid(&sl->fl.files[i]));
 		if (s->opts->group)
-			note_id(gids, sl->fl.files[i].gid);
+			note_id(gids, fe_gid(&sl->fl.files[i]));
 	}
 	n = acl_sent_ids(s, true, &ids);
 	for (size_t i = 0; i < n; i++)

@@ -41,9 +41,9 @@ int attr_change_bits_for(struct gen *g, const struct file_entry *f, const struct
 			iflags |= ITEM_REPORT_PERMS;
 		}
 	}
-	if (o->owner && g->s->am_root && f->uid != st->st_uid)
+	if (o->owner && g->s->am_root && fe_uid(f) != st->st_uid)
 		iflags |= ITEM_REPORT_OWNER;
-	if (o->group && !(f->flags & FE_SKIP_GROUP) && f->gid != st->st_gid)
+	if (o->group && !(f->flags & FE_SKIP_GROUP) && fe_gid(f) != st->st_gid)
 		iflags |= ITEM_REPORT_GROUP;
 	if (o->atimes && !S_ISDIR(f->mode) && !S_ISLNK(f->mode) && st->st_atim.tv_sec != fe_atime(f))
 		iflags |= ITEM_REPORT_ATIME;
@@ -200,8 +200,8 @@ bool alt_attrs_match(struct gen *g, const struct file_entry *f, const struct sta
 	const struct ferry_opts *o = g->o;
 
 	return (!o->perms || (st->st_mode & 07777) == (f->mode & 07777)) &&
-	       (!o->owner || f->uid == (int64_t)st->st_uid) &&
-	       (!o->group || f->gid == (int64_t)st->st_gid);
+	       (!o->owner || fe_uid(f) == (int64_t)st->st_uid) &&
+	       (!o->group || fe_gid(f) == (int64_t)st->st_gid);
 }
 
 /* A --link-dest file linked in must carry the entry's xattrs too
@@ -223,7 +223,7 @@ bool unchanged_attrs(struct gen *g, const struct file_entry *f, const struct sta
 	    recv_mtime_differs(o, st, f))
 		return false;
 	if (S_ISLNK(f->mode))
-		return (!o->owner || f->uid == (int64_t)st->st_uid) &&
-		       (!o->group || f->gid == (int64_t)st->st_gid);
+		return (!o->owner || fe_uid(f) == (int64_t)st->st_uid) &&
+		       (!o->group || fe_gid(f) == (int64_t)st->st_gid);
 	return alt_attrs_match(g, f, st);
 }

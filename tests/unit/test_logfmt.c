@@ -223,8 +223,9 @@ static void test_format_misc(void **state)
 	check_fmt("[%h|%a|%u|%P|%m]", &it, "[box|10.0.0.1||/srv/mod|mod]");
 
 	check_fmt("[%o|%U|%G|%B]", &it, "[recv|0|DEFAULT|rwsr-xr-x]");
-	reg.uid = 1000;
-	reg.gid = 100;
+	char owned[1 + 8]; /* an empty name, the uid and the gid */
+	struct fe_extras ids = {.has = FE_X_UID | FE_X_GID, .uid = 1000, .gid = 100};
+	fe_place(&reg, owned, "", 0, &ids);
 	reg.mode = S_IFREG | 02644 | 01000;
 	it.preserve_uid = it.preserve_gid = true;
 	it.sending = true;
