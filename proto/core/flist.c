@@ -120,16 +120,18 @@ char *flist_arena_strdup(struct flist_arena *a, const char *s, size_t len)
 	return p;
 }
 
-size_t fe_extras_len(unsigned has)
+static bool size_is_big(int64_t size)
 {
-	return (has & FE_X_NSEC ? 4 : 0) + (has & FE_X_UID ? 4 : 0) + (has & FE_X_GID ? 4 : 0) +
-	       (has & FE_X_PTR ? sizeof(void *) : 0) + (has & FE_X_ATIME ? 8 : 0) +
-	       (has & FE_X_RDEV ? 8 : 0) + (has & FE_X_HLINK ? 8 : 0) + (has & FE_X_META ? 12 : 0);
+	return size < 0 || size >= (int64_t)FE_SIZE_BIG;
 }
 
-size_t fe_packed_len(size_t len, unsigned has)
+size_t fe_packed_len(size_t len, const struct fe_extras *x)
 {
-	return len + 1 + fe_extras_len(has);
+	unsigned has = x->has;
+
+	return len + 1 + (size_is_big(x->size) ? 8 : 0) + (has & FE_X_NSEC ? 4 : 0) +
+	       (has & FE_X_PTR ? sizeof(void *) : 0) + (has & FE_X_ATIME ? 8 : 0) +
+	       (has & FE_X_RDEV ? 8 : 0) + (has & FE_X_HLINK ? 8 : 0) + (has & FE_X_META ? 12 : 0);
 }
 
 static char *put(char *p, const void *v, size_t n)
@@ -147,12 +149,11 @@ void fe_place(struct file_entry *f, char *buf, const char *name, size_t len,
 	memmove(p, name, len);
 	p[len] = '\0';
 	p += len + 1;
+	f->size32 = size_is_big(x->size) ? FE_SIZE_BIG : (uint32_t)x->size;
+	if (f->size32 == FE_SIZE_BIG)
+		p = put(p, &x->size, 8);
 	if (x->has & FE_X_NSEC)
 		p = put(p, &x->mtime_nsec, 4);
-	if (x->has & FE_X_UID)
-		p = put(p, &x->uid, 4);
-	if (x->has & FE_X_GID)
-		p = put(p, &x->gid, 4);
 	if (x->has & FE_X_PTR)
 		p = put(p, &ptr, sizeof ptr);
 	if (x->has & FE_X_ATIME)
@@ -171,16 +172,15 @@ void fe_place(struct file_entry *f, char *buf, const char *name, size_t len,
 		put(p, &x->xattr_ndx, 4);
 	}
 	f->basename = buf;
-	f->extras = x->has;
+	f->flags = (uint16_t)((f->flags & ~FE_X_MASK) | (x->has & FE_X_MASK));
 }
 
 void fe_extras_get(const struct file_entry *f, struct fe_extras *x)
 {
 	memset(x, 0, sizeof *x);
-	x->has = f->extras;
+	x->has = f->flags & FE_X_MASK;
+	x->size = fe_size(f);
 	x->mtime_nsec = fe_mtime_nsec(f);
-	x->uid = fe_uid(f);
-	x->gid = fe_gid(f);
 	x->link = fe_ptr(f);
 	x->atime = fe_atime(f);
 	x->rdev_major = fe_rdev_major(f);
@@ -205,7 +205,7 @@ struct file_entry *flist_keep_dir(struct flist_arena *a, const struct file_entry
 	c->dirname = dirname;
 	fe_extras_get(f, &x);
 	x.has &= (uint16_t)~FE_X_PTR; /* a directory has neither link nor sum */
-	char *buf = arena_alloc_bytes(a, fe_packed_len(len, x.has));
+	char *buf = arena_alloc_bytes(a, fe_packed_len(len, &x));
 	if (!buf)
 		return NULL;
 	fe_place(c, buf, f->basename, len, &x);

@@ -49,7 +49,6 @@ struct wire_in;
 #define FE_IMPLIED_DIR 0x0008  /* an implied parent (-R) */
 #define FE_HLINKED 0x0010      /* member of a hard-link group */
 #define FE_HLINK_FIRST 0x0020  /* leader of its group (first sent) */
-#define FE_MOD_NSEC 0x0080
 #define FE_SKIP_GROUP 0x0100  /* not root and not a member: leave the group alone */
 #define FE_GOT_LIST 0x0200    /* incremental recursion: its contents arrived */
 #define FE_DIR_CREATED 0x0400 /* made ahead of its own part: report it as new */
@@ -57,37 +56,38 @@ struct wire_in;
 
 #define MAXPATHLEN_WIRE 4096
 
-/* Which optional fields an entry carries (its `extras`): they are
- * stored after its base name, in this order, only where an option and
- * the entry's type need them, as rsync keeps its "extras". */
-#define FE_X_NSEC 0x01  /* mtime nanoseconds, when not 0 (the sender: always) */
-#define FE_X_UID 0x02   /* -o (the sender: always) */
-#define FE_X_GID 0x04   /* -g (the sender: always) */
-#define FE_X_PTR 0x08   /* symlink target or --checksum sum (by type) */
-#define FE_X_ATIME 0x10 /* -U */
-#define FE_X_RDEV 0x20  /* devices and specials */
-#define FE_X_HLINK 0x40 /* -H: hard-link group and the next waiting member */
-#define FE_X_META 0x80  /* -A / -X: ACL, default ACL and xattr indexes */
+/* Which optional fields an entry carries (FE_X_* in its flags): they
+ * are stored after its base name, in the order of fe_field, only where
+ * an option and the entry's type need them, as rsync keeps its "extras".
+ * A size of 4 GiB - 1 or more is there too (size32 says so). */
+#define FE_X_PTR 0x0040   /* symlink target or --checksum sum (by type) */
+#define FE_X_NSEC 0x0080  /* mtime nanoseconds: not 0 (the sender: always) */
+#define FE_X_ATIME 0x1000 /* -U */
+#define FE_X_RDEV 0x2000  /* devices and specials */
+#define FE_X_HLINK 0x4000 /* -H: hard-link group and the next waiting member */
+#define FE_X_META 0x8000  /* -A / -X: ACL, default ACL and xattr indexes */
+#define FE_X_MASK (FE_X_PTR | FE_X_NSEC | FE_X_ATIME | FE_X_RDEV | FE_X_HLINK | FE_X_META)
+#define FE_SIZE_BIG UINT32_MAX /* size32: the size follows the name */
 
 /* A million of these make a big list: 40 bytes, with the base name and
  * the optional fields (FE_X_*) packed after it in the names arena. Read
- * the optional ones with the fe_* accessors below. */
+ * the size and the optional fields with the fe_* accessors below. */
 struct file_entry {
 	const char *dirname;   /* shared between entries of one dir; NULL at top */
 	const char *basename;  /* its NUL is followed by the FE_X_* fields */
-	int64_t size;
 	int64_t mtime;
+	uint32_t size32;       /* the size, or FE_SIZE_BIG: see fe_size */
+	uint32_t uid, gid;     /* 0 unless -o / -g (the sender: always) */
 	uint16_t mode;         /* st_mode's type and permission bits */
-	uint16_t flags;        /* FE_* */
-	uint16_t extras;       /* FE_X_*: the optional fields it carries */
+	uint16_t flags;        /* FE_* and FE_X_* */
 };
 
 /* The optional fields unpacked: what a decoder or the list builder
  * gathers before the entry's name is placed (fe_place). */
 struct fe_extras {
 	uint16_t has;          /* FE_X_* */
+	int64_t size;          /* placed in size32, or after the name */
 	uint32_t mtime_nsec;
-	uint32_t uid, gid;
 	union {                /* FE_X_PTR, by type */
 		const char *link; /* symlink target */
 		uint8_t *sum;     /* regular file: --checksum sum */
@@ -100,10 +100,9 @@ struct fe_extras {
 	int32_t acl_ndx, defacl_ndx, xattr_ndx;
 };
 
-/* Bytes the fields of `has` (FE_X_*) take after a name. */
-size_t fe_extras_len(unsigned has);
-/* Bytes a name of len chars, its NUL and the fields of `has` take. */
-size_t fe_packed_len(size_t len, unsigned has);
+/* Bytes a name of len chars, its NUL and x's fields (a big size, and
+ * those of x->has) take. */
+size_t fe_packed_len(size_t len, const struct fe_extras *x);
 /* Write name (len chars), its NUL and x's fields into buf (fe_packed_len
  * bytes) and make them f's base name and optional fields. */
 void fe_place(struct file_entry *f, char *buf, const char *name, size_t len,
@@ -111,21 +110,30 @@ void fe_place(struct file_entry *f, char *buf, const char *name, size_t len,
 /* All of f's optional fields (the defaults for those it lacks). */
 void fe_extras_get(const struct file_entry *f, struct fe_extras *x);
 
+/* Where the packed fields of f start: after its base name. */
+static inline const char *fe_tail(const struct file_entry *f)
+{
+	const char *p = f->basename;
+
+	while (*p)
+		p++;
+	return p + 1;
+}
+
 /* Where field `bit` of f starts, NULL when f does not carry it. */
 static inline const char *fe_field(const struct file_entry *f, unsigned bit)
 {
-	/* the lengths of NSEC UID GID PTR ATIME RDEV HLINK META */
-	static const uint8_t len[] = {4, 4, 4, 8, 8, 8, 8, 12};
-	const char *p;
+	static const uint16_t bits[] = {FE_X_NSEC, FE_X_PTR, FE_X_ATIME, FE_X_RDEV, FE_X_HLINK,
+					FE_X_META};
+	static const uint8_t len[] = {4, 8, 8, 8, 8, 12};
 
-	if (!(f->extras & bit))
+	if (!(f->flags & bit))
 		return NULL;
-	p = f->basename;
-	while (*p)
-		p++;
-	p++;
-	for (size_t i = 0; (1u << i) != bit; i++)
-		if (f->extras & (1u << i))
+	const char *p = fe_tail(f);
+	if (f->size32 == FE_SIZE_BIG)
+		p += 8; /* a big size comes first */
+	for (size_t i = 0; bits[i] != bit; i++)
+		if (f->flags & bits[i])
 			p += len[i];
 	return p;
 }
@@ -174,21 +182,29 @@ static inline uint32_t fe_mtime_nsec(const struct file_entry *f)
 {
 	return (uint32_t)fe_get32(f, FE_X_NSEC, 0, 0);
 }
+static inline int64_t fe_size(const struct file_entry *f)
+{
+	int64_t v = f->size32;
+
+	if (f->size32 == FE_SIZE_BIG)
+		__builtin_memcpy(&v, fe_tail(f), sizeof v);
+	return v;
+}
 static inline uint32_t fe_uid(const struct file_entry *f)
 {
-	return (uint32_t)fe_get32(f, FE_X_UID, 0, 0);
+	return f->uid;
 }
 static inline uint32_t fe_gid(const struct file_entry *f)
 {
-	return (uint32_t)fe_get32(f, FE_X_GID, 0, 0);
+	return f->gid;
 }
-static inline bool fe_set_uid(struct file_entry *f, uint32_t uid)
+static inline void fe_set_uid(struct file_entry *f, uint32_t uid)
 {
-	return fe_set32(f, FE_X_UID, 0, (int32_t)uid);
+	f->uid = uid;
 }
-static inline bool fe_set_gid(struct file_entry *f, uint32_t gid)
+static inline void fe_set_gid(struct file_entry *f, uint32_t gid)
 {
-	return fe_set32(f, FE_X_GID, 0, (int32_t)gid);
+	f->gid = gid;
 }
 /* Symlink target (NULL: not a symlink, or links not kept). */
 static inline const char *fe_link(const struct file_entry *f)

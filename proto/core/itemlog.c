@@ -161,7 +161,7 @@ static void log_item_with(struct session *s, const struct file_entry *f, int ifl
 	if (to_json) {
 		log_format("%i", &it, line, sizeof line);
 		pthread_mutex_lock(&print_lock);
-		progress_json_item(s, name, line, f->size);
+		progress_json_item(s, name, line, fe_size(f));
 		pthread_mutex_unlock(&print_lock);
 	}
 	if (!to_stdout) {

@@ -107,7 +107,7 @@ void list_format(const struct ferry_opts *o, const struct file_entry *f, char *o
 	strftime(when, sizeof when, "%Y/%m/%d %H:%M:%S", &tm);
 	flist_path(f, name, sizeof name);
 	snprintf(out, outsz, "%s %*s %s %s%s%s", perms, o->human ? 14 : 11,
-		 fmt_num(f->size, o->human, size, sizeof size), when, name,
+		 fmt_num(fe_size(f), o->human, size, sizeof size), when, name,
 		 S_ISLNK(f->mode) && o->links ? " -> " : "",
 		 S_ISLNK(f->mode) && o->links ? fe_link(f) : "");
 }
@@ -508,7 +508,7 @@ static bool esc_number(struct out *o, const struct spec *sp, const struct log_it
 
 	switch (sp->esc) {
 	case 'l':
-		fmt_num(f ? f->size : 0, sp->humanize, val, sizeof val);
+		fmt_num(f ? fe_size(f) : 0, sp->humanize, val, sizeof val);
 		break;
 	case 'b':
 	case 'c':

@@ -108,23 +108,23 @@ static void set_stat_fields(struct session *s, struct file_entry *f, const struc
 	f->mode = (uint16_t)st->st_mode;
 	if (s->chmod.n && !S_ISLNK(f->mode) && f->mode)
 		f->mode = (uint16_t)chmod_apply(&s->chmod, f->mode);
-	f->size = S_ISREG(st->st_mode) ? st->st_size : S_ISDIR(st->st_mode) ? st->st_size : 0;
 	f->mtime = st->st_mtim.tv_sec;
+	f->uid = st->st_uid;
+	f->gid = st->st_gid;
 }
 
-/* The optional fields of an entry that come from its stat: its
- * nanoseconds and owner (always: an entry listed unstated gets them in
- * place), the access time where -U sends it, the device number of
- * devices and specials, and room for the xattr index -X gives it when it
- * is sent. */
+/* The size and optional fields of an entry that come from its stat:
+ * its nanoseconds, the access time where -U sends it, the device number
+ * of devices and specials, and room for the xattr index -X gives it when
+ * it is sent. */
 static void stat_extras(struct session *s, const struct stat *st, struct fe_extras *x)
 {
 	memset(x, 0, sizeof *x);
 	x->hlink_group = x->hl_next = -1;
+	x->size = S_ISREG(st->st_mode) || S_ISDIR(st->st_mode) ? st->st_size : 0;
 	x->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
-	x->uid = st->st_uid;
-	x->gid = st->st_gid;
-	x->has = FE_X_NSEC | FE_X_UID | FE_X_GID;
+	if (x->mtime_nsec)
+		x->has |= FE_X_NSEC;
 	if (s->opts->atimes && !S_ISDIR(st->st_mode)) {
 		x->atime = st->st_atim.tv_sec;
 		x->has |= FE_X_ATIME;
@@ -206,7 +206,7 @@ static bool entry_place(struct send_list *sl, struct file_entry *f, const char *
 			const struct fe_extras *x)
 {
 	size_t len = strlen(name);
-	size_t need = fe_packed_len(len, x->has);
+	size_t need = fe_packed_len(len, x);
 	char *buf = sl->part_names_on ? part_alloc(&sl->part_names, need)
 				      : flist_alloc_bytes(&sl->fl, need);
 
@@ -285,7 +285,7 @@ struct file_entry *walk_add_entry(struct walker *k, const char *path, const stru
 			t = target + plen; /* what the client stored, unmunged */
 		x.link = entry_strdup(k->sl, t, strlen(t));
 		x.has |= FE_X_PTR;
-		f->size = (int64_t)strlen(t);
+		x.size = (int64_t)strlen(t);
 		if (!x.link) {
 			wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
 			return NULL;
@@ -353,6 +353,30 @@ static bool add_deferred(struct walker *k, const char *path, int dirfd, const ch
 	return true;
 }
 
+/* An entry listed unstated takes the fields of its stat: its name and
+ * fields are placed again, in place when they keep their length. */
+static bool restat_fields(struct session *s, struct send_list *sl, struct file_entry *f,
+			  const struct stat *st)
+{
+	struct fe_extras was, x;
+	size_t len = strlen(f->basename);
+
+	fe_extras_get(f, &was);
+	set_stat_fields(s, f, st);
+	stat_extras(s, st, &x);
+	x.has |= was.has & FE_X_PTR; /* a --checksum sum, taken when listed */
+	x.sum = was.sum;
+	if (fe_packed_len(len, &x) == fe_packed_len(len, &was)) {
+		fe_place(f, (char *)f->basename, f->basename, len, &x);
+		return true;
+	}
+	char name[MAXPATHLEN_WIRE];
+	memcpy(name, f->basename, len + 1);
+	if (entry_place(sl, f, name, &x))
+		return true;
+	return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+}
+
 bool flist_stat_deferred(struct session *s, struct send_list *sl, size_t i, int dirfd)
 {
 	struct file_entry *f = &sl->fl.files[i];
@@ -365,15 +389,8 @@ bool flist_stat_deferred(struct session *s, struct send_list *sl, size_t i, int 
 		if (!S_ISREG(st.st_mode))
 			errno = ENOENT; /* replaced since it was listed: now gone */
 		else {
-			struct fe_extras x;
-			set_stat_fields(s, f, &st);
-			/* the same fields as listed: a regular file's stay in place */
-			fe_extras_get(f, &x);
-			x.atime = st.st_atim.tv_sec;
-			x.mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
-			x.uid = st.st_uid;
-			x.gid = st.st_gid;
-			fe_place(f, (char *)f->basename, f->basename, strlen(f->basename), &x);
+			if (!restat_fields(s, sl, f, &st))
+				return false;
 			if (sl->devino)
 				sl->devino[i] = (struct send_devino){st.st_dev, st.st_ino};
 			return true;

@@ -250,28 +250,28 @@ static void take_from_leader(struct session *s, struct file_entry *f, struct fe_
 {
 	struct flist_codec *k = &s->fl;
 
-	f->size = lead->size;
+	x->size = fe_size(lead);
 	f->mtime = k->mtime = lead->mtime;
 	x->mtime_nsec = fe_mtime_nsec(lead);
-	x->has |= lead->extras & FE_X_NSEC;
+	x->has |= lead->flags & FE_X_NSEC;
 	if (s->opts->atimes && !S_ISDIR(lead->mode)) {
 		x->atime = k->atime = fe_atime(lead);
 		x->has |= FE_X_ATIME;
 	}
 	f->mode = k->mode = lead->mode;
-	x->uid = fe_uid(lead);
-	x->gid = fe_gid(lead);
+	f->uid = lead->uid;
+	f->gid = lead->gid;
 	if (s->opts->owner)
-		k->uid = x->uid;
+		k->uid = lead->uid;
 	if (s->opts->group)
-		k->gid = x->gid;
+		k->gid = lead->gid;
 	x->rdev_major = fe_rdev_major(lead);
 	x->rdev_minor = fe_rdev_minor(lead);
-	x->has |= lead->extras & FE_X_RDEV;
+	x->has |= lead->flags & FE_X_RDEV;
 	if (s->opts->devices && is_device(lead->mode))
 		k->rdev_major = x->rdev_major;
 	x->link = fe_ptr(lead); /* the sum too: they share their place */
-	x->has |= lead->extras & FE_X_PTR;
+	x->has |= lead->flags & FE_X_PTR;
 }
 
 static bool recv_owner_name(struct session *s, struct id_map *map, uint32_t id, bool is_user)
@@ -319,7 +319,7 @@ static bool recv_rdev(struct session *s, struct file_entry *f, struct fe_extras 
 	x->rdev_major = k->rdev_major;
 	x->rdev_minor = k->rdev_minor;
 	x->has |= FE_X_RDEV;
-	f->size = 0;
+	x->size = 0;
 	return true;
 }
 
@@ -401,7 +401,7 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 	struct flist_codec *k = &s->fl;
 	int32_t v;
 
-	if (!wire_read_varlong30(&s->in, 3, &f->size))
+	if (!wire_read_varlong30(&s->in, 3, &x->size))
 		return false;
 	if (!(xflags & XMIT_SAME_TIME)) {
 		if (s->protocol >= 30) {
@@ -422,7 +422,6 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 		x->mtime_nsec = (uint32_t)v;
 		if (v)
 			x->has |= FE_X_NSEC;
-		f->flags |= FE_MOD_NSEC;
 	}
 	if (!(xflags & XMIT_SAME_MODE)) {
 		if (!wire_read_i32(&s->in, &v))
@@ -452,7 +451,7 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 		    !recv_owner_name(s, &s->uids, k->uid, true))
 			return false;
 	}
-	x->uid = k->uid;
+	f->uid = k->uid;
 	if (o->group && !(xflags & XMIT_SAME_GID)) {
 		if (!wire_read_varint30(&s->in, &v))
 			return false;
@@ -461,13 +460,13 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 		    !recv_owner_name(s, &s->gids, k->gid, false))
 			return false;
 	}
-	x->gid = k->gid;
+	f->gid = k->gid;
 	if ((o->devices && is_device(f->mode)) ||
 	    (o->specials && is_special(f->mode) && s->protocol < 31)) {
 		if (!recv_rdev(s, f, x, xflags))
 			return false;
 	} else if (is_device(f->mode)) {
-		f->size = 0;
+		x->size = 0;
 	} else if (s->protocol < 28) {
 		/* any other entry resets the device number a later
 		 * XMIT_SAME_RDEV_pre28 repeats (flist.c: recv_file_entry) */
@@ -532,7 +531,7 @@ static bool recv_hlink_ref(struct session *s, struct flist *fl, struct file_entr
 static bool place_entry(struct session *s, struct flist *fl, struct file_entry *f,
 			const struct decoding *d)
 {
-	char *buf = flist_alloc_bytes(fl, fe_packed_len(d->base_len, d->x.has));
+	char *buf = flist_alloc_bytes(fl, fe_packed_len(d->base_len, &d->x));
 
 	if (!buf)
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
@@ -595,7 +594,7 @@ static bool recv_entry(struct session *s, struct flist *fl, uint32_t xflags, str
 	} else if (!recv_attrs(s, fl, f, xflags, d)) {
 		return false;
 	}
-	if (f->size < 0)
+	if (x->size < 0)
 		return wire_fail(&s->err, RERR_UNSUPPORTED, "negative file length from sender");
 	if (strcmp(f->basename, ".") == 0 && !f->dirname && !S_ISDIR(f->mode))
 		return wire_fail(&s->err, RERR_PROTOCOL,
@@ -622,11 +621,6 @@ static bool recv_entry(struct session *s, struct flist *fl, uint32_t xflags, str
 		return false;
 	if (o->acls || o->xattrs)
 		x->has |= FE_X_META;
-	/* kept even when 0: --chown, --usermap and --groupmap change them */
-	if (o->owner)
-		x->has |= FE_X_UID;
-	if (o->group)
-		x->has |= FE_X_GID;
 	if (x->hlink_group >= 0)
 		x->has |= FE_X_HLINK;
 	if (!o->hard_links)
@@ -652,12 +646,12 @@ static void count_entry(struct stats *st, const struct file_entry *f)
 {
 	if (S_ISREG(f->mode)) {
 		st->num_reg++;
-		st->total_size = add_size(st->total_size, f->size);
+		st->total_size = add_size(st->total_size, fe_size(f));
 	} else if (S_ISDIR(f->mode)) {
 		st->num_dirs++;
 	} else if (S_ISLNK(f->mode)) {
 		st->num_symlinks++;
-		st->total_size = add_size(st->total_size, f->size);
+		st->total_size = add_size(st->total_size, fe_size(f));
 	} else if (is_device(f->mode)) {
 		st->num_devices++;
 	} else {

@@ -300,7 +300,7 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 		st->first = false;
 		return true;
 	}
-	if (!wire_write_varlong30(out, f->size, 3))
+	if (!wire_write_varlong30(out, fe_size(f), 3))
 		return false;
 	if (!(x & XMIT_SAME_TIME)) {
 		if (s->protocol >= 30 ? !wire_write_varlong(out, f->mtime, 4)
@@ -497,7 +497,7 @@ static bool send_counted(struct session *s, struct send_list *sl, size_t i, stru
 	if ((o->acls || o->xattrs) && !send_meta(s, sl, i))
 		return false;
 	if (S_ISREG(f->mode) || S_ISLNK(f->mode))
-		s->stats.total_size += f->size;
+		s->stats.total_size += fe_size(f);
 	return true;
 }
 

@@ -286,7 +286,7 @@ bool fuzzy_basis(struct gen *g, const struct file_entry *f, const char *path, in
 			fds[i] = fuzzy_level_dir(g, i, dirfd);
 		fuzzy_load(&g->fuzzy, fds, levels);
 	}
-	const struct fuzzy_cand *c = fuzzy_find(&g->fuzzy, f->basename, f->size, f->mtime,
+	const struct fuzzy_cand *c = fuzzy_find(&g->fuzzy, f->basename, fe_size(f), f->mtime,
 						g->o->modify_window, &level);
 	if (!c)
 		return false;

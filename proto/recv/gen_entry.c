@@ -664,7 +664,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 			partial_remove(g->rc, path); /* a leftover of an older try */
 		return REG_IN_PLACE;
 	}
-	if (o->append && st.st_size >= f->size)
+	if (o->append && st.st_size >= fe_size(f))
 		return REG_IN_PLACE; /* --append only ever adds to a shorter file */
 	if (!o->times)
 		iflags |= ITEM_REPORT_TIME; /* attr_change_bits_for() with a transfer */
@@ -694,11 +694,11 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 {
 	const struct ferry_opts *o = g->o;
 
-	if ((o->max_size >= 0 && f->size > o->max_size) ||
-	    (o->min_size >= 0 && f->size < o->min_size)) {
+	if ((o->max_size >= 0 && fe_size(f) > o->max_size) ||
+	    (o->min_size >= 0 && fe_size(f) < o->min_size)) {
 		if (info_ge(o, INFO_SKIP, 1))
 			session_info(g->s, "%s is %s\n", path,
-				     f->size > o->max_size && o->max_size >= 0 ? "over max-size"
+				     fe_size(f) > o->max_size && o->max_size >= 0 ? "over max-size"
 									: "under min-size");
 		if (hlink_member(g->rc, f) && (f->flags & FE_HLINK_LAST))
 			hlink_release(g->rc, f);

@@ -26,7 +26,7 @@ int attr_change_bits_for(struct gen *g, const struct file_entry *f, const struct
 	bool keep_time = o->times && !(S_ISDIR(f->mode) && o->omit_dir_times) &&
 			 !(S_ISLNK(f->mode) && o->omit_link_times);
 
-	if (S_ISREG(f->mode) && f->size != st->st_size)
+	if (S_ISREG(f->mode) && fe_size(f) != st->st_size)
 		iflags |= ITEM_REPORT_SIZE;
 	/* Where times are not kept, rewriting an entry changes its time,
 	 * and rsync says so ('T'). */
@@ -164,7 +164,7 @@ bool regular_up_to_date(struct gen *g, const struct file_entry *f, int dirfd,
 {
 	const struct ferry_opts *o = g->o;
 
-	if (st->st_size != f->size)
+	if (st->st_size != fe_size(f))
 		return false;
 	if (o->checksum) {
 		uint8_t sum[CSUM_MAX_DIGEST];

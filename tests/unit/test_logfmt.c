@@ -20,19 +20,16 @@
 
 static struct file_entry mkfile(uint32_t mode, int64_t size, const char *link)
 {
-	static char names[64][32]; /* an empty name and the packed link */
+	static char names[64][32]; /* an empty name and the packed fields */
 	static size_t used;
+	struct fe_extras x = {.size = size, .link = link, .has = link ? FE_X_PTR : 0};
 	struct file_entry f;
 
 	memset(&f, 0, sizeof f);
 	f.mode = (uint16_t)mode;
-	f.size = size;
 	f.mtime = 1577836800; /* 2020-01-01 00:00:00 UTC */
-	if (link) {
-		struct fe_extras x = {.has = FE_X_PTR, .link = link};
-		assert_true(used < 64);
-		fe_place(&f, names[used++], "", 0, &x);
-	}
+	assert_true(used < 64);
+	fe_place(&f, names[used++], "", 0, &x);
 	return f;
 }
 
@@ -223,9 +220,8 @@ static void test_format_misc(void **state)
 	check_fmt("[%h|%a|%u|%P|%m]", &it, "[box|10.0.0.1||/srv/mod|mod]");
 
 	check_fmt("[%o|%U|%G|%B]", &it, "[recv|0|DEFAULT|rwsr-xr-x]");
-	char owned[1 + 8]; /* an empty name, the uid and the gid */
-	struct fe_extras ids = {.has = FE_X_UID | FE_X_GID, .uid = 1000, .gid = 100};
-	fe_place(&reg, owned, "", 0, &ids);
+	reg.uid = 1000;
+	reg.gid = 100;
 	reg.mode = S_IFREG | 02644 | 01000;
 	it.preserve_uid = it.preserve_gid = true;
 	it.sending = true;
