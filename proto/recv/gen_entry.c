@@ -824,6 +824,13 @@ void gen_entry(struct gen *g, int32_t ndx)
 		}
 		g->last_dir = f->dirname;
 	}
+	if (g->rc->list_entry) {
+		/* a directory is listed at the start of its own part
+		 * (generator.c: recv_generator, is_dir < 0) */
+		if (!(g->dir_early && S_ISDIR(f->mode)) && list_wanted(o, f))
+			g->rc->list_entry(o, f);
+		return;
+	}
 	if (g->dir_early && S_ISDIR(f->mode)) {
 		if (!daemon_excludes(g, f, path))
 			gen_dir_early(g, f, path);

@@ -77,6 +77,10 @@ struct recv_ctx {
 	bool (*check_part)(struct session *s, const void *ctx, struct flist *fl, size_t first,
 			   size_t end);
 	const void *check_ctx;
+	/* --list-only with incremental recursion: prints an entry as the
+	 * generator reaches it (generator.c: list_file_entry), so that
+	 * finished parts can be released; NULL when not listing */
+	void (*list_entry)(const struct ferry_opts *o, const struct file_entry *f);
 	long deletions;           /* for --max-delete */
 	long skipped_deletes;
 	bool warned_io_error;

@@ -217,8 +217,9 @@ bool inc_recurse_allowed(const struct ferry_opts *o, bool am_sender, int protoco
 	/* ferry keeps to what it has checked against rsync in this mode:
 	 * whole lists with -R and --files-from (implied dirs),
 	 * --only-write-batch (no data comes back to settle a part) and
-	 * --list-only. */
-	return !(o->relative || o->files_from || o->write_batch < 0 || o->read_batch || o->list_only);
+	 * --list-only when sending (a listing client receives in parts). */
+	return !(o->relative || o->files_from || o->write_batch < 0 || o->read_batch ||
+		 (o->list_only && am_sender));
 }
 
 static void set_protocol(struct session *s, int protocol)
