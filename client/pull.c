@@ -285,7 +285,11 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	rc.cfg.filters = filters;
 	rc.cfg.root_path = dest;
 	rc.cfg.rootfd = -1;
-	if (o->list_only || !dest) {
+	if ((o->list_only || !dest) && s->inc_recurse) {
+		/* listed part by part, as the generator reaches them */
+		rc.cfg.list_entry = list_entry;
+		rc.cfg.list_only = true;
+	} else if (o->list_only || !dest) {
 		for (size_t i = fl.low; i <= fl.high && i < fl.count; i++)
 			if (list_wanted(o, fl.sorted[i]))
 				list_entry(o, fl.sorted[i]);

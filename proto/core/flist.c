@@ -78,6 +78,7 @@ void flist_free(struct flist *fl)
 void *flist_arena_alloc(struct flist_arena *a, size_t len)
 {
 	len = (len + 7) & ~(size_t)7;
+	a->used = (a->used + 7) & ~(size_t)7; /* after unaligned names; caps are 8-aligned */
 	if (a->nblocks == 0 || a->cap - a->used < len) {
 		size_t cap = len > ARENA_BLOCK ? len : ARENA_BLOCK;
 		char **blocks = realloc(a->blocks, (a->nblocks + 1) * sizeof *blocks);
@@ -95,9 +96,22 @@ void *flist_arena_alloc(struct flist_arena *a, size_t len)
 	return p;
 }
 
+/* Names and packed fields need no alignment: a million short names
+ * would waste a few bytes each in 8-byte steps. */
+static char *arena_alloc_bytes(struct flist_arena *a, size_t len)
+{
+	if (a->nblocks == 0 || a->cap - a->used < len) {
+		a->used = a->cap; /* the next aligned allocation opens a block */
+		return flist_arena_alloc(a, len);
+	}
+	char *p = a->blocks[a->nblocks - 1] + a->used;
+	a->used += len;
+	return p;
+}
+
 char *flist_arena_strdup(struct flist_arena *a, const char *s, size_t len)
 {
-	char *p = flist_arena_alloc(a, len + 1);
+	char *p = arena_alloc_bytes(a, len + 1);
 
 	if (p) {
 		memcpy(p, s, len);
@@ -106,18 +120,96 @@ char *flist_arena_strdup(struct flist_arena *a, const char *s, size_t len)
 	return p;
 }
 
+static bool size_is_big(int64_t size)
+{
+	return size < 0 || size >= (int64_t)FE_SIZE_BIG;
+}
+
+size_t fe_packed_len(size_t len, const struct fe_extras *x)
+{
+	unsigned has = x->has;
+
+	return len + 1 + (size_is_big(x->size) ? 8 : 0) + (has & FE_X_NSEC ? 4 : 0) +
+	       (has & FE_X_PTR ? sizeof(void *) : 0) + (has & FE_X_ATIME ? 8 : 0) +
+	       (has & FE_X_RDEV ? 8 : 0) + (has & FE_X_HLINK ? 8 : 0) + (has & FE_X_META ? 12 : 0);
+}
+
+static char *put(char *p, const void *v, size_t n)
+{
+	memcpy(p, v, n);
+	return p + n;
+}
+
+void fe_place(struct file_entry *f, char *buf, const char *name, size_t len,
+	      const struct fe_extras *x)
+{
+	char *p = buf;
+	const void *ptr = x->link;
+
+	memmove(p, name, len);
+	p[len] = '\0';
+	p += len + 1;
+	f->size32 = size_is_big(x->size) ? FE_SIZE_BIG : (uint32_t)x->size;
+	if (f->size32 == FE_SIZE_BIG)
+		p = put(p, &x->size, 8);
+	if (x->has & FE_X_NSEC)
+		p = put(p, &x->mtime_nsec, 4);
+	if (x->has & FE_X_PTR)
+		p = put(p, &ptr, sizeof ptr);
+	if (x->has & FE_X_ATIME)
+		p = put(p, &x->atime, 8);
+	if (x->has & FE_X_RDEV) {
+		p = put(p, &x->rdev_major, 4);
+		p = put(p, &x->rdev_minor, 4);
+	}
+	if (x->has & FE_X_HLINK) {
+		p = put(p, &x->hlink_group, 4);
+		p = put(p, &x->hl_next, 4);
+	}
+	if (x->has & FE_X_META) {
+		p = put(p, &x->acl_ndx, 4);
+		p = put(p, &x->defacl_ndx, 4);
+		put(p, &x->xattr_ndx, 4);
+	}
+	f->basename = buf;
+	f->flags = (uint16_t)((f->flags & ~FE_X_MASK) | (x->has & FE_X_MASK));
+}
+
+void fe_extras_get(const struct file_entry *f, struct fe_extras *x)
+{
+	memset(x, 0, sizeof *x);
+	x->has = f->flags & FE_X_MASK;
+	x->size = fe_size(f);
+	x->mtime_nsec = fe_mtime_nsec(f);
+	x->link = fe_ptr(f);
+	x->atime = fe_atime(f);
+	x->rdev_major = fe_rdev_major(f);
+	x->rdev_minor = fe_rdev_minor(f);
+	x->hlink_group = fe_hlink_group(f);
+	x->hl_next = fe_hl_next(f);
+	x->acl_ndx = fe_acl_ndx(f);
+	x->defacl_ndx = fe_defacl_ndx(f);
+	x->xattr_ndx = fe_xattr_ndx(f);
+}
+
 struct file_entry *flist_keep_dir(struct flist_arena *a, const struct file_entry *f,
 				  const char *dirname)
 {
 	struct file_entry *c = flist_arena_alloc(a, sizeof *c);
+	size_t len = strlen(f->basename);
+	struct fe_extras x;
 
 	if (!c)
 		return NULL;
 	*c = *f;
 	c->dirname = dirname;
-	c->basename = flist_arena_strdup(a, f->basename, strlen(f->basename));
-	c->link = NULL; /* and sum */
-	return c->basename ? c : NULL;
+	fe_extras_get(f, &x);
+	x.has &= (uint16_t)~FE_X_PTR; /* a directory has neither link nor sum */
+	char *buf = arena_alloc_bytes(a, fe_packed_len(len, &x));
+	if (!buf)
+		return NULL;
+	fe_place(c, buf, f->basename, len, &x);
+	return c;
 }
 
 void *flist_alloc(struct flist *fl, size_t len)
@@ -128,6 +220,11 @@ void *flist_alloc(struct flist *fl, size_t len)
 char *flist_strdup(struct flist *fl, const char *s, size_t len)
 {
 	return flist_arena_strdup(&fl->names, s, len);
+}
+
+char *flist_alloc_bytes(struct flist *fl, size_t len)
+{
+	return arena_alloc_bytes(&fl->names, len);
 }
 
 bool flist_clean_name(char *name)

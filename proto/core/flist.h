@@ -49,7 +49,6 @@ struct wire_in;
 #define FE_IMPLIED_DIR 0x0008  /* an implied parent (-R) */
 #define FE_HLINKED 0x0010      /* member of a hard-link group */
 #define FE_HLINK_FIRST 0x0020  /* leader of its group (first sent) */
-#define FE_MOD_NSEC 0x0080
 #define FE_SKIP_GROUP 0x0100  /* not root and not a member: leave the group alone */
 #define FE_GOT_LIST 0x0200    /* incremental recursion: its contents arrived */
 #define FE_DIR_CREATED 0x0400 /* made ahead of its own part: report it as new */
@@ -57,29 +56,212 @@ struct wire_in;
 
 #define MAXPATHLEN_WIRE 4096
 
-/* A million of these make a big list: keep it small (96 bytes; rsync's
- * own entry is smaller still, with its fields laid out per option). */
+/* Which optional fields an entry carries (FE_X_* in its flags): they
+ * are stored after its base name, in the order of fe_field, only where
+ * an option and the entry's type need them, as rsync keeps its "extras".
+ * A size of 4 GiB - 1 or more is there too (size32 says so). */
+#define FE_X_PTR 0x0040   /* symlink target or --checksum sum (by type) */
+#define FE_X_NSEC 0x0080  /* mtime nanoseconds: not 0 (the sender: always) */
+#define FE_X_ATIME 0x1000 /* -U */
+#define FE_X_RDEV 0x2000  /* devices and specials */
+#define FE_X_HLINK 0x4000 /* -H: hard-link group and the next waiting member */
+#define FE_X_META 0x8000  /* -A / -X: ACL, default ACL and xattr indexes */
+#define FE_X_MASK (FE_X_PTR | FE_X_NSEC | FE_X_ATIME | FE_X_RDEV | FE_X_HLINK | FE_X_META)
+#define FE_SIZE_BIG UINT32_MAX /* size32: the size follows the name */
+
+/* A million of these make a big list: 40 bytes, with the base name and
+ * the optional fields (FE_X_*) packed after it in the names arena. Read
+ * the size and the optional fields with the fe_* accessors below. */
 struct file_entry {
 	const char *dirname;   /* shared between entries of one dir; NULL at top */
-	const char *basename;
-	union {                /* by type: read one only after S_ISLNK/S_ISREG */
-		const char *link; /* symlink target, or NULL */
-		uint8_t *sum;     /* regular file: --checksum sum, or NULL */
-	};
-	int64_t size;
+	const char *basename;  /* its NUL is followed by the FE_X_* fields */
 	int64_t mtime;
-	int64_t atime;         /* -U, non-directories */
-	uint32_t mtime_nsec;
-	uint32_t mode;
-	uint32_t uid, gid;
-	uint32_t rdev_major, rdev_minor;
-	int32_t hlink_group;   /* group id (leader's arrival index), -1 if none */
-	int32_t hl_next;       /* next member waiting for the same link (hlink.c) */
-	/* -A/-X: index + 1 into the session's ACL and xattr lists, 0 = none */
-	int32_t acl_ndx, defacl_ndx, xattr_ndx;
-	uint16_t flags;        /* FE_* */
-	int16_t depth;         /* path components: at most MAXPATHLEN_WIRE / 2 */
+	uint32_t size32;       /* the size, or FE_SIZE_BIG: see fe_size */
+	uint32_t uid, gid;     /* 0 unless -o / -g (the sender: always) */
+	uint16_t mode;         /* st_mode's type and permission bits */
+	uint16_t flags;        /* FE_* and FE_X_* */
 };
+
+/* The optional fields unpacked: what a decoder or the list builder
+ * gathers before the entry's name is placed (fe_place). */
+struct fe_extras {
+	uint16_t has;          /* FE_X_* */
+	int64_t size;          /* placed in size32, or after the name */
+	uint32_t mtime_nsec;
+	union {                /* FE_X_PTR, by type */
+		const char *link; /* symlink target */
+		uint8_t *sum;     /* regular file: --checksum sum */
+	};
+	int64_t atime;
+	uint32_t rdev_major, rdev_minor;
+	int32_t hlink_group;   /* group id (leader's arrival index) */
+	int32_t hl_next;       /* next member waiting for the same link (hlink.c) */
+	/* index + 1 into the session's ACL and xattr lists, 0 = none */
+	int32_t acl_ndx, defacl_ndx, xattr_ndx;
+};
+
+/* Bytes a name of len chars, its NUL and x's fields (a big size, and
+ * those of x->has) take. */
+size_t fe_packed_len(size_t len, const struct fe_extras *x);
+/* Write name (len chars), its NUL and x's fields into buf (fe_packed_len
+ * bytes) and make them f's base name and optional fields. */
+void fe_place(struct file_entry *f, char *buf, const char *name, size_t len,
+	      const struct fe_extras *x);
+/* All of f's optional fields (the defaults for those it lacks). */
+void fe_extras_get(const struct file_entry *f, struct fe_extras *x);
+
+/* Where the packed fields of f start: after its base name. */
+static inline const char *fe_tail(const struct file_entry *f)
+{
+	const char *p = f->basename;
+
+	while (*p)
+		p++;
+	return p + 1;
+}
+
+/* Where field `bit` of f starts, NULL when f does not carry it. */
+static inline const char *fe_field(const struct file_entry *f, unsigned bit)
+{
+	static const uint16_t bits[] = {FE_X_NSEC, FE_X_PTR, FE_X_ATIME, FE_X_RDEV, FE_X_HLINK,
+					FE_X_META};
+	static const uint8_t len[] = {4, 8, 8, 8, 8, 12};
+
+	if (!(f->flags & bit))
+		return NULL;
+	const char *p = fe_tail(f);
+	if (f->size32 == FE_SIZE_BIG)
+		p += 8; /* a big size comes first */
+	for (size_t i = 0; bits[i] != bit; i++)
+		if (f->flags & bits[i])
+			p += len[i];
+	return p;
+}
+
+static inline int64_t fe_get64(const struct file_entry *f, unsigned bit, size_t off, int64_t dflt)
+{
+	const char *p = fe_field(f, bit);
+	int64_t v = dflt;
+
+	if (p)
+		__builtin_memcpy(&v, p + off, sizeof v);
+	return v;
+}
+
+static inline int32_t fe_get32(const struct file_entry *f, unsigned bit, size_t off, int32_t dflt)
+{
+	const char *p = fe_field(f, bit);
+	int32_t v = dflt;
+
+	if (p)
+		__builtin_memcpy(&v, p + off, sizeof v);
+	return v;
+}
+
+/* Set a 32-bit optional field f was placed with; false when it lacks it. */
+static inline bool fe_set32(struct file_entry *f, unsigned bit, size_t off, int32_t v)
+{
+	char *p = (char *)fe_field(f, bit);
+
+	if (p)
+		__builtin_memcpy(p + off, &v, sizeof v);
+	return p != NULL;
+}
+
+static inline const void *fe_ptr(const struct file_entry *f)
+{
+	const char *p = fe_field(f, FE_X_PTR);
+	const void *v = NULL;
+
+	if (p)
+		__builtin_memcpy(&v, p, sizeof v);
+	return v;
+}
+
+static inline uint32_t fe_mtime_nsec(const struct file_entry *f)
+{
+	return (uint32_t)fe_get32(f, FE_X_NSEC, 0, 0);
+}
+static inline int64_t fe_size(const struct file_entry *f)
+{
+	int64_t v = f->size32;
+
+	if (f->size32 == FE_SIZE_BIG)
+		__builtin_memcpy(&v, fe_tail(f), sizeof v);
+	return v;
+}
+static inline uint32_t fe_uid(const struct file_entry *f)
+{
+	return f->uid;
+}
+static inline uint32_t fe_gid(const struct file_entry *f)
+{
+	return f->gid;
+}
+static inline void fe_set_uid(struct file_entry *f, uint32_t uid)
+{
+	f->uid = uid;
+}
+static inline void fe_set_gid(struct file_entry *f, uint32_t gid)
+{
+	f->gid = gid;
+}
+/* Symlink target (NULL: not a symlink, or links not kept). */
+static inline const char *fe_link(const struct file_entry *f)
+{
+	return (f->mode & 0170000) == 0120000 ? (const char *)fe_ptr(f) : NULL;
+}
+/* --checksum sum of a regular file, or NULL. */
+static inline uint8_t *fe_sum(const struct file_entry *f)
+{
+	return (f->mode & 0170000) == 0100000 ? (uint8_t *)fe_ptr(f) : NULL;
+}
+static inline int64_t fe_atime(const struct file_entry *f)
+{
+	return fe_get64(f, FE_X_ATIME, 0, 0);
+}
+static inline uint32_t fe_rdev_major(const struct file_entry *f)
+{
+	return (uint32_t)fe_get32(f, FE_X_RDEV, 0, 0);
+}
+static inline uint32_t fe_rdev_minor(const struct file_entry *f)
+{
+	return (uint32_t)fe_get32(f, FE_X_RDEV, 4, 0);
+}
+/* Hard-link group id, -1 for none. */
+static inline int32_t fe_hlink_group(const struct file_entry *f)
+{
+	return fe_get32(f, FE_X_HLINK, 0, -1);
+}
+static inline int32_t fe_hl_next(const struct file_entry *f)
+{
+	return fe_get32(f, FE_X_HLINK, 4, -1);
+}
+static inline bool fe_set_hl_next(struct file_entry *f, int32_t next)
+{
+	return fe_set32(f, FE_X_HLINK, 4, next);
+}
+static inline int32_t fe_acl_ndx(const struct file_entry *f)
+{
+	return fe_get32(f, FE_X_META, 0, 0);
+}
+static inline int32_t fe_defacl_ndx(const struct file_entry *f)
+{
+	return fe_get32(f, FE_X_META, 4, 0);
+}
+static inline int32_t fe_xattr_ndx(const struct file_entry *f)
+{
+	return fe_get32(f, FE_X_META, 8, 0);
+}
+static inline bool fe_set_meta(struct file_entry *f, int32_t acl, int32_t defacl, int32_t xattr)
+{
+	return fe_set32(f, FE_X_META, 0, acl) && fe_set32(f, FE_X_META, 4, defacl) &&
+	       fe_set32(f, FE_X_META, 8, xattr);
+}
+static inline bool fe_set_xattr_ndx(struct file_entry *f, int32_t xattr)
+{
+	return fe_set32(f, FE_X_META, 8, xattr);
+}
 
 /* What the previous entry left behind: rsync compresses each entry against
  * it, for the whole session (flist.c: recv_file_entry's statics). */
@@ -246,6 +428,9 @@ void flist_arena_free_below(struct flist_arena *a, size_t upto);
 void *flist_alloc(struct flist *fl, size_t len);
 /* Allocate a copy of a string in the list's arena. */
 char *flist_strdup(struct flist *fl, const char *s, size_t len);
+/* Allocate len bytes, unaligned (a name and its packed fields), in the
+ * list's arena; NULL: out of memory. */
+char *flist_alloc_bytes(struct flist *fl, size_t len);
 
 /* Clean a received name in place: collapse "//" and "./", strip a trailing
  * "/"; returns false for names with a ".." component or a NUL (rsync

@@ -139,8 +139,8 @@ static void log_item_with(struct session *s, const struct file_entry *f, int ifl
 	};
 	/* %C: with -c every file's listed sum, else the sum of a transfer
 	 * (log.c: log_formatted) */
-	if (o->checksum && S_ISREG(f->mode) && f->sum) {
-		it.sum = f->sum;
+	if (o->checksum && S_ISREG(f->mode) && fe_sum(f)) {
+		it.sum = fe_sum(f);
 		it.sum_type = s->flist_csum;
 		it.sum_len = (int)csum_len(s->flist_csum);
 	} else if (x && x->sum) {
@@ -161,7 +161,7 @@ static void log_item_with(struct session *s, const struct file_entry *f, int ifl
 	if (to_json) {
 		log_format("%i", &it, line, sizeof line);
 		pthread_mutex_lock(&print_lock);
-		progress_json_item(s, name, line, f->size);
+		progress_json_item(s, name, line, fe_size(f));
 		pthread_mutex_unlock(&print_lock);
 	}
 	if (!to_stdout) {

@@ -107,9 +107,9 @@ void list_format(const struct ferry_opts *o, const struct file_entry *f, char *o
 	strftime(when, sizeof when, "%Y/%m/%d %H:%M:%S", &tm);
 	flist_path(f, name, sizeof name);
 	snprintf(out, outsz, "%s %*s %s %s%s%s", perms, o->human ? 14 : 11,
-		 fmt_num(f->size, o->human, size, sizeof size), when, name,
+		 fmt_num(fe_size(f), o->human, size, sizeof size), when, name,
 		 S_ISLNK(f->mode) && o->links ? " -> " : "",
-		 S_ISLNK(f->mode) && o->links ? f->link : "");
+		 S_ISLNK(f->mode) && o->links ? fe_link(f) : "");
 }
 
 bool list_wanted(const struct ferry_opts *o, const struct file_entry *f)
@@ -484,7 +484,7 @@ static void esc_link(struct out *o, const struct spec *sp, const struct log_item
 		arrow = " => ";
 	} else if (S_ISLNK(item_mode(it)) && !it->deleting &&
 		   !(it->iflags & ITEM_DELETED)) {
-		target = it->file && it->file->link ? it->file->link : "";
+		target = it->file && fe_link(it->file) ? fe_link(it->file) : "";
 		arrow = " -> ";
 	} else if (!sp->has_width) {
 		return;
@@ -508,7 +508,7 @@ static bool esc_number(struct out *o, const struct spec *sp, const struct log_it
 
 	switch (sp->esc) {
 	case 'l':
-		fmt_num(f ? f->size : 0, sp->humanize, val, sizeof val);
+		fmt_num(f ? fe_size(f) : 0, sp->humanize, val, sizeof val);
 		break;
 	case 'b':
 	case 'c':
@@ -519,7 +519,7 @@ static bool esc_number(struct out *o, const struct spec *sp, const struct log_it
 		out_padded(o, sp, val, true);
 		return true;
 	case 'U':
-		snprintf(val, sizeof val, "%" PRIu32, f && it->preserve_uid ? f->uid : 0);
+		snprintf(val, sizeof val, "%" PRIu32, f && it->preserve_uid ? fe_uid(f) : 0);
 		out_padded(o, sp, val, true);
 		return true;
 	case 'G':
@@ -527,7 +527,7 @@ static bool esc_number(struct out *o, const struct spec *sp, const struct log_it
 			out_padded(o, sp, "DEFAULT", false);
 			return true;
 		}
-		snprintf(val, sizeof val, "%" PRIu32, f ? f->gid : 0);
+		snprintf(val, sizeof val, "%" PRIu32, f ? fe_gid(f) : 0);
 		out_padded(o, sp, val, true);
 		return true;
 	default:

@@ -53,7 +53,7 @@ void walk_io_error(struct walker *k, int bit, const char *what, const char *name
 }
 
 /* The --checksum sum of a regular file (checksum.c: file_checksum). */
-static bool file_sum(struct walker *k, struct file_entry *f, int dirfd, const char *leaf,
+static bool file_sum(struct walker *k, struct fe_extras *x, int dirfd, const char *leaf,
 		     const char *path)
 {
 	size_t n = csum_len(k->s->flist_csum);
@@ -61,13 +61,14 @@ static bool file_sum(struct walker *k, struct file_entry *f, int dirfd, const ch
 	ssize_t got;
 	int64_t off = 0;
 
-	f->sum = flist_alloc(&k->sl->fl, n);
-	if (!f->sum)
+	uint8_t *sum = x->sum = flist_alloc(&k->sl->fl, n);
+	if (!sum)
 		return false;
+	x->has |= FE_X_PTR;
 	if (!k->sum_buf && !(k->sum_buf = malloc(SUM_BUF_SIZE)))
 		return wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
 	uint8_t *buf = k->sum_buf;
-	memset(f->sum, 0, n);
+	memset(sum, 0, n);
 	int fd = fs_open_source(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
 				k->s->opts->open_noatime);
 	if (fd < 0) {
@@ -80,7 +81,7 @@ static bool file_sum(struct walker *k, struct file_entry *f, int dirfd, const ch
 		off += got;
 	}
 	close(fd);
-	csum_file_final(&c, f->sum);
+	csum_file_final(&c, sum);
 	return true;
 }
 
@@ -104,17 +105,38 @@ static void device_as_file(int dirfd, const char *leaf, struct stat *st)
 /* The fields of an entry that come from its stat (--chmod applied). */
 static void set_stat_fields(struct session *s, struct file_entry *f, const struct stat *st)
 {
-	f->mode = st->st_mode;
+	f->mode = (uint16_t)st->st_mode;
 	if (s->chmod.n && !S_ISLNK(f->mode) && f->mode)
-		f->mode = chmod_apply(&s->chmod, f->mode);
-	f->size = S_ISREG(st->st_mode) ? st->st_size : S_ISDIR(st->st_mode) ? st->st_size : 0;
+		f->mode = (uint16_t)chmod_apply(&s->chmod, f->mode);
 	f->mtime = st->st_mtim.tv_sec;
-	f->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
-	f->atime = st->st_atim.tv_sec;
 	f->uid = st->st_uid;
 	f->gid = st->st_gid;
-	f->rdev_major = major(st->st_rdev);
-	f->rdev_minor = minor(st->st_rdev);
+}
+
+/* The size and optional fields of an entry that come from its stat:
+ * its nanoseconds, the access time where -U sends it, the device number
+ * of devices and specials, and room for the xattr index -X gives it when
+ * it is sent. */
+static void stat_extras(struct session *s, const struct stat *st, struct fe_extras *x)
+{
+	memset(x, 0, sizeof *x);
+	x->hlink_group = x->hl_next = -1;
+	x->size = S_ISREG(st->st_mode) || S_ISDIR(st->st_mode) ? st->st_size : 0;
+	x->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
+	if (x->mtime_nsec)
+		x->has |= FE_X_NSEC;
+	if (s->opts->atimes && !S_ISDIR(st->st_mode)) {
+		x->atime = st->st_atim.tv_sec;
+		x->has |= FE_X_ATIME;
+	}
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode) || S_ISFIFO(st->st_mode) ||
+	    S_ISSOCK(st->st_mode)) {
+		x->rdev_major = major(st->st_rdev);
+		x->rdev_minor = minor(st->st_rdev);
+		x->has |= FE_X_RDEV;
+	}
+	if (s->opts->acls || s->opts->xattrs)
+		x->has |= FE_X_META;
 }
 
 /* A lazy part's names: small blocks, growing with the directory, since
@@ -126,15 +148,15 @@ struct part_names {
 	char data[];
 };
 
-static char *part_strdup(struct part_names **head, const char *s, size_t len)
+static char *part_alloc(struct part_names **head, size_t len)
 {
 	struct part_names *b = *head;
 
-	if (!b || b->cap - b->used < len + 1) {
+	if (!b || b->cap - b->used < len) {
 		size_t cap = b ? b->cap * 2 : 1024;
-		while (cap < len + 1)
+		while (cap < len)
 			cap *= 2;
-		if (cap > 64 * 1024 && len + 1 <= 64 * 1024)
+		if (cap > 64 * 1024 && len <= 64 * 1024)
 			cap = 64 * 1024;
 		struct part_names *nb = malloc(sizeof *nb + cap);
 		if (!nb)
@@ -145,9 +167,18 @@ static char *part_strdup(struct part_names **head, const char *s, size_t len)
 		*head = b = nb;
 	}
 	char *p = b->data + b->used;
-	memcpy(p, s, len);
-	p[len] = '\0';
-	b->used += len + 1;
+	b->used += len;
+	return p;
+}
+
+static char *part_strdup(struct part_names **head, const char *s, size_t len)
+{
+	char *p = part_alloc(head, len + 1);
+
+	if (p) {
+		memcpy(p, s, len);
+		p[len] = '\0';
+	}
 	return p;
 }
 
@@ -169,6 +200,22 @@ static char *entry_strdup(struct send_list *sl, const char *s, size_t len)
 	return flist_strdup(&sl->fl, s, len);
 }
 
+/* An entry's name and optional fields, placed where entry_strdup puts
+ * names. False only when out of memory. */
+static bool entry_place(struct send_list *sl, struct file_entry *f, const char *name,
+			const struct fe_extras *x)
+{
+	size_t len = strlen(name);
+	size_t need = fe_packed_len(len, x);
+	char *buf = sl->part_names_on ? part_alloc(&sl->part_names, need)
+				      : flist_alloc_bytes(&sl->fl, need);
+
+	if (!buf)
+		return false;
+	fe_place(f, buf, name, len, x);
+	return true;
+}
+
 /* Append an entry for path (relative to the root) with the given stat. */
 struct file_entry *walk_add_entry(struct walker *k, const char *path, const struct stat *given,
 				    int dirfd, const char *leaf)
@@ -188,11 +235,15 @@ struct file_entry *walk_add_entry(struct walker *k, const char *path, const stru
 		size_t cap = fl->cap ? fl->cap * 2 : 1024;
 		struct file_entry *f = realloc(fl->files, cap * sizeof *f);
 		struct send_info *in = realloc(k->sl->info, cap * sizeof *in);
+		struct send_devino *di = k->s->opts->hard_links
+			? realloc(k->sl->devino, cap * sizeof *di) : NULL;
 		if (f)
 			fl->files = f;
 		if (in)
 			k->sl->info = in;
-		if (!f || !in) {
+		if (di)
+			k->sl->devino = di;
+		if (!f || !in || (k->s->opts->hard_links && !di)) {
 			wire_fail(&k->s->err, RERR_MALLOC, "out of memory building the file list");
 			return NULL;
 		}
@@ -208,16 +259,16 @@ struct file_entry *walk_add_entry(struct walker *k, const char *path, const stru
 			c->lastdir_len = dlen;
 		}
 		f->dirname = c->lastdir;
-		f->basename = entry_strdup(k->sl, slash + 1, strlen(slash + 1));
-	} else {
-		f->basename = entry_strdup(k->sl, path, strlen(path));
 	}
-	if (!f->basename || (slash && !f->dirname)) {
+	if (slash && !f->dirname) {
 		wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
 		return NULL;
 	}
+	const char *base = slash ? slash + 1 : path;
+	struct fe_extras x;
+	f->basename = base; /* until entry_place */
 	set_stat_fields(k->s, f, st);
-	f->hlink_group = -1;
+	stat_extras(k->s, st, &x);
 	f->flags = FE_ACTIVE;
 	if (S_ISLNK(st->st_mode)) {
 		char target[MAXPATHLEN_WIRE];
@@ -232,16 +283,25 @@ struct file_entry *walk_add_entry(struct walker *k, const char *path, const stru
 		size_t plen = strlen(SYMLINK_MUNGE_PREFIX);
 		if (k->s->module.munge_symlinks && strncmp(target, SYMLINK_MUNGE_PREFIX, plen) == 0)
 			t = target + plen; /* what the client stored, unmunged */
-		f->link = entry_strdup(k->sl, t, strlen(t));
-		f->size = (int64_t)strlen(t);
+		x.link = entry_strdup(k->sl, t, strlen(t));
+		x.has |= FE_X_PTR;
+		x.size = (int64_t)strlen(t);
+		if (!x.link) {
+			wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
+			return NULL;
+		}
 	}
-	if (k->s->opts->checksum && S_ISREG(st->st_mode) && !file_sum(k, f, dirfd, leaf, path))
+	if (k->s->opts->checksum && S_ISREG(st->st_mode) && !file_sum(k, &x, dirfd, leaf, path))
 		return NULL;
+	if (!entry_place(k->sl, f, base, &x)) {
+		wire_fail(&k->s->err, RERR_MALLOC, "out of memory");
+		return NULL;
+	}
 	struct send_info *in = &k->sl->info[fl->count];
 	in->root = k->root;
-	in->dev = (int64_t)st->st_dev;
-	in->ino = (int64_t)st->st_ino;
 	in->unstated = false;
+	if (k->sl->devino)
+		k->sl->devino[fl->count] = (struct send_devino){st->st_dev, st->st_ino};
 	/* Before protocol 28 every regular file carries its dev and inode. */
 	if (k->s->opts->hard_links && (k->s->protocol < 28 ? S_ISREG(st->st_mode)
 						       : !S_ISDIR(st->st_mode) && st->st_nlink > 1))
@@ -293,6 +353,30 @@ static bool add_deferred(struct walker *k, const char *path, int dirfd, const ch
 	return true;
 }
 
+/* An entry listed unstated takes the fields of its stat: its name and
+ * fields are placed again, in place when they keep their length. */
+static bool restat_fields(struct session *s, struct send_list *sl, struct file_entry *f,
+			  const struct stat *st)
+{
+	struct fe_extras was, x;
+	size_t len = strlen(f->basename);
+
+	fe_extras_get(f, &was);
+	set_stat_fields(s, f, st);
+	stat_extras(s, st, &x);
+	x.has |= was.has & FE_X_PTR; /* a --checksum sum, taken when listed */
+	x.sum = was.sum;
+	if (fe_packed_len(len, &x) == fe_packed_len(len, &was)) {
+		fe_place(f, (char *)f->basename, f->basename, len, &x);
+		return true;
+	}
+	char name[MAXPATHLEN_WIRE];
+	memcpy(name, f->basename, len + 1);
+	if (entry_place(sl, f, name, &x))
+		return true;
+	return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+}
+
 bool flist_stat_deferred(struct session *s, struct send_list *sl, size_t i, int dirfd)
 {
 	struct file_entry *f = &sl->fl.files[i];
@@ -305,9 +389,10 @@ bool flist_stat_deferred(struct session *s, struct send_list *sl, size_t i, int 
 		if (!S_ISREG(st.st_mode))
 			errno = ENOENT; /* replaced since it was listed: now gone */
 		else {
-			set_stat_fields(s, f, &st);
-			in->dev = (int64_t)st.st_dev;
-			in->ino = (int64_t)st.st_ino;
+			if (!restat_fields(s, sl, f, &st))
+				return false;
+			if (sl->devino)
+				sl->devino[i] = (struct send_devino){st.st_dev, st.st_ino};
 			return true;
 		}
 	}
@@ -807,7 +892,9 @@ static bool reserve_part(struct session *s, struct send_list *part)
 
 	part->fl.files = malloc(FIRST_CAP * sizeof *part->fl.files);
 	part->info = malloc(FIRST_CAP * sizeof *part->info);
-	if (!part->fl.files || !part->info)
+	if (s->opts->hard_links)
+		part->devino = malloc(FIRST_CAP * sizeof *part->devino);
+	if (!part->fl.files || !part->info || (s->opts->hard_links && !part->devino))
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory reading a directory");
 	part->fl.cap = FIRST_CAP;
 	part->part_names_on = true;
@@ -823,11 +910,14 @@ static void trim_part(struct send_list *part)
 		return;
 	struct file_entry *f = realloc(part->fl.files, n * sizeof *f);
 	struct send_info *in = realloc(part->info, n * sizeof *in);
+	struct send_devino *di = part->devino ? realloc(part->devino, n * sizeof *di) : NULL;
 	if (f)
 		part->fl.files = f;
 	if (in)
 		part->info = in;
-	if (f && in)
+	if (di)
+		part->devino = di;
+	if (f && in && (di || !part->devino))
 		part->fl.cap = n;
 }
 
@@ -874,6 +964,7 @@ void flist_build_free(struct send_list *sl)
 	free(sl->roots.fds);
 	free(sl->roots.paths);
 	free(sl->info);
+	free(sl->devino);
 	part_names_free(sl->part_names);
 	flist_free(&sl->fl);
 	memset(sl, 0, sizeof *sl);

@@ -480,6 +480,7 @@ static bool send_store(struct session *s, struct send_list *sl, const struct inc
 	view.fl.files = part->store->list.fl.files;
 	view.fl.count = part->store->list.fl.count;
 	view.info = part->store->list.info;
+	view.devino = part->store->list.devino;
 	bool ok = flist_send_part(s, &view, part->store->v, part->count, io_err, NULL,
 				  part->ndx_start);
 	sl->enc = view.enc; /* the encoder made for the first part sent */
@@ -489,14 +490,15 @@ static bool send_store(struct session *s, struct send_list *sl, const struct inc
 	for (size_t k = 0; ok && k < part->count; k++) {
 		struct file_entry *kept = part->store->kept[k];
 		if (kept) {
-			kept->acl_ndx = part->store->v[k]->acl_ndx;
-			kept->defacl_ndx = part->store->v[k]->defacl_ndx;
-			kept->xattr_ndx = part->store->v[k]->xattr_ndx;
+			const struct file_entry *sent = part->store->v[k];
+			fe_set_meta(kept, fe_acl_ndx(sent), fe_defacl_ndx(sent), fe_xattr_ndx(sent));
 		}
 	}
 	/* what follows needs only the entries (flist_send_root: one root) */
 	free(part->store->list.info);
 	part->store->list.info = NULL;
+	free(part->store->list.devino);
+	part->store->list.devino = NULL;
 	return ok;
 }
 

@@ -126,12 +126,22 @@ bool flist_sort_and_clean(struct session *s, struct flist *fl)
 
 /* A non-incremental list holds at most this many entries, as many as an
  * incremental one (flist_inc_recv.c: INC_MAX_FILES); --max-alloc may stop
- * it sooner (96-byte entries: about 11 million at the default 1 GiB). */
+ * it sooner (48-byte entries: the default 1 GiB allows more than the cap). */
 #define FLIST_MAX_FILES ((size_t)1 << 24)
 
 /* The per-entry memory of a list (issue 22): a field added must not
- * undo the packing of flist.h without a look at what a million cost. */
-_Static_assert(sizeof(struct file_entry) <= 96, "struct file_entry grew past 96 bytes");
+ * undo the packing of flist.h without a look at what a million cost;
+ * optional fields go after the name (FE_X_*). */
+_Static_assert(sizeof(struct file_entry) <= 40, "struct file_entry grew past 40 bytes");
+
+/* An entry being decoded: its optional fields and its cleaned base name
+ * wait here until the entry is complete and placed (place_entry). */
+struct decoding {
+	struct fe_extras x;
+	int depth;              /* path components, for sanitizing a link */
+	size_t base_len;
+	char base[MAXPATHLEN_WIRE];
+};
 
 static struct file_entry *new_entry(struct session *s, struct flist *fl)
 {
@@ -157,7 +167,6 @@ static struct file_entry *new_entry(struct session *s, struct flist *fl)
 	}
 	struct file_entry *f = &fl->files[fl->count];
 	memset(f, 0, sizeof *f);
-	f->hlink_group = -1;
 	return f;
 }
 
@@ -178,7 +187,8 @@ static bool is_special(uint32_t mode)
 }
 
 /* Read the entry's name and split it into a shared dirname and basename. */
-static bool recv_name(struct session *s, struct flist *fl, struct file_entry *f, uint32_t xflags)
+static bool recv_name(struct session *s, struct flist *fl, struct file_entry *f, uint32_t xflags,
+		      struct decoding *d)
 {
 	struct flist_codec *k = &s->fl;
 	char name[MAXPATHLEN_WIRE];
@@ -222,27 +232,32 @@ static bool recv_name(struct session *s, struct flist *fl, struct file_entry *f,
 				k->lastdir_depth += name[i] == '/';
 		}
 		f->dirname = k->lastdir;
-		f->depth = k->lastdir_depth + 1;
-		f->basename = flist_strdup(fl, slash + 1, strlen(slash + 1));
+		d->depth = k->lastdir_depth + 1;
+		d->base_len = strlen(slash + 1);
+		memcpy(d->base, slash + 1, d->base_len + 1);
 	} else {
-		f->depth = 1;
-		f->basename = flist_strdup(fl, name, strlen(name));
+		d->depth = 1;
+		d->base_len = strlen(name);
+		memcpy(d->base, name, d->base_len + 1);
 	}
-	if (!f->basename)
-		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+	f->basename = d->base; /* until place_entry */
 	return true;
 }
 
 /* Copy what an abbreviated hard-link follower shares with its leader. */
-static void take_from_leader(struct session *s, struct file_entry *f, const struct file_entry *lead)
+static void take_from_leader(struct session *s, struct file_entry *f, struct fe_extras *x,
+			     const struct file_entry *lead)
 {
 	struct flist_codec *k = &s->fl;
 
-	f->size = lead->size;
+	x->size = fe_size(lead);
 	f->mtime = k->mtime = lead->mtime;
-	f->mtime_nsec = lead->mtime_nsec;
-	if (s->opts->atimes && !S_ISDIR(lead->mode))
-		f->atime = k->atime = lead->atime;
+	x->mtime_nsec = fe_mtime_nsec(lead);
+	x->has |= lead->flags & FE_X_NSEC;
+	if (s->opts->atimes && !S_ISDIR(lead->mode)) {
+		x->atime = k->atime = fe_atime(lead);
+		x->has |= FE_X_ATIME;
+	}
 	f->mode = k->mode = lead->mode;
 	f->uid = lead->uid;
 	f->gid = lead->gid;
@@ -250,11 +265,13 @@ static void take_from_leader(struct session *s, struct file_entry *f, const stru
 		k->uid = lead->uid;
 	if (s->opts->group)
 		k->gid = lead->gid;
-	f->rdev_major = lead->rdev_major;
-	f->rdev_minor = lead->rdev_minor;
+	x->rdev_major = fe_rdev_major(lead);
+	x->rdev_minor = fe_rdev_minor(lead);
+	x->has |= lead->flags & FE_X_RDEV;
 	if (s->opts->devices && is_device(lead->mode))
-		k->rdev_major = lead->rdev_major;
-	f->link = lead->link; /* the sum too: they share their place */
+		k->rdev_major = x->rdev_major;
+	x->link = fe_ptr(lead); /* the sum too: they share their place */
+	x->has |= lead->flags & FE_X_PTR;
 }
 
 static bool recv_owner_name(struct session *s, struct id_map *map, uint32_t id, bool is_user)
@@ -268,7 +285,7 @@ static bool recv_owner_name(struct session *s, struct id_map *map, uint32_t id, 
 	return id_map_add(s, map, id, name, is_user);
 }
 
-static bool recv_rdev(struct session *s, struct file_entry *f, uint32_t xflags)
+static bool recv_rdev(struct session *s, struct file_entry *f, struct fe_extras *x, uint32_t xflags)
 {
 	struct flist_codec *k = &s->fl;
 	int32_t v;
@@ -299,9 +316,10 @@ static bool recv_rdev(struct session *s, struct file_entry *f, uint32_t xflags)
 		}
 		k->rdev_minor = (uint32_t)v;
 	}
-	f->rdev_major = k->rdev_major;
-	f->rdev_minor = k->rdev_minor;
-	f->size = 0;
+	x->rdev_major = k->rdev_major;
+	x->rdev_minor = k->rdev_minor;
+	x->has |= FE_X_RDEV;
+	x->size = 0;
 	return true;
 }
 
@@ -355,7 +373,8 @@ static int32_t hl_group_for(struct session *s, int64_t dev, int64_t ino, int32_t
 	return ndx;
 }
 
-static bool recv_old_hlink(struct session *s, struct file_entry *f, uint32_t xflags, int32_t ndx)
+static bool recv_old_hlink(struct session *s, struct file_entry *f, struct fe_extras *x,
+			   uint32_t xflags, int32_t ndx)
 {
 	struct flist_codec *k = &s->fl;
 	int64_t ino;
@@ -364,23 +383,25 @@ static bool recv_old_hlink(struct session *s, struct file_entry *f, uint32_t xfl
 		return false;
 	if (!wire_read_longint(&s->in, &ino))
 		return false;
-	f->hlink_group = hl_group_for(s, k->dev, ino, ndx);
-	if (f->hlink_group == -2)
+	x->hlink_group = hl_group_for(s, k->dev, ino, ndx);
+	if (x->hlink_group == -2)
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
 	f->flags |= FE_HLINKED;
-	if (f->hlink_group == ndx)
+	if (x->hlink_group == ndx)
 		f->flags |= FE_HLINK_FIRST;
 	return true;
 }
 
 /* The fields after the name of a fully sent entry. */
-static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f, uint32_t xflags)
+static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f, uint32_t xflags,
+		       struct decoding *d)
 {
+	struct fe_extras *x = &d->x;
 	const struct ferry_opts *o = s->opts;
 	struct flist_codec *k = &s->fl;
 	int32_t v;
 
-	if (!wire_read_varlong30(&s->in, 3, &f->size))
+	if (!wire_read_varlong30(&s->in, 3, &x->size))
 		return false;
 	if (!(xflags & XMIT_SAME_TIME)) {
 		if (s->protocol >= 30) {
@@ -398,8 +419,9 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 			return false;
 		if (v < 0 || v > 999999999)
 			return wire_fail(&s->err, RERR_PROTOCOL, "invalid nanoseconds %d", v);
-		f->mtime_nsec = (uint32_t)v;
-		f->flags |= FE_MOD_NSEC;
+		x->mtime_nsec = (uint32_t)v;
+		if (v)
+			x->has |= FE_X_NSEC;
 	}
 	if (!(xflags & XMIT_SAME_MODE)) {
 		if (!wire_read_i32(&s->in, &v))
@@ -410,16 +432,17 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 			return wire_fail(&s->err, RERR_PROTOCOL, "invalid file mode 0%o from sender",
 					 k->mode);
 	}
-	f->mode = k->mode;
+	f->mode = (uint16_t)k->mode;
 	if (o->atimes && !S_ISDIR(f->mode)) {
 		if (!(xflags & XMIT_SAME_ATIME) && !wire_read_varlong(&s->in, 4, &k->atime))
 			return false;
-		f->atime = k->atime;
+		x->atime = k->atime;
+		x->has |= FE_X_ATIME;
 	}
 	/* --chmod changes what we store, not what the next entry is
 	 * compressed against (flist.c: recv_file_entry, tweak_mode). */
 	if (s->chmod.n && !S_ISLNK(f->mode) && f->mode)
-		f->mode = chmod_apply(&s->chmod, f->mode);
+		f->mode = (uint16_t)chmod_apply(&s->chmod, f->mode);
 	if (o->owner && !(xflags & XMIT_SAME_UID)) {
 		if (!wire_read_varint30(&s->in, &v))
 			return false;
@@ -440,10 +463,10 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 	f->gid = k->gid;
 	if ((o->devices && is_device(f->mode)) ||
 	    (o->specials && is_special(f->mode) && s->protocol < 31)) {
-		if (!recv_rdev(s, f, xflags))
+		if (!recv_rdev(s, f, x, xflags))
 			return false;
 	} else if (is_device(f->mode)) {
-		f->size = 0;
+		x->size = 0;
 	} else if (s->protocol < 28) {
 		/* any other entry resets the device number a later
 		 * XMIT_SAME_RDEV_pre28 repeats (flist.c: recv_file_entry) */
@@ -466,10 +489,12 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 		/* munged links are harmless as they are (flist.c:
 		 * recv_file_entry) */
 		if (s->module.sanitize_links && !s->module.munge_symlinks && *t)
-			path_sanitize(t, f->depth - 1, false);
-		f->link = t;
+			path_sanitize(t, d->depth - 1, false);
+		x->link = t;
+		x->has |= FE_X_PTR;
 	} else if (S_ISLNK(f->mode)) {
-		f->link = "";
+		x->link = "";
+		x->has |= FE_X_PTR;
 	}
 	return true;
 }
@@ -479,7 +504,8 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
  * (abbreviated); one whose leader is in an earlier part of an
  * incremental list comes with all of its own (flist.c: recv_file_entry). */
 static bool recv_hlink_ref(struct session *s, struct flist *fl, struct file_entry *f,
-			   uint32_t xflags, int32_t pos, const struct file_entry **lead)
+			   uint32_t xflags, int32_t pos, struct decoding *d,
+			   const struct file_entry **lead)
 {
 	int32_t first, part_start;
 	size_t part_first, lead_pos;
@@ -492,30 +518,83 @@ static bool recv_hlink_ref(struct session *s, struct flist *fl, struct file_entr
 		return wire_fail(&s->err, RERR_PROTOCOL, "hard-link reference out of range: %d (%d)",
 				 first, sent);
 	const struct file_entry *l = &fl->files[lead_pos];
-	f->hlink_group = l->hlink_group >= 0 ? l->hlink_group : (int32_t)lead_pos;
+	d->x.hlink_group = fe_hlink_group(l) >= 0 ? fe_hlink_group(l) : (int32_t)lead_pos;
 	if (first < part_start)
-		return recv_attrs(s, fl, f, xflags);
+		return recv_attrs(s, fl, f, xflags, d);
 	*lead = l;
-	take_from_leader(s, f, l);
+	take_from_leader(s, f, &d->x, l);
 	return true;
 }
 
-static bool recv_entry(struct session *s, struct flist *fl, uint32_t xflags)
+/* The entry's name and optional fields into the list's arena, now that
+ * all of them are known. */
+static bool place_entry(struct session *s, struct flist *fl, struct file_entry *f,
+			const struct decoding *d)
+{
+	char *buf = flist_alloc_bytes(fl, fe_packed_len(d->base_len, &d->x));
+
+	if (!buf)
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+	fe_place(f, buf, d->base, d->base_len, &d->x);
+	return true;
+}
+
+static bool recv_sum(struct session *s, struct flist *fl, struct file_entry *f,
+		     struct fe_extras *x, const struct file_entry *lead)
+{
+	size_t n = csum_len(s->flist_csum);
+	uint8_t *sum = flist_alloc(fl, n);
+
+	if (!sum)
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+	if (lead && fe_sum(lead))
+		memcpy(sum, fe_sum(lead), n);
+	else if (!wire_read(&s->in, sum, n))
+		return false;
+	if (S_ISREG(f->mode)) {
+		x->sum = sum;
+		x->has |= FE_X_PTR;
+	}
+	return true;
+}
+
+static void set_dir_flags(struct session *s, struct file_entry *f, uint32_t xflags)
+{
+	if (s->protocol >= 30) {
+		if (!(xflags & XMIT_NO_CONTENT_DIR)) {
+			if (xflags & XMIT_TOP_DIR)
+				f->flags |= FE_TOP_DIR;
+			f->flags |= FE_CONTENT_DIR;
+		} else if (xflags & XMIT_TOP_DIR) {
+			f->flags |= FE_IMPLIED_DIR;
+		}
+	} else if (xflags & XMIT_TOP_DIR) {
+		f->flags |= FE_TOP_DIR | FE_CONTENT_DIR;
+	} else {
+		f->flags |= FE_CONTENT_DIR;
+	}
+}
+
+static bool recv_entry(struct session *s, struct flist *fl, uint32_t xflags, struct decoding *d)
 {
 	const struct ferry_opts *o = s->opts;
 	int32_t ndx = (int32_t)fl->count; /* place in files[] */
 	struct file_entry *f = new_entry(s, fl);
 	const struct file_entry *lead = NULL;
+	struct fe_extras *x = &d->x;
 
-	if (!f || !recv_name(s, fl, f, xflags))
+	memset(x, 0, sizeof *x);
+	x->hlink_group = -1;
+	x->hl_next = -1;
+	if (!f || !recv_name(s, fl, f, xflags, d))
 		return false;
 	if (s->protocol >= 30 && (xflags & XMIT_HLINKED) && !(xflags & XMIT_HLINK_FIRST)) {
-		if (!recv_hlink_ref(s, fl, f, xflags, ndx, &lead))
+		if (!recv_hlink_ref(s, fl, f, xflags, ndx, d, &lead))
 			return false;
-	} else if (!recv_attrs(s, fl, f, xflags)) {
+	} else if (!recv_attrs(s, fl, f, xflags, d)) {
 		return false;
 	}
-	if (f->size < 0)
+	if (x->size < 0)
 		return wire_fail(&s->err, RERR_UNSUPPORTED, "negative file length from sender");
 	if (strcmp(f->basename, ".") == 0 && !f->dirname && !S_ISDIR(f->mode))
 		return wire_fail(&s->err, RERR_PROTOCOL,
@@ -525,51 +604,32 @@ static bool recv_entry(struct session *s, struct flist *fl, uint32_t xflags)
 			f->flags |= FE_HLINKED;
 			if (xflags & XMIT_HLINK_FIRST) {
 				f->flags |= FE_HLINK_FIRST;
-				f->hlink_group = ndx;
+				x->hlink_group = ndx;
 			}
-		} else if (o->hard_links && !lead && !recv_old_hlink(s, f, xflags, ndx)) {
+		} else if (o->hard_links && !lead && !recv_old_hlink(s, f, x, xflags, ndx)) {
 			return false;
 		}
 	} else if (s->protocol < 28 && o->hard_links && S_ISREG(f->mode) &&
-		   !recv_old_hlink(s, f, xflags, ndx)) {
+		   !recv_old_hlink(s, f, x, xflags, ndx)) {
 		return false;
 	}
-	if (o->checksum && (S_ISREG(f->mode) || s->protocol < 28)) {
-		size_t n = csum_len(s->flist_csum);
-		uint8_t *sum = flist_alloc(fl, n);
-		if (!sum)
-			return wire_fail(&s->err, RERR_MALLOC, "out of memory");
-		if (lead && S_ISREG(lead->mode) && lead->sum)
-			memcpy(sum, lead->sum, n);
-		else if (!wire_read(&s->in, sum, n))
-			return false;
-		if (S_ISREG(f->mode))
-			f->sum = sum;
-	}
-	if (o->acls && !acl_recv_entry(s, f))
+	if (o->checksum && (S_ISREG(f->mode) || s->protocol < 28) && !recv_sum(s, fl, f, x, lead))
 		return false;
-	if (o->xattrs && !xattr_recv_entry(s, f))
+	if (o->acls && !acl_recv_entry(s, f->mode, x))
 		return false;
+	if (o->xattrs && !xattr_recv_entry(s, x))
+		return false;
+	if (o->acls || o->xattrs)
+		x->has |= FE_X_META;
+	if (x->hlink_group >= 0)
+		x->has |= FE_X_HLINK;
 	if (!o->hard_links)
 		f->flags &= ~(FE_HLINKED | FE_HLINK_FIRST);
 	f->flags |= FE_ACTIVE;
-	if (S_ISDIR(f->mode)) {
-		if (strcmp(f->basename, ".") == 0)
-			f->depth--;
-		if (s->protocol >= 30) {
-			if (!(xflags & XMIT_NO_CONTENT_DIR)) {
-				if (xflags & XMIT_TOP_DIR)
-					f->flags |= FE_TOP_DIR;
-				f->flags |= FE_CONTENT_DIR;
-			} else if (xflags & XMIT_TOP_DIR) {
-				f->flags |= FE_IMPLIED_DIR;
-			}
-		} else if (xflags & XMIT_TOP_DIR) {
-			f->flags |= FE_TOP_DIR | FE_CONTENT_DIR;
-		} else {
-			f->flags |= FE_CONTENT_DIR;
-		}
-	}
+	if (S_ISDIR(f->mode))
+		set_dir_flags(s, f, xflags);
+	if (!place_entry(s, fl, f, d))
+		return false;
 	fl->count++;
 	return true;
 }
@@ -586,12 +646,12 @@ static void count_entry(struct stats *st, const struct file_entry *f)
 {
 	if (S_ISREG(f->mode)) {
 		st->num_reg++;
-		st->total_size = add_size(st->total_size, f->size);
+		st->total_size = add_size(st->total_size, fe_size(f));
 	} else if (S_ISDIR(f->mode)) {
 		st->num_dirs++;
 	} else if (S_ISLNK(f->mode)) {
 		st->num_symlinks++;
-		st->total_size = add_size(st->total_size, f->size);
+		st->total_size = add_size(st->total_size, fe_size(f));
 	} else if (is_device(f->mode)) {
 		st->num_devices++;
 	} else {
@@ -664,7 +724,7 @@ static bool recv_id_list(struct session *s, struct id_map *map, bool is_user, si
 	return !s->id0_names || recv_owner_name(s, map, 0, is_user);
 }
 
-bool flist_recv_entries(struct session *s, struct flist *fl)
+static bool recv_entries(struct session *s, struct flist *fl, struct decoding *d)
 {
 	uint32_t xflags;
 	bool end;
@@ -674,10 +734,22 @@ bool flist_recv_entries(struct session *s, struct flist *fl)
 			return false;
 		if (end)
 			return true;
-		if (!recv_entry(s, fl, xflags))
+		if (!recv_entry(s, fl, xflags, d))
 			return false;
 		count_entry(&s->stats, &fl->files[fl->count - 1]);
 	}
+}
+
+bool flist_recv_entries(struct session *s, struct flist *fl)
+{
+	struct decoding *d = malloc(sizeof *d);
+	bool ok;
+
+	if (!d)
+		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
+	ok = recv_entries(s, fl, d);
+	free(d);
+	return ok;
 }
 
 bool flist_recv(struct session *s, struct flist *fl)

@@ -61,7 +61,7 @@ static void note_id(struct id_seen *seen, uint32_t id)
 }
 
 /* A (dev, ino) pair as the index's digest. */
-static uint64_t dev_ino_digest(const struct send_info *in)
+static uint64_t dev_ino_digest(const struct send_devino *in)
 {
 	return (uint64_t)in->ino * 0x9E3779B97F4A7C15ull ^ (uint64_t)in->dev;
 }
@@ -70,7 +70,7 @@ static uint64_t info_digest(const void *ctx, int32_t ndx)
 {
 	const struct send_list *sl = ctx;
 
-	return dev_ino_digest(&sl->info[ndx]);
+	return dev_ino_digest(&sl->devino[ndx]);
 }
 
 /* For each hard-linked entry (by index into files), the first entry with
@@ -92,11 +92,11 @@ int32_t *flist_hlink_leaders(const struct send_list *sl, const size_t *order)
 		size_t i = order ? order[k] : k;
 		if (!(sl->fl.files[i].flags & FE_HLINKED))
 			continue;
-		const struct send_info *in = &sl->info[i];
+		const struct send_devino *in = &sl->devino[i];
 		uint64_t d = dev_ino_digest(in);
 		struct ixprobe p;
 		for (int32_t o = ixtable_first(&firsts, d, &p); o >= 0; o = ixtable_next(&firsts, &p))
-			if (sl->info[o].dev == in->dev && sl->info[o].ino == in->ino) {
+			if (sl->devino[o].dev == in->dev && sl->devino[o].ino == in->ino) {
 				lead[i] = o;
 				break;
 			}
@@ -133,12 +133,12 @@ static uint32_t entry_xflags(struct session *s, struct send_state *st, const str
 	/* The previous device number starts at 0 and is not reset by the
 	 * first entry (flist.c: send_file_entry's statics). */
 	if (o->devices && is_device && s->protocol < 28) {
-		if (makedev(f->rdev_major, f->rdev_minor) == st->rdev_pre28)
+		if (makedev(fe_rdev_major(f), fe_rdev_minor(f)) == st->rdev_pre28)
 			x |= XMIT_SAME_RDEV_PRE28;
 	} else if (o->devices && is_device) {
-		if (f->rdev_major == st->rdev_major)
+		if (fe_rdev_major(f) == st->rdev_major)
 			x |= XMIT_SAME_RDEV_MAJOR;
-		if (s->protocol < 30 && f->rdev_minor <= 0xFF)
+		if (s->protocol < 30 && fe_rdev_minor(f) <= 0xFF)
 			x |= XMIT_RDEV_MINOR_8_PRE30;
 	} else if (o->specials && is_special && s->protocol < 28) {
 		x |= XMIT_SAME_RDEV_PRE28; /* a special's number is never sent */
@@ -147,19 +147,19 @@ static uint32_t entry_xflags(struct session *s, struct send_state *st, const str
 		if (s->protocol < 30)
 			x |= XMIT_RDEV_MINOR_8_PRE30;
 	}
-	if (!o->owner || (!st->first && f->uid == st->uid))
+	if (!o->owner || (!st->first && fe_uid(f) == st->uid))
 		x |= XMIT_SAME_UID;
-	if (!o->group || (!st->first && f->gid == st->gid))
+	if (!o->group || (!st->first && fe_gid(f) == st->gid))
 		x |= XMIT_SAME_GID;
 	if (f->mtime == st->mtime)
 		x |= XMIT_SAME_TIME;
-	if (f->mtime_nsec && s->protocol >= 31)
+	if (fe_mtime_nsec(f) && s->protocol >= 31)
 		x |= XMIT_MOD_NSEC;
 	if (o->atimes && !S_ISDIR(f->mode)) {
-		if (f->atime == st->atime)
+		if (fe_atime(f) == st->atime)
 			x |= XMIT_SAME_ATIME;
 		else
-			st->atime = f->atime;
+			st->atime = fe_atime(f);
 	}
 	return x;
 }
@@ -215,7 +215,7 @@ static bool send_rdev_pre28(struct session *s, struct send_state *st, const stru
 	const struct ferry_opts *o = s->opts;
 
 	if (o->devices && is_device) {
-		uint64_t rdev = makedev(f->rdev_major, f->rdev_minor);
+		uint64_t rdev = makedev(fe_rdev_major(f), fe_rdev_minor(f));
 		if (!(x & XMIT_SAME_RDEV_PRE28) && !wire_write_i32(&s->out, (int32_t)(uint32_t)rdev))
 			return false;
 		st->rdev_pre28 = rdev;
@@ -255,7 +255,7 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 				x |= XMIT_HLINK_FIRST;
 			x |= XMIT_HLINKED;
 		} else {
-			if (!st->first && sl->info[i].dev == st->dev && s->protocol >= 28)
+			if (!st->first && sl->devino[i].dev == st->dev && s->protocol >= 28)
 				x |= XMIT_SAME_DEV_PRE30;
 			x |= XMIT_HLINKED;
 		}
@@ -263,10 +263,10 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 	char uname[256], gname[256];
 	bool abbrev = leader >= 0 && hl.abbrev;
 	if (!abbrev && o->owner && !(x & XMIT_SAME_UID) &&
-	    inline_id_name(s, uids, f->uid, true, uname, sizeof uname))
+	    inline_id_name(s, uids, fe_uid(f), true, uname, sizeof uname))
 		x |= XMIT_USER_NAME_FOLLOWS;
 	if (!abbrev && o->group && !(x & XMIT_SAME_GID) &&
-	    inline_id_name(s, gids, f->gid, false, gname, sizeof gname))
+	    inline_id_name(s, gids, fe_gid(f), false, gname, sizeof gname))
 		x |= XMIT_GROUP_NAME_FOLLOWS;
 	size_t l1 = 0;
 	while (last[l1] && name[l1] == last[l1] && l1 < 255)
@@ -293,51 +293,51 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 		 * its "previous entry" state becomes the leader's too. */
 		st->mtime = f->mtime;
 		st->mode = f->mode;
-		st->uid = f->uid;
-		st->gid = f->gid;
+		st->uid = fe_uid(f);
+		st->gid = fe_gid(f);
 		if (is_device)
-			st->rdev_major = f->rdev_major;
+			st->rdev_major = fe_rdev_major(f);
 		st->first = false;
 		return true;
 	}
-	if (!wire_write_varlong30(out, f->size, 3))
+	if (!wire_write_varlong30(out, fe_size(f), 3))
 		return false;
 	if (!(x & XMIT_SAME_TIME)) {
 		if (s->protocol >= 30 ? !wire_write_varlong(out, f->mtime, 4)
 				      : !wire_write_i32(out, (int32_t)f->mtime))
 			return false;
 	}
-	if ((x & XMIT_MOD_NSEC) && !wire_write_varint(out, (int32_t)f->mtime_nsec))
+	if ((x & XMIT_MOD_NSEC) && !wire_write_varint(out, (int32_t)fe_mtime_nsec(f)))
 		return false;
 	if (!(x & XMIT_SAME_MODE) && !wire_write_i32(out, (int32_t)f->mode))
 		return false;
 	if (o->atimes && !S_ISDIR(f->mode) && !(x & XMIT_SAME_ATIME) &&
-	    !wire_write_varlong(out, f->atime, 4))
+	    !wire_write_varlong(out, fe_atime(f), 4))
 		return false;
 	if (o->owner && !(x & XMIT_SAME_UID)) {
-		if (!wire_write_varint30(out, (int32_t)f->uid))
+		if (!wire_write_varint30(out, (int32_t)fe_uid(f)))
 			return false;
 		/* the bit means XMIT_SAME_DEV_pre30 before protocol 30 */
 		if (s->protocol >= 30 && (x & XMIT_USER_NAME_FOLLOWS) &&
 		    !write_id_name(out, uname))
 			return false;
-		note_id(uids, f->uid);
+		note_id(uids, fe_uid(f));
 	}
 	if (o->group && !(x & XMIT_SAME_GID)) {
-		if (!wire_write_varint30(out, (int32_t)f->gid))
+		if (!wire_write_varint30(out, (int32_t)fe_gid(f)))
 			return false;
 		/* the bit means XMIT_RDEV_MINOR_8_pre30 before protocol 30 */
 		if (s->protocol >= 30 && (x & XMIT_GROUP_NAME_FOLLOWS) &&
 		    !write_id_name(out, gname))
 			return false;
-		note_id(gids, f->gid);
+		note_id(gids, fe_gid(f));
 	}
 	if (s->protocol < 28) {
 		if (!send_rdev_pre28(s, st, f, x, is_device, is_special))
 			return false;
 	} else if ((o->devices && is_device) || (o->specials && is_special && s->protocol < 31)) {
-		uint32_t major = is_device ? f->rdev_major : st->rdev_major;
-		uint32_t minor = is_device ? f->rdev_minor : 0;
+		uint32_t major = is_device ? fe_rdev_major(f) : st->rdev_major;
+		uint32_t minor = is_device ? fe_rdev_minor(f) : 0;
 		if (!(x & XMIT_SAME_RDEV_MAJOR) && !wire_write_varint30(out, (int32_t)major))
 			return false;
 		if (s->protocol >= 30 ? !wire_write_varint(out, (int32_t)minor)
@@ -347,28 +347,28 @@ static bool send_entry(struct session *s, struct send_list *sl, size_t i, struct
 		st->rdev_major = major;
 	}
 	if (o->links && S_ISLNK(f->mode)) {
-		size_t n = strlen(f->link);
-		if (!wire_write_varint30(out, (int32_t)n) || !wire_write(out, f->link, n))
+		size_t n = strlen(fe_link(f));
+		if (!wire_write_varint30(out, (int32_t)n) || !wire_write(out, fe_link(f), n))
 			return false;
 	}
 	if (o->hard_links && s->protocol < 30 && (f->flags & FE_HLINKED)) {
 		/* sent one-incremented so that it is never zero */
-		if (!(x & XMIT_SAME_DEV_PRE30) && !wire_write_longint(out, sl->info[i].dev + 1))
+		if (!(x & XMIT_SAME_DEV_PRE30) && !wire_write_longint(out, sl->devino[i].dev + 1))
 			return false;
-		if (!wire_write_longint(out, sl->info[i].ino))
+		if (!wire_write_longint(out, sl->devino[i].ino))
 			return false;
-		st->dev = sl->info[i].dev;
+		st->dev = sl->devino[i].dev;
 	}
 	if (o->checksum && (S_ISREG(f->mode) || s->protocol < 28)) {
 		uint8_t zero[CSUM_MAX_DIGEST] = {0};
 		size_t n = csum_len(s->flist_csum);
-		if (!wire_write(out, S_ISREG(f->mode) && f->sum ? f->sum : zero, n))
+		if (!wire_write(out, S_ISREG(f->mode) && fe_sum(f) ? fe_sum(f) : zero, n))
 			return false;
 	}
 	st->mtime = f->mtime;
 	st->mode = f->mode;
-	st->uid = f->uid;
-	st->gid = f->gid;
+	st->uid = fe_uid(f);
+	st->gid = fe_gid(f);
 	st->first = false;
 	return true;
 }
@@ -416,9 +416,9 @@ static void collect_ids(struct session *s, const struct send_list *sl, struct id
 
 	for (size_t i = 0; i < sl->fl.count; i++) {
 		if (s->opts->owner)
-			note_id(uids, sl->fl.files[i].uid);
+			note_id(uids, fe_uid(&sl->fl.files[i]));
 		if (s->opts->group)
-			note_id(gids, sl->fl.files[i].gid);
+			note_id(gids, fe_gid(&sl->fl.files[i]));
 	}
 	n = acl_sent_ids(s, true, &ids);
 	for (size_t i = 0; i < n; i++)
@@ -497,7 +497,7 @@ static bool send_counted(struct session *s, struct send_list *sl, size_t i, stru
 	if ((o->acls || o->xattrs) && !send_meta(s, sl, i))
 		return false;
 	if (S_ISREG(f->mode) || S_ISLNK(f->mode))
-		s->stats.total_size += f->size;
+		s->stats.total_size += fe_size(f);
 	return true;
 }
 

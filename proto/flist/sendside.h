@@ -27,16 +27,22 @@ struct send_roots {
 };
 
 /* Sender-only facts of an entry, parallel to fl->files (arrival order). */
-struct send_info {      /* one per entry: 24 bytes, in this order */
-	int64_t dev, ino;     /* for -H */
+struct send_info {      /* one per entry: 8 bytes */
 	uint32_t root;        /* index into send_roots */
 	bool unstated;        /* listed from readdir alone: stat'ed when its
 			       * part is sent (flist_stat_deferred) */
 };
 
+/* An entry's file, for -H only: the list keeps them apart, as the other
+ * runs have no use for them. */
+struct send_devino {
+	int64_t dev, ino;
+};
+
 struct send_list {
 	struct flist fl;
 	struct send_info *info;
+	struct send_devino *devino; /* parallel to info with -H, else NULL */
 	size_t info_cap;
 	struct send_roots roots;
 	bool vanished;        /* some source arg was missing */

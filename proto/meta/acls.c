@@ -627,17 +627,17 @@ static bool recv_racl(struct session *s, struct racl_list *l, bool deflt, uint32
 	return true;
 }
 
-bool acl_recv_entry(struct session *s, struct file_entry *f)
+bool acl_recv_entry(struct session *s, uint32_t mode, struct fe_extras *x)
 {
 	struct acl_state *a = state(s);
 
 	if (!a)
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
-	if (S_ISLNK(f->mode))
+	if (S_ISLNK(mode))
 		return true;
-	if (!recv_racl(s, &a->access, false, f->mode, &f->acl_ndx))
+	if (!recv_racl(s, &a->access, false, mode, &x->acl_ndx))
 		return false;
-	return !S_ISDIR(f->mode) || recv_racl(s, &a->deflt, true, 0, &f->defacl_ndx);
+	return !S_ISDIR(mode) || recv_racl(s, &a->deflt, true, 0, &x->defacl_ndx);
 }
 
 static uint32_t lookup(const struct id_map *m, uint32_t id)
@@ -732,8 +732,8 @@ static int write_kacl(const char *path, const struct racl *r, bool deflt, uint32
 static int acl_sync(struct session *s, int dirfd, const char *leaf, const struct file_entry *f,
 		    uint32_t *cur_mode, bool apply)
 {
-	const struct racl *want_acc = entry_acl(s, f->acl_ndx, false);
-	const struct racl *want_def = S_ISDIR(f->mode) ? entry_acl(s, f->defacl_ndx, true) : NULL;
+	const struct racl *want_acc = entry_acl(s, fe_acl_ndx(f), false);
+	const struct racl *want_def = S_ISDIR(f->mode) ? entry_acl(s, fe_defacl_ndx(f), true) : NULL;
 	char p[MAXPATHLEN_WIRE + 64];
 	struct racl have = empty_racl;
 	int changed = 0;

@@ -18,6 +18,7 @@
 
 struct session;
 struct file_entry;
+struct fe_extras;
 
 /* Sender: read the entry's ACLs (rootfd/path, not followed) and send them.
  * A read failure is reported and sent as the mode-only ACL, as rsync's
@@ -30,8 +31,9 @@ bool acl_send_entry(struct session *s, int rootfd, const char *path, const struc
 size_t acl_sent_ids(const struct session *s, bool users, const uint32_t **ids);
 
 /* Receiver: read the ACLs sent after an entry (recv_file_entry ->
- * receive_acl); sets f->acl_ndx / f->defacl_ndx. */
-bool acl_recv_entry(struct session *s, struct file_entry *f);
+ * receive_acl) of an entry of the given mode; sets x->acl_ndx and
+ * x->defacl_ndx. */
+bool acl_recv_entry(struct session *s, uint32_t mode, struct fe_extras *x);
 
 /* Receiver: map the ids in the received ACLs to local ones once the id
  * lists have arrived (acls.c: match_acl_ids). */

@@ -131,10 +131,10 @@ bool fake_stat_store(struct session *s, int dirfd, const char *leaf, const char 
 	bool recorded = read_record(path, &rec, raw, sizeof raw, &corrupt);
 	mode_t fmode = new_mode & (S_IFMT | 07777);
 	mode_t want = inode_mode(real.st_mode, fmode);
-	dev_t rdev = is_device(fmode) ? makedev(f->rdev_major, f->rdev_minor) : 0;
+	dev_t rdev = is_device(fmode) ? makedev(fe_rdev_major(f), fe_rdev_minor(f)) : 0;
 	/* Without -o/-g there is nothing to record about the owner. */
-	uid_t uid = o->owner ? f->uid : real.st_uid;
-	gid_t gid = o->group ? f->gid : real.st_gid;
+	uid_t uid = o->owner ? fe_uid(f) : real.st_uid;
+	gid_t gid = o->group ? fe_gid(f) : real.st_gid;
 
 	if (!S_ISLNK(real.st_mode) && (real.st_mode & (S_IFMT | 07777)) != want &&
 	    fchmodat(dirfd, leaf, want & 07777, 0) < 0) {

@@ -260,15 +260,15 @@ void id_map_apply(struct session *s, struct file_entry *f)
 	bool numeric = o->numeric_ids || s->module.ids_by_number;
 	if (!numeric || s->uids.nrules) {
 		if (o->owner && s->am_root)
-			f->uid = map_id(&s->uids, f->uid, numeric);
+			fe_set_uid(f, map_id(&s->uids, fe_uid(f), numeric));
 	}
 	if (!numeric || s->gids.nrules) {
 		if (o->group)
-			f->gid = map_id(&s->gids, f->gid, numeric);
+			fe_set_gid(f, map_id(&s->gids, fe_gid(f), numeric));
 	}
 	/* uidlist.c: match_gid sets FLAG_SKIP_GROUP for a group a non-root
 	 * receiver cannot set, so it is neither changed nor reported. */
-	if (o->group && !s->am_root && !in_our_groups(f->gid))
+	if (o->group && !s->am_root && !in_our_groups(fe_gid(f)))
 		f->flags |= FE_SKIP_GROUP;
 }
 

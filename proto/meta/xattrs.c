@@ -357,10 +357,11 @@ static long store_set(struct wire_error *err, struct xattr_state *x, struct xa_s
 static struct xa_set *entry_set(struct session *s, const struct file_entry *f)
 {
 	struct xattr_state *x = s->xattr_state;
+	int32_t ndx = fe_xattr_ndx(f);
 
-	if (!x || f->xattr_ndx <= 0 || (size_t)f->xattr_ndx > x->count)
+	if (!x || ndx <= 0 || (size_t)ndx > x->count)
 		return NULL;
-	return &x->sets[f->xattr_ndx - 1];
+	return &x->sets[ndx - 1];
 }
 
 /* ---- the file list ---- */
@@ -421,7 +422,7 @@ bool xattr_send_entry(struct session *s, int rootfd, const char *path, struct fi
 		return false;
 	if (ndx >= 0) {
 		set_free(&set);
-		f->xattr_ndx = (int32_t)ndx + 1;
+		fe_set_xattr_ndx(f, (int32_t)ndx + 1);
 		return true;
 	}
 	if (!send_set(s, &set))
@@ -430,7 +431,7 @@ bool xattr_send_entry(struct session *s, int rootfd, const char *path, struct fi
 	set_free(&set);
 	if (ndx < 0)
 		return wire_fail(&s->err, RERR_MALLOC, "out of memory");
-	f->xattr_ndx = (int32_t)ndx + 1;
+	fe_set_xattr_ndx(f, (int32_t)ndx + 1);
 	return true;
 }
 
@@ -481,7 +482,7 @@ static bool recv_item(struct session *s, struct xa_item *x, uint64_t *total, boo
 	return true;
 }
 
-bool xattr_recv_entry(struct session *s, struct file_entry *f)
+bool xattr_recv_entry(struct session *s, struct fe_extras *e)
 {
 	struct xattr_state *x = state(s);
 	int32_t v;
@@ -493,7 +494,7 @@ bool xattr_recv_entry(struct session *s, struct file_entry *f)
 	if (v < 0 || (size_t)v > x->count)
 		return wire_fail(&s->err, RERR_STREAMIO, "receive_xattr: xa index %d out of range", v);
 	if (v != 0) {
-		f->xattr_ndx = v;
+		e->xattr_ndx = v;
 		return true;
 	}
 	if (!wire_read_varint(&s->in, &v))
@@ -523,7 +524,7 @@ bool xattr_recv_entry(struct session *s, struct file_entry *f)
 		set_free(&set);
 		return ok ? wire_fail(&s->err, RERR_MALLOC, "out of memory") : false;
 	}
-	f->xattr_ndx = (int32_t)ndx + 1;
+	e->xattr_ndx = (int32_t)ndx + 1;
 	return true;
 }
 

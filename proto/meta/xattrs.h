@@ -15,6 +15,7 @@
 
 struct session;
 struct file_entry;
+struct fe_extras;
 
 /* -A/-X need protocol 30 (compat.c); false with the error set if not. */
 bool meta_check_protocol(struct session *s);
@@ -24,7 +25,7 @@ bool meta_check_protocol(struct session *s);
 bool xattr_send_entry(struct session *s, int rootfd, const char *path, struct file_entry *f);
 
 /* Receiver: read what follows an entry (receive_xattr). */
-bool xattr_recv_entry(struct session *s, struct file_entry *f);
+bool xattr_recv_entry(struct session *s, struct fe_extras *x);
 
 /* Does an item with these flags carry an xattr request (generator.c,
  * sender.c, receiver.c: ITEM_REPORT_XATTR without the xattr optimisation)? */

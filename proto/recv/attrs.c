@@ -32,7 +32,7 @@ bool recv_mtime_differs(const struct ferry_opts *o, const struct stat *st,
 	if (o->modify_window == 0)
 		return diff != 0;
 	if (o->modify_window < 0)
-		return diff != 0 || (uint32_t)st->st_mtim.tv_nsec != f->mtime_nsec;
+		return diff != 0 || (uint32_t)st->st_mtim.tv_nsec != fe_mtime_nsec(f);
 	return diff > o->modify_window || diff < -o->modify_window;
 }
 
@@ -76,8 +76,8 @@ static int set_attrs(struct recv_ctx *rc, const char *role, int dirfd, const cha
 		fake_stat(rc->s, dirfd, leaf, leaf, &now);
 		st = &now;
 	}
-	bool change_uid = o->owner && rc->s->am_root && st->st_uid != f->uid;
-	bool change_gid = o->group && !(f->flags & FE_SKIP_GROUP) && st->st_gid != f->gid;
+	bool change_uid = o->owner && rc->s->am_root && st->st_uid != fe_uid(f);
+	bool change_gid = o->group && !(f->flags & FE_SKIP_GROUP) && st->st_gid != fe_gid(f);
 	bool fake = rc->s->fake_super;
 	if (fake) {
 		/* --fake-super: owner, set-id bits and device numbers go to
@@ -86,8 +86,8 @@ static int set_attrs(struct recv_ctx *rc, const char *role, int dirfd, const cha
 			rc->s->got_xfer_error = true;
 		changed |= (change_uid ? ITEM_REPORT_OWNER : 0) | (change_gid ? ITEM_REPORT_GROUP : 0);
 	} else if (change_uid || change_gid) {
-		if (fchownat(dirfd, leaf, change_uid ? f->uid : (uid_t)-1,
-			     change_gid ? f->gid : (gid_t)-1, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (fchownat(dirfd, leaf, change_uid ? fe_uid(f) : (uid_t)-1,
+			     change_gid ? fe_gid(f) : (gid_t)-1, AT_SYMLINK_NOFOLLOW) < 0) {
 			if (change_uid || errno != EPERM) {
 				attr_error(rc, role, f, leaf, change_uid ? "chown" : "chgrp", true);
 			}
@@ -99,10 +99,10 @@ static int set_attrs(struct recv_ctx *rc, const char *role, int dirfd, const cha
 	bool keep_time = set_times && o->times && !(S_ISDIR(f->mode) && o->omit_dir_times) &&
 			 !(S_ISLNK(f->mode) && o->omit_link_times);
 	bool differs = exact ? st->st_mtim.tv_sec != f->mtime ||
-				       (uint32_t)st->st_mtim.tv_nsec != f->mtime_nsec
+				       (uint32_t)st->st_mtim.tv_nsec != fe_mtime_nsec(f)
 			     : recv_mtime_differs(o, st, f);
 	if (keep_time && differs) {
-		if (fs_set_mtime(dirfd, leaf, f->mtime, f->mtime_nsec) < 0) {
+		if (fs_set_mtime(dirfd, leaf, f->mtime, fe_mtime_nsec(f)) < 0) {
 			if (!S_ISLNK(f->mode)) {
 				attr_error(rc, role, f, leaf, "failed to set times on", false);
 			}
@@ -112,10 +112,10 @@ static int set_attrs(struct recv_ctx *rc, const char *role, int dirfd, const cha
 	}
 	/* -U (rsync.c: set_file_attrs): not for directories or links */
 	if (set_times && o->atimes && !S_ISDIR(f->mode) && !S_ISLNK(f->mode) &&
-	    (exact || st->st_atim.tv_sec != f->atime || st->st_atim.tv_nsec != 0)) {
-		if (fs_set_atime(dirfd, leaf, f->atime) < 0) {
+	    (exact || st->st_atim.tv_sec != fe_atime(f) || st->st_atim.tv_nsec != 0)) {
+		if (fs_set_atime(dirfd, leaf, fe_atime(f)) < 0) {
 			attr_error(rc, role, f, leaf, "failed to set access time on", false);
-		} else if (st->st_atim.tv_sec != f->atime) {
+		} else if (st->st_atim.tv_sec != fe_atime(f)) {
 			changed |= ITEM_REPORT_ATIME;
 		}
 	}

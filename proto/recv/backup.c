@@ -285,8 +285,11 @@ static void backup_copy_attrs(struct recv_ctx *rc, int fd, const struct stat *ol
 	 * keeps its own time */
 	struct stat now;
 	if (o->times && fstat(fd, &now) == 0) {
-		struct file_entry was = {.mtime = old->st_mtim.tv_sec,
-					 .mtime_nsec = (uint32_t)old->st_mtim.tv_nsec};
+		struct file_entry was = {.mtime = old->st_mtim.tv_sec};
+		struct fe_extras x = {.has = FE_X_NSEC,
+				      .mtime_nsec = (uint32_t)old->st_mtim.tv_nsec};
+		char name[1 + 4]; /* an empty name and the nanoseconds */
+		fe_place(&was, name, "", 0, &x);
 		struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, old->st_mtim};
 		if (recv_mtime_differs(o, &now, &was))
 			futimens(fd, ts);

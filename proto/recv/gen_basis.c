@@ -62,7 +62,7 @@ bool alt_symlink_match(struct gen *g, const struct file_entry *f, const char *pa
 		if (n < 0)
 			continue;
 		cur[n] = '\0';
-		if (strcmp(cur, f->link) == 0 && unchanged_attrs(g, f, &ast))
+		if (strcmp(cur, fe_link(f)) == 0 && unchanged_attrs(g, f, &ast))
 			return true;
 	}
 	return false;
@@ -288,7 +288,7 @@ bool fuzzy_basis(struct gen *g, const struct file_entry *f, const char *path, in
 			fds[i] = fuzzy_level_dir(g, i, dirfd);
 		fuzzy_load(&g->fuzzy, fds, levels);
 	}
-	const struct fuzzy_cand *c = fuzzy_find(&g->fuzzy, f->basename, f->size, f->mtime,
+	const struct fuzzy_cand *c = fuzzy_find(&g->fuzzy, f->basename, fe_size(f), f->mtime,
 						g->o->modify_window, &level);
 	if (!c)
 		return false;

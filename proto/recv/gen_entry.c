@@ -313,10 +313,10 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	int dirfd = entry_dir(g, path, &leaf);
 	int iflags = ITEM_LOCAL_CHANGE | ITEM_REPORT_CHANGE;
 
-	if (g->o->safe_links && fs_symlink_unsafe(f->link, path)) {
+	if (g->o->safe_links && fs_symlink_unsafe(fe_link(f), path)) {
 		if (info_ge(g->o, INFO_SYMSAFE, 1))
 			session_info(g->s, "ignoring unsafe symlink \"%s\" -> \"%s\"\n", path,
-				     f->link);
+				     fe_link(f));
 		return;
 	}
 	if (dry_missing(g, dirfd)) {
@@ -346,7 +346,7 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 				if (g->s->module.munge_symlinks)
 					have = strncmp(cur, SYMLINK_MUNGE_PREFIX, plen) == 0 ? cur + plen
 											: NULL;
-				if (have && strcmp(have, f->link) == 0) {
+				if (have && strcmp(have, fe_link(f)) == 0) {
 					/* the link points to the right place */
 					int bits = attr_change_bits(g, f, &st);
 					report_item(g, ndx, bits, NULL);
@@ -386,15 +386,15 @@ static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const 
 	char tmp[300];
 	int fd = fs_create_temp(dirfd, leaf, tmp, sizeof tmp);
 	char post[MAXPATHLEN_WIRE + 16];
-	snprintf(post, sizeof post, " -> \"%s\" failed", f->link);
+	snprintf(post, sizeof post, " -> \"%s\" failed", fe_link(f));
 	if (fd < 0) {
 		file_error_at(g, "symlink ", path, post);
 		return;
 	}
 	char munged[MAXPATHLEN_WIRE + sizeof SYMLINK_MUNGE_PREFIX];
-	const char *target = f->link;
+	const char *target = fe_link(f);
 	if (g->s->module.munge_symlinks) {
-		snprintf(munged, sizeof munged, "%s%s", SYMLINK_MUNGE_PREFIX, f->link);
+		snprintf(munged, sizeof munged, "%s%s", SYMLINK_MUNGE_PREFIX, fe_link(f));
 		target = munged;
 	}
 	/* --fake-super: a regular file holding the target stands for it */
@@ -421,7 +421,7 @@ static void gen_device(struct gen *g, int32_t ndx, struct file_entry *f, const c
 {
 	const char *leaf;
 	struct stat st;
-	dev_t rdev = makedev(f->rdev_major, f->rdev_minor);
+	dev_t rdev = makedev(fe_rdev_major(f), fe_rdev_minor(f));
 	int dirfd = entry_dir(g, path, &leaf);
 
 	if (dry_missing(g, dirfd)) {
@@ -664,7 +664,7 @@ static enum regular_outcome gen_regular_file(struct gen *g, int32_t ndx, struct 
 			partial_remove(g->rc, path); /* a leftover of an older try */
 		return REG_IN_PLACE;
 	}
-	if (o->append && st.st_size >= f->size)
+	if (o->append && st.st_size >= fe_size(f))
 		return REG_IN_PLACE; /* --append only ever adds to a shorter file */
 	if (!o->times)
 		iflags |= ITEM_REPORT_TIME; /* attr_change_bits_for() with a transfer */
@@ -694,11 +694,11 @@ static void gen_regular(struct gen *g, int32_t ndx, struct file_entry *f, const 
 {
 	const struct ferry_opts *o = g->o;
 
-	if ((o->max_size >= 0 && f->size > o->max_size) ||
-	    (o->min_size >= 0 && f->size < o->min_size)) {
+	if ((o->max_size >= 0 && fe_size(f) > o->max_size) ||
+	    (o->min_size >= 0 && fe_size(f) < o->min_size)) {
 		if (info_ge(o, INFO_SKIP, 1))
 			session_info(g->s, "%s is %s\n", path,
-				     f->size > o->max_size && o->max_size >= 0 ? "over max-size"
+				     fe_size(f) > o->max_size && o->max_size >= 0 ? "over max-size"
 									: "under min-size");
 		if (hlink_member(g->rc, f) && (f->flags & FE_HLINK_LAST))
 			hlink_release(g->rc, f);
@@ -769,10 +769,10 @@ static bool ignore_existing(struct gen *g, const struct file_entry *f, const cha
 			why = " (type change)";
 		else if (S_ISLNK(st.st_mode) &&
 			 ((n = readlinkat(dirfd, leaf, cur, sizeof cur - 1)) < 0 ||
-			  (size_t)n != strlen(f->link ? f->link : "") || memcmp(cur, f->link, (size_t)n)))
+			  (size_t)n != strlen(fe_link(f) ? fe_link(f) : "") || memcmp(cur, fe_link(f), (size_t)n)))
 			why = " (file change)";
 		else if ((S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) &&
-			 st.st_rdev != makedev(f->rdev_major, f->rdev_minor))
+			 st.st_rdev != makedev(fe_rdev_major(f), fe_rdev_minor(f)))
 			why = " (file change)";
 		else
 			why = unchanged_attrs(g, f, &st) ? " (uptodate)" : " (attr change)";
@@ -823,6 +823,13 @@ void gen_entry(struct gen *g, int32_t ndx)
 			return;
 		}
 		g->last_dir = f->dirname;
+	}
+	if (g->rc->cfg.list_entry) {
+		/* a directory is listed at the start of its own part
+		 * (generator.c: recv_generator, is_dir < 0) */
+		if (!(g->dir_early && S_ISDIR(f->mode)) && list_wanted(o, f))
+			g->rc->cfg.list_entry(o, f);
+		return;
 	}
 	if (g->dir_early && S_ISDIR(f->mode)) {
 		if (!daemon_excludes(g, f, path))

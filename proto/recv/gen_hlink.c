@@ -155,7 +155,7 @@ void link_waiting(struct gen *g, int32_t target)
 
 	hlink_set_target(g->rc, target, fl->sorted[target], true);
 	for (int32_t m = hlink_take_waiting(g->rc, fl->sorted[target]); m >= 0;) {
-		int32_t next = fl->sorted[m]->hl_next;
+		int32_t next = fe_hl_next(fl->sorted[m]);
 		make_hard_link(g, m, fl->sorted[m], target);
 		m = next;
 	}

@@ -26,7 +26,7 @@ int attr_change_bits_for(struct gen *g, const struct file_entry *f, const struct
 	bool keep_time = o->times && !(S_ISDIR(f->mode) && o->omit_dir_times) &&
 			 !(S_ISLNK(f->mode) && o->omit_link_times);
 
-	if (S_ISREG(f->mode) && f->size != st->st_size)
+	if (S_ISREG(f->mode) && fe_size(f) != st->st_size)
 		iflags |= ITEM_REPORT_SIZE;
 	/* Where times are not kept, rewriting an entry changes its time,
 	 * and rsync says so ('T'). */
@@ -41,11 +41,11 @@ int attr_change_bits_for(struct gen *g, const struct file_entry *f, const struct
 			iflags |= ITEM_REPORT_PERMS;
 		}
 	}
-	if (o->owner && g->s->am_root && f->uid != st->st_uid)
+	if (o->owner && g->s->am_root && fe_uid(f) != st->st_uid)
 		iflags |= ITEM_REPORT_OWNER;
-	if (o->group && !(f->flags & FE_SKIP_GROUP) && f->gid != st->st_gid)
+	if (o->group && !(f->flags & FE_SKIP_GROUP) && fe_gid(f) != st->st_gid)
 		iflags |= ITEM_REPORT_GROUP;
-	if (o->atimes && !S_ISDIR(f->mode) && !S_ISLNK(f->mode) && st->st_atim.tv_sec != f->atime)
+	if (o->atimes && !S_ISDIR(f->mode) && !S_ISLNK(f->mode) && st->st_atim.tv_sec != fe_atime(f))
 		iflags |= ITEM_REPORT_ATIME;
 	return iflags;
 }
@@ -164,13 +164,13 @@ bool regular_up_to_date(struct gen *g, const struct file_entry *f, int dirfd,
 {
 	const struct ferry_opts *o = g->o;
 
-	if (st->st_size != f->size)
+	if (st->st_size != fe_size(f))
 		return false;
 	if (o->checksum) {
 		uint8_t sum[CSUM_MAX_DIGEST];
 		struct csum_ctx c;
 		int fd = openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 || !S_ISREG(f->mode) || !f->sum) {
+		if (fd < 0 || !S_ISREG(f->mode) || !fe_sum(f)) {
 			if (fd >= 0)
 				close(fd);
 			return false;
@@ -184,7 +184,7 @@ bool regular_up_to_date(struct gen *g, const struct file_entry *f, int dirfd,
 		}
 		close(fd);
 		csum_file_final(&c, sum);
-		return memcmp(sum, f->sum, csum_len(g->s->flist_csum)) == 0;
+		return memcmp(sum, fe_sum(f), csum_len(g->s->flist_csum)) == 0;
 	}
 	if (o->size_only)
 		return true;
@@ -200,8 +200,8 @@ bool alt_attrs_match(struct gen *g, const struct file_entry *f, const struct sta
 	const struct ferry_opts *o = g->o;
 
 	return (!o->perms || (st->st_mode & 07777) == (f->mode & 07777)) &&
-	       (!o->owner || f->uid == (int64_t)st->st_uid) &&
-	       (!o->group || f->gid == (int64_t)st->st_gid);
+	       (!o->owner || fe_uid(f) == (int64_t)st->st_uid) &&
+	       (!o->group || fe_gid(f) == (int64_t)st->st_gid);
 }
 
 /* A --link-dest file linked in must carry the entry's xattrs too
@@ -223,7 +223,7 @@ bool unchanged_attrs(struct gen *g, const struct file_entry *f, const struct sta
 	    recv_mtime_differs(o, st, f))
 		return false;
 	if (S_ISLNK(f->mode))
-		return (!o->owner || f->uid == (int64_t)st->st_uid) &&
-		       (!o->group || f->gid == (int64_t)st->st_gid);
+		return (!o->owner || fe_uid(f) == (int64_t)st->st_uid) &&
+		       (!o->group || fe_gid(f) == (int64_t)st->st_gid);
 	return alt_attrs_match(g, f, st);
 }

@@ -159,7 +159,7 @@ static void touch_up_dir(struct gen *g, const struct file_entry *f, uint8_t stat
 	if (dirfd >= 0 && fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    !recv_mtime_differs(g->o, &st, f))
 		return;
-	if (dirfd < 0 || fs_set_mtime(dirfd, leaf, f->mtime, f->mtime_nsec) < 0)
+	if (dirfd < 0 || fs_set_mtime(dirfd, leaf, f->mtime, fe_mtime_nsec(f)) < 0)
 		file_error_at(g, "failed to set times on ", path, "");
 }
 

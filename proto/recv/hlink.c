@@ -27,7 +27,7 @@
 
 static struct hl_group *group_of(const struct recv_ctx *rc, const struct file_entry *f)
 {
-	int32_t g = f->hlink_group;
+	int32_t g = fe_hlink_group(f);
 
 	if (g < 0 || (size_t)g >= rc->hl_cap)
 		return NULL;
@@ -68,7 +68,7 @@ static void note_sent(struct recv_ctx *rc, int32_t ndx)
 static bool in_group(const struct file_entry *f)
 {
 	return (f->flags & FE_ACTIVE) && (f->flags & FE_HLINKED) && S_ISREG(f->mode) &&
-	       f->hlink_group >= 0;
+	       fe_hlink_group(f) >= 0;
 }
 
 bool hlink_match(struct recv_ctx *rc, size_t lo, size_t end, size_t groups)
@@ -85,10 +85,10 @@ bool hlink_match(struct recv_ctx *rc, size_t lo, size_t end, size_t groups)
 	 * the previous list's last). Only this thread touches last. */
 	for (size_t i = lo; i < end; i++) {
 		struct file_entry *f = fl->sorted[i];
-		if (!in_group(f) || (size_t)f->hlink_group >= groups)
+		if (!in_group(f) || (size_t)fe_hlink_group(f) >= groups)
 			continue;
-		f->hl_next = -1;
-		struct hl_group *hg = &rc->hl_groups[f->hlink_group];
+		fe_set_hl_next(f, -1);
+		struct hl_group *hg = &rc->hl_groups[fe_hlink_group(f)];
 		if (hg->last >= 0)
 			fl->sorted[hg->last]->flags &= ~FE_HLINK_LAST;
 		f->flags |= FE_HLINK_LAST;
@@ -99,7 +99,7 @@ bool hlink_match(struct recv_ctx *rc, size_t lo, size_t end, size_t groups)
 
 bool hlink_member(const struct recv_ctx *rc, const struct file_entry *f)
 {
-	return rc->s->opts->hard_links && in_group(f) && (size_t)f->hlink_group < rc->hl_cap;
+	return rc->s->opts->hard_links && in_group(f) && (size_t)fe_hlink_group(f) < rc->hl_cap;
 }
 
 int32_t hlink_target(struct recv_ctx *rc, const struct file_entry *f, bool *done)
@@ -118,19 +118,19 @@ static void wait_locked(struct recv_ctx *rc, int32_t ndx, struct file_entry *f)
 
 	if (!hg)
 		return;
-	f->hl_next = -1;
+	fe_set_hl_next(f, -1);
 	recv_state_add(rc, ndx, FS_HLINK_WAIT);
 	if (hg->state == HL_TARGET_SENT) {
 		/* after the target in rsync's chain: linked in arrival order */
 		if (hg->after_tail >= 0)
-			rc->fl->sorted[hg->after_tail]->hl_next = ndx;
+			fe_set_hl_next(rc->fl->sorted[hg->after_tail], ndx);
 		else
 			hg->after = ndx;
 		hg->after_tail = ndx;
 		return;
 	}
 	/* before any target: linked latest first */
-	f->hl_next = hg->waiting;
+	fe_set_hl_next(f, hg->waiting);
 	hg->waiting = ndx;
 }
 
@@ -168,7 +168,7 @@ int32_t hlink_take_waiting(struct recv_ctx *rc, const struct file_entry *target)
 		/* one chain: the later members, then the earlier ones */
 		head = hg->after >= 0 ? hg->after : hg->waiting;
 		if (hg->after_tail >= 0)
-			rc->fl->sorted[hg->after_tail]->hl_next = hg->waiting;
+			fe_set_hl_next(rc->fl->sorted[hg->after_tail], hg->waiting);
 		hg->after = hg->after_tail = hg->waiting = -1;
 	}
 	pthread_mutex_unlock(&rc->lock);
@@ -224,12 +224,14 @@ static void unwait(struct recv_ctx *rc, struct hl_group *hg, int32_t ndx)
 
 	for (int i = 0; i < 2; i++) {
 		int32_t prev = -1;
-		for (int32_t *link = lists[i]; *link >= 0; link = &sorted[*link]->hl_next) {
-			if (*link != ndx) {
-				prev = *link;
+		for (int32_t m = *lists[i]; m >= 0; prev = m, m = fe_hl_next(sorted[m])) {
+			if (m != ndx)
 				continue;
-			}
-			*link = sorted[ndx]->hl_next;
+			/* unlink: from the head, or from the member before */
+			if (prev < 0)
+				*lists[i] = fe_hl_next(sorted[ndx]);
+			else
+				fe_set_hl_next(sorted[prev], fe_hl_next(sorted[ndx]));
 			if (i == 0 && hg->after_tail == ndx)
 				hg->after_tail = prev;
 			return;
@@ -273,7 +275,7 @@ static void release_locked(struct recv_ctx *rc, struct hl_group *hg)
 	int32_t *lists[2] = {&hg->after, &hg->waiting};
 
 	for (int i = 0; i < 2; i++) {
-		for (int32_t m = *lists[i]; m >= 0; m = sorted[m]->hl_next)
+		for (int32_t m = *lists[i]; m >= 0; m = fe_hl_next(sorted[m]))
 			recv_state_add(rc, m, FS_FAILED);
 		*lists[i] = -1;
 	}

@@ -757,10 +757,10 @@ static struct sums_builder *sums_start(struct rcv *r, int32_t ndx, const struct 
 	sums_builder_end(&r->sb_store);
 	if (!r->rc->cfg.sums)
 		return NULL;
-	sum_sizes_sqroot(&nh, f->size, s->protocol, r->o->block_size, csum_len(s->xfer_csum),
+	sum_sizes_sqroot(&nh, fe_size(f), s->protocol, r->o->block_size, csum_len(s->xfer_csum),
 			 false);
 	/* begun even when unused: it takes the generator's hand-over */
-	sums_builder_begin(&r->sb_store, r->rc->cfg.sums, ndx, f->size, nh.blength);
+	sums_builder_begin(&r->sb_store, r->rc->cfg.sums, ndx, fe_size(f), nh.blength);
 	if (r->append || (r->o->delay_updates && !r->o->inplace) || r->sb_store.failed)
 		return NULL;
 	tf->want_placed = true;
@@ -839,15 +839,15 @@ static bool recv_one_file(struct rcv *r, int32_t ndx, int iflags, int basis_type
 		r->tree = &r->tree_store;
 		blockwise_begin(r->tree, s->xfer_csum, s->seed, s->proper_seed_order, h.blength);
 	}
-	s->stats.total_transferred_size += f->size;
+	s->stats.total_transferred_size += fe_size(f);
 	r->written = 0;
-	r->file_size = f->size;
+	r->file_size = fe_size(f);
 	if (r->append && write_ok && !skip_appended_prefix(r, &h, basis_fd, tf.fd, &sum)) {
 		session_xfer_err(s, "lseek of \"%s\" failed: %s", path, strerror(errno));
 		receiver_stop(r);
 		write_ok = false;
 	}
-	progress_update(s, &r->prog, r->written, f->size);
+	progress_update(s, &r->prog, r->written, fe_size(f));
 	bool ok = receive_data(r, &h, basis_fd, write_ok ? tf.fd : -1, path, &sum, &write_ok);
 	if (basis_fd >= 0)
 		close(basis_fd);

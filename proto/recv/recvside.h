@@ -54,6 +54,10 @@ struct recv_config {
 	bool (*check_part)(struct session *s, const void *ctx, struct flist *fl, size_t first,
 			   size_t end);
 	const void *check_ctx;
+	/* --list-only with incremental recursion: prints an entry as the
+	 * generator reaches it (generator.c: list_file_entry), so that
+	 * finished parts can be released; NULL when not listing */
+	void (*list_entry)(const struct ferry_opts *o, const struct file_entry *f);
 
 	bool local;               /* the receiving half of a local copy */
 	bool confined;            /* a daemon module: alt dirs stay inside it */

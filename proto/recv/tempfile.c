@@ -163,8 +163,8 @@ bool temp_open(struct temp_file *t, struct recv_ctx *rc, struct dir_cursor *dirs
 		if (rc->cfg.temp_dir_errno)
 			errno = rc->cfg.temp_dir_errno;
 	}
-	if (t->fd >= 0 && rc->s->opts->preallocate && f && f->size > 0 && !t->inplace)
-		fallocate(t->fd, 0, 0, (off_t)f->size); /* best effort, as rsync */
+	if (t->fd >= 0 && rc->s->opts->preallocate && f && fe_size(f) > 0 && !t->inplace)
+		fallocate(t->fd, 0, 0, (off_t)fe_size(f)); /* best effort, as rsync */
 	if (t->fd < 0) {
 		int e = errno;
 		char full[PATH_MAX + 600];

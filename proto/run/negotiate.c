@@ -217,8 +217,10 @@ bool inc_recurse_allowed(const struct ferry_opts *o, bool am_sender, int protoco
 	/* ferry keeps to what it has checked against rsync in this mode:
 	 * whole lists with -R and --files-from (implied dirs),
 	 * --only-write-batch (no data comes back to settle a part) and
-	 * --list-only. */
-	return !(o->relative || o->files_from || o->write_batch < 0 || o->read_batch || o->list_only);
+	 * --list-only when sending or serving (a listing client receives
+	 * in parts: negotiate_server keeps a listing server's whole). */
+	return !(o->relative || o->files_from || o->write_batch < 0 || o->read_batch ||
+		 (o->list_only && am_sender));
 }
 
 static void set_protocol(struct session *s, int protocol)
@@ -314,7 +316,10 @@ bool negotiate_server(struct session *s, int remote_protocol, const char *client
 		/* We can set symlink times on Linux; we never offer iconv
 		 * (compat.c: setup_protocol). */
 		uint32_t flags = CF_SYMLINK_TIMES;
-		if (strchr(caps, 'i') && inc_recurse_allowed(s->opts, s->am_sender, s->protocol))
+		/* a listing server keeps to whole lists: only a client lists
+		 * in parts (pull.c) */
+		if (strchr(caps, 'i') && inc_recurse_allowed(s->opts, s->am_sender, s->protocol) &&
+		    !s->opts->list_only)
 			flags |= CF_INC_RECURSE;
 		if (strchr(caps, 'f'))
 			flags |= CF_SAFE_FLIST;

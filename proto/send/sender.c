@@ -435,7 +435,7 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 		s->io_error |= e == ENOENT ? IOERR_VANISHED : IOERR_GENERAL;
 		/* counted as rsync does, before it opens the file */
 		s->stats.xferred_files++;
-		s->stats.total_transferred_size += f->size;
+		s->stats.total_transferred_size += fe_size(f);
 		match_ahead_stop(&d->ahead);
 		if (fd >= 0)
 			close(fd);
@@ -646,7 +646,7 @@ static void remove_at(struct snd *d, const struct file_entry *f, int dirfd, cons
 		session_xfer_err(d->s, "ERROR: Skipping sender remove of destination file: %s", path);
 		return;
 	}
-	if ((S_ISREG(st.st_mode) && st.st_size != f->size) || st.st_mtim.tv_sec != f->mtime) {
+	if ((S_ISREG(st.st_mode) && st.st_size != fe_size(f)) || st.st_mtim.tv_sec != f->mtime) {
 		session_xfer_err(d->s, "ERROR: Skipping sender remove for changed file: %s", path);
 		return;
 	}
@@ -762,8 +762,8 @@ bool sender_run(struct session *s, struct send_list *sl)
 			 * send_files counts before its !do_xfers) */
 			if (iflags & ITEM_TRANSFER) {
 				s->stats.xferred_files++;
-				s->stats.total_transferred_size += f->size;
-				progress_dry_run_item(s, f->size);
+				s->stats.total_transferred_size += fe_size(f);
+				progress_dry_run_item(s, fe_size(f));
 			}
 			wire_out_lock(&s->out);
 			ok = echo_header(&d, ndx, iflags, type, xname);

@@ -35,7 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		f.basename = "f";
 		f.mode = (dirs >> (i & 7) & 1 ? S_IFDIR : (b & 2) && i == 15 ? S_IFLNK : S_IFREG) |
 			 0750;
-		if (!acl_recv_entry(&s, &f))
+		struct fe_extras x = {0};
+		if (!acl_recv_entry(&s, f.mode, &x))
 			break;
 	}
 	acl_map_ids(&s);

@@ -20,6 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_input in = {data, size};
 	struct file_entry files[FUZZ_ENTRIES];
+	char names[FUZZ_ENTRIES][2 + 32]; /* "f" and the packed indexes */
 	struct ferry_opts o;
 	struct session s;
 	uint8_t b = fuzz_take_byte(&in);
@@ -33,13 +34,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_session_init(&s, &o, in.p, in.n);
 	fuzz_session_protocol(&s, 30 + (b >> 4) % 3, 0);
 	for (; n < FUZZ_ENTRIES; n++) {
-		files[n].basename = "f";
+		struct fe_extras x = {.has = FE_X_META};
 		files[n].mode = (n & 1 ? S_IFDIR : S_IFREG) | 0644;
-		if (!xattr_recv_entry(&s, &files[n]))
+		bool ok = xattr_recv_entry(&s, &x);
+		fe_place(&files[n], names[n], "f", 1, &x);
+		if (!ok)
 			break;
 	}
 	for (size_t i = 0; i < n; i++)
-		if (files[i].xattr_ndx && !xattr_recv_values(&s, &files[i]))
+		if (fe_xattr_ndx(&files[i]) && !xattr_recv_values(&s, &files[i]))
 			break;
 	fuzz_session_free(&s);
 	return 0;

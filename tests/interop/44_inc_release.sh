@@ -4,7 +4,8 @@
 # follows the parts in flight, not the whole tree. Checked against a real
 # rsync daemon: the copy is right, -i output matches rsync's, --delete
 # still finds every listed name (directories of released parts included),
-# and the peak RSS grows by far less than the list would take if kept.
+# and the peak RSS grows by far less than the list would take if kept,
+# for a copy and for a --list-only listing.
 # Check functions are called through t_check, which shellcheck cannot see.
 # shellcheck disable=SC2317
 
@@ -80,6 +81,29 @@ check_rss() {
         [ $((FULL_RSS - ONE_RSS)) -lt 3072 ]
 }
 t_check pull_memory_follows_parts check_rss
+
+# --list-only receives in parts too, listed as the generator reaches
+# them (rsync lists in recv_generator), and releases them: the listing
+# is rsync's, and its peak grows by far less than the whole list's
+# (--no-inc-recursive keeps it all: about 2 MiB for 40,000 entries).
+LIST_RSS=$(peak_rss "$T/list.out" "$FERRY" -r --list-only "$URL/src/")
+WHOLE_RSS=$(peak_rss "$T/whole.out" "$FERRY" -r --list-only --no-inc-recursive "$URL/src/")
+list_like_rsync() {
+    "$RSYNC" -r --list-only "$URL/src/" >"$T/list.rsync" 2>&1 &&
+        diff "$T/list.rsync" "$T/list.out" && diff "$T/list.rsync" "$T/whole.out" &&
+        [ "$(wc -l <"$T/list.out")" -gt "$NFILES" ]
+}
+t_check list_only_matches_rsync list_like_rsync
+check_list_rss() {
+    if grep -q __asan_init "$FERRY"; then
+        echo "sanitizer build: peak RSS not meaningful"
+        return 0
+    fi
+    echo "one file pulled: $ONE_RSS KiB; $NFILES listed: $LIST_RSS KiB, whole: $WHOLE_RSS KiB"
+    [ "$ONE_RSS" -gt 0 ] && [ "$LIST_RSS" -gt 0 ] && [ "$WHOLE_RSS" -gt 0 ] &&
+        [ $((LIST_RSS - ONE_RSS)) -lt 1024 ] && [ $((WHOLE_RSS - LIST_RSS)) -gt 1024 ]
+}
+t_check list_only_memory_follows_parts check_list_rss
 
 # A re-sync with changes spread over the tree: --delete must still see
 # every listed name, -i must say what rsync says.

@@ -116,11 +116,11 @@ static void test_extreme_dev_ino(void **state)
 	assert_int_equal(fl.count, 5);
 	const struct file_entry *a = named(&fl, "a"), *b = named(&fl, "b"), *c = named(&fl, "c"),
 				*d = named(&fl, "d"), *e = named(&fl, "e");
-	assert_int_equal(a->hlink_group, c->hlink_group);
-	assert_int_equal(b->hlink_group, d->hlink_group);
-	assert_int_not_equal(a->hlink_group, b->hlink_group);
-	assert_int_not_equal(e->hlink_group, a->hlink_group);
-	assert_int_not_equal(e->hlink_group, b->hlink_group);
+	assert_int_equal(fe_hlink_group(a), fe_hlink_group(c));
+	assert_int_equal(fe_hlink_group(b), fe_hlink_group(d));
+	assert_int_not_equal(fe_hlink_group(a), fe_hlink_group(b));
+	assert_int_not_equal(fe_hlink_group(e), fe_hlink_group(a));
+	assert_int_not_equal(fe_hlink_group(e), fe_hlink_group(b));
 	flist_free(&fl);
 	session_free(&s);
 }
@@ -148,9 +148,9 @@ static void test_table_grows(void **state)
 		char n2[16];
 		snprintf(name, sizeof name, "f%04d", i);
 		snprintf(n2, sizeof n2, "f%04d", i + PAIRS);
-		assert_int_equal(named(&fl, name)->hlink_group, named(&fl, n2)->hlink_group);
+		assert_int_equal(fe_hlink_group(named(&fl, name)), fe_hlink_group(named(&fl, n2)));
 	}
-	assert_int_not_equal(named(&fl, "f0000")->hlink_group, named(&fl, "f0001")->hlink_group);
+	assert_int_not_equal(fe_hlink_group(named(&fl, "f0000")), fe_hlink_group(named(&fl, "f0001")));
 	flist_free(&fl);
 	session_free(&s);
 }

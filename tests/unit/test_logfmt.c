@@ -20,14 +20,16 @@
 
 static struct file_entry mkfile(uint32_t mode, int64_t size, const char *link)
 {
+	static char names[64][32]; /* an empty name and the packed fields */
+	static size_t used;
+	struct fe_extras x = {.size = size, .link = link, .has = link ? FE_X_PTR : 0};
 	struct file_entry f;
 
 	memset(&f, 0, sizeof f);
-	f.mode = mode;
-	f.size = size;
-	f.link = link;
+	f.mode = (uint16_t)mode;
 	f.mtime = 1577836800; /* 2020-01-01 00:00:00 UTC */
-	f.hlink_group = -1;
+	assert_true(used < 64);
+	fe_place(&f, names[used++], "", 0, &x);
 	return f;
 }
 

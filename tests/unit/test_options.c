@@ -556,7 +556,8 @@ static void test_server_argv_pull(void **state)
 	/* a listing: 'd' from the implied --dirs */
 	PULL("--server --sender -de.LsfxCIvu .", "host::mod/");
 	PULL("--server --sender -de.LsfxCIvu --list-only .", "--list-only", "host::mod/");
-	PULL("--server --sender -re.LsfxCIvu .", "-r", "host::mod/");
+	/* a recursive listing receives incremental lists, as rsync's */
+	PULL("--server --sender -re.iLsfxCIvu .", "-r", "host::mod/");
 	/* --qsort goes by the name rsync's server knows; --drop-D is never
 	 * forwarded; --old-dirs is -r (its exclude of the second level travels as a
 	 * filter rule) */
