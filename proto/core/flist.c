@@ -633,6 +633,8 @@ void flist_inc_release(struct flist *fl)
 	fl->files = NULL;
 	fl->sorted = NULL;
 	free(fl->dirs);
+	free(fl->dirs_listed);
+	fl->dirs_listed = NULL;
 	fl->parts = NULL;
 	fl->dirs = NULL;
 }

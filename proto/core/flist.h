@@ -50,7 +50,6 @@ struct wire_in;
 #define FE_HLINKED 0x0010      /* member of a hard-link group */
 #define FE_HLINK_FIRST 0x0020  /* leader of its group (first sent) */
 #define FE_SKIP_GROUP 0x0100  /* not root and not a member: leave the group alone */
-#define FE_GOT_LIST 0x0200    /* incremental recursion: its contents arrived */
 #define FE_DIR_CREATED 0x0400 /* made ahead of its own part: report it as new */
 #define FE_HLINK_LAST 0x0800  /* last of its hard-link group in its part */
 
@@ -316,6 +315,11 @@ struct flist {
 	size_t nparts;
 	struct file_entry **dirs;  /* every directory received, in list order */
 	size_t ndirs, dirs_cap;
+	uint8_t *dirs_listed;      /* per dir: its part has arrived. The
+				    * receiver thread's alone: as an FE_ flag
+				    * it would share a word the generator
+				    * writes (FE_DIR_CREATED) */
+	size_t dirs_listed_cap;
 	bool eof;                  /* NDX_FLIST_EOF read: no more parts */
 	/* Incremental recursion, parts released once both sides are done
 	 * with them (flist_release_parts), so memory follows the parts in

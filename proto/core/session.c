@@ -85,7 +85,7 @@ static bool on_message(void *ctx, struct wire_in *in, int code, const uint8_t *p
 		if (len != 4)
 			return wire_fail(&s->err, RERR_STREAMIO, "invalid MSG_IO_ERROR");
 		if (!s->opts->ignore_errors)
-			s->io_error |= (int)(get_le32(payload) & IOERR_VALID_MASK);
+			session_io_error_add(s, (int)(get_le32(payload) & IOERR_VALID_MASK));
 		return true;
 	case MSG_IO_TIMEOUT:
 		return on_io_timeout(s, in, payload, len);
@@ -284,11 +284,11 @@ int session_exit_code(struct session *s)
 	if (code)
 		return code;
 	/* Later checks win, as in rsync. */
-	if (s->io_error & IOERR_DEL_LIMIT)
+	if (session_io_error(s) & IOERR_DEL_LIMIT)
 		code = RERR_DEL_LIMIT;
-	if (s->io_error & IOERR_VANISHED)
+	if (session_io_error(s) & IOERR_VANISHED)
 		code = RERR_VANISHED;
-	if (s->io_error & IOERR_GENERAL || s->got_xfer_error)
+	if (session_io_error(s) & IOERR_GENERAL || s->got_xfer_error)
 		code = RERR_PARTIAL;
 	return code;
 }

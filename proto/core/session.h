@@ -255,6 +255,20 @@ struct session {
 	pthread_mutex_t cleanup_lock;
 };
 
+/* The IOERR_* bits seen: the receiving side's two threads both add to
+ * them and read them (the generator before deleting), so every access is
+ * atomic. */
+static inline void session_io_error_add(struct session *s, int bits)
+{
+	__atomic_fetch_or(&s->io_error, bits, __ATOMIC_RELAXED);
+}
+
+static inline int session_io_error(const struct session *s)
+{
+	return __atomic_load_n(&s->io_error, __ATOMIC_RELAXED);
+}
+
+
 /* --log-file (logfile.c): opened by session_init when asked for; lines
  * are stamped with the time and our pid. */
 void logfile_open(struct session *s);

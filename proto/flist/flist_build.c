@@ -35,7 +35,7 @@ void walk_io_error_in(struct walker *k, int bit, const char *what, const char *d
 
 	msg_full_name(k->s, dir, name, full, sizeof full);
 	session_err(k->s, "[sender] %s %s failed: %s (%d)", what, full, strerror(e), e);
-	k->s->io_error |= bit;
+	session_io_error_add(k->s, bit);
 }
 
 /* The source directory the names being walked are relative to. */
@@ -400,7 +400,7 @@ bool flist_stat_deferred(struct session *s, struct send_list *sl, size_t i, int 
 	if (!flist_path(f, path, sizeof path))
 		snprintf(path, sizeof path, "%s", f->basename);
 	session_err(s, "readlink_stat \"%s\" failed: %s (%d)", path, strerror(e), e);
-	s->io_error |= e == ENOENT ? IOERR_VANISHED : IOERR_GENERAL;
+	session_io_error_add(s, e == ENOENT ? IOERR_VANISHED : IOERR_GENERAL);
 	return false;
 }
 
@@ -503,7 +503,7 @@ bool walk_resolve_link(struct walker *k, int dirfd, const char *leaf, const char
 		char full[PATH_MAX + 8];
 		msg_full_name(k->s, cur_dir_name(k), path, full, sizeof full);
 		session_xfer_err_plain(k->s, "symlink has no referent: %s", full);
-		k->s->io_error |= IOERR_GENERAL;
+		session_io_error_add(k->s, IOERR_GENERAL);
 		return false;
 	}
 	if (follow || S_ISDIR(target.st_mode))
@@ -836,7 +836,7 @@ bool walk_build_one(struct walker *k, const char *arg)
 	if (strcmp(name, ".") != 0 && daemon_hides(k, arg, S_ISDIR(st.st_mode))) {
 		/* what the module excludes does not exist for the client (flist.c) */
 		session_err(k->s, "link_stat \"%s\" failed: %s (%d)", arg, strerror(ENOENT), ENOENT);
-		k->s->io_error |= IOERR_GENERAL;
+		session_io_error_add(k->s, IOERR_GENERAL);
 		k->sl->vanished = true;
 		return true;
 	}
@@ -936,7 +936,7 @@ bool flist_read_dir(struct session *s, const struct send_list *sl, const char *d
 		int e = errno;
 		if (e == ENOENT) {
 			session_warn(s, "directory has vanished: \"%s\"\n", dirpath);
-			s->io_error |= IOERR_VANISHED;
+			session_io_error_add(s, IOERR_VANISHED);
 		} else {
 			errno = e;
 			walk_io_error(&k, IOERR_GENERAL, "opendir", dirpath);

@@ -523,7 +523,7 @@ void flist_inc_free(struct inc_plan *p)
 static bool send_next_part(struct session *s, struct send_list *sl)
 {
 	struct inc_plan *p = sl->inc;
-	int io_err = 0, io_before = s->io_error;
+	int io_err = 0, io_before = session_io_error(s);
 
 	if (p->lazy && p->sent > 0 && !read_lazy_part(s, sl))
 		return false;
@@ -539,8 +539,8 @@ static bool send_next_part(struct session *s, struct send_list *sl)
 	/* The walk is over before the first part goes: its errors go with
 	 * that part; a deferred stat's with its own part, as rsync reports
 	 * each with the part it happened in (flist.c: send_extra_file_list). */
-	if ((p->sent == 0 || s->io_error != io_before) && !s->opts->ignore_errors)
-		io_err = s->io_error & IOERR_VALID_MASK;
+	if ((p->sent == 0 || session_io_error(s) != io_before) && !s->opts->ignore_errors)
+		io_err = session_io_error(s) & IOERR_VALID_MASK;
 	bool in_marker = s->varint_flist_flags || s->safe_flist;
 	if (part->store ? !send_store(s, sl, part, in_marker ? io_err : 0)
 			: !flist_send_part(s, sl, p->by_dir + part->first, part->count,

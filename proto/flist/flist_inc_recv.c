@@ -89,8 +89,10 @@ bool flist_part_finish(struct session *s, struct flist *fl, size_t first, size_t
 	for (size_t k = 0; k < n; k++) {
 		if (!S_ISDIR(v[k]->mode))
 			continue;
-		if (!grow(s, (void **)&fl->dirs, &fl->dirs_cap, fl->ndirs + 1, sizeof *fl->dirs))
+		if (!grow(s, (void **)&fl->dirs, &fl->dirs_cap, fl->ndirs + 1, sizeof *fl->dirs) ||
+		    !grow(s, (void **)&fl->dirs_listed, &fl->dirs_listed_cap, fl->ndirs + 1, 1))
 			return false;
+		fl->dirs_listed[fl->ndirs] = 0;
 		fl->dirs[fl->ndirs++] = v[k];
 	}
 	/* The first part's directory is "." when the list starts with it

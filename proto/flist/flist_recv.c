@@ -784,7 +784,7 @@ bool flist_recv(struct session *s, struct flist *fl)
 		fl->io_error |= err & IOERR_VALID_MASK;
 	}
 	if (!o->ignore_errors)
-		s->io_error |= fl->io_error;
+		session_io_error_add(s, fl->io_error);
 	for (size_t i = 0; i < fl->count; i++)
 		id_map_apply(s, &fl->files[i]);
 	s->stats.flist_size = (int64_t)(s->in.total_read - start);
@@ -809,13 +809,14 @@ bool flist_recv_part(struct session *s, struct flist *fl, int32_t dir_ndx)
 		return wire_fail(&s->err, RERR_PROTOCOL, "refusing invalid dir_ndx %d >= %zu",
 				 dir_ndx, fl->ndirs);
 	struct file_entry *dir = fl->dirs[dir_ndx];
-	if (!(dir->flags & FE_ACTIVE))
+	/* an atomic read: the generator may be setting FE_DIR_CREATED */
+	if (!(__atomic_load_n(&dir->flags, __ATOMIC_RELAXED) & FE_ACTIVE))
 		return wire_fail(&s->err, RERR_PROTOCOL, "refusing flist for cleared dir_ndx %d",
 				 dir_ndx);
-	if (dir->flags & FE_GOT_LIST)
+	if (fl->dirs_listed[dir_ndx])
 		return wire_fail(&s->err, RERR_PROTOCOL,
 				 "refusing malicious duplicate flist for dir %d", dir_ndx);
-	dir->flags |= FE_GOT_LIST;
+	fl->dirs_listed[dir_ndx] = 1;
 	if (!flist_path(dir, dirpath, sizeof dirpath))
 		return wire_fail(&s->err, RERR_PROTOCOL, "file name too long");
 	size_t first = fl->count;
@@ -831,7 +832,7 @@ bool flist_recv_part(struct session *s, struct flist *fl, int32_t dir_ndx)
 		id_map_apply(s, f);
 	}
 	if (!s->opts->ignore_errors)
-		s->io_error |= fl->io_error & ~io_before;
+		session_io_error_add(s, fl->io_error & ~io_before);
 	s->stats.flist_size += (int64_t)(s->in.total_read - start);
 	return flist_part_finish(s, fl, first, fl->count - first, dir_ndx);
 }

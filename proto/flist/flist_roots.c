@@ -303,7 +303,7 @@ static bool build_relative(struct walker *k, const char *arg)
 		msg_full_name(k->s, where, fn, full, sizeof full);
 		session_xfer_err(k->s, "[sender] link_stat %s failed: %s (%d)", full, strerror(e), e);
 		if (e != ENOENT)
-			k->s->io_error |= IOERR_GENERAL;
+			session_io_error_add(k->s, IOERR_GENERAL);
 		if (pfd >= 0)
 			close(pfd);
 		return true;

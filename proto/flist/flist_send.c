@@ -550,7 +550,7 @@ bool flist_send_whole(struct session *s, struct send_list *sl)
 		struct hlink_ref hl = {.leader = leaders ? leaders[i] : -1, .abbrev = true};
 		ok = send_counted(s, sl, i, e, hl);
 	}
-	int io_err = o->ignore_errors ? 0 : s->io_error & IOERR_VALID_MASK;
+	int io_err = o->ignore_errors ? 0 : session_io_error(s) & IOERR_VALID_MASK;
 	ok = ok && write_end_of_list(s, io_err);
 	if (e) {
 		struct id_seen *uids = &e->uids, *gids = &e->gids;

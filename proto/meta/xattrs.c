@@ -415,7 +415,7 @@ bool xattr_send_entry(struct session *s, int rootfd, const char *path, struct fi
 	/* An unreadable entry is sent with no xattrs (rsync leaves it out). */
 	if (has_xattrs(s, f->mode) && fs_proc_path(p, sizeof p, rootfd, path) &&
 	    !read_set(s, p, path, true, true, &set))
-		s->io_error |= IOERR_GENERAL;
+		session_io_error_add(s, IOERR_GENERAL);
 	set.key = set_key(&set);
 	long ndx = table_find(x, &set);
 	if (!wire_write_varint(&s->out, (int32_t)(ndx + 1)))

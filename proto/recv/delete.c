@@ -552,7 +552,7 @@ bool delete_make_room(struct recv_ctx *rc, int dirfd, const char *leaf, const ch
 
 static bool deletions_allowed(struct recv_ctx *rc)
 {
-	if ((rc->s->io_error & IOERR_GENERAL) && !rc->s->opts->ignore_errors) {
+	if ((session_io_error(rc->s) & IOERR_GENERAL) && !rc->s->opts->ignore_errors) {
 		if (!rc->warned_io_error)
 			session_info(rc->s, "IO error encountered -- skipping file deletion\n");
 		rc->warned_io_error = true;
@@ -615,7 +615,7 @@ void delete_in_dir(struct recv_ctx *rc, struct dir_cursor *dirs, const char *dir
 	}
 	free_names(&dn);
 	if (rc->skipped_deletes && rc->s->opts->max_delete >= 0)
-		rc->s->io_error |= IOERR_DEL_LIMIT;
+		session_io_error_add(rc->s, IOERR_DEL_LIMIT);
 }
 
 static void delete_pass_dir(struct recv_ctx *rc, struct dir_cursor *dirs, size_t i)

@@ -301,8 +301,10 @@ static void gen_dir_early(struct gen *g, struct file_entry *f, const char *path)
 	int dirfd = parent_of(g, path, &leaf);
 	if (dirfd < 0 || dest_lstat(g, dirfd, leaf, path, &st) == 0)
 		return;
+	/* atomic: the receiver thread reads this entry's flags when its
+	 * part arrives */
 	if (mkdirat(dirfd, leaf, (f->mode | 0700) & 0700) == 0)
-		f->flags |= FE_DIR_CREATED;
+		__atomic_fetch_or(&f->flags, FE_DIR_CREATED, __ATOMIC_RELAXED);
 }
 
 static void gen_symlink(struct gen *g, int32_t ndx, struct file_entry *f, const char *path)

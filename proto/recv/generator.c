@@ -424,7 +424,7 @@ static bool generate_files(struct gen *g)
 	if (rc->skipped_deletes && g->o->max_delete >= 0) {
 		session_warn(s, "Deletions stopped due to --max-delete limit (%ld skipped)\n",
 			     rc->skipped_deletes);
-		s->io_error |= IOERR_DEL_LIMIT;
+		session_io_error_add(s, IOERR_DEL_LIMIT);
 	}
 	if (s->protocol >= 31 && late_delete && (!delete_stats(g) || !send_done(g)))
 		return false;

@@ -432,7 +432,7 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 		else
 			session_xfer_err(s, "[sender] send_files failed to open %s: %s (%d)", full,
 				   strerror(e), e);
-		s->io_error |= e == ENOENT ? IOERR_VANISHED : IOERR_GENERAL;
+		session_io_error_add(s, e == ENOENT ? IOERR_VANISHED : IOERR_GENERAL);
 		/* counted as rsync does, before it opens the file */
 		s->stats.xferred_files++;
 		s->stats.total_transferred_size += fe_size(f);
@@ -510,7 +510,7 @@ static bool send_one(struct snd *d, int32_t ndx, int iflags, uint8_t type, const
 		msg_full_name(s, source_dir(d->sl, ndx), path, full, sizeof full);
 		session_xfer_err(s, "[sender] read errors mapping %s: %s (%d)", full,
 			   strerror(mo.read_errno), mo.read_errno);
-		s->io_error |= IOERR_GENERAL;
+		session_io_error_add(s, IOERR_GENERAL);
 	}
 	d->hash_hits += mo.hash_hits;
 	d->false_alarms += mo.false_alarms;
@@ -684,7 +684,7 @@ bool sender_run(struct session *s, struct send_list *sl)
 	struct snd d = {.s = s, .sl = sl};
 	int max_phase = s->protocol >= 29 ? 2 : 1, phase = 0;
 	char xname[MAXPATHLEN_WIRE];
-	int io_error_sent = s->io_error;
+	int io_error_sent = session_io_error(s);
 	bool ok = true;
 
 	d.append = s->opts->append;
@@ -804,8 +804,8 @@ bool sender_run(struct session *s, struct send_list *sl)
 		session_info(s, "total: matches=%d  hash_hits=%lld  false_alarms=%lld data=%lld\n",
 			     d.matches, (long long)d.hash_hits, (long long)d.false_alarms,
 			     (long long)s->stats.literal_data);
-	if (ok && s->protocol >= 30 && s->io_error != io_error_sent) {
-		int e = s->io_error & IOERR_VALID_MASK;
+	if (ok && s->protocol >= 30 && session_io_error(s) != io_error_sent) {
+		int e = session_io_error(s) & IOERR_VALID_MASK;
 		uint8_t b[4] = {(uint8_t)e, 0, 0, 0};
 		ok = wire_send_msg(&s->out, MSG_IO_ERROR, b, 4);
 	}
