@@ -233,7 +233,7 @@ int client_local_list(const struct ferry_opts *o, char **srcs, int nsrc)
 	bool ok = flist_build(&s, &w, srcs, nsrc, &sl) && flist_sort_and_clean(&s, &sl.fl);
 	for (size_t i = sl.fl.low; ok && i <= sl.fl.high && i < sl.fl.count; i++)
 		if (list_wanted(o, sl.fl.sorted[i]))
-			list_entry(o, sl.fl.sorted[i]);
+			list_print_entry(o, sl.fl.sorted[i]);
 	fflush(stdout);
 	int code = ok ? session_exit_code(&s) : session_exit_code(&s);
 	send_list_free(&sl);

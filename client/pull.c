@@ -63,7 +63,7 @@ static void free_paths(char **v, int n)
 }
 
 /* rsync generator.c: list_file_entry(), for --list-only. */
-void list_entry(const struct ferry_opts *o, const struct file_entry *f)
+void list_print_entry(const struct ferry_opts *o, const struct file_entry *f)
 {
 	char line[MAXPATHLEN_WIRE * 3];
 
@@ -287,12 +287,12 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	rc.cfg.rootfd = -1;
 	if ((o->list_only || !dest) && s->inc_recurse) {
 		/* listed part by part, as the generator reaches them */
-		rc.cfg.list_entry = list_entry;
+		rc.cfg.on_list = list_print_entry;
 		rc.cfg.list_only = true;
 	} else if (o->list_only || !dest) {
 		for (size_t i = fl.low; i <= fl.high && i < fl.count; i++)
 			if (list_wanted(o, fl.sorted[i]))
-				list_entry(o, fl.sorted[i]);
+				list_print_entry(o, fl.sorted[i]);
 		fflush(stdout);
 		rc.cfg.list_only = true;
 	} else if (fl.count > 0) {

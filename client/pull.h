@@ -25,6 +25,6 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 
 struct file_entry;
 /* One --list-only line (generator.c: list_file_entry). */
-void list_entry(const struct ferry_opts *o, const struct file_entry *f);
+void list_print_entry(const struct ferry_opts *o, const struct file_entry *f);
 
 #endif

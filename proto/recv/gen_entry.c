@@ -826,11 +826,11 @@ void gen_entry(struct gen *g, int32_t ndx)
 		}
 		g->last_dir = f->dirname;
 	}
-	if (g->rc->cfg.list_entry) {
+	if (g->rc->cfg.on_list) {
 		/* a directory is listed at the start of its own part
 		 * (generator.c: recv_generator, is_dir < 0) */
 		if (!(g->dir_early && S_ISDIR(f->mode)) && list_wanted(o, f))
-			g->rc->cfg.list_entry(o, f);
+			g->rc->cfg.on_list(o, f);
 		return;
 	}
 	if (g->dir_early && S_ISDIR(f->mode)) {

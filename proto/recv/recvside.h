@@ -57,7 +57,7 @@ struct recv_config {
 	/* --list-only with incremental recursion: prints an entry as the
 	 * generator reaches it (generator.c: list_file_entry), so that
 	 * finished parts can be released; NULL when not listing */
-	void (*list_entry)(const struct ferry_opts *o, const struct file_entry *f);
+	void (*on_list)(const struct ferry_opts *o, const struct file_entry *f);
 
 	bool local;               /* the receiving half of a local copy */
 	bool confined;            /* a daemon module: alt dirs stay inside it */
