@@ -144,6 +144,31 @@ static void start_ahead(struct snd *d, int fd, const struct sum_head *h)
 				  blockwise ? blockwise_width(d->s->xfer_csum) : 0);
 }
 
+/* Room for more of a file's block sums, doubling from 4096 up to the
+ * count the head announced: the arrays grow as the sums arrive, so a head
+ * announcing more than the peer sends costs no memory up front. sum2 gets
+ * a spare byte per block, zeroed, as before. */
+static bool sums_grow(struct session *s, const struct sum_head *h, uint32_t **sum1,
+		      uint8_t **sum2, size_t *cap)
+{
+	size_t count = (size_t)h->count, s2 = (size_t)h->s2length + 1;
+	size_t n = *cap ? *cap * 2 : 4096;
+
+	if (n > count)
+		n = count;
+	uint32_t *v1 = xrealloc_array(&s->err, *sum1, n, sizeof **sum1);
+	if (!v1)
+		return false;
+	*sum1 = v1;
+	uint8_t *v2 = xrealloc_array(&s->err, *sum2, n, s2);
+	if (!v2)
+		return false;
+	*sum2 = v2;
+	memset(v2 + *cap * s2, 0, (n - *cap) * s2);
+	*cap = n;
+	return true;
+}
+
 /* The receiver's sum head and block sums, bounded before any allocation
  * (io.c: read_sum_head; sender.c: receive_sums; CVE-2024-12084). */
 static bool read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, uint8_t **sum2,
@@ -157,12 +182,11 @@ static bool read_sums(struct session *s, struct sum_head *h, uint32_t **sum1, ui
 		return true;
 	if (d)
 		start_ahead(d, fd, h);
-	*sum1 = xmalloc_array(&s->err, (size_t)h->count, sizeof **sum1);
-	*sum2 = xcalloc_array(&s->err, (size_t)h->count, (size_t)h->s2length + 1);
-	if (!*sum1 || !*sum2)
-		return false;
+	size_t cap = 0;
 	for (int32_t i = 0; i < h->count; i++) {
 		int32_t v;
+		if ((size_t)i == cap && !sums_grow(s, h, sum1, sum2, &cap))
+			return false;
 		if (!wire_read_i32(&s->in, &v) ||
 		    !wire_read(&s->in, *sum2 + (size_t)i * (size_t)h->s2length, (size_t)h->s2length))
 			return false;
