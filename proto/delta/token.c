@@ -415,10 +415,6 @@ static void speed_window_start(struct token_enc *e, struct wire_out *out)
 {
 	e->win_wait0 = wire_out_wait_ns(out);
 	e->win_wall0 = wall_clock_ns(e);
-	/* the link's counters (zlink.h): two system calls a window, none
-	 * while incompressible data is stored unjudged */
-	if (e->timed && !e->za.incompressible)
-		zlink_mark(e->clock ? -1 : out->fd, e->win_wall0, &e->link0);
 	e->spd_out0 = e->comp_out;
 }
 
@@ -526,14 +522,8 @@ static bool window_end(struct token_enc *e, struct wire_out *out, bool data, boo
 		w.bytes = e->win_bytes;
 		w.comp_ns = e->win_comp_ns;
 		w.wait_ns = wire_out_wait_ns(out) - e->win_wait0;
-		uint64_t now = wall_clock_ns(e);
-		w.wall_ns = now - e->win_wall0;
+		w.wall_ns = wall_clock_ns(e) - e->win_wall0;
 		w.sent = (uint64_t)(e->comp_out - e->spd_out0);
-		struct zlink_mark m;
-		zlink_mark(e->clock ? -1 : out->fd, now, &m);
-		w.link_ns = zlink_ns_per_mib(&e->link0, &m);
-		w.link_behind = zlink_behind(&e->link0, &m);
-		w.link_counted = e->link0.ok && m.ok;
 	}
 	bool changed = zadapt_window_end(&e->za, &w);
 	/* the new window is measured from after the switch (a new frame) */

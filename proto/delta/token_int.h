@@ -19,7 +19,6 @@
 
 #include "proto/delta/token.h"
 #include "proto/delta/zadapt.h"
-#include "proto/delta/zlink.h"
 
 #define END_FLAG 0x00
 #define TOKEN_LONG 0x20
@@ -99,7 +98,6 @@ struct token_enc {
 	uint64_t zs_in0, zs_out0; /* zstd_progress when the window began */
 
 	uint8_t *obuf;      /* a chunk: 2 header bytes + payload */
-	struct zlink_mark link0; /* the link's counters when the speed window began */
 };
 
 struct token_dec {

@@ -179,8 +179,6 @@ static uint64_t link_time(const struct zadapt *z)
 {
 	uint64_t link = z->link_ns_per_mib;
 
-	if (z->link_timed) /* measured where the receiver's stalls are left out */
-		return link;
 	for (int r = 0; r < z->nrungs; r++) {
 		const struct zadapt_rung *s = &z->stat[r];
 		if (!s->seen || s->age > ZADAPT_CAP_AGE || s->nout < ZADAPT_CAP_MIN)
@@ -274,25 +272,9 @@ static void measure(struct zadapt *z, const struct zadapt_window *w)
 	uint64_t busy = w->comp_ns + w->wait_ns;
 	z->other_ns_per_mib = ewma(z->other_ns_per_mib,
 				   wall > busy ? (wall - busy) * MIB / w->bytes : 0, true);
-	if (w->link_counted && !z->link_timed) {
-		/* the transport times the link, buffers left out: its
-		 * samples replace what the waiting suggested */
-		z->link_timed = true;
-		z->nlink = 0;
-		z->link_known = false;
-		z->link_ns_per_mib = 0;
-	}
-	if (w->link_ns && z->link_timed)
-		link_sample(z, w->link_ns);
-	/* the first counted window's backlog is the start's: it is judged
-	 * on the next one */
-	z->link_behind = z->link_timed && (w->link_behind || !z->counted_before);
-	z->counted_before = z->link_timed;
 	if (w->sent < ZADAPT_STORE_WINDOW || wall == 0)
 		return; /* too little output to time the link by */
 	out_sample(s, wall * MIB / w->sent);
-	if (z->link_timed)
-		return;
 	/* Only a saturated window times the link. One that did not block
 	 * shows no bound worth having: the socket's buffers (megabytes) take
 	 * in a window's output faster than any link. */
@@ -323,11 +305,6 @@ static int best_rung(const struct zadapt *z, bool guesses)
 			continue;
 		if (guess && !is_store(z, r) && r != z->rung - 1 && r != z->rung + 1)
 			continue; /* guesses reach one rung only */
-		if (guess && r > z->rung && z->link_behind && !z->link_known)
-			continue; /* more bytes for a link already behind */
-		if (guess && is_store(z, r) && z->link_timed && !z->link_known &&
-		    r != z->rung + 1)
-			continue; /* the faster rungs on the way time the link */
 		uint64_t c = zadapt_cost(z, r);
 		if (guess && is_store(z, r) && z->nlink > 0) {
 			/* one saturated window is too little to count on, but

@@ -37,17 +37,6 @@
  *    not): "store" sending 1 MiB in 0.5 ms in most windows shows a link
  *    of 0.5 ms per MiB or less, whatever the stalls made zstd's few
  *    bytes wait.
- *    On TCP the transport counts the link (zlink.h, link_counted): its
- *    samples (link_ns: the backlog at a window's start covered all it
- *    delivered, so the link was busy throughout) replace the waiting's,
- *    and the cap does not apply, since socket buffers of megabytes hide
- *    a slow link from the waiting (at 100 Mbit/s a stored MiB went out
- *    in 20 ms of 85). Until the link is known, a window that left it
- *    behind (more undelivered than delivered; the first counted window
- *    counts as such) keeps guesses from moving to a setting that sends
- *    more, and "store" is not probed from afar: the rungs on the way
- *    send more and more, and the first that backlogs the link times it
- *    (a setting that keeps the link idle says nothing of its speed).
  *
  * The decision: move to a setting whose cost, from fresh measurements
  * (taken within ZADAPT_STALE timed windows), beats the current one by
@@ -153,13 +142,8 @@ struct zadapt {
 	uint64_t link_ns_per_mib;  /* the link's time per MiB of output: an
 				    * estimate if link_known, else at most */
 	bool link_known;   /* saturated windows measured the link */
-	bool link_timed;   /* the transport measures the link (link_ns):
-			    * its samples, not the sender's waiting */
 	uint64_t link_samples[ZADAPT_LINK_SAMPLES]; /* the last ones, newest first */
 	int nlink;         /* samples in link_samples */
-	bool link_behind;  /* the link counted, the last timed window left it
-			    * behind (or was the first counted one) */
-	bool counted_before; /* a timed window had the link counted */
 	int came_from;     /* the rung before the last move, -1: none */
 	int probing;       /* windows left to measure the last move by */
 	int hold;          /* windows to wait before the next move */
@@ -180,13 +164,6 @@ struct zadapt_window {
 	uint64_t wall_ns;     /* wall time of it all (0: comp_ns + wait_ns) */
 	uint64_t sample_in;   /* while storing: a sample's size ... */
 	uint64_t sample_out;  /* ... and what a fast compressor made of it */
-	uint64_t link_ns;     /* the link's time per MiB over the timed window
-			       * as the transport measured it (zlink.h: TCP's
-			       * delivery counters); 0: not measured */
-	bool link_counted;    /* the transport counts what the link delivered
-			       * (link_ns and link_behind mean something) */
-	bool link_behind;     /* the transport's backlog at the window's end
-			       * was more than the link delivered in it */
 };
 
 /* `level`: the normal level as resolved by token_resolve_level (for lz4:

@@ -14,16 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <cmocka.h>
 
 #include "proto/delta/token.h"
 #include "proto/delta/zadapt.h"
-#include "proto/delta/zlink.h"
 
 #define ZSTD_MIN (-131072)
 #define ZSTD_STORE_SETTING ZSTD_MIN
@@ -148,103 +143,6 @@ static void test_link_measured(void **state)
 	assert_int_equal(z.link_ns_per_mib, 8 * MS);
 }
 
-/* On TCP the transport times the link (zlink.h): the sender's waiting,
- * which a socket buffer of megabytes hides, no longer does; a link left
- * behind is not tried with more bytes before it is known; one sample is
- * waited out, two make it known. */
-static void test_link_counted(void **state)
-{
-	struct zadapt z;
-	(void)state;
-
-	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
-	/* CPU-bound by the sender's clock, the link unknown: without the
-	 * backlog, storing or zstd 1 would be tried */
-	struct zadapt_window w = timed(8, 2, 5, 6);
-	w.link_counted = true;
-	w.link_behind = true;
-	for (int i = 0; i < 4; i++)
-		assert_false(zadapt_window_end(&z, &w));
-	assert_int_equal(z.nlink, 0); /* the waiting timed nothing */
-	assert_false(z.link_known);
-	/* the backlog timed the link: 84 ms per MiB, 100 Mbit/s */
-	w.link_ns = 84 * MS;
-	assert_false(zadapt_window_end(&z, &w));
-	assert_false(z.link_known);
-	w.link_ns = 86 * MS;
-	zadapt_window_end(&z, &w);
-	assert_true(z.link_known);
-	assert_int_equal(z.link_ns_per_mib, 85 * MS);
-	/* storing costs the link's time, never capped by what the sender
-	 * saw its output take (the buffers') */
-	assert_true(zadapt_cost(&z, z.nrungs - 1) >= 85 * MS);
-	assert_false(zadapt_storing(&z));
-	/* not behind, link unknown: not on the first counted window, whose
-	 * backlog is the start's, then the faster neighbour, not storing
-	 * from afar (a link that zstd 3 leaves idle says nothing of how it
-	 * takes raw data: the rungs on the way time it) */
-	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
-	w = timed(8, 2, 5, 0);
-	w.link_counted = true;
-	assert_false(zadapt_window_end(&z, &w));
-	assert_true(zadapt_window_end(&z, &w));
-	assert_int_equal(zadapt_setting(&z), 1);
-}
-
-/* zlink.c: the link is timed only by a span whose starting backlog
- * covered all it delivered, and not while the receiver's window held it. */
-static void test_zlink_span(void **state)
-{
-	(void)state;
-	struct zlink_mark a = {.ok = true, .acked = 1000000, .queued = 3 * MIB, .ns = 0};
-	struct zlink_mark b = {.ok = true, .acked = 1000000 + 2 * MIB, .queued = 2 * MIB,
-			       .ns = 168 * MS};
-	assert_int_equal(zlink_ns_per_mib(&a, &b), 84 * MS);
-	assert_false(zlink_behind(&a, &b)); /* 2 MiB queued, 2 MiB delivered */
-	b.queued = 2 * MIB + 1;
-	assert_true(zlink_behind(&a, &b));
-	/* the backlog ran out within the span: the link may have waited */
-	a.queued = 2 * MIB - 1;
-	assert_int_equal(zlink_ns_per_mib(&a, &b), 0);
-	a.queued = 3 * MIB;
-	/* the receiver's window closed for a quarter of the span */
-	b.rwnd_us = 42000;
-	assert_true(zlink_receiver_bound(&a, &b));
-	assert_int_equal(zlink_ns_per_mib(&a, &b), 0);
-	assert_false(zlink_behind(&a, &b));
-	b.rwnd_us = 41000;
-	assert_int_equal(zlink_ns_per_mib(&a, &b), 84 * MS);
-	/* too little delivered, or no counters (a pipe) */
-	b.acked = a.acked + ZLINK_MIN_ACKED - 1;
-	assert_int_equal(zlink_ns_per_mib(&a, &b), 0);
-	b.acked = a.acked + 2 * MIB;
-	b.ok = false;
-	assert_int_equal(zlink_ns_per_mib(&a, &b), 0);
-	assert_false(zlink_behind(&a, &b));
-	/* a pipe has none */
-	struct zlink_mark m;
-	int fds[2];
-	assert_int_equal(pipe(fds), 0);
-	zlink_mark(fds[1], 1, &m);
-	assert_false(m.ok);
-	close(fds[0]);
-	close(fds[1]);
-	/* a TCP connection has them (loopback, a port the kernel picks) */
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof sa;
-	int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(l >= 0 && c >= 0);
-	assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof sa), 0);
-	assert_int_equal(listen(l, 1), 0);
-	assert_int_equal(getsockname(l, (struct sockaddr *)&sa, &len), 0);
-	assert_int_equal(connect(c, (struct sockaddr *)&sa, sizeof sa), 0);
-	zlink_mark(c, 1, &m);
-	assert_true(m.ok);
-	assert_int_equal(m.queued, 0);
-	close(c);
-	close(l);
-}
-
 /* Tiny windows, zero pages at 4 GB/s: no move gains enough to be worth
  * one, however the link behaves. */
 static void test_fast_compressor(void **state)
@@ -354,11 +252,6 @@ struct replay {
 	 * stall_every bytes of input, whatever the setting */
 	uint64_t stall_ns, stall_every, stall_debt;
 	uint64_t wall_ns, in_bytes; /* of the whole run */
-	/* tcp: the output goes through a socket buffer of sockbuf bytes,
-	 * which blocks the sender only when full, and the transport reports
-	 * the link's counters (zlink.h) as ferry's sender does on TCP */
-	bool tcp;
-	uint64_t sockbuf, queued;
 };
 
 static unsigned noise(uint32_t *seed, unsigned pct)
@@ -407,41 +300,6 @@ static struct zadapt_window replay_window(struct replay *r, const struct zadapt 
 	return w;
 }
 
-/* One window as the sender sees it on TCP: its output goes into a socket
- * buffer that the link drains; the sender blocks only while the buffer
- * is full, so a buffer of megabytes hides a slow link from its waiting
- * (a store window at 100 Mbit/s waits a fraction of its wall time); the
- * transport's counters time the link when the backlog at the window's
- * start covered all it delivered (zlink.c). */
-static struct zadapt_window replay_window_tcp(struct replay *r, const struct zadapt *z)
-{
-	struct zadapt_window w = replay_window(r, z);
-	uint64_t work = w.wall_ns - w.wait_ns;
-	uint64_t link = r->link_ns_per_mib * noise(&r->seed, 5) / 100;
-	uint64_t q0 = r->queued;
-	/* while working, the link drains what it can; what does not fit
-	 * in the buffer waits for it */
-	uint64_t drained = work * MIB / link;
-	uint64_t backlog = q0 + w.sent;
-	if (drained > backlog)
-		drained = backlog;
-	uint64_t wall = work;
-	if (backlog - drained > r->sockbuf) {
-		uint64_t over = backlog - drained - r->sockbuf;
-		wall += over * link / MIB;
-		drained += over;
-	}
-	r->wall_ns += wall - w.wall_ns;
-	w.wall_ns = wall;
-	w.wait_ns = wall - work;
-	r->queued = backlog - drained;
-	w.link_counted = true;
-	w.link_behind = r->queued > drained;
-	if (drained >= 64 * 1024 && q0 >= drained)
-		w.link_ns = wall * MIB / drained;
-	return w;
-}
-
 static void run_replay(struct replay *r, int alg, int level)
 {
 	struct zadapt z;
@@ -450,7 +308,7 @@ static void run_replay(struct replay *r, int alg, int level)
 	r->changes_after_settling = 0;
 	r->storing_windows = 0;
 	for (int i = 0; i < r->windows; i++) {
-		struct zadapt_window w = r->tcp ? replay_window_tcp(r, &z) : replay_window(r, &z);
+		struct zadapt_window w = replay_window(r, &z);
 		bool changed = zadapt_window_end(&z, &w);
 		if (changed && i >= r->windows / 2)
 			r->changes_after_settling++;
@@ -466,15 +324,15 @@ static void run_replay(struct replay *r, int alg, int level)
 
 /* Runs of about 200 MB with different noise: the rule must settle on the
  * same setting every time and stay there. */
-static int settled_setting_buf(const struct profile *p, size_t n, uint64_t link, int alg,
-			       int level, int *storing, uint64_t sockbuf)
+static int settled_setting(const struct profile *p, size_t n, uint64_t link, int alg,
+			   int level, int *storing)
 {
 	int setting = 0;
 
 	*storing = 0;
 	for (uint32_t seed = 1; seed <= 8; seed++) {
 		struct replay r = {.p = p, .n = n, .link_ns_per_mib = link, .seed = seed,
-				   .windows = 60, .tcp = sockbuf > 0, .sockbuf = sockbuf};
+				   .windows = 60};
 		run_replay(&r, alg, level);
 		if (getenv("ZADAPT_TRACE")) {
 			for (int i = 0; i < r.windows; i++)
@@ -491,12 +349,6 @@ static int settled_setting_buf(const struct profile *p, size_t n, uint64_t link,
 			*storing = r.storing_windows;
 	}
 	return setting;
-}
-
-static int settled_setting(const struct profile *p, size_t n, uint64_t link, int alg,
-			   int level, int *storing)
-{
-	return settled_setting_buf(p, n, link, alg, level, storing, 0);
 }
 
 #define N(a) (sizeof(a) / sizeof *(a))
@@ -541,45 +393,6 @@ static void test_replay_100m(void **state)
 	assert_int_equal(storing, 0); /* the link held zstd 3 up: no trial of storing */
 	s = settled_setting(pgdata_zstd, N(pgdata_zstd), LINK_100M, CPRES_ZSTD, 3, &storing);
 	assert_int_equal(s, 3);
-}
-
-/* The same links through a socket buffer of 4 MiB, as on TCP: the
- * sender's waiting shows a fraction of a slow link (the rule before the
- * transport's counters tried storing at 100 Mbit/s and went down to
- * zstd 1 and -1, sending 25 % more than rsync for PGDATA). Timed by the
- * counters, PGDATA stays at 3 and never stores, text goes up to 6; at
- * 1 Gbit/s PGDATA stays at 3 (text is a near tie between 3 and 1 there,
- * see test_replay_1g_text_and_loopback); on loopback text with zlib
- * steps down to storing; random data is stored. */
-static void test_replay_tcp_buffered(void **state)
-{
-	int storing;
-	(void)state;
-
-	int s = settled_setting_buf(pgdata_zstd, N(pgdata_zstd), LINK_100M, CPRES_ZSTD, 3,
-				    &storing, 4 * MIB);
-	assert_int_equal(s, 3);
-	assert_int_equal(storing, 0);
-	s = settled_setting_buf(text_zstd, N(text_zstd), LINK_100M, CPRES_ZSTD, 3, &storing,
-				4 * MIB);
-	assert_int_equal(s, 6);
-	assert_int_equal(storing, 0);
-	s = settled_setting_buf(pgdata_zstd, N(pgdata_zstd), LINK_1G, CPRES_ZSTD, 3, &storing,
-				4 * MIB);
-	assert_int_equal(s, 3);
-	/* on loopback storing is reached through the faster rungs, each
-	 * timing the link as it backlogs it: zlib from 6 down to 0; PGDATA's
-	 * zstd 3 at 0.5 ms per MiB leaves too little to gain to step down */
-	s = settled_setting_buf(text_zlib, N(text_zlib), LINK_LOOPBACK, CPRES_ZLIB, 6, &storing,
-				4 * MIB);
-	assert_int_equal(s, 0);
-	s = settled_setting_buf(pgdata_zstd, N(pgdata_zstd), LINK_LOOPBACK, CPRES_ZSTD, 3,
-				&storing, 4 * MIB);
-	assert_int_equal(s, 3);
-	assert_int_equal(storing, 0);
-	s = settled_setting_buf(random_zstd, N(random_zstd), LINK_10G, CPRES_ZSTD, 3, &storing,
-				4 * MIB);
-	assert_int_equal(s, ZSTD_MIN);
 }
 
 /* Text at 1 Gbit/s stays at the normal level: zstd 1 would be 8 % faster
@@ -819,64 +632,24 @@ static void test_recorded_100m_text(void **state)
 	assert_true(wall < recorded_wall(text100m, N(text100m), 1));
 }
 
-/* The recorded 100 Mbit/s windows of ferry's daemon with the TCP counters:
- * replayed, the rule makes the same choices it made there (zstd 3 and 1,
- * the link busy so rarely that CPU-bound looked right on a loaded
- * machine), never stores, and knows the link at about its 84 ms per MiB.
- * The same first window without the counters is what the rule before
- * them saw: no blocking to speak of, so it tried storing, and sent 2-3
- * MiB raw over the 100 Mbit/s link. */
-static void test_recorded_100m_pgdata_tcp(void **state)
-{
-	struct zadapt z;
-	(void)state;
-
-	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
-	for (size_t i = 0; i < N(pg100m_tcp); i++) {
-		const struct recorded_tcp_window *r = &pg100m_tcp[i];
-		struct zadapt_window w = {.timed = true, .in = r->bytes, .out = r->sent,
-					  .bytes = r->bytes, .sent = r->sent,
-					  .comp_ns = r->comp_ns, .wait_ns = r->wait_ns,
-					  .wall_ns = r->wall_ns, .link_ns = r->link_ns,
-					  .link_counted = true, .link_behind = r->behind};
-		zadapt_window_end(&z, &w);
-		assert_int_equal(zadapt_setting(&z), r->setting_after);
-		assert_false(zadapt_storing(&z));
-	}
-	assert_true(z.link_known);
-	assert_in_range(z.link_ns_per_mib, 70 * MS, 95 * MS);
-
-	const struct recorded_tcp_window *r = &pg100m_tcp[0];
-	struct zadapt_window w = {.timed = true, .in = r->bytes, .out = r->sent,
-				  .bytes = r->bytes, .sent = r->sent, .comp_ns = r->comp_ns,
-				  .wait_ns = r->wait_ns, .wall_ns = r->wall_ns};
-	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
-	zadapt_window_end(&z, &w);
-	assert_true(zadapt_storing(&z));
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ladders),
 		cmocka_unit_test(test_incompressible),
 		cmocka_unit_test(test_link_measured),
-		cmocka_unit_test(test_link_counted),
-		cmocka_unit_test(test_zlink_span),
 		cmocka_unit_test(test_fast_compressor),
 		cmocka_unit_test(test_fixed_level),
 		cmocka_unit_test(test_no_evidence),
 		cmocka_unit_test(test_replay_1g_pgdata),
 		cmocka_unit_test(test_replay_10g_random),
 		cmocka_unit_test(test_replay_100m),
-		cmocka_unit_test(test_replay_tcp_buffered),
 		cmocka_unit_test(test_replay_1g_text_and_loopback),
 		cmocka_unit_test(test_replay_loopback_receiver_stalls),
 		cmocka_unit_test(test_replay_link_slows),
 		cmocka_unit_test(test_probe_taken_back),
 		cmocka_unit_test(test_recorded_1g_pgdata),
 		cmocka_unit_test(test_recorded_100m_text),
-		cmocka_unit_test(test_recorded_100m_pgdata_tcp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
