@@ -2,11 +2,12 @@
 """ferry vs rsync benchmark (issue 8). `make bench` / `make bench-quick`.
 
 Usage: bench/run.py [--quick] [--scale S] [--rounds N] [--only REGEX]
-                    [--bench-dir DIR] [--no-write] [--perf KEY]
+                    [--bench-dir DIR] [--dest-fs disk|tmpfs] [--no-write]
+                    [--perf KEY]
 
 Environment: BENCH_DIR (default /var/tmp/ferry-bench; datasets cached per
 scale), BENCH_SCALE (1.0 = the issue's full sizes: 2 GiB bigfile, 100,000
-small files, pgbench -s 50), BENCH_ROUNDS, FERRY (default ./ferry), RSYNC
+small files, pgbench -s 50), BENCH_ROUNDS, BENCH_DEST_FS (--dest-fs), FERRY (default ./ferry), RSYNC
 (default rsync). --perf KEY runs scenario KEY's ferry variant once under
 `perf record` (client and daemon) and prints the top symbols of each side.
 
@@ -54,7 +55,12 @@ class Env:
         self.bench_dir = os.path.abspath(args.bench_dir)
         # One cache per scale, so quick and full runs do not evict each other.
         self.data = os.path.join(self.bench_dir, f"data-{args.scale:g}")
-        self.work = os.path.join(self.bench_dir, "work")
+        # The destinations (and the push module) live under work. On
+        # "tmpfs" it is in /dev/shm: the tools' own CPU cost, without the
+        # file system's (see --dest-fs).
+        self.dest_fs = args.dest_fs
+        self.work = (os.path.join("/dev/shm", "ferry-bench-work") if args.dest_fs == "tmpfs"
+                     else os.path.join(self.bench_dir, "work"))
         self.run_dir = os.path.join(self.bench_dir, "run")
         self.dst = os.path.join(self.work, "dst")
         self.ferry = os.path.abspath(os.environ.get("FERRY", os.path.join(REPO, "ferry")))
@@ -575,6 +581,15 @@ def git_rev():
     return p.stdout.strip() or "?"
 
 
+def dest_fs_line(env):
+    if env.dest_fs == "tmpfs":
+        return (f"{env.work} (tmpfs: the tools' own cost, without the disk "
+                "file system's; --dest-fs=tmpfs)")
+    return (f"{env.work} (the disk's file system, emptied with rm -rf before every run; "
+            "on ext4 the just-deleted inodes make every create scan past them, "
+            "a cost both tools pay)")
+
+
 def report(env, args, scenarios, sizes, started, load_before, skipped):
     mach = machine_description()
     lines = [f"# ferry vs rsync benchmark — {args.mode} "
@@ -591,6 +606,7 @@ def report(env, args, scenarios, sizes, started, load_before, skipped):
         f"smallfiles {sizes['smallfiles_count']} files",
         f"- {args.rounds} rounds per scenario, variants alternating A B A B; "
         "figures are medians of correct runs; warm page cache; loopback",
+        f"- destination: {dest_fs_line(env)}",
         "- wall/CPU in seconds; CPU and peak RSS (MiB) are client / server side "
         "(server = daemon listener + per-connection processes, or sshd + remote "
         "--server); wire = total bytes sent + received from --stats",
@@ -738,6 +754,10 @@ def main():
     ap.add_argument("--only", default=None, help="regex on scenario keys")
     ap.add_argument("--bench-dir", default=os.environ.get("BENCH_DIR", "/var/tmp/ferry-bench"))
     ap.add_argument("--no-write", action="store_true", help="do not write bench/results")
+    ap.add_argument("--dest-fs", choices=("disk", "tmpfs"),
+                    default=os.environ.get("BENCH_DEST_FS", "disk"),
+                    help="where destinations are written: under --bench-dir (disk) "
+                    "or in /dev/shm (tmpfs: the CPU-bound case)")
     ap.add_argument("--perf", metavar="KEY", help="profile scenario KEY's ferry run with perf")
     args = ap.parse_args()
     args.mode = "quick" if args.quick else "full"
@@ -805,6 +825,8 @@ def main():
         os.makedirs(outdir, exist_ok=True)
         default_scale = 0.02 if args.quick else 1.0
         suffix = "" if args.scale == default_scale else f"-s{args.scale:g}"
+        if args.dest_fs == "tmpfs":
+            suffix += "-tmpfs"
         path = os.path.join(outdir, f"{started:%Y-%m-%d}-{args.mode}{suffix}.md")
         with open(path, "w") as f:
             f.write(text)
