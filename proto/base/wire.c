@@ -4,6 +4,7 @@
  */
 #include "proto/base/wire.h"
 #include "proto/base/byteorder.h"
+#include "proto/base/sendq.h"
 #include "proto/base/stop_signal.h"
 
 #include <errno.h>
@@ -12,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 /* The stream buffers. The fuzz build (make fuzz) asks for smaller ones:
@@ -895,14 +895,15 @@ uint64_t wire_out_wait_ns(const struct wire_out *out)
 
 size_t wire_out_queued(const struct wire_out *out)
 {
-	int n = 0;
+	struct sendq_state st;
 
-	/* TIOCOUTQ is SIOCOUTQ on a socket; a pipe answers FIONREAD */
-	if (ioctl(out->fd, TIOCOUTQ, &n) == 0)
-		return n > 0 ? (size_t)n : 0;
-	if (ioctl(out->fd, FIONREAD, &n) == 0)
-		return n > 0 ? (size_t)n : 0;
-	return 0;
+	return sendq_read(out->fd, &st) ? (size_t)st.queued : 0;
+}
+
+bool wire_out_backlog(const struct wire_out *out, struct sendq_state *st, uint64_t *buffered)
+{
+	*buffered = out->len;
+	return sendq_read(out->fd, st);
 }
 
 static bool raw_write_loop(struct wire_out *out, const uint8_t *p, size_t len)

@@ -223,6 +223,12 @@ uint64_t wire_out_wait_ns(const struct wire_out *out);
 /* Bytes written to the fd that the peer has not taken yet (the socket's
  * send queue, or what sits in a pipe), 0 if unknown. */
 size_t wire_out_queued(const struct wire_out *out);
+/* The fd's queue (sendq.h) in *st, and in *buffered the bytes in ferry's
+ * own buffer not yet written to the fd: together, what was produced and
+ * has not left this host. False if the queue cannot be read. The caller
+ * holds the output (threads). */
+struct sendq_state;
+bool wire_out_backlog(const struct wire_out *out, struct sendq_state *st, uint64_t *buffered);
 /* A non-data frame; pending data is flushed first so the order holds. */
 bool wire_send_msg(struct wire_out *out, int code, const void *payload, size_t len);
 /* A message that overtakes the data still buffered, as rsync's message

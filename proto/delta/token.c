@@ -409,13 +409,15 @@ static uint64_t wall_clock_ns(const struct token_enc *e)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* A speed window starts: the link's waiting, the wall clock and the
- * output are counted from here. */
+/* A speed window starts: the link's waiting, the wall clock, the output and
+ * what waits to leave (the backlog, where readable) are counted from here. */
 static void speed_window_start(struct token_enc *e, struct wire_out *out)
 {
 	e->win_wait0 = wire_out_wait_ns(out);
 	e->win_wall0 = wall_clock_ns(e);
 	e->spd_out0 = e->comp_out;
+	e->win_backlog_known = !e->clock &&
+			       wire_out_backlog(out, &e->win_q0, &e->win_buffered0);
 }
 
 /* The "no compression effort" setting of this algorithm. */
@@ -477,6 +479,32 @@ static void window_reset(struct token_enc *e, struct wire_out *out, bool data, b
 	}
 }
 
+/* The output's queue over the timed window w: how much waited to leave
+ * at its start and end and, on TCP, whether the receiver's window (not
+ * the link) held the output back for 1/ZADAPT_SATURATED of its time or
+ * more. */
+static void window_backlog(const struct token_enc *e, struct wire_out *out,
+			   struct zadapt_window *w)
+{
+	struct sendq_state q1;
+	uint64_t buffered1;
+
+	if (!e->win_backlog_known || !wire_out_backlog(out, &q1, &buffered1))
+		return;
+	w->backlog_known = true;
+	w->sockq0 = e->win_q0.queued;
+	w->sockq1 = q1.queued;
+	w->backlog0 = e->win_q0.queued + e->win_buffered0;
+	w->backlog1 = q1.queued + buffered1;
+	if (q1.tcp && e->win_q0.tcp && q1.rwnd_limited_us >= e->win_q0.rwnd_limited_us) {
+		uint64_t limited_ns = (q1.rwnd_limited_us - e->win_q0.rwnd_limited_us) * 1000u;
+		w->receiver_limited = limited_ns * ZADAPT_SATURATED >= w->wall_ns;
+	}
+	if (q1.tcp && q1.delivery_rate > 0 && !q1.rate_app_limited &&
+	    q1.queued >= ZADAPT_RATE_QUEUED)
+		w->delivery_ns_per_mib = 1048576ull * 1000000000u / q1.delivery_rate;
+}
+
 /* This file's data in the window: what went into the compressor and what
  * came out (the codec may say otherwise: zstd counts what it has really
  * compressed, zlib is flushed first; lz4 holds nothing back). *evidence
@@ -524,6 +552,7 @@ static bool window_end(struct token_enc *e, struct wire_out *out, bool data, boo
 		w.wait_ns = wire_out_wait_ns(out) - e->win_wait0;
 		w.wall_ns = wall_clock_ns(e) - e->win_wall0;
 		w.sent = (uint64_t)(e->comp_out - e->spd_out0);
+		window_backlog(e, out, &w);
 	}
 	bool changed = zadapt_window_end(&e->za, &w);
 	/* the new window is measured from after the switch (a new frame) */

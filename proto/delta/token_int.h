@@ -18,6 +18,7 @@
 #include <zstd.h>
 
 #include "proto/delta/token.h"
+#include "proto/base/sendq.h"
 #include "proto/delta/zadapt.h"
 
 #define END_FLAG 0x00
@@ -74,6 +75,9 @@ struct token_enc {
 	uint64_t win_wait0;   /* the output's wait_ns when the window began */
 	uint64_t win_wall0;   /* the wall clock when the window began */
 	int64_t spd_out0;     /* comp_out when the speed window began */
+	bool win_backlog_known; /* win_q0 was read (wire_out_backlog) */
+	struct sendq_state win_q0; /* the output's queue when it began */
+	uint64_t win_buffered0;    /* and ferry's own buffered bytes */
 	uint8_t *sample;      /* while storing: the window's last bytes */
 	size_t sample_len;
 	uint8_t *sample_z;    /* the sample, compressed */

@@ -251,6 +251,16 @@ static void out_sample(struct zadapt_rung *s, uint64_t ns_per_mib)
 		s->nout++;
 }
 
+/* The window's output bytes that left this host: what was sent, less
+ * what the send queue grew by (or plus what it shrank by). */
+static uint64_t bytes_left(const struct zadapt_window *w)
+{
+	if (!w->backlog_known)
+		return w->sent;
+	uint64_t out = w->sent + w->backlog0;
+	return out > w->backlog1 ? out - w->backlog1 : 0;
+}
+
 /* Take in a timed window's measurements: the current rung's compress
  * time and ratio, the sender's other work, and the link. */
 static void measure(struct zadapt *z, const struct zadapt_window *w)
@@ -272,14 +282,24 @@ static void measure(struct zadapt *z, const struct zadapt_window *w)
 	uint64_t busy = w->comp_ns + w->wait_ns;
 	z->other_ns_per_mib = ewma(z->other_ns_per_mib,
 				   wall > busy ? (wall - busy) * MIB / w->bytes : 0, true);
-	if (w->sent < ZADAPT_STORE_WINDOW || wall == 0)
+	z->behind = w->backlog_known && !w->receiver_limited &&
+		    w->sockq1 >= ZADAPT_BACKLOG_SATURATED;
+	uint64_t left = bytes_left(w);
+	bool timed_link = false;
+	if (w->delivery_ns_per_mib && !w->receiver_limited) {
+		link_sample(z, w->delivery_ns_per_mib);
+		timed_link = true;
+	}
+	if (left < ZADAPT_MIN_LEFT || wall == 0)
 		return; /* too little output to time the link by */
-	out_sample(s, wall * MIB / w->sent);
+	out_sample(s, wall * MIB / left);
 	/* Only a saturated window times the link. One that did not block
-	 * shows no bound worth having: the socket's buffers (megabytes) take
-	 * in a window's output faster than any link. */
-	if (w->wait_ns * ZADAPT_SATURATED >= wall)
-		link_sample(z, wall * MIB / w->sent);
+	 * and left no backlog shows no bound worth having: the socket's
+	 * buffers (megabytes) take in a window's output faster than any
+	 * link. */
+	bool backlogged = z->behind && w->sockq0 >= ZADAPT_BACKLOG_SATURATED;
+	if (!timed_link && (w->wait_ns * ZADAPT_SATURATED >= wall || backlogged))
+		link_sample(z, wall * MIB / left);
 }
 
 static bool better(uint64_t cost, uint64_t than)
@@ -305,6 +325,9 @@ static int best_rung(const struct zadapt *z, bool guesses)
 			continue;
 		if (guess && !is_store(z, r) && r != z->rung - 1 && r != z->rung + 1)
 			continue; /* guesses reach one rung only */
+		if (guess && r > z->rung && z->behind)
+			continue; /* the link lags the output already: more bytes
+				   * cannot go faster */
 		uint64_t c = zadapt_cost(z, r);
 		if (guess && is_store(z, r) && z->nlink > 0) {
 			/* one saturated window is too little to count on, but
@@ -328,6 +351,16 @@ static void move_to(struct zadapt *z, int r)
 	z->probing = ZADAPT_TRIAL;
 }
 
+/* The last move did not pay: go to r, and wait twice as long as last
+ * time before the next. */
+static void take_back(struct zadapt *z, int r)
+{
+	z->backoff = z->backoff * 2 > ZADAPT_MAX_HOLD ? ZADAPT_MAX_HOLD : z->backoff * 2;
+	z->hold = z->backoff;
+	z->came_from = z->rung;
+	z->rung = r;
+}
+
 /* The speed side: move to the setting that moves the most input per
  * second (see zadapt.h). */
 static void judge_speed(struct zadapt *z, const struct zadapt_window *w)
@@ -349,11 +382,7 @@ static void judge_speed(struct zadapt *z, const struct zadapt_window *w)
 		if (best < 0 && back >= 0 && !better(zadapt_cost(z, z->rung), zadapt_cost(z, back)))
 			best = back;
 		if (best >= 0) { /* the last move did not pay: back, and wait */
-			z->backoff = z->backoff * 2 > ZADAPT_MAX_HOLD ? ZADAPT_MAX_HOLD
-								  : z->backoff * 2;
-			z->hold = z->backoff;
-			z->came_from = z->rung;
-			z->rung = best;
+			take_back(z, best);
 			return;
 		}
 		if (z->backoff > 1)

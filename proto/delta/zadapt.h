@@ -23,18 +23,21 @@
  *    the pace; the faster one adds 1/ZADAPT_OVERLAP of itself). Each timed window (at least ZADAPT_WINDOW bytes, across
  *    files) measures the current setting's compress time and ratio, the
  *    sender's other work, and the link: a window in which the sender was
- *    blocked on the link for at least 1/ZADAPT_SATURATED of its wall time
- *    saw the link saturated, so output/wall is its rate (the median of the
- *    last ZADAPT_LINK_SAMPLES such windows, known from two on, so that one
- *    stall of the receiver's is not taken for the link); a window that did
- *    not block says nothing (socket buffers take in megabytes). But a
+ *    blocked on the link for at least 1/ZADAPT_SATURATED of its wall time,
+ *    or that began and ended with ZADAPT_BACKLOG_SATURATED bytes or more
+ *    waiting in the socket's send queue, saw the link saturated, so the
+ *    bytes that left (the output, less what the queue grew by) per wall
+ *    time is its rate (the median of the last ZADAPT_LINK_SAMPLES such
+ *    windows, known from two on, so that one stall of the receiver's is
+ *    not taken for the link); a window that neither blocked nor left a
+ *    backlog says nothing (socket buffers take in megabytes). But a
  *    receiver that stalls (writing to disk) blocks the sender too, for a
  *    time that grows with input bytes, not output: a setting that sends
  *    few bytes then sees only the stalls blocking it and takes the link
  *    for a slow one. So the link is never taken slower than a setting
  *    measured within ZADAPT_CAP_AGE windows moved its output in most of
  *    its windows (the median of its last ZADAPT_CAP_WINDOWS, blocked or
- *    not): "store" sending 1 MiB in 0.5 ms in most windows shows a link
+ *    not; counting the bytes that left, where the backlog is known): "store" sending 1 MiB in 0.5 ms in most windows shows a link
  *    of 0.5 ms per MiB or less, whatever the stalls made zstd's few
  *    bytes wait.
  *
@@ -46,7 +49,16 @@
  * ZADAPT_STEP_* factors) and, if that looks better by ZADAPT_MIN_GAIN_NS,
  * it is tried (a probe); "store" is probed the same way while the link's
  * rate is unknown and no window has yet been saturated (it needs no guess
- * about the data, only about the link). Every move is judged after ZADAPT_TRIAL windows: kept only if it
+ * about the data, only about the link). No setting that sends more
+ * bytes is tried while the last window ended with the link behind (a
+ * backlog of ZADAPT_BACKLOG_SATURATED bytes still waiting to leave): the
+ * link does not keep up with what goes out now, so on a slow link the
+ * probe of "store" is not paid for. Where TCP reports its delivery
+ * rate at the end of a window that left ZADAPT_RATE_QUEUED bytes queued
+ * (so the sender was not what held the link back), that rate is a link
+ * sample of its own: the link is known before any window blocked. A backlog that the receiver's
+ * window made (TCP says so: a receiver busy writing or checksumming, as
+ * on loopback) counts for neither. Every move is judged after ZADAPT_TRIAL windows: kept only if it
  * beats the setting it left by the margin, else taken back, and then the
  * next move waits: the hold doubles, up to ZADAPT_MAX_HOLD windows; a
  * move that is kept halves it. So the level settles instead of flapping,
@@ -80,6 +92,16 @@
 #define ZADAPT_OVERLAP 8
 /* Blocked on the link for at least 1/ZADAPT_SATURATED of the window. */
 #define ZADAPT_SATURATED 4
+/* ... or at least this many bytes waited in the socket's send queue at
+ * both ends of the window (the link, not the sender, set the pace) */
+#define ZADAPT_BACKLOG_SATURATED (256 * 1024)
+/* TCP's delivery rate times the link where at least this many bytes
+ * still wait in the send queue when a window ends (the sender was not
+ * what held the link back). */
+#define ZADAPT_RATE_QUEUED (64 * 1024)
+/* A window whose output left in fewer bytes than this does not time the
+ * link (too coarse). */
+#define ZADAPT_MIN_LEFT (64 * 1024)
 /* The link's time is the median of this many saturated windows (known
  * from two on). */
 #define ZADAPT_LINK_SAMPLES 3
@@ -96,7 +118,7 @@
  * at 4 GB/s, zero pages, is nobody's bottleneck) */
 #define ZADAPT_MIN_GAIN_NS 250000
 /* A measurement older than this many timed windows is a guess again. */
-#define ZADAPT_STALE 24
+#define ZADAPT_STALE 8
 /* A move is judged after this many windows at the new setting. */
 #define ZADAPT_TRIAL 2
 #define ZADAPT_MAX_HOLD 64
@@ -144,6 +166,8 @@ struct zadapt {
 	bool link_known;   /* saturated windows measured the link */
 	uint64_t link_samples[ZADAPT_LINK_SAMPLES]; /* the last ones, newest first */
 	int nlink;         /* samples in link_samples */
+	bool behind;       /* the last timed window ended with a backlog of
+			    * ZADAPT_BACKLOG_SATURATED bytes or more */
 	int came_from;     /* the rung before the last move, -1: none */
 	int probing;       /* windows left to measure the last move by */
 	int hold;          /* windows to wait before the next move */
@@ -162,6 +186,22 @@ struct zadapt_window {
 	uint64_t comp_ns;     /* CPU time spent compressing */
 	uint64_t wait_ns;     /* time spent waiting for the link */
 	uint64_t wall_ns;     /* wall time of it all (0: comp_ns + wait_ns) */
+	/* What had not left this host yet (ferry's buffer + the socket's
+	 * send queue) when the timed window began and ended, if readable:
+	 * the link moved sent + backlog0 - backlog1 bytes, however much the
+	 * socket's buffers took in without blocking. */
+	bool backlog_known;
+	uint64_t backlog0, backlog1;
+	uint64_t sockq0, sockq1; /* of which in the socket's send queue:
+				  * the link's backlog, not ferry's buffer */
+	/* The receiver's window, not the link, held the output back for
+	 * 1/ZADAPT_SATURATED of the window or more (TCP's rwnd_limited): a
+	 * backlog then says nothing about the link. */
+	bool receiver_limited;
+	/* The link's time per MiB from TCP's own delivery rate, taken at
+	 * the end of a window that left the link a queue (not limited by
+	 * the sender or the receiver); 0: none. */
+	uint64_t delivery_ns_per_mib;
 	uint64_t sample_in;   /* while storing: a sample's size ... */
 	uint64_t sample_out;  /* ... and what a fast compressor made of it */
 };

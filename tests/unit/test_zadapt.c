@@ -143,6 +143,75 @@ static void test_link_measured(void **state)
 	assert_int_equal(z.link_ns_per_mib, 8 * MS);
 }
 
+/* The socket's send queue shows the link even when the sender never
+ * blocked: the bytes that left are the output less what the queue grew
+ * by. */
+static void test_link_from_backlog(void **state)
+{
+	struct zadapt z;
+	(void)state;
+
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	/* 2 MiB at 50 % in 8 ms, no blocking; 768 KiB were queued at the
+	 * start and 1.5 MiB at the end: 256 KiB left, 32 ms per MiB */
+	struct zadapt_window w = timed(2, 4, 50, 0);
+	w.backlog_known = true;
+	w.backlog0 = w.sockq0 = 768 * 1024;
+	w.backlog1 = w.sockq1 = 1536 * 1024;
+	zadapt_window_end(&z, &w);
+	assert_int_equal(z.link_ns_per_mib, 32 * MS);
+	/* a window whose queue was empty at the start (768 KiB at the
+	 * end): the link was not saturated throughout, no sample; the
+	 * setting's own rate (256 KiB left in 8 ms) is kept */
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	w.backlog0 = w.sockq0 = 0;
+	w.backlog1 = w.sockq1 = 768 * 1024;
+	zadapt_window_end(&z, &w);
+	assert_int_equal(z.link_ns_per_mib, 0);
+	assert_int_equal(z.stat[z.normal].nout, 1);
+	assert_int_equal(z.stat[z.normal].out_ns[0], 32 * MS);
+}
+
+/* With the link unknown, "store" is probed, unless the output already
+ * waits in the send queue: then more bytes cannot go out faster. */
+static void test_no_store_probe_when_behind(void **state)
+{
+	struct zadapt z;
+	(void)state;
+
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	struct zadapt_window w = timed(2, 4, 10, 0);
+	w.backlog_known = true;
+	w.backlog1 = w.sockq1 = 64 * 1024;
+	assert_true(zadapt_window_end(&z, &w));
+	assert_true(zadapt_storing(&z));
+
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	w.backlog1 = w.sockq1 = ZADAPT_BACKLOG_SATURATED;
+	for (int i = 0; i < 10; i++)
+		assert_false(zadapt_window_end(&z, &w));
+	assert_int_equal(zadapt_setting(&z), 3);
+	/* TCP's delivery rate at the end of a window that left a queue
+	 * times the link at once: 12.5 MB/s is 84 ms per MiB, and storing
+	 * against it is not tried (zstd's 10 % output takes 8.4 ms) */
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	struct zadapt_window rated = timed(2, 4, 10, 0);
+	rated.backlog_known = true;
+	rated.delivery_ns_per_mib = 84 * MS;
+	assert_false(zadapt_window_end(&z, &rated));
+	assert_int_equal(z.link_ns_per_mib, 84 * MS);
+	assert_false(zadapt_storing(&z));
+
+	/* a queue the receiver's window made (TCP says so) is not the
+	 * link's: store is probed, and the queue times no link */
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	w.backlog0 = w.backlog1 = w.sockq0 = w.sockq1 = 4 * ZADAPT_BACKLOG_SATURATED;
+	w.receiver_limited = true;
+	assert_true(zadapt_window_end(&z, &w));
+	assert_true(zadapt_storing(&z));
+	assert_int_equal(z.nlink, 0);
+}
+
 /* Tiny windows, zero pages at 4 GB/s: no move gains enough to be worth
  * one, however the link behaves. */
 static void test_fast_compressor(void **state)
@@ -638,6 +707,8 @@ int main(void)
 		cmocka_unit_test(test_ladders),
 		cmocka_unit_test(test_incompressible),
 		cmocka_unit_test(test_link_measured),
+		cmocka_unit_test(test_link_from_backlog),
+		cmocka_unit_test(test_no_store_probe_when_behind),
 		cmocka_unit_test(test_fast_compressor),
 		cmocka_unit_test(test_fixed_level),
 		cmocka_unit_test(test_no_evidence),
