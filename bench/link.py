@@ -312,9 +312,12 @@ def make_text(root, mib, seed=24):
 class Bench:
     def __init__(self, args):
         self.args = args
+        self.dest_fs = args.dest_fs
         self.root = os.path.abspath(args.bench_dir)
         self.data = os.path.join(self.root, "link-data")
-        self.work = os.path.join(self.root, "link-work")
+        # destinations (and mirror copies) live here; see --dest-fs
+        self.work = (os.path.join("/dev/shm", "ferry-bench-link-work")
+                     if args.dest_fs == "tmpfs" else os.path.join(self.root, "link-work"))
         self.run_dir = os.path.join(self.root, "link-run")
         self.dst = os.path.join(self.work, "dst")
         self.ferry = os.path.abspath(os.environ.get("FERRY", os.path.join(REPO, "ferry")))
@@ -556,6 +559,7 @@ class Bench:
             f"- link: veth {HOST_IF}/{NS_IF} + tbf {a.link} (burst {LINKS[a.link]}) on both "
             "ends, no added delay; daemon on this side, client in the namespace, pulling "
             "into an empty directory; warm page cache",
+            f"- destination: {bench_run.dest_fs_line(self)}",
             f"- data: pgdata = pgbench -i -s {a.pg_scale} "
             f"({du(self.trees['pgdata']) / 1e6:.0f} MB); text = {a.text_mb} MiB of "
             "Zipf-distributed words in 32 KiB..2 MiB files",
@@ -649,6 +653,10 @@ def main():
                     help="a line put at the top of the results file")
     ap.add_argument("--bench-dir", default=os.environ.get("BENCH_DIR", "/var/tmp/ferry-bench"))
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--dest-fs", choices=("disk", "tmpfs"),
+                    default=os.environ.get("BENCH_DEST_FS", "disk"),
+                    help="where destinations are written: under --bench-dir (disk) or "
+                    "in /dev/shm (tmpfs: without the file system's create cost)")
     args = ap.parse_args()
     if not args.link:
         sys.exit("bench/link.py: --link (or BENCH_LINK) is one of " + ", ".join(sorted(LINKS)))
@@ -678,7 +686,8 @@ def main():
     text = b.report(started, load_before)
     print(text)
     if not args.no_write:
-        path = os.path.join(HERE, "results", f"{started:%Y-%m-%d}-{args.link}.md")
+        suffix = "-tmpfs" if args.dest_fs == "tmpfs" else ""
+        path = os.path.join(HERE, "results", f"{started:%Y-%m-%d}-{args.link}{suffix}.md")
         with open(path, "w") as f:
             f.write(text)
         log(f"written: {path}")
