@@ -415,6 +415,10 @@ bool flist_path(const struct file_entry *f, char *buf, size_t size);
  * echoed their NDX_DONE, which the generator sends once it is done with
  * them): give back their entries, names and indexes (receiver thread). */
 void flist_release_parts(struct session *s, struct flist *fl, size_t upto);
+/* Return area[*given..bytes) of a reserved area (page-aligned base) to
+ * the kernel, in whole steps of 128 KiB; *given is how much already is.
+ * What is given back reads as zeros if touched again. */
+void flist_give_back(void *area, size_t bytes, size_t *given);
 /* The directory part k stands for (its gap index), valid after release. */
 struct file_entry *flist_part_dir(const struct flist *fl, size_t k);
 
