@@ -80,7 +80,9 @@ void *flist_arena_alloc(struct flist_arena *a, size_t len)
 	len = (len + 7) & ~(size_t)7;
 	a->used = (a->used + 7) & ~(size_t)7; /* after unaligned names; caps are 8-aligned */
 	if (a->nblocks == 0 || a->cap - a->used < len) {
-		size_t cap = len > ARENA_BLOCK ? len : ARENA_BLOCK;
+		/* a block with its head maps whole pages: one more page for
+		 * the head's 16 bytes would cost 1/64 of the names */
+		size_t cap = len > ARENA_BLOCK - BLOCK_HEAD ? len : ARENA_BLOCK - BLOCK_HEAD;
 		char **blocks = realloc(a->blocks, (a->nblocks + 1) * sizeof *blocks);
 		if (!blocks)
 			return NULL;
