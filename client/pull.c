@@ -241,6 +241,7 @@ int pull_receive(struct session *s, const char *dest, struct filter_list *filter
 	if (!copy_as_become(s, o->copy_as))
 		return session_exit_code(s);
 	flist_init(&fl);
+	fl.listing = o->list_only || !dest;
 	/* rsync's "receiving file list ... done" (without incremental recursion) */
 	bool show = (info_ge(o, INFO_FLIST, 1) || o->progress) && !o->quiet && !o->json &&
 		    !o->list_only && dest;

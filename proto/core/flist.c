@@ -80,7 +80,9 @@ void *flist_arena_alloc(struct flist_arena *a, size_t len)
 	len = (len + 7) & ~(size_t)7;
 	a->used = (a->used + 7) & ~(size_t)7; /* after unaligned names; caps are 8-aligned */
 	if (a->nblocks == 0 || a->cap - a->used < len) {
-		size_t cap = len > ARENA_BLOCK ? len : ARENA_BLOCK;
+		/* a block with its head maps whole pages: one more page for
+		 * the head's 16 bytes would cost 1/64 of the names */
+		size_t cap = len > ARENA_BLOCK - BLOCK_HEAD ? len : ARENA_BLOCK - BLOCK_HEAD;
 		char **blocks = realloc(a->blocks, (a->nblocks + 1) * sizeof *blocks);
 		if (!blocks)
 			return NULL;
@@ -131,7 +133,8 @@ size_t fe_packed_len(size_t len, const struct fe_extras *x)
 
 	return len + 1 + (size_is_big(x->size) ? 8 : 0) + (has & FE_X_NSEC ? 4 : 0) +
 	       (has & FE_X_PTR ? sizeof(void *) : 0) + (has & FE_X_ATIME ? 8 : 0) +
-	       (has & FE_X_RDEV ? 8 : 0) + (has & FE_X_HLINK ? 8 : 0) + (has & FE_X_META ? 12 : 0);
+	       (has & FE_X_RDEV ? 8 : 0) + (has & FE_X_HLINK ? 8 : 0) + (has & FE_X_META ? 12 : 0) +
+	       (has & FE_X_IDS ? 8 : 0);
 }
 
 static char *put(char *p, const void *v, size_t n)
@@ -169,7 +172,11 @@ void fe_place(struct file_entry *f, char *buf, const char *name, size_t len,
 	if (x->has & FE_X_META) {
 		p = put(p, &x->acl_ndx, 4);
 		p = put(p, &x->defacl_ndx, 4);
-		put(p, &x->xattr_ndx, 4);
+		p = put(p, &x->xattr_ndx, 4);
+	}
+	if (x->has & FE_X_IDS) {
+		p = put(p, &x->uid, 4);
+		put(p, &x->gid, 4);
 	}
 	f->basename = buf;
 	f->flags = (uint16_t)((f->flags & ~FE_X_MASK) | (x->has & FE_X_MASK));
@@ -190,6 +197,8 @@ void fe_extras_get(const struct file_entry *f, struct fe_extras *x)
 	x->acl_ndx = fe_acl_ndx(f);
 	x->defacl_ndx = fe_defacl_ndx(f);
 	x->xattr_ndx = fe_xattr_ndx(f);
+	x->uid = fe_uid(f);
+	x->gid = fe_gid(f);
 }
 
 struct file_entry *flist_keep_dir(struct flist_arena *a, const struct file_entry *f,

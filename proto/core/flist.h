@@ -65,10 +65,12 @@ struct wire_in;
 #define FE_X_RDEV 0x2000  /* devices and specials */
 #define FE_X_HLINK 0x4000 /* -H: hard-link group and the next waiting member */
 #define FE_X_META 0x8000  /* -A / -X: ACL, default ACL and xattr indexes */
-#define FE_X_MASK (FE_X_PTR | FE_X_NSEC | FE_X_ATIME | FE_X_RDEV | FE_X_HLINK | FE_X_META)
+#define FE_X_IDS 0x0200   /* -o / -g: owner and group ids */
+#define FE_X_MASK \
+	(FE_X_PTR | FE_X_NSEC | FE_X_ATIME | FE_X_RDEV | FE_X_HLINK | FE_X_META | FE_X_IDS)
 #define FE_SIZE_BIG UINT32_MAX /* size32: the size follows the name */
 
-/* A million of these make a big list: 40 bytes, with the base name and
+/* A million of these make a big list: 32 bytes, with the base name and
  * the optional fields (FE_X_*) packed after it in the names arena. Read
  * the size and the optional fields with the fe_* accessors below. */
 struct file_entry {
@@ -76,7 +78,6 @@ struct file_entry {
 	const char *basename;  /* its NUL is followed by the FE_X_* fields */
 	int64_t mtime;
 	uint32_t size32;       /* the size, or FE_SIZE_BIG: see fe_size */
-	uint32_t uid, gid;     /* 0 unless -o / -g (the sender: always) */
 	uint16_t mode;         /* st_mode's type and permission bits */
 	uint16_t flags;        /* FE_* and FE_X_* */
 };
@@ -97,6 +98,7 @@ struct fe_extras {
 	int32_t hl_next;       /* next member waiting for the same link (hlink.c) */
 	/* index + 1 into the session's ACL and xattr lists, 0 = none */
 	int32_t acl_ndx, defacl_ndx, xattr_ndx;
+	uint32_t uid, gid;     /* FE_X_IDS: with -o or -g (both kept) */
 };
 
 /* Bytes a name of len chars, its NUL and x's fields (a big size, and
@@ -122,9 +124,9 @@ static inline const char *fe_tail(const struct file_entry *f)
 /* Where field `bit` of f starts, NULL when f does not carry it. */
 static inline const char *fe_field(const struct file_entry *f, unsigned bit)
 {
-	static const uint16_t bits[] = {FE_X_NSEC, FE_X_PTR, FE_X_ATIME, FE_X_RDEV, FE_X_HLINK,
-					FE_X_META};
-	static const uint8_t len[] = {4, 8, 8, 8, 8, 12};
+	static const uint16_t bits[] = {FE_X_NSEC,  FE_X_PTR,  FE_X_ATIME, FE_X_RDEV,
+					FE_X_HLINK, FE_X_META, FE_X_IDS};
+	static const uint8_t len[] = {4, 8, 8, 8, 8, 12, 8};
 
 	if (!(f->flags & bit))
 		return NULL;
@@ -189,21 +191,23 @@ static inline int64_t fe_size(const struct file_entry *f)
 		__builtin_memcpy(&v, fe_tail(f), sizeof v);
 	return v;
 }
+/* Owner and group: 0 for an entry placed without them (neither -o nor
+ * -g); setting them there does nothing and returns false. */
 static inline uint32_t fe_uid(const struct file_entry *f)
 {
-	return f->uid;
+	return (uint32_t)fe_get32(f, FE_X_IDS, 0, 0);
 }
 static inline uint32_t fe_gid(const struct file_entry *f)
 {
-	return f->gid;
+	return (uint32_t)fe_get32(f, FE_X_IDS, 4, 0);
 }
-static inline void fe_set_uid(struct file_entry *f, uint32_t uid)
+static inline bool fe_set_uid(struct file_entry *f, uint32_t uid)
 {
-	f->uid = uid;
+	return fe_set32(f, FE_X_IDS, 0, (int32_t)uid);
 }
-static inline void fe_set_gid(struct file_entry *f, uint32_t gid)
+static inline bool fe_set_gid(struct file_entry *f, uint32_t gid)
 {
-	f->gid = gid;
+	return fe_set32(f, FE_X_IDS, 4, (int32_t)gid);
 }
 /* Symlink target (NULL: not a symlink, or links not kept). */
 static inline const char *fe_link(const struct file_entry *f)
@@ -340,6 +344,10 @@ struct flist {
 	struct flist_arena kept;   /* copied directories and their strings */
 	/* id name maps from the sender (uid/gid -> name), see uidmap in session */
 	int io_error;
+	/* A listing client's list (--list-only): its entries are printed,
+	 * to the second, never compared with files, so the decoder keeps
+	 * no nanoseconds (4 bytes an entry). Set before the first entry. */
+	bool listing;
 };
 
 void flist_init(struct flist *fl);
@@ -415,6 +423,10 @@ bool flist_path(const struct file_entry *f, char *buf, size_t size);
  * echoed their NDX_DONE, which the generator sends once it is done with
  * them): give back their entries, names and indexes (receiver thread). */
 void flist_release_parts(struct session *s, struct flist *fl, size_t upto);
+/* Return area[*given..bytes) of a reserved area (page-aligned base) to
+ * the kernel, in whole steps of 128 KiB; *given is how much already is.
+ * What is given back reads as zeros if touched again. */
+void flist_give_back(void *area, size_t bytes, size_t *given);
 /* The directory part k stands for (its gap index), valid after release. */
 struct file_entry *flist_part_dir(const struct flist *fl, size_t k);
 

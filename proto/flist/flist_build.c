@@ -109,12 +109,11 @@ static void set_stat_fields(struct session *s, struct file_entry *f, const struc
 	if (s->chmod.n && !S_ISLNK(f->mode) && f->mode)
 		f->mode = (uint16_t)chmod_apply(&s->chmod, f->mode);
 	f->mtime = st->st_mtim.tv_sec;
-	f->uid = st->st_uid;
-	f->gid = st->st_gid;
 }
 
 /* The size and optional fields of an entry that come from its stat:
- * its nanoseconds, the access time where -U sends it, the device number
+ * its nanoseconds, its owner and group where -o or -g sends them, the
+ * access time where -U sends it, the device number
  * of devices and specials, and room for the xattr index -X gives it when
  * it is sent. */
 static void stat_extras(struct session *s, const struct stat *st, struct fe_extras *x)
@@ -125,6 +124,11 @@ static void stat_extras(struct session *s, const struct stat *st, struct fe_extr
 	x->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
 	if (x->mtime_nsec)
 		x->has |= FE_X_NSEC;
+	if (s->opts->owner || s->opts->group) {
+		x->uid = st->st_uid;
+		x->gid = st->st_gid;
+		x->has |= FE_X_IDS;
+	}
 	if (s->opts->atimes && !S_ISDIR(st->st_mode)) {
 		x->atime = st->st_atim.tv_sec;
 		x->has |= FE_X_ATIME;

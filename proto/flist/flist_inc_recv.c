@@ -191,8 +191,7 @@ struct file_entry *flist_part_dir(const struct flist *fl, size_t k)
  * flush on every CPU the threads run on, too dear per part. */
 #define GIVE_BACK_STEP ((size_t)128 << 10)
 
-/* Return area[given..bytes), in whole steps, to the kernel. */
-static void give_back(void *area, size_t bytes, size_t *given)
+void flist_give_back(void *area, size_t bytes, size_t *given)
 {
 	size_t end = bytes / GIVE_BACK_STEP * GIVE_BACK_STEP;
 
@@ -216,8 +215,8 @@ void flist_release_parts(struct session *s, struct flist *fl, size_t upto)
 	fl->released = upto;
 	fl->released_files = files_end;
 	fl->released_slots = slots_end;
-	give_back(fl->files, files_end * sizeof *fl->files, &fl->files_given);
-	give_back(fl->sorted, slots_end * sizeof *fl->sorted, &fl->sorted_given);
+	flist_give_back(fl->files, files_end * sizeof *fl->files, &fl->files_given);
+	flist_give_back(fl->sorted, slots_end * sizeof *fl->sorted, &fl->sorted_given);
 	if (block_end <= fl->names.freed)
 		return;
 	flist_arena_free_below(&fl->names, block_end);

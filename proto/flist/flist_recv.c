@@ -126,13 +126,14 @@ bool flist_sort_and_clean(struct session *s, struct flist *fl)
 
 /* A non-incremental list holds at most this many entries, as many as an
  * incremental one (flist_inc_recv.c: INC_MAX_FILES); --max-alloc may stop
- * it sooner (48-byte entries: the default 1 GiB allows more than the cap). */
+ * it sooner (40 bytes an entry with its index: the default 1 GiB allows
+ * more than the cap). */
 #define FLIST_MAX_FILES ((size_t)1 << 24)
 
 /* The per-entry memory of a list (issue 22): a field added must not
  * undo the packing of flist.h without a look at what a million cost;
  * optional fields go after the name (FE_X_*). */
-_Static_assert(sizeof(struct file_entry) <= 40, "struct file_entry grew past 40 bytes");
+_Static_assert(sizeof(struct file_entry) <= 32, "struct file_entry grew past 32 bytes");
 
 /* An entry being decoded: its optional fields and its cleaned base name
  * wait here until the entry is complete and placed (place_entry). */
@@ -259,12 +260,13 @@ static void take_from_leader(struct session *s, struct file_entry *f, struct fe_
 		x->has |= FE_X_ATIME;
 	}
 	f->mode = k->mode = lead->mode;
-	f->uid = lead->uid;
-	f->gid = lead->gid;
+	x->uid = fe_uid(lead);
+	x->gid = fe_gid(lead);
+	x->has |= lead->flags & FE_X_IDS;
 	if (s->opts->owner)
-		k->uid = lead->uid;
+		k->uid = x->uid;
 	if (s->opts->group)
-		k->gid = lead->gid;
+		k->gid = x->gid;
 	x->rdev_major = fe_rdev_major(lead);
 	x->rdev_minor = fe_rdev_minor(lead);
 	x->has |= lead->flags & FE_X_RDEV;
@@ -420,7 +422,7 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 		if (v < 0 || v > 999999999)
 			return wire_fail(&s->err, RERR_PROTOCOL, "invalid nanoseconds %d", v);
 		x->mtime_nsec = (uint32_t)v;
-		if (v)
+		if (v && !fl->listing)
 			x->has |= FE_X_NSEC;
 	}
 	if (!(xflags & XMIT_SAME_MODE)) {
@@ -451,7 +453,6 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 		    !recv_owner_name(s, &s->uids, k->uid, true))
 			return false;
 	}
-	f->uid = k->uid;
 	if (o->group && !(xflags & XMIT_SAME_GID)) {
 		if (!wire_read_varint30(&s->in, &v))
 			return false;
@@ -460,7 +461,12 @@ static bool recv_attrs(struct session *s, struct flist *fl, struct file_entry *f
 		    !recv_owner_name(s, &s->gids, k->gid, false))
 			return false;
 	}
-	f->gid = k->gid;
+	if (o->owner || o->group) {
+		/* an entry keeps its ids only where they were sent */
+		x->uid = k->uid;
+		x->gid = k->gid;
+		x->has |= FE_X_IDS;
+	}
 	if ((o->devices && is_device(f->mode)) ||
 	    (o->specials && is_special(f->mode) && s->protocol < 31)) {
 		if (!recv_rdev(s, f, x, xflags))

@@ -172,10 +172,8 @@ static void touch_up_dirs(struct gen *g)
 	if (fl->inc) {
 		/* each directory once, at the index its own part names it by,
 		 * where its full handling (and any failure) was recorded */
-		for (size_t k = 0; k < fl->nparts; k++) {
-			size_t gap = (size_t)fl->parts[k].ndx_start - 1;
-			touch_up_dir(g, flist_part_dir(fl, k), recv_state(g->rc, gap));
-		}
+		for (size_t k = 0; k < fl->nparts; k++)
+			touch_up_dir(g, flist_part_dir(fl, k), recv_part_dir_state(g->rc, k));
 		return;
 	}
 	for (size_t i = fl->low; i <= fl->high && i < fl->count; i++)

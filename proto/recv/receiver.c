@@ -959,6 +959,7 @@ static bool receive_replies(struct rcv *r)
 		    ++r->parts_freed < r->rc->fl->nparts) {
 			/* the sender is done with one part: no phase */
 			flist_release_parts(s, r->rc->fl, r->parts_freed);
+			recv_release_state(r->rc);
 			continue;
 		}
 		if (ndx == NDX_DONE) {

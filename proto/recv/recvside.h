@@ -118,6 +118,13 @@ struct recv_ctx {
 	 * (under lock), and whether the sender said there are no more. */
 	size_t parts_ready;
 	bool parts_eof;
+	/* Released parts (flist_release_parts): their state pages go back
+	 * to the kernel as well, but first the state of each one's
+	 * directory (at its gap index), which touch_up_dirs reads at the
+	 * end, is saved here, by part (under lock). */
+	uint8_t *part_dir_state;
+	size_t part_dir_saved, part_dir_cap;
+	size_t state_given;       /* state bytes given back (receiver thread) */
 	long deletions;           /* for --max-delete */
 	long skipped_deletes;
 	bool warned_io_error;
@@ -204,6 +211,13 @@ static inline void recv_state_drop(struct recv_ctx *rc, size_t ndx, uint8_t bits
 {
 	__atomic_fetch_and(&rc->state[ndx], (uint8_t)~bits, __ATOMIC_ACQ_REL);
 }
+
+/* Parts of an incremental list were released (receiver thread, after
+ * flist_release_parts): save their directories' states and give the
+ * state of their entries back to the kernel. */
+void recv_release_state(struct recv_ctx *rc);
+/* The state of part k's directory (its gap index), saved or not. */
+uint8_t recv_part_dir_state(struct recv_ctx *rc, size_t k);
 
 /* Tell the generator about progress (receiver thread). */
 void recv_note_done(struct recv_ctx *rc);

@@ -22,7 +22,8 @@ static struct file_entry mkfile(uint32_t mode, int64_t size, const char *link)
 {
 	static char names[64][32]; /* an empty name and the packed fields */
 	static size_t used;
-	struct fe_extras x = {.size = size, .link = link, .has = link ? FE_X_PTR : 0};
+	struct fe_extras x = {.size = size, .link = link,
+			      .has = (uint16_t)(FE_X_IDS | (link ? FE_X_PTR : 0))};
 	struct file_entry f;
 
 	memset(&f, 0, sizeof f);
@@ -220,8 +221,8 @@ static void test_format_misc(void **state)
 	check_fmt("[%h|%a|%u|%P|%m]", &it, "[box|10.0.0.1||/srv/mod|mod]");
 
 	check_fmt("[%o|%U|%G|%B]", &it, "[recv|0|DEFAULT|rwsr-xr-x]");
-	reg.uid = 1000;
-	reg.gid = 100;
+	assert_true(fe_set_uid(&reg, 1000));
+	assert_true(fe_set_gid(&reg, 100));
 	reg.mode = S_IFREG | 02644 | 01000;
 	it.preserve_uid = it.preserve_gid = true;
 	it.sending = true;
