@@ -261,6 +261,32 @@ static uint64_t bytes_left(const struct zadapt_window *w)
 	return out > w->backlog1 ? out - w->backlog1 : 0;
 }
 
+/* The link's side of a timed window of `wall` ns at rung s: is it
+ * behind, how fast did s's output leave, and, if the window shows it,
+ * the link's rate. */
+static void measure_link(struct zadapt *z, struct zadapt_rung *s, const struct zadapt_window *w,
+			 uint64_t wall)
+{
+	z->behind = w->backlog_known && !w->receiver_limited &&
+		    w->sockq1 >= ZADAPT_BACKLOG_SATURATED;
+	uint64_t left = bytes_left(w);
+	bool timed_link = false;
+	if (w->delivery_ns_per_mib && !w->receiver_limited) {
+		link_sample(z, w->delivery_ns_per_mib);
+		timed_link = true;
+	}
+	if (left < ZADAPT_MIN_LEFT || wall == 0)
+		return; /* too little output to time the link by */
+	out_sample(s, wall * MIB / left);
+	/* Only a saturated window times the link. One that did not block
+	 * and left no backlog shows no bound worth having: the socket's
+	 * buffers (megabytes) take in a window's output faster than any
+	 * link. */
+	bool backlogged = z->behind && w->sockq0 >= ZADAPT_BACKLOG_SATURATED;
+	if (!timed_link && (w->wait_ns * ZADAPT_SATURATED >= wall || backlogged))
+		link_sample(z, wall * MIB / left);
+}
+
 /* Take in a timed window's measurements: the current rung's compress
  * time and ratio, the sender's other work, and the link. */
 static void measure(struct zadapt *z, const struct zadapt_window *w)
@@ -282,24 +308,7 @@ static void measure(struct zadapt *z, const struct zadapt_window *w)
 	uint64_t busy = w->comp_ns + w->wait_ns;
 	z->other_ns_per_mib = ewma(z->other_ns_per_mib,
 				   wall > busy ? (wall - busy) * MIB / w->bytes : 0, true);
-	z->behind = w->backlog_known && !w->receiver_limited &&
-		    w->sockq1 >= ZADAPT_BACKLOG_SATURATED;
-	uint64_t left = bytes_left(w);
-	bool timed_link = false;
-	if (w->delivery_ns_per_mib && !w->receiver_limited) {
-		link_sample(z, w->delivery_ns_per_mib);
-		timed_link = true;
-	}
-	if (left < ZADAPT_MIN_LEFT || wall == 0)
-		return; /* too little output to time the link by */
-	out_sample(s, wall * MIB / left);
-	/* Only a saturated window times the link. One that did not block
-	 * and left no backlog shows no bound worth having: the socket's
-	 * buffers (megabytes) take in a window's output faster than any
-	 * link. */
-	bool backlogged = z->behind && w->sockq0 >= ZADAPT_BACKLOG_SATURATED;
-	if (!timed_link && (w->wait_ns * ZADAPT_SATURATED >= wall || backlogged))
-		link_sample(z, wall * MIB / left);
+	measure_link(z, s, w, wall);
 }
 
 static bool better(uint64_t cost, uint64_t than)
