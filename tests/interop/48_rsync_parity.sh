@@ -128,11 +128,9 @@ for args in "--link-dest=../L1" "--copy-dest=../L1" "--compare-dest=../L1" \
 done
 
 # Usage errors: rsync's message and closing line, no help hint; a
-# --max-alloc below 1M says so. (--max-alloc=0 is left out: Debian's
-# rsync 3.5.0 still takes it as no limit, where 3.5.0's manual and its
-# testsuite refuse it, as ferry does; 64_max_alloc checks that.)
+# --max-alloc of 0 is unlimited, one below 1M says so.
 i=0
-for args in "--bogus SRC/ DST/" "-a --max-size=1.5X SRC/ DST/" \
+for args in "--bogus SRC/ DST/" "-a --max-size=1.5X SRC/ DST/" "-a --max-alloc=0 SRC/ DST/" \
     "-a --max-alloc=1k SRC/ DST/"; do
     i=$((i + 1))
     t_check "usage_$i" parity "usage_$i" "mkdir SRC && echo a >SRC/a && $OLD" "\$R $args"

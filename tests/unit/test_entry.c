@@ -206,8 +206,8 @@ static void test_environment_defaults(void **state)
 	assert_string_equal(o.max_alloc, "2G");
 	options_free(&o);
 	unsetenv("RSYNC_MAX_ALLOC");
-	/* 0 is refused (no limit before rsync 3.5.0) */
-	assert_int_equal(PARSE(&o, "--max-alloc=0", "h:x", "y"), 1);
+	/* 0 is no limit (rsync's --max-alloc) */
+	assert_int_equal(PARSE(&o, "--max-alloc=0", "h:x", "y"), 0);
 	options_free(&o);
 	assert_int_equal(PARSE(&o, "--max-alloc=100k", "h:x", "y"), 1);
 	options_free(&o);
