@@ -272,10 +272,8 @@ int opt_handle_words(struct pstate *ps, bool debug, const char *arg)
 	return opt_join_str(ps, debug ? &ps->o->debug : &ps->o->info, arg);
 }
 /* --max-alloc=SIZE (rsync parse_arguments: parse_size_arg with a 1 MiB
- * minimum). The parsed value becomes the process's allocation limit
- * (proto/base/alloc.h); the text is forwarded to the remote. 0, which
- * meant "no limit" before rsync 3.5.0, is refused as 3.5.0 documents it:
- * a peer could otherwise switch a daemon's cap off. */
+ * minimum, 0 for unlimited). The parsed value becomes the process's
+ * allocation limit (proto/base/alloc.h); the text is forwarded to the remote. */
 int opt_set_max_alloc(struct pstate *ps, const char *arg)
 {
 	const char *err;
@@ -283,10 +281,8 @@ int opt_set_max_alloc(struct pstate *ps, const char *arg)
 
 	if (size < 0)
 		return opt_usage_err(ps, "--max-alloc=%s is %s", arg, err);
-	if (size == 0)
-		return opt_usage_err(ps, "max-alloc must be greater than zero");
-	/* rsync's message still names 0 (parse_size_arg with unlimited_0) */
-	if (size < 1024 * 1024)
+	/* 0 is unlimited (options.c: parse_size_arg with unlimited_0) */
+	if (size > 0 && size < 1024 * 1024)
 		return opt_usage_err(ps, "--max-alloc=%s is too small (min: 1.00M or 0 for unlimited)",
 				 arg);
 	ps->o->max_alloc_bytes = size;
