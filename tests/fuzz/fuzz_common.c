@@ -60,6 +60,24 @@ int fuzz_memfd(const uint8_t *data, size_t n)
 	return fd;
 }
 
+int fuzz_input_fd(const uint8_t *data, size_t n)
+{
+	static int fd = -1;
+
+	if (fd < 0 && (fd = memfd_create("fuzz-input", MFD_CLOEXEC)) < 0)
+		return -1;
+	size_t done = 0;
+	while (done < n) {
+		ssize_t w = pwrite(fd, data + done, n - done, (off_t)done);
+		if (w <= 0)
+			return -1;
+		done += (size_t)w;
+	}
+	if (ftruncate(fd, (off_t)n) != 0 || lseek(fd, 0, SEEK_SET) != 0)
+		return -1;
+	return fd;
+}
+
 void fuzz_session_init(struct session *s, const struct ferry_opts *opts, const uint8_t *data,
 		       size_t n)
 {
