@@ -366,7 +366,9 @@ bool flist_sort_and_clean(struct session *s, struct flist *fl);
  * space reserved up front, inaccessible, and made usable in steps as
  * entries arrive, so that the kernel's commit accounting (strict under
  * vm.overcommit_memory=2) only sees what is used. */
+#ifndef INC_MAX_FILES /* the fuzz build reserves less (Makefile: FUZZ_DEFS) */
 #define INC_MAX_FILES ((size_t)1 << 24)
+#endif
 #define INC_MAX_SLOTS (INC_MAX_FILES * 2 + 2)
 
 /* Incremental recursion, receiving side: reserve the arrays before the

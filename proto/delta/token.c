@@ -745,6 +745,16 @@ void token_dec_free(struct token_dec *d)
 	free(d);
 }
 
+void token_dec_reset(struct token_dec *d, int protocol, struct wire_error *err)
+{
+	d->protocol = protocol;
+	d->err = err;
+	d->count = d->rx_token = d->run_left = 0;
+	d->residue = 0;
+	if (d->codec->dec_reset)
+		d->codec->dec_reset(d);
+}
+
 void token_dec_begin(struct token_dec *d, int32_t block_count)
 {
 	d->count = block_count;

@@ -113,6 +113,11 @@ enum token_kind {
 struct token_dec;
 struct token_dec *token_dec_new(int alg, int protocol, struct wire_error *err);
 void token_dec_free(struct token_dec *d);
+/* Make d what token_dec_new(its algorithm, protocol, err) would return,
+ * keeping its buffers and library context (reset to their fresh state):
+ * for a caller that decodes many unrelated streams in a row, such as the
+ * fuzz harness, without a context's allocation per stream. */
+void token_dec_reset(struct token_dec *d, int protocol, struct wire_error *err);
 /* Start a file whose sum head announced `block_count` blocks (compressed
  * streams may only reference blocks below it). */
 void token_dec_begin(struct token_dec *d, int32_t block_count);

@@ -169,6 +169,7 @@ struct token_codec {
 	bool (*dec_init)(struct token_dec *d); /* false: d->err set */
 	void (*dec_free)(struct token_dec *d);
 	void (*dec_begin)(struct token_dec *d);
+	void (*dec_reset)(struct token_dec *d); /* back to dec_init's state */
 	int (*next)(struct token_dec *d, struct wire_in *in, const uint8_t **data, size_t *len,
 		    int32_t *block);
 	/* a matched block's bytes into the decompressor's history */

@@ -254,6 +254,15 @@ static void zlib_dec_begin(struct token_dec *d)
 	d->z_data = false;
 }
 
+/* inflateReset drops the window's history as well: what inflateInit2
+ * left, with the allocations kept. */
+static void zlib_dec_reset(struct token_dec *d)
+{
+	d->z.next_in = d->z.next_out = NULL;
+	d->z.avail_in = d->z.avail_out = 0;
+	zlib_dec_begin(d);
+}
+
 static int next_zlib(struct token_dec *d, struct wire_in *in, const uint8_t **data,
 		     size_t *len, int32_t *block)
 {
@@ -379,6 +388,7 @@ const struct token_codec token_codec_zlibx = {
 	.dec_init = zlib_dec_init,
 	.dec_free = zlib_dec_free,
 	.dec_begin = zlib_dec_begin,
+	.dec_reset = zlib_dec_reset,
 	.next = next_zlib,
 };
 
@@ -399,6 +409,7 @@ const struct token_codec token_codec_zlib = {
 	.dec_init = zlib_dec_init,
 	.dec_free = zlib_dec_free,
 	.dec_begin = zlib_dec_begin,
+	.dec_reset = zlib_dec_reset,
 	.next = next_zlib,
 	.dec_see = zlib_dec_see,
 };

@@ -297,6 +297,15 @@ static void zstd_dec_begin(struct token_dec *d)
 	d->zs_inflating = false;
 }
 
+/* A session and parameter reset is a new context's state (the frame in
+ * progress and any dictionary dropped), with its buffers kept. */
+static void zstd_dec_reset(struct token_dec *d)
+{
+	ZSTD_DCtx_reset(d->zd, ZSTD_reset_session_and_parameters);
+	d->zin = (ZSTD_inBuffer){NULL, 0, 0};
+	d->zs_inflating = false;
+}
+
 /* Take the chunk that follows when it is already buffered, so that one
  * call fills the output buffer from several chunks (and the receiver
  * writes it in one piece). */
@@ -391,5 +400,6 @@ const struct token_codec token_codec_zstd = {
 	.dec_init = zstd_dec_init,
 	.dec_free = zstd_dec_free,
 	.dec_begin = zstd_dec_begin,
+	.dec_reset = zstd_dec_reset,
 	.next = next_zstd,
 };

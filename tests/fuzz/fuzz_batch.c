@@ -23,20 +23,22 @@ static void remove_batch(void)
 	unlink(batch_path);
 }
 
+/* The batch file holds data[0..size): written in place on a descriptor
+ * kept open, not created and truncated again per input. */
 static bool write_batch(const uint8_t *data, size_t size)
 {
+	static int fd = -1;
+
 	if (!batch_path[0]) {
 		/* tmpfs when there is one: a file is written per input */
 		const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
 		snprintf(batch_path, sizeof batch_path, "%s/ferry-fuzz-batch.%d", dir, (int)getpid());
 		atexit(remove_batch);
+		fd = open(batch_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	}
-	int fd = open(batch_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return false;
-	bool ok = write(fd, data, size) == (ssize_t)size;
-	close(fd);
-	return ok;
+	return pwrite(fd, data, size, 0) == (ssize_t)size && ftruncate(fd, (off_t)size) == 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -34,6 +34,12 @@ FILE *fuzz_null_file(void);
  * failure. The caller closes it. */
 int fuzz_memfd(const uint8_t *data, size_t n);
 
+/* One memory file per process holding data[0..n) (and nothing after it),
+ * positioned at its start; -1 on failure. The caller must not close it:
+ * the next call refills it, which costs no memfd_create() and close() per
+ * input. Reads at its end see EOF, as on the single-use fuzz_memfd(). */
+int fuzz_input_fd(const uint8_t *data, size_t n);
+
 /* session_init() with an input stream that yields data[0..n) and then
  * EOF, output to /dev/null, and MSG_INFO output discarded. opts must
  * outlive the session. Free with fuzz_session_free(). */

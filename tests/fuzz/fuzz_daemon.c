@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct daemon_config *cfg = fuzz_config();
 	struct ferry_opts dopts;
-	int fd = fuzz_memfd(data, size);
+	int fd = fuzz_input_fd(data, size);
 
 	if (fd < 0)
 		return 0;
@@ -65,6 +65,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	dopts.daemon = true;
 	dopts.files_from_fd = -1;
 	daemon_handshake_check(cfg, &dopts, fd, fuzz_null_fd());
-	close(fd);
 	return 0;
 }

@@ -460,6 +460,52 @@ static void test_level_changes_midstream(void **state)
 	free(bdata.p);
 }
 
+/* token_dec_reset: a decoder left in the middle of a stream (a cut one,
+ * as a failed session leaves it) decodes a whole stream afterwards as a
+ * new decoder does. */
+static void test_dec_reset(void **state)
+{
+	struct buf data = {0}, text = {0}, stream = {0}, want = {0}, got = {0};
+	(void)state;
+
+	text_bytes(&data, 20 * 600, 3);
+	random_bytes(&text, 60000); /* several chunks: the cut falls after one */
+	struct basis bs = {data.p, 20, 600, 0};
+	struct op ops[] = {{NULL, 0, 2}, {text.p, text.len, 0}, {NULL, 0, 7}, {text.p, 900, 0}};
+	for (size_t a = 0; a < NALGS; a++) {
+		struct mem enc, cut, whole;
+		mem_open(&enc);
+		struct token_enc *e = token_enc_new(algs[a], token_resolve_level(&(int){algs[a]},
+						    TOKEN_LEVEL_DEFAULT), false, 31, &enc.err);
+		assert_non_null(e);
+		encode_file(e, &enc, &bs, ops, sizeof ops / sizeof ops[0], false, &want);
+		token_enc_free(e);
+		mem_bytes(&enc, &stream);
+		mem_close(&enc);
+
+		mem_from(&cut, stream.p, stream.len / 2);
+		struct token_dec *d = token_dec_new(algs[a], 30, &cut.err);
+		assert_non_null(d);
+		got.len = 0;
+		assert_int_not_equal(decode_file(d, &cut, &bs, &got, NULL), TOKEN_END);
+		mem_from(&whole, stream.p, stream.len);
+		token_dec_reset(d, 31, &whole.err);
+		got.len = 0;
+		assert_int_equal(decode_file(d, &whole, &bs, &got, NULL), TOKEN_END);
+		assert_int_equal(got.len, want.len);
+		assert_memory_equal(got.p, want.p, got.len);
+		token_dec_free(d);
+		mem_close(&cut);
+		mem_close(&whole);
+		want.len = 0;
+	}
+	free(data.p);
+	free(text.p);
+	free(stream.p);
+	free(want.p);
+	free(got.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -474,6 +520,7 @@ int main(void)
 		cmocka_unit_test(test_many_files_one_session),
 		cmocka_unit_test(test_adaptive),
 		cmocka_unit_test(test_level_changes_midstream),
+		cmocka_unit_test(test_dec_reset),
 	};
 	return cmocka_run_group_tests_name("token", tests, NULL, NULL);
 }
