@@ -347,6 +347,16 @@ void token_enc_set_clock(struct token_enc *e, token_clock_fn clock, void *ctx)
 	e->clock_ctx = ctx;
 }
 
+void token_enc_assume_link(struct token_enc *e, uint64_t ns_per_mib)
+{
+	zadapt_assume_link(&e->za, ns_per_mib);
+}
+
+void token_enc_add_idle(struct token_enc *e, uint64_t ns)
+{
+	e->idle_ns += ns;
+}
+
 void token_enc_set_threads(struct token_enc *e, int threads)
 {
 	/* as rsync: a libzstd without thread support just says no, and the
@@ -415,6 +425,7 @@ static void speed_window_start(struct token_enc *e, struct wire_out *out)
 {
 	e->win_wait0 = wire_out_wait_ns(out);
 	e->win_wall0 = wall_clock_ns(e);
+	e->win_idle0 = e->idle_ns;
 	e->spd_out0 = e->comp_out;
 	e->win_backlog_known = !e->clock &&
 			       wire_out_backlog(out, &e->win_q0, &e->win_buffered0);
@@ -551,6 +562,7 @@ static bool window_end(struct token_enc *e, struct wire_out *out, bool data, boo
 		w.comp_ns = e->win_comp_ns;
 		w.wait_ns = wire_out_wait_ns(out) - e->win_wait0;
 		w.wall_ns = wall_clock_ns(e) - e->win_wall0;
+		w.idle_ns = e->idle_ns - e->win_idle0;
 		w.sent = (uint64_t)(e->comp_out - e->spd_out0);
 		window_backlog(e, out, &w);
 	}

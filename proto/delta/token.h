@@ -83,6 +83,13 @@ void token_enc_set_timing(struct token_enc *e, bool timed);
  * real clock. */
 typedef uint64_t (*token_clock_fn)(void *ctx);
 void token_enc_set_clock(struct token_enc *e, token_clock_fn clock, void *ctx);
+/* Tell the adaptive rule the link needs `ns_per_mib` per MiB (a test
+ * whose output goes to memory replays a slow link so). */
+void token_enc_assume_link(struct token_enc *e, uint64_t ns_per_mib);
+/* The compressor thread (token_pipe.c) waited `ns` for the sender's next
+ * data inside a file: time in which more compression effort costs no
+ * wall time (zadapt.h). */
+void token_enc_add_idle(struct token_enc *e, uint64_t ns);
 /* --compress-threads: zstd worker threads (ZSTD_c_nbWorkers); ignored by
  * the other algorithms and by a libzstd built without threads. */
 void token_enc_set_threads(struct token_enc *e, int threads);

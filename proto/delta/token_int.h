@@ -74,6 +74,9 @@ struct token_enc {
 	uint64_t win_comp_ns;
 	uint64_t win_wait0;   /* the output's wait_ns when the window began */
 	uint64_t win_wall0;   /* the wall clock when the window began */
+	uint64_t idle_ns;     /* the compressor thread's waits for the sender's
+			       * data inside a file (token_pipe.c), all told */
+	uint64_t win_idle0;   /* idle_ns when the window began */
 	int64_t spd_out0;     /* comp_out when the speed window began */
 	bool win_backlog_known; /* win_q0 was read (wire_out_backlog) */
 	struct sendq_state win_q0; /* the output's queue when it began */
@@ -93,6 +96,7 @@ struct token_enc {
 	/* zstd */
 	ZSTD_CCtx *zc;
 	int zs_level;
+	bool zs_wide;       /* zadapt's wide mode: a long window, long-distance matching */
 	bool zs_frame_open; /* data went into the current frame */
 	bool zs_raw;        /* storing: raw blocks in frames of our own */
 	bool zs_raw_open;   /* one of those frames is open */

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto/base/stop_signal.h"
@@ -48,6 +49,7 @@ struct token_pipe {
 	bool failed;              /* the encoder failed, or the file was
 				   * abandoned: drop batches unread */
 	bool started;
+	bool mid_file;            /* the last batch encoded did not end a file */
 	pthread_t thread;
 	struct pipe_batch batches[TOKEN_PIPE_BATCHES];
 	struct pipe_batch *cur;   /* the sender's batch, or NULL: wait for one */
@@ -83,14 +85,36 @@ static bool encode_batch(struct token_pipe *p, const struct pipe_batch *b)
 	return ok;
 }
 
+static uint64_t monotonic_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Wait for a batch. A wait inside a file is the sender's reading and
+ * matching running behind the compressor: the encoder is told, as time
+ * in which more compression would have cost nothing (between files the
+ * sender may be compressing a small file itself on the same encoder). */
+static void wait_for_work(struct token_pipe *p)
+{
+	if (p->done != p->published || p->quit)
+		return;
+	uint64_t t0 = p->mid_file ? monotonic_ns() : 0;
+	while (p->done == p->published && !p->quit)
+		pthread_cond_wait(&p->work, &p->lock);
+	if (t0)
+		token_enc_add_idle(p->enc, monotonic_ns() - t0);
+}
+
 static void *pipe_main(void *arg)
 {
 	struct token_pipe *p = arg;
 
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		while (p->done == p->published && !p->quit)
-			pthread_cond_wait(&p->work, &p->lock);
+		wait_for_work(p);
 		if (p->done == p->published)
 			break; /* quit, and nothing left */
 		struct pipe_batch *b = &p->batches[p->done % TOKEN_PIPE_BATCHES];
@@ -98,6 +122,7 @@ static void *pipe_main(void *arg)
 		pthread_mutex_unlock(&p->lock);
 		bool ok = skip || encode_batch(p, b);
 		pthread_mutex_lock(&p->lock);
+		p->mid_file = b->nops > 0 && b->ops[b->nops - 1].kind != OP_END;
 		if (!ok)
 			p->failed = true;
 		b->used = 0;

@@ -65,7 +65,9 @@ void zadapt_init(struct zadapt *z, int alg, int level, bool adaptive, int zstd_m
 	z->alg = alg;
 	z->adaptive = adaptive;
 	z->backoff = 1;
+	z->wide_backoff = 1;
 	z->came_from = -1;
+	z->can_widen = adaptive && alg == CPRES_ZSTD;
 	if (alg == CPRES_LZ4)
 		level = 1;
 	if (adaptive)
@@ -88,9 +90,9 @@ void zadapt_file_begin(struct zadapt *z)
 
 int zadapt_setting(const struct zadapt *z)
 {
-	if (z->incompressible)
+	if (z->incompressible || z->rung == z->nrungs - 1)
 		return z->rungs[z->nrungs - 1];
-	return z->rungs[z->rung];
+	return z->rungs[z->rung] + (z->wide ? ZADAPT_WIDE : 0);
 }
 
 bool zadapt_storing(const struct zadapt *z)
@@ -181,7 +183,7 @@ static uint64_t link_time(const struct zadapt *z)
 
 	for (int r = 0; r < z->nrungs; r++) {
 		const struct zadapt_rung *s = &z->stat[r];
-		if (!s->seen || s->age > ZADAPT_CAP_AGE || s->nout < ZADAPT_CAP_MIN)
+		if (s->age > ZADAPT_CAP_AGE || s->nout < ZADAPT_CAP_MIN)
 			continue;
 		uint64_t m = out_median(s);
 		if (m < link)
@@ -198,7 +200,15 @@ static uint64_t link_time(const struct zadapt *z)
  * probe finds out. */
 static uint64_t cost_of(const struct zadapt *z, const struct zadapt_rung *e, bool guess_link)
 {
-	uint64_t cpu = e->ns_per_mib + z->other_ns_per_mib;
+	uint64_t cpu = e->ns_per_mib + z->other_ns_per_mib + z->idle_ns_per_mib;
+	uint64_t cur = z->stat[z->rung].ns_per_mib;
+	/* more effort than now fills the compressor thread's waits first */
+	if (e->ns_per_mib > cur) {
+		uint64_t pace = cur + z->other_ns_per_mib + z->idle_ns_per_mib;
+		cpu = e->ns_per_mib + z->other_ns_per_mib;
+		if (cpu < pace)
+			cpu = pace;
+	}
 	uint64_t link = guess_link ? 0 : e->ratio * link_time(z) / ZADAPT_RATIO_ONE;
 
 	return cpu > link ? cpu + link / ZADAPT_OVERLAP : link + cpu / ZADAPT_OVERLAP;
@@ -306,14 +316,84 @@ static void measure(struct zadapt *z, const struct zadapt_window *w)
 	s->seen = true;
 	s->age = 0;
 	uint64_t busy = w->comp_ns + w->wait_ns;
-	z->other_ns_per_mib = ewma(z->other_ns_per_mib,
-				   wall > busy ? (wall - busy) * MIB / w->bytes : 0, true);
+	uint64_t rest = wall > busy ? wall - busy : 0;
+	uint64_t idle = w->idle_ns < rest ? w->idle_ns : rest;
+	z->other_ns_per_mib = ewma(z->other_ns_per_mib, (rest - idle) * MIB / w->bytes, true);
+	z->idle_ns_per_mib = ewma(z->idle_ns_per_mib, idle * MIB / w->bytes, true);
 	measure_link(z, s, w, wall);
 }
 
 static bool better(uint64_t cost, uint64_t than)
 {
 	return cost + ZADAPT_MIN_GAIN_NS < than && cost + cost / ZADAPT_MARGIN < than;
+}
+
+/* On a slow link wide mode is meant to stay (a move starts a new frame,
+ * which loses the window that finds the long matches), so it starts
+ * where the compressor keeps up: at the current level, or the first
+ * faster one down to the level below the normal one (zstd's fast
+ * matcher; the long matches make up for it where the data repeats far
+ * apart), for which the link leaves twice the time the compressor needs
+ * (measured or guessed) with ZADAPT_WIDE_EXTRA_NS per MiB on top for the
+ * long matches. Never at more effort than now on a guess: that guess is
+ * the least certain, and a receiver that stalls can make any link look
+ * slow. */
+static int slow_link_rung(const struct zadapt *z)
+{
+	uint64_t link = link_time(z);
+	int last = z->normal + 1 < z->nrungs - 1 ? z->normal + 1 : z->normal;
+
+	if (z->rung >= last)
+		return z->rung;
+	for (int r = z->rung; r < last; r++) {
+		bool guess;
+		struct zadapt_rung e = estimate(z, r, &guess);
+		uint64_t need = e.ns_per_mib + ZADAPT_WIDE_EXTRA_NS;
+		if (2 * need <= e.ratio * link / ZADAPT_RATIO_ONE)
+			return r;
+	}
+	return last;
+}
+
+/* Is the compressor in wide mode on a slow link, where a move costs the
+ * window? */
+static bool slow_wide(const struct zadapt *z)
+{
+	return z->wide && z->nlink > 0 && link_time(z) >= ZADAPT_WIDE_LINK_NS;
+}
+
+/* The compressor at e (time per MiB, with the rest of the sender's work)
+ * against the link's time for its output: does it keep up with an
+ * eighth to spare, or fall behind by an eighth? (Between the two it
+ * stays where it is.) */
+static bool keeps_up(const struct zadapt *z, const struct zadapt_rung *e)
+{
+	uint64_t cpu = e->ns_per_mib + z->other_ns_per_mib;
+	return cpu + cpu / ZADAPT_MARGIN <= e->ratio * link_time(z) / ZADAPT_RATIO_ONE;
+}
+
+static bool falls_behind(const struct zadapt *z, const struct zadapt_rung *e)
+{
+	uint64_t link = e->ratio * link_time(z) / ZADAPT_RATIO_ONE;
+	return e->ns_per_mib + z->other_ns_per_mib > link + link / ZADAPT_MARGIN;
+}
+
+/* In wide mode on a slow link a move goes to a faster setting (not store)
+ * only while the compressor falls behind the link, to one of more effort
+ * only if that one would keep up (so the two do not take turns); and a
+ * guess is tried only if it looks better by the margin (a trial that is
+ * taken back costs two frames' history). */
+static bool slow_wide_holds(const struct zadapt *z, int r)
+{
+	if (!slow_wide(z))
+		return false;
+	if (is_store(z, r))
+		return true;
+	if (r > z->rung)
+		return !falls_behind(z, &z->stat[z->rung]);
+	bool guess;
+	struct zadapt_rung e = estimate(z, r, &guess);
+	return !keeps_up(z, &e);
 }
 
 /* The cheapest rung better than the current one, counting only rungs
@@ -337,6 +417,8 @@ static int best_rung(const struct zadapt *z, bool guesses)
 		if (guess && r > z->rung && z->behind)
 			continue; /* the link lags the output already: more bytes
 				   * cannot go faster */
+		if (slow_wide_holds(z, r))
+			continue;
 		uint64_t c = zadapt_cost(z, r);
 		if (guess && is_store(z, r) && z->nlink > 0) {
 			/* one saturated window is too little to count on, but
@@ -346,7 +428,8 @@ static int best_rung(const struct zadapt *z, bool guesses)
 		}
 		/* a guess needs no margin to be tried: the measurement
 		 * there must have one to be kept */
-		bool gain = guesses ? c + ZADAPT_MIN_GAIN_NS < cur : better(c, cur);
+		bool gain = guesses && !slow_wide(z) ? c + ZADAPT_MIN_GAIN_NS < cur
+						     : better(c, cur);
 		if (gain && c < best_cost)
 			best = r, best_cost = c;
 	}
@@ -370,6 +453,49 @@ static void take_back(struct zadapt *z, int r)
 	z->rung = r;
 }
 
+/* The measurements of every rung were taken in the other mode: they are
+ * guesses from here on (what they showed of the link stays: out_ns, the
+ * rate each moved its output at, bounds the link as before). */
+static void forget_rungs(struct zadapt *z)
+{
+	for (int r = 0; r < z->nrungs; r++) {
+		z->stat[r].seen = false;
+		z->stat[r].ns_per_mib = 0;
+		z->stat[r].ratio = 0;
+	}
+}
+
+/* zstd's wide mode (see zadapt.h): on while the link is slow, off when
+ * it is not. Returns true if it changed. */
+static bool judge_wide(struct zadapt *z)
+{
+	if (!z->can_widen || z->nlink == 0 || z->probing || is_store(z, z->rung))
+		return false;
+	/* one sample of a slow link is enough: a setting that sends little
+	 * may not show the link again for a long time */
+	bool slow = link_time(z) >= ZADAPT_WIDE_LINK_NS;
+	if (slow == z->wide)
+		return false;
+	if (!slow) {
+		z->wide = false;
+		z->wide_backoff = z->wide_backoff * 2 > ZADAPT_MAX_HOLD ? ZADAPT_MAX_HOLD
+									: z->wide_backoff * 2;
+		z->wide_hold = z->wide_backoff;
+	} else {
+		if (z->wide_hold > 0) {
+			z->wide_hold--;
+			return false;
+		}
+		z->wide = true;
+		z->rung = slow_link_rung(z);
+	}
+	forget_rungs(z);
+	/* the next move waits for the new mode's own measurements */
+	if (z->hold < ZADAPT_TRIAL)
+		z->hold = ZADAPT_TRIAL;
+	return true;
+}
+
 /* The speed side: move to the setting that moves the most input per
  * second (see zadapt.h). */
 static void judge_speed(struct zadapt *z, const struct zadapt_window *w)
@@ -377,6 +503,8 @@ static void judge_speed(struct zadapt *z, const struct zadapt_window *w)
 	if (w->bytes == 0)
 		return;
 	measure(z, w);
+	if (judge_wide(z))
+		return; /* a new frame: its own measurements first */
 	int best = best_rung(z, false);
 	if (z->probing > 1) { /* judged on more than one window's noise */
 		z->probing--;
@@ -404,6 +532,15 @@ static void judge_speed(struct zadapt *z, const struct zadapt_window *w)
 		best = best_rung(z, true);
 	if (best >= 0)
 		move_to(z, best);
+}
+
+void zadapt_assume_link(struct zadapt *z, uint64_t ns_per_mib)
+{
+	for (int i = 0; i < ZADAPT_LINK_SAMPLES; i++)
+		z->link_samples[i] = ns_per_mib;
+	z->nlink = 2;
+	z->link_ns_per_mib = ns_per_mib;
+	z->link_known = true;
 }
 
 bool zadapt_window_end(struct zadapt *z, const struct zadapt_window *w)

@@ -20,8 +20,13 @@
  *    costs, per MiB of input, about
  *        max(compress time + other sender work, output bytes / link rate)
  *    (the compressor and the link work in parallel; the slower one sets
- *    the pace; the faster one adds 1/ZADAPT_OVERLAP of itself). Each timed window (at least ZADAPT_WINDOW bytes, across
- *    files) measures the current setting's compress time and ratio, the
+ *    the pace; the faster one adds 1/ZADAPT_OVERLAP of itself). Where
+ *    the compressor runs on its own thread (token_pipe.h) and waited
+ *    there for the sender's reading and matching, that wait counts with
+ *    the current setting's time, and a setting of more effort fills it
+ *    first: its time is the larger of its own and the current pace.
+ *    Each timed window (at least ZADAPT_WINDOW bytes, across files)
+ *    measures the current setting's compress time and ratio, the
  *    sender's other work, and the link: a window in which the sender was
  *    blocked on the link for at least 1/ZADAPT_SATURATED of its wall time,
  *    or that began and ended with ZADAPT_BACKLOG_SATURATED bytes or more
@@ -63,6 +68,27 @@
  * next move waits: the hold doubles, up to ZADAPT_MAX_HOLD windows; a
  * move that is kept halves it. So the level settles instead of flapping,
  * and of two settings close in cost the one it had stays.
+ *
+ * zstd has a second, independent choice: "wide", a window of
+ * 2^ZADAPT_WIDE_LOG bytes with long-distance matching, where the normal
+ * levels keep 2^21 or less. It finds what repeats megabytes apart (the
+ * template databases of a PGDATA, a WAL segment after the table it
+ * logged): 30 % fewer bytes there, and about the same (a percent more or
+ * less) on data without such repeats, for 1 to 2.5 ms more compress time
+ * per MiB. It is on while the link is slow (ZADAPT_WIDE_LINK_NS or more
+ * per MiB; one sample is enough), off when it is not. A toggle or a level
+ * change ends the zstd frame, and with it the window that finds the long
+ * matches, so on a slow link wide mode starts where the compressor keeps
+ * up (the current level, or the first faster one down to the level below
+ * the normal one, zstd's fast matcher, for which the link leaves twice
+ * the time it needs with ZADAPT_WIDE_EXTRA_NS on top), and then moves
+ * only to a faster level while the compressor falls behind the link by
+ * an eighth, or to one of more effort that would keep up with an eighth
+ * to spare, on a guess only if it looks better by the margin; never to
+ * store.
+ * Decoders allocate the window, so the receiver (ferry or rsync, both
+ * accept 2^27) holds up to 2^ZADAPT_WIDE_LOG bytes more: a price paid
+ * only on a slow link.
  */
 #ifndef FERRY_ZADAPT_H
 #define FERRY_ZADAPT_H
@@ -136,6 +162,33 @@
 
 #define ZADAPT_MAX_RUNGS 8
 
+/* zstd's wide mode: a setting of ZADAPT_WIDE + level is that level with
+ * a window of 2^ZADAPT_WIDE_LOG bytes and long-distance matching (zstd
+ * levels stay far below ZADAPT_WIDE / 2). */
+#define ZADAPT_WIDE 1000
+#define ZADAPT_WIDE_LOG 26
+#define ZADAPT_WIDE_HASH_RATE 8
+/* On a link that takes this long per MiB (25 MB/s, about 200 Mbit/s, or
+ * slower): there the bytes matter more than the cost model can say of a
+ * mode whose gain depends on the data far back. (TCP's delivery rate on
+ * a 1 Gbit/s link was seen as low as 22 ms per MiB while little was
+ * queued.) */
+#define ZADAPT_WIDE_LINK_NS (40 * 1000000u)
+/* What long-distance matching adds to a level's compress time, per MiB
+ * (1 to 2.5 ms measured on the project's 2-core test machine). */
+#define ZADAPT_WIDE_EXTRA_NS (2 * 1000000u)
+
+static inline bool zadapt_is_wide(int setting)
+{
+	return setting > ZADAPT_WIDE / 2;
+}
+
+/* The compression level of a setting, wide or not. */
+static inline int zadapt_level(int setting)
+{
+	return zadapt_is_wide(setting) ? setting - ZADAPT_WIDE : setting;
+}
+
 /* What was measured of one setting. */
 struct zadapt_rung {
 	uint64_t ns_per_mib;  /* compress time per MiB of input */
@@ -161,6 +214,7 @@ struct zadapt {
 	bool incompressible; /* this file's data is being stored for that reason */
 	struct zadapt_rung stat[ZADAPT_MAX_RUNGS];
 	uint64_t other_ns_per_mib; /* the sender's work besides compressing */
+	uint64_t idle_ns_per_mib;  /* the compressor thread's waits for data */
 	uint64_t link_ns_per_mib;  /* the link's time per MiB of output: an
 				    * estimate if link_known, else at most */
 	bool link_known;   /* saturated windows measured the link */
@@ -173,6 +227,10 @@ struct zadapt {
 	int hold;          /* windows to wait before the next move */
 	int backoff;       /* what hold is set to after a move taken back */
 	int changes;       /* setting changes so far (for tests and --debug) */
+	bool can_widen;    /* zstd, adapting */
+	bool wide;         /* zstd's wide mode is on */
+	int wide_hold;     /* windows before wide may be turned on again */
+	int wide_backoff;  /* what wide_hold is set to when it is turned off */
 };
 
 /* What the sender saw during one window. */
@@ -186,6 +244,8 @@ struct zadapt_window {
 	uint64_t comp_ns;     /* CPU time spent compressing */
 	uint64_t wait_ns;     /* time spent waiting for the link */
 	uint64_t wall_ns;     /* wall time of it all (0: comp_ns + wait_ns) */
+	uint64_t idle_ns;     /* of which the compressor, on its own thread,
+			       * waited for the sender's data (token_pipe.h) */
 	/* What had not left this host yet (ferry's buffer + the socket's
 	 * send queue) when the timed window began and ended, if readable:
 	 * the link moved sent + backlog0 - backlog1 bytes, however much the
@@ -213,10 +273,15 @@ void zadapt_init(struct zadapt *z, int alg, int level, bool adaptive, int zstd_m
 void zadapt_file_begin(struct zadapt *z);
 /* Account for one window; returns true if the setting changed. */
 bool zadapt_window_end(struct zadapt *z, const struct zadapt_window *w);
-/* The setting to run at now (zstd/zlib level, lz4 acceleration). */
+/* The setting to run at now (zstd/zlib level, lz4 acceleration; zstd's
+ * wide mode adds ZADAPT_WIDE). */
 int zadapt_setting(const struct zadapt *z);
 /* Is the current setting "no compression effort"? */
 bool zadapt_storing(const struct zadapt *z);
+/* Take the link as known to need `ns_per_mib` per MiB, as two samples
+ * would have shown (tests, where the output goes to memory and never
+ * waits). */
+void zadapt_assume_link(struct zadapt *z, uint64_t ns_per_mib);
 /* The estimated cost of rung r in ns per MiB of input, from what was
  * measured (a guess where nothing fresh was; see zadapt.h). For tests
  * and --debug. */

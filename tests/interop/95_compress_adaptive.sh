@@ -6,7 +6,8 @@
 # for zstd, lz4, zlibx and zlib, rsync pulling from a ferry daemon and
 # ferry pushing to an rsync daemon, whole-file and delta, on random,
 # compressible and mixed files; results byte-identical. On a --bwlimit=2m
-# link ferry sends no more than rsync -z (+2%); an explicit --zl keeps a
+# link ferry sends no more than rsync -z (+2%), and with zstd, where the
+# data repeats far back, much less (wide mode); an explicit --zl keeps a
 # fixed level (the bytes match rsync's at that level); --compress-threads
 # works, and a daemon caps what a client asks for at 8 zstd workers.
 # Check functions are called through t_check, which shellcheck cannot see.
@@ -23,6 +24,7 @@ if [ ! -x "$FERRY" ]; then
 fi
 
 SRC=$T/src   # random, compressible and mixed files
+FAR=$T/far   # a text file and its copy: a repeat 10 MiB back
 NEW=$T/new   # the same, about 1% changed
 BW=$T/bw     # a smaller set for the rate-limited runs
 UPR=$T/up_rsyncd
@@ -50,9 +52,9 @@ stat_bytes() {
 # mixed.dat (text and random in 1 MiB-scale stretches), pages.dat (8 KiB
 # pages, mostly zero-filled, as in a database), and small files.
 make_trees() {
-    "$PYTHON" - "$SRC" "$NEW" "$BW" <<'EOF' || return 1
+    "$PYTHON" - "$SRC" "$NEW" "$BW" "$FAR" <<'EOF' || return 1
 import os, random, sys
-src, new, bw = sys.argv[1:4]
+src, new, bw, far = sys.argv[1:5]
 rng = random.Random(95)
 words = [''.join(rng.choice('abcdefghijklmnopqrstuvwxyz') for _ in range(rng.randint(2, 9)))
          for _ in range(3000)]
@@ -97,6 +99,10 @@ os.makedirs(bw, exist_ok=True)
 open(bw + '/text.txt', 'wb').write(files['text.txt'][:4 * M])
 open(bw + '/noise.bin', 'wb').write(files['noise.bin'][:M])
 open(bw + '/mixed.dat', 'wb').write(text(M) + noise(M) + text(M))
+os.makedirs(far, exist_ok=True)
+far_text = text(10 * M)
+for name in ('a.txt', 'b.txt'):
+    open(far + '/' + name, 'wb').write(far_text)
 EOF
     touch -d @1700000000 "$NEW"/* "$NEW"/small/*
 }
@@ -111,6 +117,9 @@ MODULES="
     use chroot = no
 [bw]
     path = $BW
+    use chroot = no
+[far]
+    path = $FAR
     use chroot = no
 "
 if ! t_rsyncd_start rd95 "$MODULES
@@ -192,6 +201,36 @@ bwlimit_bytes() {
     [ "$f" -le $((r + r / 50)) ]
 }
 t_check bwlimit_2m_bytes_vs_rsync bwlimit_bytes
+
+# ------------------------------------- on a slow link: zstd's wide window
+
+# A file and its copy 10 MiB further on: zstd's normal window (2 MiB at
+# level 3) cannot reach back that far, wide mode's can (64 MiB with
+# long-distance matching; proto/delta/zadapt.h). Pushed by ferry to
+# rsync's daemon at --bwlimit=4m (the rate ferry's sender keeps to is its
+# link: it goes wide), real rsync decodes it (results identical) and ferry
+# sends at most 3/4 of what rsync does. Pulled by rsync from ferry's
+# daemon at rsync's --bwlimit=4m the result is identical too; whether the
+# sender goes wide there depends on whether TCP reports the receiver's
+# window, not the link, as what held it back (rsync pauses its reads), so
+# only the bytes are shown.
+wide_window() {
+    local f r
+    run "$T/far_fpull" "$RSYNC" -a -z --bwlimit=4m --stats "$FD/far/" "$T/far_fpull/"
+    run "$T/far_rpull" "$RSYNC" -a -z --bwlimit=4m --stats "$RD/far/" "$T/far_rpull/"
+    ok "$T/far_fpull" && ok "$T/far_rpull" && same "$FAR" "$T/far_fpull" || return 1
+    f=$(stat_bytes "$T/far_fpull" "Total bytes received")
+    r=$(stat_bytes "$T/far_rpull" "Total bytes received")
+    echo "pull at 4m: from ferryd $f bytes, from rsyncd $r bytes"
+    run "$T/far_fpush" "$FERRY" -a -z --bwlimit=4m --stats "$FAR/" "$RD/up/far_fpush/"
+    run "$T/far_rpush" "$RSYNC" -a -z --bwlimit=4m --stats "$FAR/" "$RD/up/far_rpush/"
+    ok "$T/far_fpush" && ok "$T/far_rpush" && same "$FAR" "$UPR/far_fpush" || return 1
+    f=$(stat_bytes "$T/far_fpush" "Total bytes sent")
+    r=$(stat_bytes "$T/far_rpush" "Total bytes sent")
+    echo "push at 4m: ferry sent $f bytes, rsync sent $r bytes"
+    [ "$f" -le $((r * 3 / 4)) ]
+}
+t_check wide_window_on_slow_link wide_window
 
 # ------------------------------------------- --compress-level: fixed level
 

@@ -460,6 +460,36 @@ static void test_level_changes_midstream(void **state)
 	free(bdata.p);
 }
 
+/* On a slow link zstd goes wide (zadapt.h): frames with a 64 MiB window
+ * and long-distance matching, which the decoder follows; a file that
+ * repeats one 3 MiB back (beyond the normal window) then costs almost
+ * nothing. The other algorithms have no such mode and do not change. */
+static void test_wide_on_slow_link(void **state)
+{
+	struct buf text = {0};
+	(void)state;
+
+	text_bytes(&text, 3 * ZADAPT_WINDOW, 5);
+	struct basis none = {NULL, 0, 0, 0};
+	struct op once[] = {{text.p, 3 * ZADAPT_WINDOW, 0}};
+	struct file_spec f[] = {{&none, once, 1, false}, {&none, once, 1, false},
+				{&none, once, 1, false}};
+	timed_encoder = true;
+	size_t narrow = roundtrip(CPRES_ZSTD, 31, true, TOKEN_LEVEL_DEFAULT, f, 3);
+	assumed_link = 84 * 1000000u; /* 100 Mbit/s */
+	size_t wide = roundtrip(CPRES_ZSTD, 31, true, TOKEN_LEVEL_DEFAULT, f, 3);
+	int changes = last_changes;
+	size_t lz4 = roundtrip(CPRES_LZ4, 31, true, TOKEN_LEVEL_DEFAULT, f, 3);
+	assumed_link = 0;
+	timed_encoder = false;
+	print_message("zstd: %zu bytes, wide on a slow link %zu (%d changes); lz4 %zu\n", narrow,
+		      wide, changes, lz4);
+	assert_true(changes >= 1);
+	/* the second and third copies are found 3 MiB back */
+	assert_true(wide * 2 < narrow);
+	free(text.p);
+}
+
 /* token_dec_reset: a decoder left in the middle of a stream (a cut one,
  * as a failed session leaves it) decodes a whole stream afterwards as a
  * new decoder does. */
@@ -520,6 +550,7 @@ int main(void)
 		cmocka_unit_test(test_many_files_one_session),
 		cmocka_unit_test(test_adaptive),
 		cmocka_unit_test(test_level_changes_midstream),
+		cmocka_unit_test(test_wide_on_slow_link),
 		cmocka_unit_test(test_dec_reset),
 	};
 	return cmocka_run_group_tests_name("token", tests, NULL, NULL);

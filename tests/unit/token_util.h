@@ -240,6 +240,9 @@ struct file_spec {
  * bottleneck), and the setting changes it made. */
 static bool timed_encoder;
 static int last_changes;
+/* and, if set, the link the adaptive rule takes the output to go over
+ * (ns per MiB) */
+static uint64_t assumed_link;
 
 /* The encoder's clock in timed runs: every reading is 1 ms after the one
  * before, so each piece of literal data seems to take 1 ms to compress,
@@ -273,6 +276,8 @@ static inline size_t roundtrip(int alg, int protocol, bool adaptive, int level,
 	uint64_t fake_now = 0;
 	if (timed_encoder)
 		token_enc_set_clock(e, slow_clock, &fake_now);
+	if (assumed_link)
+		token_enc_assume_link(e, assumed_link);
 	for (size_t f = 0; f < nfiles; f++)
 		encode_file(e, &m, files[f].bs, files[f].ops, files[f].nops, files[f].minimal,
 			    &expect[f]);
