@@ -180,25 +180,31 @@ done
 
 # ----------------------------------------- on a slow link: no more bytes
 
-# The same module pulled by real rsync from ferry's daemon and from
-# rsync's, and pushed to rsync's daemon by ferry and by rsync, all -z at
-# 2 MB/s: ferry's bytes at most 2% over rsync's.
+# slow_pair NAME MODULE DIR RATE -- module MODULE (holding DIR) pulled by
+# real rsync from ferry's daemon and from rsync's, and DIR pushed to
+# rsync's daemon by ferry and by rsync, all -z at --bwlimit=RATE; every
+# result identical to DIR. Sets PULL_F/PULL_R (bytes received from ferryd,
+# from rsyncd) and PUSH_F/PUSH_R (bytes sent by ferry, by rsync).
+slow_pair() {
+    local name=$1 mod=$2 dir=$3 rate=$4
+    run "$T/${name}_fpull" "$RSYNC" -a -z --bwlimit="$rate" --stats "$FD/$mod/" "$T/${name}_fpull/"
+    run "$T/${name}_rpull" "$RSYNC" -a -z --bwlimit="$rate" --stats "$RD/$mod/" "$T/${name}_rpull/"
+    ok "$T/${name}_fpull" && ok "$T/${name}_rpull" && same "$dir" "$T/${name}_fpull" || return 1
+    PULL_F=$(stat_bytes "$T/${name}_fpull" "Total bytes received")
+    PULL_R=$(stat_bytes "$T/${name}_rpull" "Total bytes received")
+    echo "pull at $rate: from ferryd $PULL_F bytes, from rsyncd $PULL_R bytes"
+    run "$T/${name}_fpush" "$FERRY" -a -z --bwlimit="$rate" --stats "$dir/" "$RD/up/${name}_fpush/"
+    run "$T/${name}_rpush" "$RSYNC" -a -z --bwlimit="$rate" --stats "$dir/" "$RD/up/${name}_rpush/"
+    ok "$T/${name}_fpush" && ok "$T/${name}_rpush" && same "$dir" "$UPR/${name}_fpush" || return 1
+    PUSH_F=$(stat_bytes "$T/${name}_fpush" "Total bytes sent")
+    PUSH_R=$(stat_bytes "$T/${name}_rpush" "Total bytes sent")
+    echo "push at $rate: ferry sent $PUSH_F bytes, rsync sent $PUSH_R bytes"
+}
+
+# At 2 MB/s ferry's bytes are at most 2% over rsync's, both ways.
 bwlimit_bytes() {
-    local f r
-    run "$T/bw_fpull" "$RSYNC" -a -z --bwlimit=2m --stats "$FD/bw/" "$T/bw_fpull/"
-    run "$T/bw_rpull" "$RSYNC" -a -z --bwlimit=2m --stats "$RD/bw/" "$T/bw_rpull/"
-    ok "$T/bw_fpull" && ok "$T/bw_rpull" && same "$BW" "$T/bw_fpull" || return 1
-    f=$(stat_bytes "$T/bw_fpull" "Total bytes received")
-    r=$(stat_bytes "$T/bw_rpull" "Total bytes received")
-    echo "pull at 2m: from ferryd $f bytes, from rsyncd $r bytes"
-    [ "$f" -le $((r + r / 50)) ] || return 1
-    run "$T/bw_fpush" "$FERRY" -a -z --bwlimit=2m --stats "$BW/" "$RD/up/bw_fpush/"
-    run "$T/bw_rpush" "$RSYNC" -a -z --bwlimit=2m --stats "$BW/" "$RD/up/bw_rpush/"
-    ok "$T/bw_fpush" && ok "$T/bw_rpush" && same "$BW" "$UPR/bw_fpush" || return 1
-    f=$(stat_bytes "$T/bw_fpush" "Total bytes sent")
-    r=$(stat_bytes "$T/bw_rpush" "Total bytes sent")
-    echo "push at 2m: ferry sent $f bytes, rsync sent $r bytes"
-    [ "$f" -le $((r + r / 50)) ]
+    slow_pair bw bw "$BW" 2m || return 1
+    [ "$PULL_F" -le $((PULL_R + PULL_R / 50)) ] && [ "$PUSH_F" -le $((PUSH_R + PUSH_R / 50)) ]
 }
 t_check bwlimit_2m_bytes_vs_rsync bwlimit_bytes
 
@@ -213,22 +219,10 @@ t_check bwlimit_2m_bytes_vs_rsync bwlimit_bytes
 # daemon at rsync's --bwlimit=4m the result is identical too; whether the
 # sender goes wide there depends on whether TCP reports the receiver's
 # window, not the link, as what held it back (rsync pauses its reads), so
-# only the bytes are shown.
+# the bytes are only shown.
 wide_window() {
-    local f r
-    run "$T/far_fpull" "$RSYNC" -a -z --bwlimit=4m --stats "$FD/far/" "$T/far_fpull/"
-    run "$T/far_rpull" "$RSYNC" -a -z --bwlimit=4m --stats "$RD/far/" "$T/far_rpull/"
-    ok "$T/far_fpull" && ok "$T/far_rpull" && same "$FAR" "$T/far_fpull" || return 1
-    f=$(stat_bytes "$T/far_fpull" "Total bytes received")
-    r=$(stat_bytes "$T/far_rpull" "Total bytes received")
-    echo "pull at 4m: from ferryd $f bytes, from rsyncd $r bytes"
-    run "$T/far_fpush" "$FERRY" -a -z --bwlimit=4m --stats "$FAR/" "$RD/up/far_fpush/"
-    run "$T/far_rpush" "$RSYNC" -a -z --bwlimit=4m --stats "$FAR/" "$RD/up/far_rpush/"
-    ok "$T/far_fpush" && ok "$T/far_rpush" && same "$FAR" "$UPR/far_fpush" || return 1
-    f=$(stat_bytes "$T/far_fpush" "Total bytes sent")
-    r=$(stat_bytes "$T/far_rpush" "Total bytes sent")
-    echo "push at 4m: ferry sent $f bytes, rsync sent $r bytes"
-    [ "$f" -le $((r * 3 / 4)) ]
+    slow_pair far far "$FAR" 4m || return 1
+    [ "$PUSH_F" -le $((PUSH_R * 3 / 4)) ]
 }
 t_check wide_window_on_slow_link wide_window
 
