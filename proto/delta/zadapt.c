@@ -280,21 +280,27 @@ static void measure_link(struct zadapt *z, struct zadapt_rung *s, const struct z
 	z->behind = w->backlog_known && !w->receiver_limited &&
 		    w->sockq1 >= ZADAPT_BACKLOG_SATURATED;
 	uint64_t left = bytes_left(w);
+	bool timed = left >= ZADAPT_MIN_LEFT && wall > 0;
+	uint64_t left_ns = timed ? wall * MIB / left : 0;
 	bool timed_link = false;
 	if (w->delivery_ns_per_mib && !w->receiver_limited) {
-		link_sample(z, w->delivery_ns_per_mib);
+		/* TCP's rate is one round trip's: a receiver that paused to
+		 * write can make it claim a link slower than the one this
+		 * window's output just left by, which is what it is held to */
+		uint64_t rate = w->delivery_ns_per_mib;
+		link_sample(z, timed && left_ns < rate ? left_ns : rate);
 		timed_link = true;
 	}
-	if (left < ZADAPT_MIN_LEFT || wall == 0)
+	if (!timed)
 		return; /* too little output to time the link by */
-	out_sample(s, wall * MIB / left);
+	out_sample(s, left_ns);
 	/* Only a saturated window times the link. One that did not block
 	 * and left no backlog shows no bound worth having: the socket's
 	 * buffers (megabytes) take in a window's output faster than any
 	 * link. */
 	bool backlogged = z->behind && w->sockq0 >= ZADAPT_BACKLOG_SATURATED;
 	if (!timed_link && (w->wait_ns * ZADAPT_SATURATED >= wall || backlogged))
-		link_sample(z, wall * MIB / left);
+		link_sample(z, left_ns);
 }
 
 /* Take in a timed window's measurements: the current rung's compress

@@ -61,7 +61,10 @@
  * probe of "store" is not paid for. Where TCP reports its delivery
  * rate at the end of a window that left ZADAPT_RATE_QUEUED bytes queued
  * (so the sender was not what held the link back), that rate is a link
- * sample of its own: the link is known before any window blocked. A backlog that the receiver's
+ * sample of its own: the link is known before any window blocked. It is
+ * one round trip's rate, though, and a receiver that paused can make it
+ * slower than the window's own output left by (bytes acknowledged over
+ * the window's wall time); then that is the sample. A backlog that the receiver's
  * window made (TCP says so: a receiver busy writing or checksumming, as
  * on loopback) counts for neither. Every move is judged after ZADAPT_TRIAL windows: kept only if it
  * beats the setting it left by the margin, else taken back, and then the

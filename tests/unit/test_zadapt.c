@@ -200,6 +200,7 @@ static void test_no_store_probe_when_behind(void **state)
 	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
 	struct zadapt_window rated = timed(2, 4, 10, 0);
 	rated.backlog_known = true;
+	rated.backlog1 = rated.sockq1 = 128 * 1024; /* 77 KiB left in 8 ms */
 	rated.delivery_ns_per_mib = 84 * MS;
 	assert_true(zadapt_window_end(&z, &rated));
 	assert_int_equal(z.link_ns_per_mib, 84 * MS);
@@ -214,6 +215,33 @@ static void test_no_store_probe_when_behind(void **state)
 	assert_true(zadapt_window_end(&z, &w));
 	assert_true(zadapt_storing(&z));
 	assert_int_equal(z.nlink, 0);
+}
+
+/* TCP's delivery rate is one round trip's: on loopback a receiver that
+ * paused to write made it claim 11.7 ms per MiB at the end of a window
+ * whose 1.45 MiB had left in 2.5 ms. A sample is held to what the
+ * window's output showed, so storing stays where it is cheapest. */
+static void test_delivery_rate_held_to_what_left(void **state)
+{
+	struct zadapt z;
+	(void)state;
+
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	struct zadapt_window w = timed(1, 0, 100, 0);
+	w.wall_ns = 2500 * 1000;
+	w.backlog_known = true;
+	w.backlog0 = w.sockq0 = 1344 * 1024;
+	w.backlog1 = w.sockq1 = 1024 * 1024;
+	w.delivery_ns_per_mib = 11700 * 1000;
+	assert_false(zadapt_window_end(&z, &w));
+	/* 1 MiB sent, the queue 320 KiB shorter: 1.3125 MiB left in 2.5 ms */
+	assert_int_equal(z.link_ns_per_mib, 2500ull * 1000 * 16 / 21);
+
+	/* a rate no slower than what left stands as TCP gave it */
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	w.delivery_ns_per_mib = 1000 * 1000;
+	assert_false(zadapt_window_end(&z, &w));
+	assert_int_equal(z.link_ns_per_mib, 1000 * 1000);
 }
 
 /* Tiny windows, zero pages at 4 GB/s: no move gains enough to be worth
@@ -888,6 +916,7 @@ int main(void)
 		cmocka_unit_test(test_link_measured),
 		cmocka_unit_test(test_link_from_backlog),
 		cmocka_unit_test(test_no_store_probe_when_behind),
+		cmocka_unit_test(test_delivery_rate_held_to_what_left),
 		cmocka_unit_test(test_fast_compressor),
 		cmocka_unit_test(test_fixed_level),
 		cmocka_unit_test(test_no_evidence),
