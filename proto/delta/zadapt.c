@@ -283,10 +283,12 @@ static void measure_link(struct zadapt *z, struct zadapt_rung *s, const struct z
 	bool timed = left >= ZADAPT_MIN_LEFT && wall > 0;
 	uint64_t left_ns = timed ? wall * MIB / left : 0;
 	bool timed_link = false;
-	if (w->delivery_ns_per_mib && !w->receiver_limited) {
-		/* TCP's rate is one round trip's: a receiver that paused to
-		 * write can make it claim a link slower than the one this
-		 * window's output just left by, which is what it is held to */
+	if (w->delivery_ns_per_mib && !w->receiver_limited && timed) {
+		/* TCP's rate is one round trip's, the last it measured: not
+		 * this window's unless the window's output left (acknowledged
+		 * bytes), and a receiver that paused to write can make it
+		 * claim a link slower than the one that output left by,
+		 * which is what it is held to */
 		uint64_t rate = w->delivery_ns_per_mib;
 		link_sample(z, timed && left_ns < rate ? left_ns : rate);
 		timed_link = true;
@@ -299,7 +301,8 @@ static void measure_link(struct zadapt *z, struct zadapt_rung *s, const struct z
 	 * buffers (megabytes) take in a window's output faster than any
 	 * link. */
 	bool backlogged = z->behind && w->sockq0 >= ZADAPT_BACKLOG_SATURATED;
-	if (!timed_link && (w->wait_ns * ZADAPT_SATURATED >= wall || backlogged))
+	bool blocked = w->wait_ns * ZADAPT_SATURATED >= wall && !w->receiver_limited;
+	if (!timed_link && (blocked || backlogged))
 		link_sample(z, left_ns);
 }
 

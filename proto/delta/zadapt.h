@@ -62,11 +62,12 @@
  * rate at the end of a window that left ZADAPT_RATE_QUEUED bytes queued
  * (so the sender was not what held the link back), that rate is a link
  * sample of its own: the link is known before any window blocked. It is
- * one round trip's rate, though, and a receiver that paused can make it
- * slower than the window's own output left by (bytes acknowledged over
- * the window's wall time); then that is the sample. A backlog that the receiver's
- * window made (TCP says so: a receiver busy writing or checksumming, as
- * on loopback) counts for neither. Every move is judged after ZADAPT_TRIAL windows: kept only if it
+ * the last round trip's rate, though: it counts only where the window's
+ * output left (ZADAPT_MIN_LEFT bytes or more acknowledged), and as no
+ * slower than that output left (a receiver that paused can make TCP's
+ * rate slower). A backlog or a block that the receiver's window made
+ * (TCP says so: a receiver busy writing or checksumming, as on loopback)
+ * times no link, and such a window's rate is no sample. Every move is judged after ZADAPT_TRIAL windows: kept only if it
  * beats the setting it left by the margin, else taken back, and then the
  * next move waits: the hold doubles, up to ZADAPT_MAX_HOLD windows; a
  * move that is kept halves it. So the level settles instead of flapping,

@@ -242,6 +242,16 @@ static void test_delivery_rate_held_to_what_left(void **state)
 	w.delivery_ns_per_mib = 1000 * 1000;
 	assert_false(zadapt_window_end(&z, &w));
 	assert_int_equal(z.link_ns_per_mib, 1000 * 1000);
+
+	/* the receiver stalled: the queue grew by the whole output, nothing
+	 * was acknowledged, and TCP's rate (4.2 ms per MiB) is still the
+	 * one it measured before; it is not a sample */
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	w.backlog0 = w.sockq0 = 2688 * 1024;
+	w.backlog1 = w.sockq1 = 3712 * 1024;
+	w.delivery_ns_per_mib = 4180 * 1000;
+	assert_false(zadapt_window_end(&z, &w));
+	assert_int_equal(z.nlink, 0);
 }
 
 /* Tiny windows, zero pages at 4 GB/s: no move gains enough to be worth
