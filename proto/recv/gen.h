@@ -53,6 +53,8 @@ struct gen {
 				  * made, handled in full with its own part */
 	size_t done_parts;       /* parts we sent NDX_DONE for */
 	size_t settle_pos;       /* first index of that part not yet settled */
+	size_t settle_top;       /* and above this all of it has settled */
+	size_t settle_top_part;  /* the part settle_top is of, plus one (0: none) */
 };
 
 /* Where the basis of a requested file comes from: the destination itself

@@ -231,6 +231,36 @@ static size_t finishable_parts(struct gen *g, size_t upto)
 	return done - g->done_parts;
 }
 
+/* The file whose settling the generator waits for (gen_waits_on), with
+ * finishable_parts() just returned 0 and rc->lock held: the last file of
+ * the first part to end that has yet to settle (the part ends only once
+ * it has). Any file, where hard links are in play: a target's arrival
+ * lets the generator link members that then settle. */
+static int64_t file_to_wait_on(struct gen *g, size_t upto)
+{
+	struct recv_ctx *rc = g->rc;
+
+	if (g->o->read_batch || g->done_parts >= upto)
+		return RECV_WAKE_NONE;
+	if (rc->hl_nsent > 0)
+		return RECV_WAKE_ANY;
+	/* a file that settled stays so: each part is scanned down once,
+	 * whatever order its files arrive in */
+	if (g->settle_top_part != g->done_parts + 1) {
+		const struct flist_part *p = &rc->fl->parts[g->done_parts];
+		g->settle_top = (size_t)p->ndx_start + (size_t)p->count;
+		g->settle_top_part = g->done_parts + 1;
+	}
+	for (; g->settle_top > g->settle_pos; g->settle_top--) {
+		uint8_t st = recv_state(rc, g->settle_top - 1);
+		if (st & FS_HLINK_WAIT)
+			return RECV_WAKE_ANY;
+		if (!settled(st))
+			return (int64_t)(g->settle_top - 1);
+	}
+	return RECV_WAKE_ANY;
+}
+
 /* Wait for something to do, then do it: ask again for files the receiver
  * queued for a redo, and end (NDX_DONE) the parts below `upto` that are
  * settled (generator.c: check_for_finished_files). Returns once part
@@ -254,7 +284,9 @@ static bool sync_parts(struct gen *g, size_t next, size_t upto, bool all, size_t
 			arrived = all ? g->done_parts + n_done >= upto : (*ready > next || *eof);
 			if (n_done || n_redo || failed || arrived || hlink_arrivals(rc))
 				break;
+			rc->gen_waits_on = file_to_wait_on(g, upto);
 			pthread_cond_wait(&rc->cond, &rc->lock);
+			rc->gen_waits_on = RECV_WAKE_ANY;
 		}
 		int32_t *todo = n_redo ? malloc(n_redo * sizeof *todo) : NULL;
 		if (todo)

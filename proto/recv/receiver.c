@@ -85,9 +85,21 @@ void recv_note_done(struct recv_ctx *rc)
 	pthread_mutex_unlock(&rc->lock);
 }
 
-/* A file has arrived or failed (its state bits are set): wake the
- * generator, which ends a part once all its files have. */
-static void recv_note_settled(struct recv_ctx *rc)
+/* File ndx has arrived or failed (its state bits are set): wake the
+ * generator, which ends a part once all its files have, if it waits for
+ * this one. It names the last of a part's files still to settle, so
+ * files that arrive in order wake it once a part instead of once a file
+ * (a thread switch each: a fifth of a small-file pull's time). */
+static void recv_note_settled(struct recv_ctx *rc, int32_t ndx)
+{
+	pthread_mutex_lock(&rc->lock);
+	if (rc->gen_waits_on == RECV_WAKE_ANY || rc->gen_waits_on == ndx)
+		pthread_cond_broadcast(&rc->cond);
+	pthread_mutex_unlock(&rc->lock);
+}
+
+/* Wake the generator whatever it waits for. */
+static void recv_wake_generator(struct recv_ctx *rc)
 {
 	pthread_mutex_lock(&rc->lock);
 	pthread_cond_broadcast(&rc->cond);
@@ -125,7 +137,7 @@ static bool receiver_stop(struct rcv *r)
 	rc->receiver_failed = true;
 	pthread_mutex_unlock(&rc->lock);
 	wire_fail(&r->s->err, RERR_FILEIO, " ");
-	recv_note_settled(rc); /* a generator waiting for us stops now */
+	recv_wake_generator(rc); /* a generator waiting for us stops now */
 	return false;
 }
 
@@ -989,7 +1001,7 @@ static bool receive_replies(struct rcv *r)
 		if (!ok)
 			return false;
 		if (r->rc->fl->inc)
-			recv_note_settled(r->rc); /* the generator ends parts by it */
+			recv_note_settled(r->rc, ndx); /* the generator ends parts by it */
 	}
 	if (r->o->read_batch)
 		batch_report_missing(r->rc);

@@ -116,6 +116,7 @@ int recv_run(struct recv_ctx *rc)
 				: xcalloc_array(&s->err, rc->fl->count, 1);
 	rc->parts_ready = rc->fl->nparts;
 	rc->parts_eof = rc->fl->eof;
+	rc->gen_waits_on = RECV_WAKE_ANY;
 	if (!rc->state ||
 	    !(rc->fl->inc || !rc->s->opts->hard_links || hlink_match(rc, 0, rc->fl->count, rc->fl->count)) ||
 	    !delete_index_build(rc)) {

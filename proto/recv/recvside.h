@@ -89,6 +89,8 @@ struct recv_ctx {
 	int32_t *redo;            /* indexes to request again */
 	size_t nredo, redo_cap;
 	int done_count;           /* NDX_DONEs the receiver has read */
+	int64_t gen_waits_on;     /* the generator sleeps until this file
+				   * settles (RECV_WAKE_ANY: any file) */
 	bool receiver_finished;   /* stats read, receiver ended */
 	bool receiver_failed;
 	bool generator_stopped;   /* the generator thread gave up or finished */
@@ -193,6 +195,10 @@ int recv_run(struct recv_ctx *rc);
 void *generator_main(void *arg);
 /* The receiver's loop (runs on the calling thread). */
 bool receiver_run(struct recv_ctx *rc);
+
+/* gen_waits_on: wake the generator whatever file settles; or for none. */
+#define RECV_WAKE_ANY (-1)
+#define RECV_WAKE_NONE INT64_MAX
 
 /* An entry's FS_* bits: the generator and the receiver thread each set
  * bits of entries the other reads or sets, with no lock held, so every
