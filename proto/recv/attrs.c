@@ -55,8 +55,28 @@ static void attr_error(struct recv_ctx *rc, const char *role, const struct file_
 		   full);
 }
 
+/* Times through fd where the entry is open, else by name. */
+static int set_mtime(int dirfd, const char *leaf, int fd, int64_t sec, uint32_t nsec)
+{
+	const struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT},
+				       {.tv_sec = (time_t)sec, .tv_nsec = (long)nsec}};
+
+	return fd >= 0 ? futimens(fd, ts) : fs_set_mtime(dirfd, leaf, sec, nsec);
+}
+
+static int set_atime(int dirfd, const char *leaf, int fd, int64_t sec)
+{
+	const struct timespec ts[2] = {{.tv_sec = (time_t)sec}, {.tv_nsec = UTIME_OMIT}};
+
+	return fd >= 0 ? futimens(fd, ts) : fs_set_atime(dirfd, leaf, sec);
+}
+
+/* st: the entry as it is, or NULL for one we just wrote. fd: that file,
+ * still open, or -1: the owner, times and mode go through it (no path
+ * lookups, and nothing put in the file's place meanwhile is touched);
+ * ACLs and --fake-super's xattrs still go by name. */
 static int set_attrs(struct recv_ctx *rc, const char *role, int dirfd, const char *leaf,
-		     const struct file_entry *f, const struct stat *st, bool set_times)
+		     const struct file_entry *f, const struct stat *st, int fd, bool set_times)
 {
 	const struct ferry_opts *o = rc->s->opts;
 	struct stat now;
@@ -69,7 +89,8 @@ static int set_attrs(struct recv_ctx *rc, const char *role, int dirfd, const cha
 	 * Below protocol 31 that drops the nanoseconds it keeps otherwise. */
 	bool exact = !st || (o->checksum && S_ISREG(f->mode));
 	if (!st) {
-		if (fstatat(dirfd, leaf, &now, AT_SYMLINK_NOFOLLOW) < 0) {
+		int r = fd >= 0 ? fstat(fd, &now) : fstatat(dirfd, leaf, &now, AT_SYMLINK_NOFOLLOW);
+		if (r < 0) {
 			attr_error(rc, role, f, leaf, "stat", true);
 			return -1;
 		}
@@ -86,8 +107,10 @@ static int set_attrs(struct recv_ctx *rc, const char *role, int dirfd, const cha
 			rc->s->got_xfer_error = true;
 		changed |= (change_uid ? ITEM_REPORT_OWNER : 0) | (change_gid ? ITEM_REPORT_GROUP : 0);
 	} else if (change_uid || change_gid) {
-		if (fchownat(dirfd, leaf, change_uid ? fe_uid(f) : (uid_t)-1,
-			     change_gid ? fe_gid(f) : (gid_t)-1, AT_SYMLINK_NOFOLLOW) < 0) {
+		uid_t uid = change_uid ? fe_uid(f) : (uid_t)-1;
+		gid_t gid = change_gid ? fe_gid(f) : (gid_t)-1;
+		if ((fd >= 0 ? fchown(fd, uid, gid)
+			     : fchownat(dirfd, leaf, uid, gid, AT_SYMLINK_NOFOLLOW)) < 0) {
 			if (change_uid || errno != EPERM) {
 				attr_error(rc, role, f, leaf, change_uid ? "chown" : "chgrp", true);
 			}
@@ -102,7 +125,7 @@ static int set_attrs(struct recv_ctx *rc, const char *role, int dirfd, const cha
 				       (uint32_t)st->st_mtim.tv_nsec != fe_mtime_nsec(f)
 			     : recv_mtime_differs(o, st, f);
 	if (keep_time && differs) {
-		if (fs_set_mtime(dirfd, leaf, f->mtime, fe_mtime_nsec(f)) < 0) {
+		if (set_mtime(dirfd, leaf, fd, f->mtime, fe_mtime_nsec(f)) < 0) {
 			if (!S_ISLNK(f->mode)) {
 				attr_error(rc, role, f, leaf, "failed to set times on", false);
 			}
@@ -113,7 +136,7 @@ static int set_attrs(struct recv_ctx *rc, const char *role, int dirfd, const cha
 	/* -U (rsync.c: set_file_attrs): not for directories or links */
 	if (set_times && o->atimes && !S_ISDIR(f->mode) && !S_ISLNK(f->mode) &&
 	    (exact || st->st_atim.tv_sec != fe_atime(f) || st->st_atim.tv_nsec != 0)) {
-		if (fs_set_atime(dirfd, leaf, fe_atime(f)) < 0) {
+		if (set_atime(dirfd, leaf, fd, fe_atime(f)) < 0) {
 			attr_error(rc, role, f, leaf, "failed to set access time on", false);
 		} else if (st->st_atim.tv_sec != fe_atime(f)) {
 			changed |= ITEM_REPORT_ATIME;
@@ -129,7 +152,8 @@ static int set_attrs(struct recv_ctx *rc, const char *role, int dirfd, const cha
 	if (!S_ISLNK(f->mode) && (cur_mode & 07777) != (f->mode & 07777)) {
 		if (fake) {
 			changed |= ITEM_REPORT_PERMS; /* recorded in the xattr above */
-		} else if (fchmodat(dirfd, leaf, f->mode & 07777, 0) < 0) {
+		} else if ((fd >= 0 ? fchmod(fd, f->mode & 07777)
+				    : fchmodat(dirfd, leaf, f->mode & 07777, 0)) < 0) {
 			attr_error(rc, role, f, leaf, "failed to set permissions on", false);
 		} else {
 			changed |= ITEM_REPORT_PERMS;
@@ -141,13 +165,19 @@ static int set_attrs(struct recv_ctx *rc, const char *role, int dirfd, const cha
 int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct file_entry *f,
 		const struct stat *st, bool set_times)
 {
-	return set_attrs(rc, "generator", dirfd, leaf, f, st, set_times);
+	return set_attrs(rc, "generator", dirfd, leaf, f, st, -1, set_times);
 }
 
 int apply_attrs_recv(struct recv_ctx *rc, int dirfd, const char *leaf,
 		     const struct file_entry *f, const struct stat *st, bool set_times)
 {
-	return set_attrs(rc, "receiver", dirfd, leaf, f, st, set_times);
+	return set_attrs(rc, "receiver", dirfd, leaf, f, st, -1, set_times);
+}
+
+int apply_attrs_written(struct recv_ctx *rc, int dirfd, const char *leaf, int fd,
+			const struct file_entry *f)
+{
+	return set_attrs(rc, "receiver", dirfd, leaf, f, NULL, fd, true);
 }
 
 void recv_log_item(struct recv_ctx *rc, const struct file_entry *f, int iflags, const char *xname)

@@ -250,6 +250,10 @@ int apply_attrs(struct recv_ctx *rc, int dirfd, const char *leaf, const struct f
  * apply_attrs's say "[generator]" (rsync's who_am_i()). */
 int apply_attrs_recv(struct recv_ctx *rc, int dirfd, const char *leaf,
 		     const struct file_entry *f, const struct stat *st, bool set_times);
+/* apply_attrs_recv for a file just written and still open as fd: it is
+ * looked at through fd instead of by its name. */
+int apply_attrs_written(struct recv_ctx *rc, int dirfd, const char *leaf, int fd,
+			const struct file_entry *f);
 
 /* Is the entry inside a directory we failed to create? */
 bool parent_failed(struct recv_ctx *rc, const struct file_entry *f);

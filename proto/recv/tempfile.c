@@ -308,7 +308,7 @@ bool temp_commit(struct temp_file *t, const struct file_entry *f)
 		ok = false;
 	}
 	/* Attributes go on the temp file, so the final name appears complete. */
-	if (ok && apply_attrs_recv(t->rc, t->tmpdirfd, t->tmpname, f, NULL, true) < 0)
+	if (ok && apply_attrs_written(t->rc, t->tmpdirfd, t->tmpname, t->fd, f) < 0)
 		ok = false;
 	if (ok && t->delayed) {
 		ok = move_into_partial_dir(t, "completed file");
