@@ -290,7 +290,7 @@ static void measure_link(struct zadapt *z, struct zadapt_rung *s, const struct z
 		 * claim a link slower than the one that output left by,
 		 * which is what it is held to */
 		uint64_t rate = w->delivery_ns_per_mib;
-		link_sample(z, timed && left_ns < rate ? left_ns : rate);
+		link_sample(z, left_ns < rate ? left_ns : rate);
 		timed_link = true;
 	}
 	if (!timed)

@@ -67,10 +67,12 @@
  * slower than that output left (a receiver that paused can make TCP's
  * rate slower). A backlog or a block that the receiver's window made
  * (TCP says so: a receiver busy writing or checksumming, as on loopback)
- * times no link, and such a window's rate is no sample. Every move is judged after ZADAPT_TRIAL windows: kept only if it
- * beats the setting it left by the margin, else taken back, and then the
- * next move waits: the hold doubles, up to ZADAPT_MAX_HOLD windows; a
- * move that is kept halves it. So the level settles instead of flapping,
+ * times no link, and such a window's rate is no sample.
+ *
+ * Every move is judged after ZADAPT_TRIAL windows: kept only if it beats
+ * the setting it left by the margin, else taken back, and then the next
+ * move waits: the hold doubles, up to ZADAPT_MAX_HOLD windows; a move
+ * that is kept halves it. So the level settles instead of flapping,
  * and of two settings close in cost the one it had stays.
  *
  * zstd has a second, independent choice: "wide", a window of
