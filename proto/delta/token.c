@@ -302,6 +302,7 @@ struct token_enc *token_enc_new(int alg, int level, bool adaptive, int protocol,
 	e->level = level;
 	e->protocol = protocol;
 	e->err = err;
+	e->left = UINT64_MAX;
 	zadapt_init(&e->za, alg, level, adaptive, ZSTD_minCLevel());
 	e->setting = zadapt_setting(&e->za);
 	e->obuf = malloc(2 + (size_t)LZ4_COMPRESSBOUND(TOKEN_MAX_DATA));
@@ -350,6 +351,11 @@ void token_enc_set_clock(struct token_enc *e, token_clock_fn clock, void *ctx)
 void token_enc_assume_link(struct token_enc *e, uint64_t ns_per_mib)
 {
 	zadapt_assume_link(&e->za, ns_per_mib);
+}
+
+void token_enc_set_left(struct token_enc *e, uint64_t left)
+{
+	e->left = left;
 }
 
 void token_enc_add_idle(struct token_enc *e, uint64_t ns)
@@ -539,6 +545,11 @@ static bool window_end(struct token_enc *e, struct wire_out *out, bool data, boo
 {
 	struct zadapt_window w = {0};
 	bool evidence = true;
+
+	if (e->left != UINT64_MAX) {
+		w.left_known = true;
+		w.left = e->left > (uint64_t)e->file_in ? e->left - (uint64_t)e->file_in : 0;
+	}
 
 	if (data && !e->za.incompressible && !window_data(e, out, &w, &evidence))
 		return false;

@@ -95,6 +95,12 @@ void token_enc_add_idle(struct token_enc *e, uint64_t ns);
 void token_enc_set_threads(struct token_enc *e, int threads);
 /* How often the adaptive rule has changed the setting (tests, --debug). */
 int token_enc_setting_changes(const struct token_enc *e);
+/* The next file starts with at most `left` bytes of input to come in
+ * this transfer, its own included (UINT64_MAX: not known); the adaptive
+ * rule does not risk probing "store" on a little (zadapt.h). Set before
+ * token_enc_begin, or token_pipe_begin, while the caller owns the
+ * encoder. */
+void token_enc_set_left(struct token_enc *e, uint64_t left);
 /* Start a file; `minimal`: send it with no compression effort (its suffix
  * is on the skip list). */
 bool token_enc_begin(struct token_enc *e, struct wire_out *out, bool minimal);

@@ -62,6 +62,8 @@ struct token_enc {
 	bool hist_gap;      /* zlib: a matched block skipped the history while
 			     * storing, so this file stays stored */
 	int64_t file_in;    /* literal bytes of this file */
+	uint64_t left;      /* input to come when this file began (UINT64_MAX:
+			     * not known; token_enc_set_left) */
 	int64_t comp_out;   /* compressed bytes sent (all files) */
 	bool need_flush;    /* literal data went in since the last flush */
 	bool run_pending;

@@ -426,6 +426,9 @@ static int best_rung(const struct zadapt *z, bool guesses)
 		if (guess && r > z->rung && z->behind)
 			continue; /* the link lags the output already: more bytes
 				   * cannot go faster */
+		if (guess && is_store(z, r) && z->left_known &&
+		    z->left < ZADAPT_STORE_PROBE_MIN_LEFT)
+			continue; /* too little left to repay the probe */
 		if (slow_wide_holds(z, r))
 			continue;
 		uint64_t c = zadapt_cost(z, r);
@@ -557,6 +560,8 @@ bool zadapt_window_end(struct zadapt *z, const struct zadapt_window *w)
 	if (!z->adaptive || z->nrungs < 2)
 		return false;
 	int before = zadapt_setting(z);
+	z->left_known = w->left_known;
+	z->left = w->left;
 	judge_data(z, w);
 	if (!z->incompressible && w->timed)
 		judge_speed(z, w);

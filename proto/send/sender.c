@@ -400,6 +400,23 @@ static bool use_pipe(struct snd *d, const struct file_data *fdata)
 	return d->pipe != NULL;
 }
 
+/* At most how much input is still to come, this file's included: the
+ * list's regular files not yet sent, once the whole list is known (with
+ * incremental recursion, more may come: not known). Files the receiver
+ * does not ask for count too; it is a bound. */
+static uint64_t input_left(const struct snd *d, const struct file_data *fdata)
+{
+	const struct stats *st = &d->s->stats;
+	uint64_t own = fdata->size > 0 ? (uint64_t)fdata->size : 0;
+
+	if (!flist_send_complete(d->sl))
+		return UINT64_MAX;
+	if (st->total_size <= st->total_transferred_size ||
+	    (uint64_t)(st->total_size - st->total_transferred_size) < own)
+		return own;
+	return (uint64_t)(st->total_size - st->total_transferred_size);
+}
+
 /* The file's token stream, from its start to its end, after the sum head.
  * The caller holds the output's lock (once); while the compressor thread
  * writes, it is let go, for that thread takes it per batch. */
@@ -407,6 +424,7 @@ static bool send_tokens(struct snd *d, const struct file_data *fdata, struct mat
 {
 	struct wire_out *out = &d->s->out;
 
+	token_enc_set_left(d->enc, input_left(d, fdata));
 	if (!use_pipe(d, fdata))
 		return token_enc_begin(d->enc, out, fdata->minimal) && send_data(d, fdata, mo) &&
 		       token_enc_end(d->enc, out);

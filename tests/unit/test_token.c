@@ -490,6 +490,35 @@ static void test_wide_on_slow_link(void **state)
 	free(text.p);
 }
 
+/* With the link unknown, the rule probes "store" (a compressor taking 1 ms
+ * per piece is slower than any link it could assume), which sends a
+ * trial's windows whole; where the sender says only this 16 MiB file is
+ * left to send, that probe cannot pay: every byte goes compressed. */
+static void test_no_store_probe_near_the_end(void **state)
+{
+	struct buf text = {0};
+	(void)state;
+
+	text_bytes(&text, 16 * 1024 * 1024, 7);
+	struct basis none = {NULL, 0, 0, 0};
+	struct op whole[] = {{text.p, text.len, 0}};
+	struct file_spec f[] = {{&none, whole, 1, false}};
+	timed_encoder = true;
+	size_t probed = roundtrip(CPRES_ZSTD, 31, true, TOKEN_LEVEL_DEFAULT, f, 1);
+	input_left = text.len;
+	size_t compressed = roundtrip(CPRES_ZSTD, 31, true, TOKEN_LEVEL_DEFAULT, f, 1);
+	input_left = (uint64_t)ZADAPT_STORE_PROBE_MIN_LEFT + text.len;
+	size_t far = roundtrip(CPRES_ZSTD, 31, true, TOKEN_LEVEL_DEFAULT, f, 1);
+	input_left = 0;
+	timed_encoder = false;
+	print_message("16 MiB of text: %zu bytes with the store probe, %zu with 16 MiB left, "
+		      "%zu with more\n", probed, compressed, far);
+	assert_true(compressed * 2 < probed);
+	assert_true(compressed < text.len / 2);
+	assert_int_equal(far, probed);
+	free(text.p);
+}
+
 /* token_dec_reset: a decoder left in the middle of a stream (a cut one,
  * as a failed session leaves it) decodes a whole stream afterwards as a
  * new decoder does. */
@@ -551,6 +580,7 @@ int main(void)
 		cmocka_unit_test(test_adaptive),
 		cmocka_unit_test(test_level_changes_midstream),
 		cmocka_unit_test(test_wide_on_slow_link),
+		cmocka_unit_test(test_no_store_probe_near_the_end),
 		cmocka_unit_test(test_dec_reset),
 	};
 	return cmocka_run_group_tests_name("token", tests, NULL, NULL);

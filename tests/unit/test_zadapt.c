@@ -217,6 +217,39 @@ static void test_no_store_probe_when_behind(void **state)
 	assert_int_equal(z.nlink, 0);
 }
 
+/* With the link unknown, "store" is probed only where enough input is
+ * still to come to repay the probe's whole windows (or where the sender
+ * does not say how much is). */
+static void test_no_store_probe_on_little_left(void **state)
+{
+	struct zadapt z;
+	(void)state;
+
+	/* 8 MiB at 3 ms per MiB to 3 %: a WAL segment's first window */
+	struct zadapt_window w = timed(8, 3, 3, 0);
+	w.left_known = true;
+	w.left = 8 * MIB;
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	/* a faster level is still tried: it costs few bytes more */
+	assert_true(zadapt_window_end(&z, &w));
+	assert_int_equal(zadapt_setting(&z), 1);
+	for (int i = 0; i < 8; i++) {
+		zadapt_window_end(&z, &w);
+		assert_false(zadapt_storing(&z));
+	}
+
+	w.left = ZADAPT_STORE_PROBE_MIN_LEFT;
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	assert_true(zadapt_window_end(&z, &w));
+	assert_true(zadapt_storing(&z));
+
+	w.left_known = false;
+	w.left = 0;
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	assert_true(zadapt_window_end(&z, &w));
+	assert_true(zadapt_storing(&z));
+}
+
 /* TCP's delivery rate is one round trip's: on loopback a receiver that
  * paused to write made it claim 11.7 ms per MiB at the end of a window
  * whose 1.45 MiB had left in 2.5 ms. A sample is held to what the
@@ -926,6 +959,7 @@ int main(void)
 		cmocka_unit_test(test_link_measured),
 		cmocka_unit_test(test_link_from_backlog),
 		cmocka_unit_test(test_no_store_probe_when_behind),
+		cmocka_unit_test(test_no_store_probe_on_little_left),
 		cmocka_unit_test(test_delivery_rate_held_to_what_left),
 		cmocka_unit_test(test_fast_compressor),
 		cmocka_unit_test(test_fixed_level),

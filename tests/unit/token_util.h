@@ -243,6 +243,9 @@ static int last_changes;
 /* and, if set, the link the adaptive rule takes the output to go over
  * (ns per MiB) */
 static uint64_t assumed_link;
+/* and, if set, the input the sender says is still to come at each file's
+ * start (token_enc_set_left) */
+static uint64_t input_left;
 
 /* The encoder's clock in timed runs: every reading is 1 ms after the one
  * before, so each piece of literal data seems to take 1 ms to compress,
@@ -278,9 +281,12 @@ static inline size_t roundtrip(int alg, int protocol, bool adaptive, int level,
 		token_enc_set_clock(e, slow_clock, &fake_now);
 	if (assumed_link)
 		token_enc_assume_link(e, assumed_link);
-	for (size_t f = 0; f < nfiles; f++)
+	for (size_t f = 0; f < nfiles; f++) {
+		if (input_left)
+			token_enc_set_left(e, input_left);
 		encode_file(e, &m, files[f].bs, files[f].ops, files[f].nops, files[f].minimal,
 			    &expect[f]);
+	}
 	last_changes = token_enc_setting_changes(e);
 	token_enc_free(e);
 	size_t size = mem_size(&m);
