@@ -91,8 +91,10 @@
  * change ends the zstd frame, and with it the window that finds the long
  * matches, so on a slow link wide mode starts where the compressor keeps
  * up (the current level, or the first faster one down to the level below
- * the normal one, zstd's fast matcher, for which the link leaves twice
- * the time it needs with ZADAPT_WIDE_EXTRA_NS on top), and then moves
+ * the normal one, zstd's fast matcher, that keeps up with the link with
+ * an eighth to spare, ZADAPT_WIDE_EXTRA_NS and the sender's other work
+ * counted: the rule it then stays by, so that the start is not a knife
+ * edge between two levels), and then moves
  * only to a faster level while the compressor falls behind the link by
  * an eighth, or to one of more effort that would keep up with an eighth
  * to spare, on a guess only if it looks better by the margin; never to
