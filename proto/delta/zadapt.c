@@ -273,8 +273,8 @@ static uint64_t bytes_left(const struct zadapt_window *w)
 
 /* The link's side of a timed window of `wall` ns at rung s: is it
  * behind, how fast did s's output leave, and, if the window shows it,
- * the link's rate. */
-static void measure_link(struct zadapt *z, struct zadapt_rung *s, const struct zadapt_window *w,
+ * the link's rate (true: TCP's delivery rate timed it). */
+static bool measure_link(struct zadapt *z, struct zadapt_rung *s, const struct zadapt_window *w,
 			 uint64_t wall)
 {
 	z->behind = w->backlog_known && !w->receiver_limited &&
@@ -294,7 +294,7 @@ static void measure_link(struct zadapt *z, struct zadapt_rung *s, const struct z
 		timed_link = true;
 	}
 	if (!timed)
-		return; /* too little output to time the link by */
+		return false; /* too little output to time the link by */
 	out_sample(s, left_ns);
 	/* Only a saturated window times the link. One that did not block
 	 * and left no backlog shows no bound worth having: the socket's
@@ -304,11 +304,13 @@ static void measure_link(struct zadapt *z, struct zadapt_rung *s, const struct z
 	bool blocked = w->wait_ns * ZADAPT_SATURATED >= wall && !w->receiver_limited;
 	if (!timed_link && (blocked || backlogged))
 		link_sample(z, left_ns);
+	return timed_link;
 }
 
 /* Take in a timed window's measurements: the current rung's compress
- * time and ratio, the sender's other work, and the link. */
-static void measure(struct zadapt *z, const struct zadapt_window *w)
+ * time and ratio, the sender's other work, and the link (true: TCP's
+ * delivery rate timed it). */
+static bool measure(struct zadapt *z, const struct zadapt_window *w)
 {
 	struct zadapt_rung *s = &z->stat[z->rung];
 	uint64_t wall = w->wall_ns ? w->wall_ns : w->comp_ns + w->wait_ns;
@@ -329,7 +331,7 @@ static void measure(struct zadapt *z, const struct zadapt_window *w)
 	uint64_t idle = w->idle_ns < rest ? w->idle_ns : rest;
 	z->other_ns_per_mib = ewma(z->other_ns_per_mib, (rest - idle) * MIB / w->bytes, true);
 	z->idle_ns_per_mib = ewma(z->idle_ns_per_mib, idle * MIB / w->bytes, true);
-	measure_link(z, s, w, wall);
+	return measure_link(z, s, w, wall);
 }
 
 static bool better(uint64_t cost, uint64_t than)
@@ -510,17 +512,39 @@ static bool judge_wide(struct zadapt *z)
 	return true;
 }
 
+/* A move is judged on more than one window's noise, but a probe of store
+ * in a window TCP's delivery rate timed, against which it loses to the
+ * setting it left by the margin, is over at once: on a slow link its
+ * next window would send another MiB whole to show the same, and at the
+ * trial's end one sample of the link would not yet count (store's cost
+ * is a guess until two do) and keep it a window longer. (Not on a
+ * window that only blocked: on loopback that is the receiver stalling,
+ * which the trial's second window is there to see past.) */
+static bool store_probe_lost(const struct zadapt *z, bool tcp_timed)
+{
+	if (!tcp_timed || !is_store(z, z->rung) || z->came_from < 0)
+		return false;
+	bool guess;
+	struct zadapt_rung stored = estimate(z, z->rung, &guess);
+	return better(zadapt_cost(z, z->came_from), cost_of(z, &stored, false));
+}
+
 /* The speed side: move to the setting that moves the most input per
  * second (see zadapt.h). */
 static void judge_speed(struct zadapt *z, const struct zadapt_window *w)
 {
 	if (w->bytes == 0)
 		return;
-	measure(z, w);
+	bool tcp_timed = measure(z, w);
 	if (judge_wide(z))
 		return; /* a new frame: its own measurements first */
 	int best = best_rung(z, false);
-	if (z->probing > 1) { /* judged on more than one window's noise */
+	if (z->probing && store_probe_lost(z, tcp_timed)) {
+		z->probing = 0;
+		take_back(z, z->came_from);
+		return;
+	}
+	if (z->probing > 1) {
 		z->probing--;
 		return;
 	}

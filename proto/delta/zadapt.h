@@ -78,7 +78,9 @@
  * the setting it left by the margin, else taken back, and then the next
  * move waits: the hold doubles, up to ZADAPT_MAX_HOLD windows; a move
  * that is kept halves it. So the level settles instead of flapping,
- * and of two settings close in cost the one it had stays.
+ * and of two settings close in cost the one it had stays. A probe of
+ * "store" ends sooner, in the first window TCP's delivery rate shows it
+ * losing: on a slow link each more window sends a MiB whole for nothing.
  *
  * zstd has a second, independent choice: "wide", a window of
  * 2^ZADAPT_WIDE_LOG bytes with long-distance matching, where the normal

@@ -250,6 +250,56 @@ static void test_no_store_probe_on_little_left(void **state)
 	assert_true(zadapt_storing(&z));
 }
 
+/* A probe of store whose first window times the link is judged on it at
+ * once: at 100 Mbit/s (TCP's rate 96 ms per MiB, the MiB sent whole
+ * still queued) back to zstd 3, not a second MiB sent whole; on
+ * loopback (0.04 ms per MiB) the trial goes on. */
+static void test_store_probe_judged_on_its_first_window(void **state)
+{
+	struct zadapt z;
+	(void)state;
+
+	struct zadapt_window first = timed(8, 3, 12, 0);
+	struct zadapt_window stored = timed(1, 0, 100, 0);
+	stored.wall_ns = 8 * MS;
+	stored.backlog_known = true;
+	stored.backlog0 = stored.sockq0 = 128 * 1024;
+	stored.backlog1 = stored.sockq1 = 1024 * 1024 + 32 * 1024; /* 96 KiB left */
+	stored.delivery_ns_per_mib = 96 * MS;
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	assert_true(zadapt_window_end(&z, &first));
+	assert_true(zadapt_storing(&z));
+	assert_true(zadapt_window_end(&z, &stored));
+	assert_false(zadapt_storing(&z));
+	assert_int_equal(zadapt_level(zadapt_setting(&z)), 3);
+
+	stored.backlog1 = stored.sockq1 = 0;
+	stored.wall_ns = MS / 2;
+	stored.delivery_ns_per_mib = 40 * 1000;
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	assert_true(zadapt_window_end(&z, &first));
+	assert_false(zadapt_window_end(&z, &stored));
+	assert_true(zadapt_storing(&z));
+	assert_int_equal(z.probing, 1); /* a win waits for the trial's end */
+
+	/* the probe's first window untimed (TCP's rate app-limited), its
+	 * second timed: back then, not kept a window longer on a guess */
+	struct zadapt_window untimed = stored;
+	untimed.wall_ns = 8 * MS;
+	untimed.backlog1 = untimed.sockq1 = 1024 * 1024 + 32 * 1024;
+	untimed.delivery_ns_per_mib = 0;
+	struct zadapt_window second = untimed;
+	second.backlog0 = second.sockq0 = untimed.sockq1;
+	second.backlog1 = second.sockq1 = second.sockq0 + 1024 * 1024 - 96 * 1024;
+	second.delivery_ns_per_mib = 96 * MS;
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	assert_true(zadapt_window_end(&z, &first));
+	assert_false(zadapt_window_end(&z, &untimed));
+	assert_true(zadapt_storing(&z));
+	assert_true(zadapt_window_end(&z, &second));
+	assert_int_equal(zadapt_level(zadapt_setting(&z)), 3);
+}
+
 /* TCP's delivery rate is one round trip's: on loopback a receiver that
  * paused to write made it claim 11.7 ms per MiB at the end of a window
  * whose 1.45 MiB had left in 2.5 ms. A sample is held to what the
@@ -963,6 +1013,7 @@ int main(void)
 		cmocka_unit_test(test_link_from_backlog),
 		cmocka_unit_test(test_no_store_probe_when_behind),
 		cmocka_unit_test(test_no_store_probe_on_little_left),
+		cmocka_unit_test(test_store_probe_judged_on_its_first_window),
 		cmocka_unit_test(test_delivery_rate_held_to_what_left),
 		cmocka_unit_test(test_fast_compressor),
 		cmocka_unit_test(test_fixed_level),
