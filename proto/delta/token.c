@@ -353,6 +353,11 @@ void token_enc_assume_link(struct token_enc *e, uint64_t ns_per_mib)
 	zadapt_assume_link(&e->za, ns_per_mib);
 }
 
+void token_enc_set_link_floor(struct token_enc *e, uint64_t ns_per_mib)
+{
+	zadapt_link_floor(&e->za, ns_per_mib);
+}
+
 void token_enc_set_left(struct token_enc *e, uint64_t left)
 {
 	e->left = left;

@@ -86,6 +86,9 @@ void token_enc_set_clock(struct token_enc *e, token_clock_fn clock, void *ctx);
 /* Tell the adaptive rule the link needs `ns_per_mib` per MiB (a test
  * whose output goes to memory replays a slow link so). */
 void token_enc_assume_link(struct token_enc *e, uint64_t ns_per_mib);
+/* --bwlimit: the output never leaves faster than `ns_per_mib` per MiB
+ * (zadapt_link_floor). */
+void token_enc_set_link_floor(struct token_enc *e, uint64_t ns_per_mib);
 /* The compressor thread (token_pipe.c) waited `ns` for the sender's next
  * data inside a file: time in which more compression effort costs no
  * wall time (zadapt.h). */

@@ -189,7 +189,7 @@ static uint64_t link_time(const struct zadapt *z)
 		if (m < link)
 			link = m;
 	}
-	return link;
+	return link > z->link_floor_ns ? link : z->link_floor_ns;
 }
 
 /* max(compressing + the rest of the sender's work, the link's time for
@@ -235,6 +235,8 @@ static void link_sample(struct zadapt *z, uint64_t ns_per_mib)
 {
 	uint64_t *v = z->link_samples;
 
+	if (ns_per_mib < z->link_floor_ns)
+		ns_per_mib = z->link_floor_ns;
 	memmove(v + 1, v, (ZADAPT_LINK_SAMPLES - 1) * sizeof *v);
 	v[0] = ns_per_mib;
 	if (z->nlink < ZADAPT_LINK_SAMPLES)
@@ -579,6 +581,13 @@ void zadapt_assume_link(struct zadapt *z, uint64_t ns_per_mib)
 	z->nlink = 2;
 	z->link_ns_per_mib = ns_per_mib;
 	z->link_known = true;
+}
+
+void zadapt_link_floor(struct zadapt *z, uint64_t ns_per_mib)
+{
+	z->link_floor_ns = ns_per_mib;
+	if (ns_per_mib && (!z->link_known || z->link_ns_per_mib < ns_per_mib))
+		zadapt_assume_link(z, ns_per_mib);
 }
 
 bool zadapt_window_end(struct zadapt *z, const struct zadapt_window *w)

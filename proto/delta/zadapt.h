@@ -73,6 +73,9 @@
  * rate slower). A backlog or a block that the receiver's window made
  * (TCP says so: a receiver busy writing or checksumming, as on loopback)
  * times no link, and such a window's rate is no sample.
+ * With --bwlimit the rate is the link's floor, known from the start: its
+ * sleeps come in lumps of 0.1 s, between which output seems to leave at
+ * once, so no window's timing may make the link faster than the rate.
  *
  * Every move is judged after ZADAPT_TRIAL windows: kept only if it beats
  * the setting it left by the margin, else taken back, and then the next
@@ -246,6 +249,7 @@ struct zadapt {
 	int hold;          /* windows to wait before the next move */
 	int backoff;       /* what hold is set to after a move taken back */
 	int changes;       /* setting changes so far (for tests and --debug) */
+	uint64_t link_floor_ns; /* the link is never faster (--bwlimit); 0: none */
 	bool left_known;   /* the last window said how much input is to come */
 	uint64_t left;     /* that much, at most */
 	bool can_widen;    /* zstd, adapting */
@@ -307,6 +311,11 @@ bool zadapt_storing(const struct zadapt *z);
  * would have shown (tests, where the output goes to memory and never
  * waits). */
 void zadapt_assume_link(struct zadapt *z, uint64_t ns_per_mib);
+/* The output can never go faster than `ns_per_mib` per MiB (--bwlimit):
+ * the link is known to be at least that slow from the start, and no
+ * window's timing says otherwise (the rate's sleeps come in lumps of
+ * 0.1 s, so between them the output seems to leave at once). */
+void zadapt_link_floor(struct zadapt *z, uint64_t ns_per_mib);
 /* The estimated cost of rung r in ns per MiB of input, from what was
  * measured (a guess where nothing fresh was; see zadapt.h). For tests
  * and --debug. */

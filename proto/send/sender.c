@@ -745,6 +745,10 @@ bool sender_run(struct session *s, struct send_list *sl)
 	if (d.enc) {
 		token_enc_set_timing(d.enc, true);
 		token_enc_set_threads(d.enc, s->opts->compress_threads);
+		/* the rate limit is a link the rule knows from the start */
+		if (s->out.bwlimit > 0)
+			token_enc_set_link_floor(d.enc, 1024ull * 1000000000u /
+							(uint64_t)s->out.bwlimit);
 	}
 	if (s->compress != CPRES_NONE)
 		d.skip = token_skip_new(s->skip_compress, s->module.dont_compress);

@@ -300,6 +300,33 @@ static void test_store_probe_judged_on_its_first_window(void **state)
 	assert_int_equal(zadapt_level(zadapt_setting(&z)), 3);
 }
 
+/* --bwlimit=50000 (50 MiB/s, 20 ms per MiB): the rate's sleeps come in
+ * lumps of 0.1 s, so most windows see their output leave at once, and
+ * the rule stored PGDATA at 172 MB where rsync sends 18. With the rate
+ * as the link's floor, storing is never tried and no window's timing
+ * makes the link faster than the rate. */
+static void test_bwlimit_floor(void **state)
+{
+	struct zadapt z;
+	(void)state;
+
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	zadapt_link_floor(&z, 20 * MS);
+	assert_true(z.link_known);
+	/* 8 MiB to 3 %, "waiting" the rate's 5 ms for its output, in 2 ms
+	 * of wall time between two sleeps: a blocked window whose output
+	 * left at 8 ms per MiB, faster than the rate allows */
+	struct zadapt_window w = timed(8, 3, 3, 0);
+	w.wait_ns = 5 * MS;
+	w.wall_ns = 2 * MS;
+	for (int i = 0; i < 40; i++) {
+		zadapt_window_end(&z, &w);
+		assert_false(zadapt_storing(&z));
+		assert_true(z.link_ns_per_mib >= 20 * MS);
+	}
+	assert_true(zadapt_cost(&z, z.nrungs - 1) >= 20 * MS);
+}
+
 /* TCP's delivery rate is one round trip's: on loopback a receiver that
  * paused to write made it claim 11.7 ms per MiB at the end of a window
  * whose 1.45 MiB had left in 2.5 ms. A sample is held to what the
@@ -1014,6 +1041,7 @@ int main(void)
 		cmocka_unit_test(test_no_store_probe_when_behind),
 		cmocka_unit_test(test_no_store_probe_on_little_left),
 		cmocka_unit_test(test_store_probe_judged_on_its_first_window),
+		cmocka_unit_test(test_bwlimit_floor),
 		cmocka_unit_test(test_delivery_rate_held_to_what_left),
 		cmocka_unit_test(test_fast_compressor),
 		cmocka_unit_test(test_fixed_level),
