@@ -58,7 +58,7 @@
  * less than ZADAPT_STORE_PROBE_MIN_LEFT of input is still to come: the
  * probe sends a trial's windows whole, which on a slow link costs more
  * than storing can save on the little that is left (a 16 MiB WAL segment
- * that compresses 35 to 1: 3.9 MB on the wire instead of 0.23 MB, four
+ * that compresses 35 to 1: 3.9 MB on the wire instead of 0.47 MB, five
  * times the wall time at 100 Mbit/s). No setting that sends more
  * bytes is tried while the last window ended with the link behind (a
  * backlog of ZADAPT_BACKLOG_SATURATED bytes still waiting to leave): the
@@ -98,12 +98,11 @@
  * up (the current level, or the first faster one down to the level below
  * the normal one, zstd's fast matcher, that keeps up with the link with
  * an eighth to spare, ZADAPT_WIDE_EXTRA_NS and the sender's other work
- * counted: the rule it then stays by, so that the start is not a knife
- * edge between two levels), and then moves
- * only to a faster level while the compressor falls behind the link by
- * an eighth, or to one of more effort that would keep up with an eighth
- * to spare, on a guess only if it looks better by the margin; never to
- * store.
+ * counted: the test it then stays by, so that the start is no knife edge
+ * between two levels), and then moves only to a faster level while the
+ * compressor falls behind the link by an eighth, or to one of more
+ * effort that would keep up with an eighth to spare, on a guess only if
+ * it looks better by the margin; never to store.
  * Decoders allocate the window, so the receiver (ferry or rsync, both
  * accept 2^27) holds up to 2^ZADAPT_WIDE_LOG bytes more: a price paid
  * only on a slow link.
