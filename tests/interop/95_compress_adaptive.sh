@@ -6,7 +6,8 @@
 # for zstd, lz4, zlibx and zlib, rsync pulling from a ferry daemon and
 # ferry pushing to an rsync daemon, whole-file and delta, on random,
 # compressible and mixed files; results byte-identical. On a --bwlimit=2m
-# link ferry sends no more than rsync -z (+2%), and with zstd, where the
+# link ferry sends no more than rsync -z (+2%), nor at a rate faster than
+# the machine compresses (--bwlimit=50m: +25%), and with zstd, where the
 # data repeats far back, much less (wide mode); an explicit --zl keeps a
 # fixed level (the bytes match rsync's at that level); --compress-threads
 # works, and a daemon caps what a client asks for at 8 zstd workers.
@@ -27,6 +28,7 @@ SRC=$T/src   # random, compressible and mixed files
 FAR=$T/far   # a text file and its copy: a repeat 10 MiB back
 NEW=$T/new   # the same, about 1% changed
 BW=$T/bw     # a smaller set for the rate-limited runs
+BWF=$T/bwf   # 64 MiB of database-like pages for a fast rate limit
 UPR=$T/up_rsyncd
 mkdir -p "$UPR"
 
@@ -105,6 +107,25 @@ for name in ('a.txt', 'b.txt'):
     open(far + '/' + name, 'wb').write(far_text)
 EOF
     touch -d @1700000000 "$NEW"/* "$NEW"/small/*
+    # 16 MiB of 8 KiB pages (a few lines of text at the end of each), in
+    # four files rotated by a page each: quick to make, 20:1 for zstd
+    "$PYTHON" - "$BWF" <<'EOF' || return 1
+import os, random, sys
+rng = random.Random(96)
+words = [''.join(rng.choice('abcdefghijklmnopqrstuvwxyz') for _ in range(rng.randint(2, 9)))
+         for _ in range(300)]
+chunk = bytearray()
+for _ in range(2048):
+    p = bytearray(8192)
+    body = b''.join((' '.join(rng.choice(words) for _ in range(8)) + '\n').encode()
+                    for _ in range(rng.randint(2, 12)))
+    p[8192 - len(body):] = body
+    p[:24] = rng.randbytes(24)
+    chunk += p
+os.makedirs(sys.argv[1], exist_ok=True)
+for f in range(4):
+    open(os.path.join(sys.argv[1], 'pages%d.dat' % f), 'wb').write(chunk[f * 8192:] + chunk[:f * 8192])
+EOF
 }
 t_check make_trees make_trees || t_done
 
@@ -120,6 +141,9 @@ MODULES="
     use chroot = no
 [far]
     path = $FAR
+    use chroot = no
+[bwf]
+    path = $BWF
     use chroot = no
 "
 if ! t_rsyncd_start rd95 "$MODULES
@@ -207,6 +231,18 @@ bwlimit_bytes() {
     [ "$PULL_F" -le $((PULL_R + PULL_R / 50)) ] && [ "$PUSH_F" -le $((PUSH_R + PUSH_R / 50)) ]
 }
 t_check bwlimit_2m_bytes_vs_rsync bwlimit_bytes
+
+# At --bwlimit=50m (faster than rsync's compressor needs, slower than
+# storing) the rate is the link: ferry compresses as rsync does and sends
+# at most a quarter more, both ways. The rate's sleeps come in lumps of
+# 0.1 s, between which the output seems to leave at once; taken for a fast
+# link, that made ferry store: 58.8 MB of these 64 MiB where rsync sends
+# about 1.5 MB.
+bwlimit_fast_rate() {
+    slow_pair bwf bwf "$BWF" 50m || return 1
+    [ "$PULL_F" -le $((PULL_R + PULL_R / 4)) ] && [ "$PUSH_F" -le $((PUSH_R + PUSH_R / 4)) ]
+}
+t_check bwlimit_50m_compresses_as_rsync bwlimit_fast_rate
 
 # ------------------------------------- on a slow link: zstd's wide window
 
