@@ -5,6 +5,15 @@
  * fills one batch at a time and publishes it when full or at the end of a
  * file; the compressor thread replays each published batch into the
  * encoder in order and hands it back.
+ *
+ * While the encoder stores (the adaptive rule's "no effort", or data that
+ * does not compress), the hand-off is all cost: its copy is as much work
+ * as storing, and each batch a wake-up. The sender's thread then encodes
+ * itself, once the compressor has done what was queued (so the stream's
+ * order stands), until the encoder compresses again. Its time between
+ * those calls inside a file is what the compressor thread would have
+ * waited for: it goes to the encoder as idle time, as the thread's waits
+ * do, so that the adaptive rule judges compressing again the same way.
  */
 #include "proto/delta/token_pipe.h"
 
@@ -50,10 +59,34 @@ struct token_pipe {
 				   * abandoned: drop batches unread */
 	bool started;
 	bool mid_file;            /* the last batch encoded did not end a file */
+	bool storing;             /* the encoder stored at the end of the last
+				   * batch encoded */
+	bool taken_over;          /* the sender's thread encoded since the
+				   * compressor's wait began: no idle time */
 	pthread_t thread;
 	struct pipe_batch batches[TOKEN_PIPE_BATCHES];
 	struct pipe_batch *cur;   /* the sender's batch, or NULL: wait for one */
+	bool direct;              /* the sender's: encode on its own thread */
+	uint64_t direct_end;      /* the sender's: when its last call inside
+				   * this file ended (0: none) */
 };
+
+/* One encoder call, with its bytes (len of them: a record's own count
+ * is 32 bits). */
+static bool encode_op(struct token_pipe *p, const struct pipe_op *op, const uint8_t *bytes,
+		      size_t len)
+{
+	switch (op->kind) {
+	case OP_BEGIN:
+		return token_enc_begin(p->enc, p->out, op->flag);
+	case OP_LITERAL:
+		return token_enc_literal(p->enc, p->out, bytes, len);
+	case OP_BLOCK:
+		return token_enc_block(p->enc, p->out, op->block, op->flag ? bytes : NULL, len);
+	default:
+		return token_enc_end(p->enc, p->out);
+	}
+}
 
 /* Replay one batch into the encoder, holding the output's lock so that no
  * other thread's message lands inside a batch's records. */
@@ -62,25 +95,8 @@ static bool encode_batch(struct token_pipe *p, const struct pipe_batch *b)
 	bool ok = true;
 
 	wire_out_lock(p->out);
-	for (size_t i = 0; ok && i < b->nops; i++) {
-		const struct pipe_op *op = &b->ops[i];
-		const uint8_t *bytes = b->data + op->off;
-		switch (op->kind) {
-		case OP_BEGIN:
-			ok = token_enc_begin(p->enc, p->out, op->flag);
-			break;
-		case OP_LITERAL:
-			ok = token_enc_literal(p->enc, p->out, bytes, op->len);
-			break;
-		case OP_BLOCK:
-			ok = token_enc_block(p->enc, p->out, op->block, op->flag ? bytes : NULL,
-					     op->len);
-			break;
-		default:
-			ok = token_enc_end(p->enc, p->out);
-			break;
-		}
-	}
+	for (size_t i = 0; ok && i < b->nops; i++)
+		ok = encode_op(p, &b->ops[i], b->data + b->ops[i].off, b->ops[i].len);
 	wire_out_unlock(p->out);
 	return ok;
 }
@@ -104,8 +120,9 @@ static void wait_for_work(struct token_pipe *p)
 	uint64_t t0 = p->mid_file ? monotonic_ns() : 0;
 	while (p->done == p->published && !p->quit)
 		pthread_cond_wait(&p->work, &p->lock);
-	if (t0)
+	if (t0 && !p->taken_over)
 		token_enc_add_idle(p->enc, monotonic_ns() - t0);
+	p->taken_over = false;
 }
 
 static void *pipe_main(void *arg)
@@ -121,7 +138,9 @@ static void *pipe_main(void *arg)
 		bool skip = p->failed;
 		pthread_mutex_unlock(&p->lock);
 		bool ok = skip || encode_batch(p, b);
+		bool storing = ok && token_enc_minimal(p->enc);
 		pthread_mutex_lock(&p->lock);
+		p->storing = storing;
 		p->mid_file = b->nops > 0 && b->ops[b->nops - 1].kind != OP_END;
 		if (!ok)
 			p->failed = true;
@@ -211,6 +230,7 @@ static struct pipe_batch *batch_for(struct token_pipe *p, size_t bytes)
 	while (!p->failed && p->published - p->done >= TOKEN_PIPE_BATCHES)
 		pthread_cond_wait(&p->room, &p->lock);
 	bool failed = p->failed;
+	p->direct = p->storing;
 	pthread_mutex_unlock(&p->lock);
 	if (failed)
 		return NULL;
@@ -219,31 +239,44 @@ static struct pipe_batch *batch_for(struct token_pipe *p, size_t bytes)
 }
 
 /* Publish what is queued and wait until the compressor has done it all;
- * false if it failed. The caller then owns the encoder and the output. */
-static bool drain(struct token_pipe *p)
+ * false if it failed. The caller then owns the encoder and the output
+ * (`take_over`: to encode while the file goes on). */
+static bool drain(struct token_pipe *p, bool take_over)
 {
 	publish(p);
 	pthread_mutex_lock(&p->lock);
 	while (p->done != p->published)
 		pthread_cond_wait(&p->room, &p->lock);
 	bool ok = !p->failed;
+	if (take_over)
+		p->taken_over = true;
 	pthread_mutex_unlock(&p->lock);
 	p->cur = NULL;
 	return ok;
 }
 
-/* A record too large for a batch (a protocol 29 block of more than
- * TOKEN_PIPE_BATCH_BYTES, for zlib's history): encoded here, in its place
- * in the stream, once the compressor has caught up. */
-static bool encode_here(struct token_pipe *p, uint8_t kind, int32_t block,
-			const uint8_t *data, size_t len)
+/* A record encoded here, in its place in the stream, once the compressor
+ * has caught up: one too large for a batch (a protocol 29 block of more
+ * than TOKEN_PIPE_BATCH_BYTES, for zlib's history), or any while the
+ * encoder stores. */
+static bool encode_here(struct token_pipe *p, const struct pipe_op *op, const uint8_t *data,
+			size_t len)
 {
-	if (!drain(p))
+	if (!drain(p, true))
 		return false;
+	if (p->direct_end)
+		token_enc_add_idle(p->enc, monotonic_ns() - p->direct_end);
 	wire_out_lock(p->out);
-	bool ok = kind == OP_LITERAL ? token_enc_literal(p->enc, p->out, data, len)
-				     : token_enc_block(p->enc, p->out, block, data, len);
+	bool ok = encode_op(p, op, data, len);
 	wire_out_unlock(p->out);
+	p->direct = ok && token_enc_minimal(p->enc);
+	p->direct_end = p->direct && op->kind != OP_END ? monotonic_ns() : 0;
+	if (ok && !p->direct) {
+		/* compressing again: the compressor's last word on it is old */
+		pthread_mutex_lock(&p->lock);
+		p->storing = false;
+		pthread_mutex_unlock(&p->lock);
+	}
 	if (!ok) {
 		pthread_mutex_lock(&p->lock);
 		p->failed = true;
@@ -257,15 +290,16 @@ static bool queue(struct token_pipe *p, uint8_t kind, bool flag, int32_t block,
 		  const uint8_t *data, size_t len)
 {
 	size_t bytes = data ? len : 0;
+	struct pipe_op here = {.kind = kind, .flag = flag, .block = block, .len = (uint32_t)len};
 
-	if (bytes > TOKEN_PIPE_BATCH_BYTES)
-		return encode_here(p, kind, block, data, len);
+	if (p->direct || bytes > TOKEN_PIPE_BATCH_BYTES)
+		return encode_here(p, &here, data, len);
 	struct pipe_batch *b = batch_for(p, bytes);
 	if (!b)
 		return false;
 	struct pipe_op *op = &b->ops[b->nops++];
-	*op = (struct pipe_op){.kind = kind, .flag = flag, .block = block,
-			       .off = (uint32_t)b->used, .len = (uint32_t)len};
+	*op = here;
+	op->off = (uint32_t)b->used;
 	if (bytes) {
 		memcpy(b->data + b->used, data, bytes);
 		b->used += bytes;
@@ -301,5 +335,13 @@ bool token_pipe_end(struct token_pipe *p, bool ok)
 		p->failed = true;
 		pthread_mutex_unlock(&p->lock);
 	}
-	return drain(p) && ok;
+	return drain(p, false) && ok;
+}
+
+uint64_t token_pipe_handed(struct token_pipe *p)
+{
+	pthread_mutex_lock(&p->lock);
+	uint64_t n = p->published;
+	pthread_mutex_unlock(&p->lock);
+	return n;
 }

@@ -12,7 +12,8 @@
  *
  * Use it for large files only: the hand-off costs a copy of every
  * literal byte and a wake-up per batch, which a small file does not
- * repay. Between token_pipe_begin and token_pipe_end the compressor thread
+ * repay; nor does stored data, which the caller's thread then encodes
+ * itself (token_pipe.c). Between token_pipe_begin and token_pipe_end the compressor thread
  * owns the encoder and writes to the output (taking its lock per batch);
  * the caller must not touch either, nor hold the output's lock.
  */
@@ -63,5 +64,7 @@ bool token_pipe_block(struct token_pipe *p, int32_t block, const uint8_t *data, 
  * which the caller owns the encoder and the output again. Returns false if
  * `ok` was false or the compressor failed. */
 bool token_pipe_end(struct token_pipe *p, bool ok);
+/* Batches handed to the compressor thread so far (tests). */
+uint64_t token_pipe_handed(struct token_pipe *p);
 
 #endif

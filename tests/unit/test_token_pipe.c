@@ -4,7 +4,9 @@
  * make on the sender's own thread (which rsync decodes: test_token_rsync.c
  * and tests/interop), for every algorithm, across batches, files, runs of
  * block tokens longer than a batch, and zlib's matched-block history (with
- * protocol 29 blocks larger than a batch too); and
+ * protocol 29 blocks larger than a batch too), and data that turns from
+ * compressible to not and back inside a file (stored data is encoded on
+ * the sender's thread); and
  * a failure on the compressor thread must reach the sender, not hang it.
  */
 #include <fcntl.h>
@@ -36,12 +38,13 @@ static void encode_file_piped(struct token_pipe *p, int alg, const struct basis 
 /* The test's files: 3 MiB of text (many batches and adaptive windows),
  * then random data (stored by the adaptive rule), a delta of text and
  * blocks, 3000 one-block tokens without runs (more records than a batch
- * holds), a small file and one on the skip list. */
+ * holds), a small file and one on the skip list, and text and random
+ * data in turns with a block between (stored, compressed, stored ...). */
 struct script {
 	struct buf text, noise, basis_data;
 	struct basis bs;
-	struct op big[2], delta[6], blocks[3000], small[1], skipped[1];
-	struct file_spec files[6];
+	struct op big[2], delta[6], blocks[3000], small[1], skipped[1], turns[6];
+	struct file_spec files[7];
 };
 
 static void script_init(struct script *sc)
@@ -63,12 +66,19 @@ static void script_init(struct script *sc)
 		sc->blocks[i] = (struct op){NULL, 0, (int32_t)((i * 2) % 4000)};
 	sc->small[0] = (struct op){sc->text.p + 77, 5000, 0};
 	sc->skipped[0] = (struct op){sc->text.p, 200000, 0};
+	sc->turns[0] = (struct op){sc->noise.p, sc->noise.len, 0};
+	sc->turns[1] = (struct op){sc->text.p + 999, 1024 * 1024, 0};
+	sc->turns[2] = (struct op){sc->noise.p + 5, 400000, 0};
+	sc->turns[3] = (struct op){NULL, 0, 17};
+	sc->turns[4] = (struct op){sc->noise.p + 300000, 300000, 0};
+	sc->turns[5] = (struct op){sc->text.p + 2000000, 600000, 0};
 	sc->files[0] = (struct file_spec){&sc->bs, sc->big, 2, false};
 	sc->files[1] = (struct file_spec){&sc->bs, sc->delta, 6, false};
 	sc->files[2] = (struct file_spec){&sc->bs, sc->blocks, 3000, false};
 	sc->files[3] = (struct file_spec){&sc->bs, sc->small, 1, false};
 	sc->files[4] = (struct file_spec){&sc->bs, sc->skipped, 1, true};
 	sc->files[5] = (struct file_spec){&sc->bs, sc->big, 1, false};
+	sc->files[6] = (struct file_spec){&sc->bs, sc->turns, 6, false};
 }
 
 static void script_free(struct script *sc)
@@ -190,6 +200,55 @@ static void test_block_larger_than_batch(void **state)
 	free(expect.p);
 }
 
+/* Data the encoder stores is encoded on the sender's own thread: the
+ * thread is handed the batches queued before the compressor found the
+ * data incompressible, and none after; compressible data after it goes to
+ * the thread again. */
+static void test_stored_data_stays_on_the_senders_thread(void **state)
+{
+	struct mem m;
+	struct buf noise = {0}, text = {0};
+	(void)state;
+
+	random_bytes(&noise, 4 * 1024 * 1024);
+	text_bytes(&text, 3 * 1024 * 1024, 9);
+	mem_open(&m);
+	struct token_enc *e = token_enc_new(CPRES_ZSTD, 3, true, 31, &m.err);
+	struct token_pipe *p = token_pipe_new(e, &m.out, &m.err);
+	assert_non_null(p);
+	struct op stored[] = {{noise.p, noise.len, 0}};
+	struct op compressed[] = {{text.p, text.len, 0}};
+	encode_file_piped(p, CPRES_ZSTD, NULL, stored, 1, false);
+	uint64_t after_noise = token_pipe_handed(p);
+	/* 32 batches of 128 KiB were it all handed over; the sender runs
+	 * at most TOKEN_PIPE_BATCHES ahead of the compressor's verdict */
+	assert_true(after_noise <= 2 * TOKEN_PIPE_BATCHES);
+	encode_file_piped(p, CPRES_ZSTD, NULL, compressed, 1, false);
+	assert_true(token_pipe_handed(p) - after_noise >= 20);
+	token_pipe_free(p);
+	token_enc_free(e);
+	assert_int_equal(m.err.code, 0);
+	struct buf out = {0}, got = {0};
+	mem_bytes(&m, &out);
+	mem_close(&m);
+	struct mem in;
+	mem_from(&in, out.p, out.len);
+	struct token_dec *d = token_dec_new(CPRES_ZSTD, 31, &in.err);
+	assert_int_equal(decode_file(d, &in, NULL, &got, NULL), TOKEN_END);
+	assert_int_equal(got.len, noise.len);
+	assert_memory_equal(got.p, noise.p, noise.len);
+	got.len = 0;
+	assert_int_equal(decode_file(d, &in, NULL, &got, NULL), TOKEN_END);
+	assert_int_equal(got.len, text.len);
+	assert_memory_equal(got.p, text.p, text.len);
+	token_dec_free(d);
+	mem_close(&in);
+	free(out.p);
+	free(got.p);
+	free(noise.p);
+	free(text.p);
+}
+
 /* A write that fails on the compressor thread fails the file, and the
  * sender's further calls return false instead of waiting for room. */
 static void test_failure_reaches_sender(void **state)
@@ -252,6 +311,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_stream_as_one_thread),
 		cmocka_unit_test(test_block_larger_than_batch),
+		cmocka_unit_test(test_stored_data_stays_on_the_senders_thread),
 		cmocka_unit_test(test_failure_reaches_sender),
 		cmocka_unit_test(test_abandoned_file),
 	};
