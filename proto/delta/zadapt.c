@@ -198,7 +198,7 @@ static uint64_t link_time(const struct zadapt *z)
  * close in cost the one that sends fewer bytes wins. A guess for store
  * while the link is unknown takes the link as free: that is what the
  * probe finds out. */
-static uint64_t cost_of(const struct zadapt *z, const struct zadapt_rung *e, bool guess_link)
+static uint64_t cost_at(const struct zadapt *z, const struct zadapt_rung *e, uint64_t link_ns)
 {
 	uint64_t cpu = e->ns_per_mib + z->other_ns_per_mib + z->idle_ns_per_mib;
 	uint64_t cur = z->stat[z->rung].ns_per_mib;
@@ -209,9 +209,14 @@ static uint64_t cost_of(const struct zadapt *z, const struct zadapt_rung *e, boo
 		if (cpu < pace)
 			cpu = pace;
 	}
-	uint64_t link = guess_link ? 0 : e->ratio * link_time(z) / ZADAPT_RATIO_ONE;
+	uint64_t link = e->ratio * link_ns / ZADAPT_RATIO_ONE;
 
 	return cpu > link ? cpu + link / ZADAPT_OVERLAP : link + cpu / ZADAPT_OVERLAP;
+}
+
+static uint64_t cost_of(const struct zadapt *z, const struct zadapt_rung *e, bool guess_link)
+{
+	return cost_at(z, e, guess_link ? 0 : link_time(z));
 }
 
 uint64_t zadapt_cost(const struct zadapt *z, int r)
@@ -275,7 +280,9 @@ static uint64_t bytes_left(const struct zadapt_window *w)
 
 /* The link's side of a timed window of `wall` ns at rung s: is it
  * behind, how fast did s's output leave, and, if the window shows it,
- * the link's rate (true: TCP's delivery rate timed it). */
+ * the link's rate (true: TCP's delivery rate timed it). Where the
+ * receiver's window held the output back, TCP's rate is no link sample
+ * (a receiver that stalls), but is kept as held_ns. */
 static bool measure_link(struct zadapt *z, struct zadapt_rung *s, const struct zadapt_window *w,
 			 uint64_t wall)
 {
@@ -285,6 +292,9 @@ static bool measure_link(struct zadapt *z, struct zadapt_rung *s, const struct z
 	bool timed = left >= ZADAPT_MIN_LEFT && wall > 0;
 	uint64_t left_ns = timed ? wall * MIB / left : 0;
 	bool timed_link = false;
+	z->held_ns = 0;
+	if (w->delivery_ns_per_mib && w->receiver_limited && timed)
+		z->held_ns = left_ns < w->delivery_ns_per_mib ? left_ns : w->delivery_ns_per_mib;
 	if (w->delivery_ns_per_mib && !w->receiver_limited && timed) {
 		/* TCP's rate is one round trip's, the last it measured: not
 		 * this window's unless the window's output left (acknowledged
@@ -438,11 +448,16 @@ static int best_rung(const struct zadapt *z, bool guesses)
 		if (slow_wide_holds(z, r))
 			continue;
 		uint64_t c = zadapt_cost(z, r);
-		if (guess && is_store(z, r) && z->nlink > 0) {
+		if (guess && is_store(z, r) && (z->nlink > 0 || z->held_ns)) {
 			/* one saturated window is too little to count on, but
-			 * enough to not try storing against it */
+			 * enough to not try storing against it; so is TCP's
+			 * rate while the receiver held the output back: store
+			 * would not go faster than the receiver takes it */
 			struct zadapt_rung e = estimate(z, r, &guess);
-			c = cost_of(z, &e, false);
+			uint64_t link = z->nlink > 0 ? link_time(z) : 0;
+			if (z->held_ns > link)
+				link = z->held_ns;
+			c = cost_at(z, &e, link);
 		}
 		/* a guess needs no margin to be tried: the measurement
 		 * there must have one to be kept */
@@ -519,16 +534,26 @@ static bool judge_wide(struct zadapt *z)
  * setting it left by the margin, is over at once: on a slow link its
  * next window would send another MiB whole to show the same, and at the
  * trial's end one sample of the link would not yet count (store's cost
- * is a guess until two do) and keep it a window longer. (Not on a
- * window that only blocked: on loopback that is the receiver stalling,
- * which the trial's second window is there to see past.) */
+ * is a guess until two do) and keep it a window longer. So is one in a
+ * window where the receiver's window held the output back and TCP
+ * delivered too slowly for storing to pay even so (held_ns, no link
+ * sample): a receiver slower than the link (rsync's, sharing the CPU
+ * with its sender) takes what store sends no faster, and the trial's
+ * whole windows went out at 100 Mbit/s for nothing. A receiver that
+ * stalls on loopback is delivered to at a few ms per MiB, at which store
+ * still wins. (Not on a window that only blocked: on loopback that is
+ * the receiver stalling, which the trial's second window is there to
+ * see past.) */
 static bool store_probe_lost(const struct zadapt *z, bool tcp_timed)
 {
-	if (!tcp_timed || !is_store(z, z->rung) || z->came_from < 0)
+	if ((!tcp_timed && !z->held_ns) || !is_store(z, z->rung) || z->came_from < 0)
 		return false;
 	bool guess;
 	struct zadapt_rung stored = estimate(z, z->rung, &guess);
-	return better(zadapt_cost(z, z->came_from), cost_of(z, &stored, false));
+	if (tcp_timed)
+		return better(zadapt_cost(z, z->came_from), cost_of(z, &stored, false));
+	struct zadapt_rung back = estimate(z, z->came_from, &guess);
+	return better(cost_at(z, &back, z->held_ns), cost_at(z, &stored, z->held_ns));
 }
 
 /* The speed side: move to the setting that moves the most input per

@@ -300,6 +300,69 @@ static void test_store_probe_judged_on_its_first_window(void **state)
 	assert_int_equal(zadapt_level(zadapt_setting(&z)), 3);
 }
 
+/* Where the receiver's window holds the output back (TCP's rwnd_limited),
+ * TCP's delivery rate is no link sample, but it is how fast the receiver
+ * takes data in: rsync's receiver pulling PGDATA from ferry's daemon at
+ * 100 Mbit/s on the same two cores (traced: 87 ms per MiB, and 5.9 ms,
+ * 16.5 ms in the first windows), where each probe of store sent 2 to 4
+ * MiB whole. A store probe ends in the first such window that shows
+ * store losing, and store is not probed against such a rate; a loopback
+ * receiver that stalls is delivered to at 1.3 ms per MiB (traced), at
+ * which store still wins. */
+static void test_receiver_held_rate(void **state)
+{
+	struct zadapt z;
+	(void)state;
+
+	/* level 3: 8 MiB at 3 ms per MiB and 4 ms of other work, to 12 % */
+	struct zadapt_window first = timed(8, 3, 12, 1);
+	first.wall_ns = 8 * 7 * MS;
+	struct zadapt_window held = first;
+	held.backlog_known = true;
+	held.backlog1 = held.sockq1 = 300 * 1024; /* 683 KiB of 983 left */
+	held.receiver_limited = true;
+	held.delivery_ns_per_mib = 88 * MS;
+
+	/* no probe of store against a receiver that takes 88 ms per MiB */
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	zadapt_window_end(&z, &held);
+	assert_false(zadapt_storing(&z));
+	assert_int_equal(z.nlink, 0); /* and no link sample */
+	/* as fast as the output left, if that was faster (683 KiB in 56 ms) */
+	assert_true(z.held_ns > 83 * MS && z.held_ns < 85 * MS);
+
+	/* the first window tells nothing (the output left at once): store
+	 * is probed; its first window held at 16.5 ms per MiB ends it */
+	struct zadapt_window stored = timed(1, 0, 100, 1);
+	stored.wall_ns = 5 * MS;
+	stored.backlog_known = true;
+	stored.backlog0 = stored.sockq0 = 400 * 1024;
+	stored.backlog1 = stored.sockq1 = 1200 * 1024; /* 224 KiB left */
+	stored.receiver_limited = true;
+	stored.delivery_ns_per_mib = 16500 * 1000;
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	assert_true(zadapt_window_end(&z, &first));
+	assert_true(zadapt_storing(&z));
+	assert_true(zadapt_window_end(&z, &stored));
+	assert_false(zadapt_storing(&z));
+	assert_int_equal(zadapt_level(zadapt_setting(&z)), 3);
+	assert_int_equal(z.nlink, 0);
+
+	/* a loopback receiver stalling: held, but at 1.3 ms per MiB store
+	 * wins; the trial goes on */
+	stored.delivery_ns_per_mib = 1300 * 1000;
+	stored.backlog1 = stored.sockq1 = 1400 * 1024; /* 24 KiB left ... */
+	stored.wall_ns = MS / 20; /* ... in 50 us: 2 ms per MiB */
+	zadapt_init(&z, CPRES_ZSTD, 3, true, ZSTD_MIN);
+	assert_true(zadapt_window_end(&z, &first));
+	assert_true(zadapt_storing(&z));
+	stored.backlog1 = stored.sockq1 = 900 * 1024; /* 524 KiB left */
+	stored.wall_ns = MS;
+	assert_false(zadapt_window_end(&z, &stored));
+	assert_true(zadapt_storing(&z));
+	assert_int_equal(z.probing, 1);
+}
+
 /* --bwlimit=50000 (50 MiB/s, 20 ms per MiB): the rate's sleeps come in
  * lumps of 0.1 s, so most windows see their output leave at once, and
  * the rule stored PGDATA at 172 MB where rsync sends 18. With the rate
@@ -1041,6 +1104,7 @@ int main(void)
 		cmocka_unit_test(test_no_store_probe_when_behind),
 		cmocka_unit_test(test_no_store_probe_on_little_left),
 		cmocka_unit_test(test_store_probe_judged_on_its_first_window),
+		cmocka_unit_test(test_receiver_held_rate),
 		cmocka_unit_test(test_bwlimit_floor),
 		cmocka_unit_test(test_delivery_rate_held_to_what_left),
 		cmocka_unit_test(test_fast_compressor),
