@@ -328,6 +328,7 @@ bool token_pipe_block(struct token_pipe *p, int32_t block, const uint8_t *data, 
 bool token_pipe_end(struct token_pipe *p, bool ok)
 {
 	ok = ok && queue(p, OP_END, false, 0, NULL, 0);
+	p->direct_end = 0; /* the next file's wait is no idle time */
 	if (!ok) {
 		/* the file is abandoned: what is queued of it need not be
 		 * encoded (the session is failing) */

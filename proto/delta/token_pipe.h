@@ -13,9 +13,10 @@
  * Use it for large files only: the hand-off costs a copy of every
  * literal byte and a wake-up per batch, which a small file does not
  * repay; nor does stored data, which the caller's thread then encodes
- * itself (token_pipe.c). Between token_pipe_begin and token_pipe_end the compressor thread
- * owns the encoder and writes to the output (taking its lock per batch);
- * the caller must not touch either, nor hold the output's lock.
+ * itself (token_pipe.c). Between token_pipe_begin and token_pipe_end the
+ * compressor thread owns the encoder and writes to the output (taking its
+ * lock per batch); the caller must not touch either, nor hold the
+ * output's lock.
  */
 #ifndef FERRY_TOKEN_PIPE_H
 #define FERRY_TOKEN_PIPE_H
