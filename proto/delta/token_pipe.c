@@ -67,8 +67,10 @@ struct token_pipe {
 	struct pipe_batch batches[TOKEN_PIPE_BATCHES];
 	struct pipe_batch *cur;   /* the sender's batch, or NULL: wait for one */
 	bool direct;              /* the sender's: encode on its own thread */
-	uint64_t direct_end;      /* the sender's: when its last call inside
-				   * this file ended (0: none) */
+	bool owner;               /* the sender's: it has drained the queue and
+				   * encodes; nothing queued since */
+	uint64_t direct_end;      /* the sender's: when its last literal inside
+				   * this file was encoded (0: none) */
 };
 
 /* One encoder call, with its bytes (len of them: a record's own count
@@ -262,15 +264,24 @@ static bool drain(struct token_pipe *p, bool take_over)
 static bool encode_here(struct token_pipe *p, const struct pipe_op *op, const uint8_t *data,
 			size_t len)
 {
-	if (!drain(p, true))
+	bool literal = op->kind == OP_LITERAL;
+
+	/* once drained, nothing is queued while the sender encodes: no lock
+	 * or clock per block token, only per literal */
+	if (!p->owner && !drain(p, true))
 		return false;
-	if (p->direct_end)
+	p->owner = true;
+	if (literal && p->direct_end)
 		token_enc_add_idle(p->enc, monotonic_ns() - p->direct_end);
 	wire_out_lock(p->out);
 	bool ok = encode_op(p, op, data, len);
 	wire_out_unlock(p->out);
 	p->direct = ok && token_enc_minimal(p->enc);
-	p->direct_end = p->direct && op->kind != OP_END ? monotonic_ns() : 0;
+	p->owner = p->direct; /* else the next call queues */
+	if (!p->direct || op->kind == OP_END)
+		p->direct_end = 0;
+	else if (literal)
+		p->direct_end = monotonic_ns();
 	if (ok && !p->direct) {
 		/* compressing again: the compressor's last word on it is old */
 		pthread_mutex_lock(&p->lock);
@@ -329,6 +340,7 @@ bool token_pipe_end(struct token_pipe *p, bool ok)
 {
 	ok = ok && queue(p, OP_END, false, 0, NULL, 0);
 	p->direct_end = 0; /* the next file's wait is no idle time */
+	p->owner = false;
 	if (!ok) {
 		/* the file is abandoned: what is queued of it need not be
 		 * encoded (the session is failing) */
